@@ -1,0 +1,274 @@
+//! Starts the real control plane: etcd and kube-apiserver built from Go modules by
+//! `scripts/build-control-plane.sh`, on 127.0.0.1, with certificates generated here.
+//!
+//! The flags follow controller-runtime's envtest, with k3s' service range so
+//! ClusterIPs look like the ones a k3s host hands out.
+
+use std::fs;
+use std::net::TcpListener;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+
+use crate::kubeconfig;
+use crate::pki::{self, Ca, CertPair};
+
+/// k3s' default service CIDR.
+pub const SERVICE_CIDR: &str = "10.43.0.0/16";
+
+/// Where kube-apiserver and etcd are: `$KUBEBYON_CONTROL_PLANE_DIR`, or whatever
+/// `scripts/build-control-plane.sh` prints (it builds them on first use).
+pub fn locate_binaries() -> Result<PathBuf> {
+    if let Some(dir) = std::env::var_os("KUBEBYON_CONTROL_PLANE_DIR") {
+        let dir = PathBuf::from(dir);
+        if dir.join("kube-apiserver").is_file() && dir.join("etcd").is_file() {
+            return Ok(dir);
+        }
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/build-control-plane.sh");
+    let out = Command::new("bash")
+        .arg(&script)
+        .stderr(Stdio::inherit())
+        .output()
+        .with_context(|| format!("running {}", script.display()))?;
+    if !out.status.success() {
+        bail!("{} failed ({})", script.display(), out.status);
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let dir = stdout.lines().last().context("build script printed no folder")?;
+    Ok(PathBuf::from(dir.trim()))
+}
+
+/// A port that was free a moment ago on 127.0.0.1.
+pub fn free_port() -> Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// Options for [`ControlPlane::start`].
+#[derive(Clone, Debug)]
+pub struct ControlPlaneConfig {
+    /// Holds `pki/`, `etcd/`, `logs/` and `admin.kubeconfig`; reused when it exists.
+    pub data_dir: PathBuf,
+    pub bin_dir: PathBuf,
+    /// kube-apiserver's port; a free one when `None`.
+    pub api_port: Option<u16>,
+}
+
+/// Admin access to the running API server.
+#[derive(Clone, Debug)]
+pub struct Admin {
+    pub server: String,
+    pub ca_pem: String,
+    pub client: CertPair,
+    pub kubeconfig: PathBuf,
+}
+
+/// Running etcd + kube-apiserver; both are stopped by PID on drop.
+pub struct ControlPlane {
+    pub admin: Admin,
+    pub data_dir: PathBuf,
+    children: Vec<(&'static str, Child)>,
+}
+
+impl ControlPlane {
+    /// Starts etcd and kube-apiserver and waits until `/readyz` answers ok.
+    ///
+    /// Children get SIGKILL if the thread that started them ends: start this from
+    /// a thread that lives as long as the control plane should.
+    pub fn start(cfg: &ControlPlaneConfig) -> Result<Self> {
+        let pki = Pki::load_or_create(&cfg.data_dir.join("pki"))?;
+        let logs = cfg.data_dir.join("logs");
+        fs::create_dir_all(&logs)?;
+        let etcd_port = free_port()?;
+        let peer_port = free_port()?;
+        let api_port = match cfg.api_port {
+            Some(p) => p,
+            None => free_port()?,
+        };
+        let mut cp = Self {
+            admin: Admin {
+                server: format!("https://127.0.0.1:{api_port}"),
+                ca_pem: pki.ca.pair.cert_pem.clone(),
+                client: pki.admin.clone(),
+                kubeconfig: cfg.data_dir.join("admin.kubeconfig"),
+            },
+            data_dir: cfg.data_dir.clone(),
+            children: Vec::new(),
+        };
+        let etcd_url = format!("http://127.0.0.1:{etcd_port}");
+        let etcd = spawn(
+            &cfg.bin_dir.join("etcd"),
+            &logs.join("etcd.log"),
+            &[
+                "--name=hostsim",
+                &format!("--data-dir={}", cfg.data_dir.join("etcd").display()),
+                &format!("--listen-client-urls={etcd_url}"),
+                &format!("--advertise-client-urls={etcd_url}"),
+                &format!("--listen-peer-urls=http://127.0.0.1:{peer_port}"),
+                &format!("--initial-advertise-peer-urls=http://127.0.0.1:{peer_port}"),
+                &format!("--initial-cluster=hostsim=http://127.0.0.1:{peer_port}"),
+                "--unsafe-no-fsync=true",
+                "--log-level=warn",
+            ],
+        )?;
+        cp.children.push(("etcd", etcd));
+        let p = |f: &str| pki.dir.join(f).display().to_string();
+        let apiserver = spawn(
+            &cfg.bin_dir.join("kube-apiserver"),
+            &logs.join("kube-apiserver.log"),
+            &[
+                &format!("--etcd-servers={etcd_url}"),
+                &format!("--cert-dir={}", pki.dir.display()),
+                &format!("--tls-cert-file={}", p("apiserver.crt")),
+                &format!("--tls-private-key-file={}", p("apiserver.key")),
+                &format!("--client-ca-file={}", p("ca.crt")),
+                &format!("--secure-port={api_port}"),
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                &format!("--service-cluster-ip-range={SERVICE_CIDR}"),
+                "--authorization-mode=RBAC",
+                "--allow-privileged=true",
+                "--disable-admission-plugins=ServiceAccount",
+                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+                &format!("--service-account-key-file={}", p("sa.pub")),
+                &format!("--service-account-signing-key-file={}", p("sa.key")),
+                "--profiling=false",
+                "--v=1",
+            ],
+        )?;
+        cp.children.push(("kube-apiserver", apiserver));
+        fs::write(
+            &cp.admin.kubeconfig,
+            kubeconfig::render("hostsim", &cp.admin.server, &cp.admin.ca_pem, &cp.admin.client),
+        )?;
+        cp.wait_ready(Duration::from_secs(90))?;
+        Ok(cp)
+    }
+
+    fn wait_ready(&mut self, timeout: Duration) -> Result<()> {
+        let probe = crate::tls::blocking_get(&self.admin, "/readyz")?;
+        let deadline = Instant::now() + timeout;
+        loop {
+            for (name, child) in &mut self.children {
+                if let Some(status) = child.try_wait()? {
+                    let log = self.data_dir.join("logs").join(format!("{name}.log"));
+                    bail!("{name} exited ({status}); last log lines:\n{}", tail(&log, 15));
+                }
+            }
+            match probe() {
+                Ok(body) if body.trim() == "ok" => return Ok(()),
+                _ if Instant::now() > deadline => {
+                    let log = self.data_dir.join("logs/kube-apiserver.log");
+                    bail!("kube-apiserver not ready after {timeout:?}:\n{}", tail(&log, 15));
+                }
+                _ => std::thread::sleep(Duration::from_millis(200)),
+            }
+        }
+    }
+
+    /// PIDs of the running processes, for reports and memory measurements.
+    pub fn pids(&self) -> Vec<(&'static str, u32)> {
+        self.children.iter().map(|(n, c)| (*n, c.id())).collect()
+    }
+
+    /// SIGTERM, then SIGKILL after a grace period; API server first, etcd last.
+    pub fn stop(&mut self) {
+        while let Some((_, mut child)) = self.children.pop() {
+            terminate(&mut child, Duration::from_secs(5));
+        }
+    }
+}
+
+impl Drop for ControlPlane {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Sends SIGTERM to one child by PID and waits; SIGKILL if it does not exit in time.
+pub fn terminate(child: &mut Child, grace: Duration) {
+    if let Ok(pid) = i32::try_from(child.id()) {
+        // SAFETY: kill(2) on our own child's PID; the child is not yet reaped.
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+    }
+    let deadline = Instant::now() + grace;
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// Spawns a child with output to `log`, killed by the kernel if its parent thread dies.
+pub fn spawn(bin: &Path, log: &Path, args: &[&str]) -> Result<Child> {
+    let out = fs::File::create(log).with_context(|| format!("creating {}", log.display()))?;
+    let mut cmd = Command::new(bin);
+    cmd.args(args)
+        .stdin(Stdio::null())
+        .stdout(out.try_clone()?)
+        .stderr(out);
+    // SAFETY: prctl is async-signal-safe; it only sets this child's death signal.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    cmd.spawn().with_context(|| format!("starting {}", bin.display()))
+}
+
+fn tail(path: &Path, lines: usize) -> String {
+    let text = fs::read_to_string(path).unwrap_or_default();
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+/// The control plane's certificates, kept in `<data>/pki` so restarts reuse them.
+struct Pki {
+    dir: PathBuf,
+    ca: Ca,
+    admin: CertPair,
+}
+
+impl Pki {
+    fn load_or_create(dir: &Path) -> Result<Self> {
+        fs::create_dir_all(dir)?;
+        let read = |f: &str| fs::read_to_string(dir.join(f));
+        if let (Ok(cert_pem), Ok(key_pem), Ok(a_cert), Ok(a_key)) =
+            (read("ca.crt"), read("ca.key"), read("admin.crt"), read("admin.key"))
+        {
+            let ca = Ca::from_pem(CertPair { cert_pem, key_pem })?;
+            let admin = CertPair { cert_pem: a_cert, key_pem: a_key };
+            return Ok(Self { dir: dir.to_owned(), ca, admin });
+        }
+        let ca = Ca::generate("hostsim-ca")?;
+        let sans: Vec<String> = ["127.0.0.1", "localhost", "kubernetes", "kubernetes.default",
+            "kubernetes.default.svc", "kubernetes.default.svc.cluster.local", "10.43.0.1"]
+            .map(String::from)
+            .into();
+        let serving = ca.issue_server("kube-apiserver", &sans)?;
+        let admin = ca.issue_client("hostsim-admin", &["system:masters"])?;
+        let sa_key = pki::generate_key_pem()?;
+        let files = [
+            ("ca.crt", &ca.pair.cert_pem),
+            ("ca.key", &ca.pair.key_pem),
+            ("apiserver.crt", &serving.cert_pem),
+            ("apiserver.key", &serving.key_pem),
+            ("sa.key", &sa_key),
+            ("sa.pub", &pki::public_key_pem(&sa_key)?),
+            // Written last: their presence marks a complete set.
+            ("admin.key", &admin.key_pem),
+            ("admin.crt", &admin.cert_pem),
+        ];
+        for (name, content) in files {
+            fs::write(dir.join(name), content)?;
+        }
+        Ok(Self { dir: dir.to_owned(), ca, admin })
+    }
+}

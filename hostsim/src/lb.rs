@@ -1,0 +1,222 @@
+//! The LoadBalancer provider's decisions, MetalLB-style: address pools, the
+//! `metallb.io/*` annotations and `loadBalancerClass`. Pure; `sim` does the I/O.
+
+use std::collections::BTreeSet;
+use std::net::Ipv4Addr;
+use std::str::FromStr;
+
+/// An address pool (MetalLB `IPAddressPool`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pool {
+    pub name: String,
+    pub addresses: Vec<Ipv4Addr>,
+    /// `autoAssign: false` pools serve only Services that ask for them.
+    pub auto_assign: bool,
+}
+
+impl FromStr for Pool {
+    type Err = String;
+
+    /// `NAME=FIRST[-LAST][,noauto]`, e.g. `default=127.0.0.200-127.0.0.239`.
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (name, rest) = s.split_once('=').ok_or(format!("pool {s:?}: expected NAME=RANGE"))?;
+        let mut parts = rest.split(',');
+        let range = parts.next().unwrap_or_default();
+        let mut auto_assign = true;
+        for opt in parts {
+            match opt {
+                "noauto" => auto_assign = false,
+                other => return Err(format!("pool {name}: unknown option {other:?}")),
+            }
+        }
+        let (first, last) = range.split_once('-').unwrap_or((range, range));
+        let parse = |a: &str| {
+            a.trim()
+                .parse::<Ipv4Addr>()
+                .map_err(|e| format!("pool {name}: {a:?}: {e}"))
+        };
+        let (first, last) = (u32::from(parse(first)?), u32::from(parse(last)?));
+        if last < first || last - first > 4096 {
+            return Err(format!("pool {name}: bad range"));
+        }
+        Ok(Self {
+            name: name.to_owned(),
+            addresses: (first..=last).map(Ipv4Addr::from).collect(),
+            auto_assign,
+        })
+    }
+}
+
+/// The provider's configuration.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub pools: Vec<Pool>,
+    /// MetalLB's `--lb-class`: with it only that class is served, without it only
+    /// Services without a class.
+    pub class: Option<String>,
+}
+
+/// What the provider sees of one LoadBalancer Service.
+#[derive(Clone, Debug, Default)]
+pub struct Request<'a> {
+    pub namespace: &'a str,
+    pub name: &'a str,
+    pub class: Option<&'a str>,
+    pub load_balancer_ip: Option<&'a str>,
+    /// `metallb.io/loadBalancerIPs` (or the old `metallb.universe.tf/` prefix).
+    pub ips_annotation: Option<&'a str>,
+    /// `metallb.io/address-pool`.
+    pub pool_annotation: Option<&'a str>,
+    /// The ingress IP it already has, if any.
+    pub current: Option<Ipv4Addr>,
+}
+
+/// The outcome for one Service; every failure leaves it pending.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Decision {
+    Assign(Ipv4Addr),
+    /// Another provider's class: not ours to answer.
+    NotServed(String),
+    /// An Event's reason and message, as MetalLB words them.
+    Fail { reason: &'static str, message: String },
+}
+
+impl Config {
+    pub fn contains(&self, ip: Ipv4Addr) -> bool {
+        self.pools.iter().any(|p| p.addresses.contains(&ip))
+    }
+
+    /// Decides one Service; `in_use` holds addresses other Services have.
+    pub fn decide(&self, req: &Request<'_>, in_use: &BTreeSet<Ipv4Addr>) -> Decision {
+        if req.class != self.class.as_deref() {
+            return Decision::NotServed(format!(
+                "loadBalancerClass {:?} is not served by this provider (it serves {})",
+                req.class.unwrap_or(""),
+                self.class
+                    .as_deref()
+                    .map(|c| format!("class {c:?}"))
+                    .unwrap_or("Services without a class".into())
+            ));
+        }
+        let fail = |message: String| Decision::Fail {
+            reason: "AllocationFailed",
+            message: format!("Failed to allocate IP for \"{}/{}\": {message}", req.namespace, req.name),
+        };
+        let requested: Vec<&str> = match (req.ips_annotation, req.load_balancer_ip) {
+            (Some(_), Some(_)) => {
+                return fail(
+                    "service can not have both metallb.io/loadBalancerIPs and svc.Spec.LoadBalancerIP"
+                        .into(),
+                );
+            }
+            (Some(list), None) => list.split(',').map(str::trim).filter(|s| !s.is_empty()).collect(),
+            (None, Some(ip)) if !ip.is_empty() => vec![ip],
+            _ => vec![],
+        };
+        let pools: Vec<&Pool> = match req.pool_annotation {
+            Some(name) => match self.pools.iter().find(|p| p.name == name) {
+                Some(p) => vec![p],
+                None => return fail(format!("pool {name:?} does not exist")),
+            },
+            // An explicit address may come from any pool; automatic ones only from autoAssign pools.
+            None if !requested.is_empty() => self.pools.iter().collect(),
+            None => self.pools.iter().filter(|p| p.auto_assign).collect(),
+        };
+        if let Some(first) = requested.first() {
+            let Ok(ip) = first.parse::<Ipv4Addr>() else {
+                return fail(format!("invalid IP {first:?}"));
+            };
+            if !pools.iter().any(|p| p.addresses.contains(&ip)) {
+                return fail(format!("[\"{ip}\"] is not allowed in config"));
+            }
+            if in_use.contains(&ip) && req.current != Some(ip) {
+                return fail(format!("can't change sharing key for \"{}/{}\", address also in use by another service", req.namespace, req.name));
+            }
+            return Decision::Assign(ip);
+        }
+        if let Some(cur) = req.current
+            && pools.iter().any(|p| p.addresses.contains(&cur))
+        {
+            return Decision::Assign(cur);
+        }
+        pools
+            .iter()
+            .flat_map(|p| p.addresses.iter())
+            .find(|ip| !in_use.contains(ip))
+            .map(|ip| Decision::Assign(*ip))
+            .unwrap_or_else(|| fail("no available IPs".into()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg() -> Config {
+        Config {
+            pools: vec![
+                "default=127.0.0.10-127.0.0.11".parse().unwrap(),
+                "tiny=127.0.0.20,noauto".parse().unwrap(),
+            ],
+            class: None,
+        }
+    }
+
+    fn req<'a>() -> Request<'a> {
+        Request { namespace: "ns", name: "svc", ..Default::default() }
+    }
+
+    fn ip(s: &str) -> Ipv4Addr {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn allocates_first_free_from_auto_pools_and_keeps_current() {
+        let c = cfg();
+        let used = BTreeSet::from([ip("127.0.0.10")]);
+        assert_eq!(c.decide(&req(), &used), Decision::Assign(ip("127.0.0.11")));
+        let keep = Request { current: Some(ip("127.0.0.10")), ..req() };
+        assert_eq!(c.decide(&keep, &BTreeSet::new()), Decision::Assign(ip("127.0.0.10")));
+    }
+
+    #[test]
+    fn exhausted_pool_fails_like_metallb() {
+        let used = BTreeSet::from([ip("127.0.0.10"), ip("127.0.0.11")]);
+        let Decision::Fail { reason, message } = cfg().decide(&req(), &used) else { panic!() };
+        assert_eq!(reason, "AllocationFailed");
+        assert_eq!(message, "Failed to allocate IP for \"ns/svc\": no available IPs");
+    }
+
+    #[test]
+    fn annotations_pick_pool_or_address() {
+        let c = cfg();
+        let by_pool = Request { pool_annotation: Some("tiny"), ..req() };
+        assert_eq!(c.decide(&by_pool, &BTreeSet::new()), Decision::Assign(ip("127.0.0.20")));
+        let by_ip = Request { ips_annotation: Some("127.0.0.20"), ..req() };
+        assert_eq!(c.decide(&by_ip, &BTreeSet::new()), Decision::Assign(ip("127.0.0.20")));
+        let outside = Request { ips_annotation: Some("10.0.0.1"), ..req() };
+        assert!(matches!(c.decide(&outside, &BTreeSet::new()), Decision::Fail { .. }));
+        let both = Request { ips_annotation: Some("127.0.0.10"), load_balancer_ip: Some("127.0.0.10"), ..req() };
+        assert!(matches!(c.decide(&both, &BTreeSet::new()), Decision::Fail { .. }));
+        let unknown = Request { pool_annotation: Some("nope"), ..req() };
+        assert!(matches!(c.decide(&unknown, &BTreeSet::new()), Decision::Fail { .. }));
+    }
+
+    #[test]
+    fn class_must_match() {
+        let c = cfg();
+        let other = Request { class: Some("example.com/lb"), ..req() };
+        assert!(matches!(c.decide(&other, &BTreeSet::new()), Decision::NotServed(_)));
+        let c = Config { class: Some("example.com/lb".into()), ..cfg() };
+        assert!(matches!(c.decide(&req(), &BTreeSet::new()), Decision::NotServed(_)));
+        assert!(matches!(c.decide(&other, &BTreeSet::new()), Decision::Assign(_)));
+    }
+
+    #[test]
+    fn pool_syntax_errors_are_reported() {
+        assert!("x".parse::<Pool>().is_err());
+        assert!("x=1.2.3".parse::<Pool>().is_err());
+        assert!("x=127.0.0.5-127.0.0.1".parse::<Pool>().is_err());
+        assert!("x=127.0.0.1,bogus".parse::<Pool>().is_err());
+    }
+}

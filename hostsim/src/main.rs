@@ -1,0 +1,127 @@
+//! `hostsim`: the host simulator (`run`), or the whole test host in one process
+//! tree (`up`: etcd + kube-apiserver + simulator, state in a data folder).
+
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::{Args, Parser, Subcommand};
+use hostsim::controlplane::{self, ControlPlane, ControlPlaneConfig};
+use hostsim::kubeconfig::Credentials;
+use hostsim::{lb, sim, testhost};
+
+#[derive(Parser)]
+#[command(about = "KubeBYON's simulated k3s host")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Simulate helm-controller + vCluster, a LoadBalancer provider and kube-proxy
+    /// against an existing API server.
+    Run {
+        #[arg(long)]
+        kubeconfig: PathBuf,
+        /// Touched once the first full sync is done.
+        #[arg(long)]
+        ready_file: Option<PathBuf>,
+        #[command(flatten)]
+        sim: SimArgs,
+    },
+    /// Start etcd + kube-apiserver + the simulator, in the foreground.
+    Up {
+        #[arg(long)]
+        data_dir: PathBuf,
+        /// kube-apiserver's port (k3s uses 6443).
+        #[arg(long, default_value_t = 6443)]
+        api_port: u16,
+        #[command(flatten)]
+        sim: SimArgs,
+    },
+}
+
+#[derive(Args)]
+struct SimArgs {
+    /// Address pool `NAME=FIRST[-LAST][,noauto]`; repeatable.
+    #[arg(long = "pool", default_value = "default=127.0.0.100-127.0.0.199")]
+    pools: Vec<lb::Pool>,
+    /// Serve only this loadBalancerClass (default: Services without a class).
+    #[arg(long)]
+    lb_class: Option<String>,
+    /// Node address for node ports; repeatable. The first is the vCluster pods' node.
+    #[arg(long = "node-ip", default_value = "127.0.0.1")]
+    node_ips: Vec<Ipv4Addr>,
+}
+
+impl SimArgs {
+    fn config(self) -> sim::Config {
+        sim::Config {
+            lb: lb::Config { pools: self.pools, class: self.lb_class },
+            node_ips: self.node_ips,
+        }
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "info,kube=warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    if let Err(e) = real_main(Cli::parse()).await {
+        eprintln!("hostsim: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+async fn real_main(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Run { kubeconfig, ready_file, sim } => {
+            let client = testhost::client_for(&kubeconfig).await?;
+            let creds = Credentials::from_file(&kubeconfig)?;
+            sim::run(client, creds, sim.config(), move || {
+                if let Some(f) = ready_file {
+                    let _ = std::fs::write(f, "ready\n");
+                }
+            })
+            .await
+        }
+        Command::Up { data_dir, api_port, sim } => up(data_dir, api_port, sim).await,
+    }
+}
+
+async fn up(data_dir: PathBuf, api_port: u16, sim_args: SimArgs) -> Result<()> {
+    std::fs::create_dir_all(&data_dir)?;
+    let ready = data_dir.join("ready");
+    let _ = std::fs::remove_file(&ready);
+    // Spawned on this (main) thread, which lives as long as the process.
+    let bin_dir = controlplane::locate_binaries()?;
+    let mut cp = ControlPlane::start(&ControlPlaneConfig {
+        data_dir: data_dir.clone(),
+        bin_dir,
+        api_port: Some(api_port),
+    })?;
+    let kubeconfig = cp.admin.kubeconfig.clone();
+    let client = testhost::client_for(&kubeconfig).await?;
+    hostsim::crd::register_helmchart(&client).await?;
+    let creds = Credentials::from_file(&kubeconfig)?;
+    let pids: Vec<String> = cp.pids().iter().map(|(n, p)| format!("{n}={p}")).collect();
+    tracing::info!(kubeconfig = %kubeconfig.display(), pids = %pids.join(" "), "host up");
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let ready_marker = ready.clone();
+    let result = tokio::select! {
+        r = sim::run(client, creds, sim_args.config(), move || {
+            let _ = std::fs::write(&ready_marker, format!("{}\n", kubeconfig.display()));
+        }) => r,
+        _ = term.recv() => Ok(()),
+        _ = tokio::signal::ctrl_c() => Ok(()),
+    };
+    let _ = std::fs::remove_file(&ready);
+    cp.stop();
+    result.context("simulator stopped")
+}

@@ -1,0 +1,166 @@
+//! Certificates for the test host and the simulated vClusters, generated with rcgen
+//! (ECDSA P-256), so nothing depends on an openssl CLI.
+//!
+//! A [`Ca`] is kept as PEM so it can be stored (in a data folder or a Secret) and
+//! loaded again: kubeconfigs issued before a restart stay valid after it.
+
+use std::net::IpAddr;
+
+use rcgen::{
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose,
+    IsCa, Issuer, KeyPair, KeyUsagePurpose, SanType,
+};
+use time::{Duration, OffsetDateTime};
+
+#[derive(Debug, thiserror::Error)]
+pub enum PkiError {
+    #[error("certificate generation failed: {0}")]
+    Generate(#[from] rcgen::Error),
+    #[error("invalid subject alternative name {0:?}")]
+    San(String),
+}
+
+/// A PEM certificate with its PEM (PKCS#8) private key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CertPair {
+    pub cert_pem: String,
+    pub key_pem: String,
+}
+
+/// A certificate authority that can issue serving and client certificates.
+#[derive(Clone, Debug)]
+pub struct Ca {
+    pub pair: CertPair,
+}
+
+impl Ca {
+    /// A new self-signed CA valid for ten years, like kubeadm's and vCluster's.
+    pub fn generate(common_name: &str) -> Result<Self, PkiError> {
+        let key = KeyPair::generate()?;
+        let mut params = CertificateParams::new(Vec::<String>::new())?;
+        params.distinguished_name = name(common_name, &[]);
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.key_usages = vec![
+            KeyUsagePurpose::KeyCertSign,
+            KeyUsagePurpose::CrlSign,
+            KeyUsagePurpose::DigitalSignature,
+        ];
+        validity(&mut params, 3650);
+        let cert = params.self_signed(&key)?;
+        Ok(Self {
+            pair: CertPair {
+                cert_pem: cert.pem(),
+                key_pem: key.serialize_pem(),
+            },
+        })
+    }
+
+    /// Loads a CA stored by [`Ca::generate`].
+    pub fn from_pem(pair: CertPair) -> Result<Self, PkiError> {
+        // Parse now so a damaged store fails here rather than at the first issue.
+        let key = KeyPair::from_pem(&pair.key_pem)?;
+        Issuer::from_ca_cert_pem(&pair.cert_pem, key)?;
+        Ok(Self { pair })
+    }
+
+    /// A serving certificate for the given DNS names and IP addresses.
+    pub fn issue_server(&self, common_name: &str, sans: &[String]) -> Result<CertPair, PkiError> {
+        let mut params = CertificateParams::new(Vec::<String>::new())?;
+        params.subject_alt_names = sans
+            .iter()
+            .map(|s| san(s))
+            .collect::<Result<_, _>>()?;
+        params.distinguished_name = name(common_name, &[]);
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        self.issue(params)
+    }
+
+    /// A client certificate: Kubernetes takes the user from CN and groups from O.
+    pub fn issue_client(&self, user: &str, groups: &[&str]) -> Result<CertPair, PkiError> {
+        let mut params = CertificateParams::new(Vec::<String>::new())?;
+        params.distinguished_name = name(user, groups);
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        self.issue(params)
+    }
+
+    fn issue(&self, mut params: CertificateParams) -> Result<CertPair, PkiError> {
+        params.key_usages = vec![
+            KeyUsagePurpose::DigitalSignature,
+            KeyUsagePurpose::KeyEncipherment,
+        ];
+        validity(&mut params, 365);
+        let ca_key = KeyPair::from_pem(&self.pair.key_pem)?;
+        let issuer = Issuer::from_ca_cert_pem(&self.pair.cert_pem, ca_key)?;
+        let key = KeyPair::generate()?;
+        let cert = params.signed_by(&key, &issuer)?;
+        Ok(CertPair {
+            cert_pem: cert.pem(),
+            key_pem: key.serialize_pem(),
+        })
+    }
+}
+
+/// A bare key pair in PEM, for the service-account token signer.
+pub fn generate_key_pem() -> Result<String, PkiError> {
+    Ok(KeyPair::generate()?.serialize_pem())
+}
+
+/// The public half of a PEM private key, as kube-apiserver's
+/// `--service-account-key-file` expects it.
+pub fn public_key_pem(key_pem: &str) -> Result<String, PkiError> {
+    Ok(KeyPair::from_pem(key_pem)?.public_key_pem())
+}
+
+fn name(common_name: &str, organizations: &[&str]) -> DistinguishedName {
+    let mut dn = DistinguishedName::new();
+    dn.push(DnType::CommonName, common_name);
+    for org in organizations {
+        dn.push(DnType::OrganizationName, *org);
+    }
+    dn
+}
+
+fn validity(params: &mut CertificateParams, days: i64) {
+    // Backdate a little: a freshly issued certificate must already be valid for a
+    // peer whose clock is a few seconds behind.
+    let now = OffsetDateTime::now_utc();
+    params.not_before = now - Duration::hours(1);
+    params.not_after = now + Duration::days(days);
+}
+
+fn san(value: &str) -> Result<SanType, PkiError> {
+    if let Ok(ip) = value.parse::<IpAddr>() {
+        return Ok(SanType::IpAddress(ip));
+    }
+    value
+        .to_owned()
+        .try_into()
+        .map(SanType::DnsName)
+        .map_err(|_| PkiError::San(value.to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ca_round_trips_through_pem_and_issues() {
+        let ca = Ca::generate("test-ca").unwrap();
+        let again = Ca::from_pem(ca.pair.clone()).unwrap();
+        let server = again
+            .issue_server("srv", &["localhost".into(), "127.0.0.1".into()])
+            .unwrap();
+        assert!(server.cert_pem.starts_with("-----BEGIN CERTIFICATE-----"));
+        let client = again.issue_client("admin", &["system:masters"]).unwrap();
+        assert_ne!(client.key_pem, server.key_pem);
+    }
+
+    #[test]
+    fn rejects_unusable_san() {
+        let ca = Ca::generate("test-ca").unwrap();
+        assert!(matches!(
+            ca.issue_server("srv", &["bäd.example".into()]),
+            Err(PkiError::San(_))
+        ));
+    }
+}

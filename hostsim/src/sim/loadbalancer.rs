@@ -1,0 +1,94 @@
+//! The LoadBalancer provider's I/O: reads every Service, asks [`crate::lb`] what
+//! each should get, writes `status.loadBalancer` and records Events for Services
+//! left pending. In-use addresses are read back from the Services' status, so the
+//! provider keeps no state of its own (like MetalLB rebuilding from the cluster).
+
+use std::collections::BTreeSet;
+use std::net::Ipv4Addr;
+
+use k8s_openapi::api::core::v1::Service;
+use kube::api::{Api, Patch, PatchParams};
+use kube::{Client, ResourceExt};
+use serde_json::json;
+
+use super::events::Recorder;
+use crate::lb::{Config, Decision, Request};
+
+fn ingress_ip(svc: &Service) -> Option<Ipv4Addr> {
+    svc.status
+        .as_ref()?
+        .load_balancer
+        .as_ref()?
+        .ingress
+        .as_ref()?
+        .iter()
+        .find_map(|i| i.ip.as_deref()?.parse().ok())
+}
+
+fn annotation<'a>(svc: &'a Service, key: &str) -> Option<&'a str> {
+    let a = svc.metadata.annotations.as_ref()?;
+    a.get(&format!("metallb.io/{key}"))
+        .or_else(|| a.get(&format!("metallb.universe.tf/{key}")))
+        .map(String::as_str)
+}
+
+pub async fn sync(client: &Client, cfg: &Config, services: &[Service], events: &mut Recorder) {
+    let is_lb = |s: &Service| s.spec.as_ref().and_then(|s| s.type_.as_deref()) == Some("LoadBalancer");
+    // Addresses held by served LoadBalancer Services, oldest first wins on a clash.
+    let mut ordered: Vec<&Service> = services.iter().collect();
+    ordered.sort_by_key(|s| s.metadata.creation_timestamp.clone().map(|t| t.0));
+    let mut in_use: BTreeSet<Ipv4Addr> = BTreeSet::new();
+    for svc in &ordered {
+        let ns = svc.namespace().unwrap_or_default();
+        let name = svc.name_any();
+        let current = ingress_ip(svc).filter(|ip| cfg.contains(*ip));
+        if !is_lb(svc) {
+            // No longer a LoadBalancer: release the address (MetalLB clears the status).
+            if current.is_some() {
+                write_ingress(client, &ns, &name, None).await;
+            }
+            continue;
+        }
+        let spec = svc.spec.as_ref();
+        let req = Request {
+            namespace: &ns,
+            name: &name,
+            class: spec.and_then(|s| s.load_balancer_class.as_deref()),
+            load_balancer_ip: spec.and_then(|s| s.load_balancer_ip.as_deref()),
+            ips_annotation: annotation(svc, "loadBalancerIPs"),
+            pool_annotation: annotation(svc, "address-pool"),
+            current: current.filter(|ip| !in_use.contains(ip)),
+        };
+        match cfg.decide(&req, &in_use) {
+            Decision::Assign(ip) => {
+                in_use.insert(ip);
+                if current != Some(ip) {
+                    tracing::info!(service = %format!("{ns}/{name}"), %ip, "assigned");
+                    write_ingress(client, &ns, &name, Some(ip)).await;
+                }
+                events.clear(&svc.uid().unwrap_or_default());
+            }
+            Decision::NotServed(message) => {
+                events.warn(*svc, "LoadBalancerClassNotServed", &message).await;
+            }
+            Decision::Fail { reason, message } => {
+                if current.is_some() {
+                    write_ingress(client, &ns, &name, None).await;
+                }
+                events.warn(*svc, reason, &message).await;
+            }
+        }
+    }
+}
+
+async fn write_ingress(client: &Client, ns: &str, name: &str, ip: Option<Ipv4Addr>) {
+    let api: Api<Service> = Api::namespaced(client.clone(), ns);
+    let ingress = match ip {
+        Some(ip) => json!([{"ip": ip.to_string(), "ipMode": "VIP"}]),
+        None => json!([]),
+    };
+    let patch = json!({"status": {"loadBalancer": {"ingress": ingress}}});
+    if let Err(e) = api.patch_status(name, &PatchParams::default(), &Patch::Merge(patch)).await {
+        tracing::warn!(error = %e, service = %format!("{ns}/{name}"), "status update failed");
+    }
+}

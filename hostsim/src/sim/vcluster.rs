@@ -1,0 +1,201 @@
+//! What a running vCluster does on the host: keeps its PKI in Secret
+//! `<release>-certs`, publishes Secret `vc-<release>` (kubeconfig for
+//! `https://localhost:8443`), and serves its API endpoint with a certificate whose
+//! SANs follow vCluster's rules, regenerated when they change.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::{Secret, Service};
+use kube::api::{Api, DeleteParams, PostParams};
+use kube::{Client, ResourceExt};
+use serde_json::json;
+
+use crate::apiproxy::{ApiListener, Upstream};
+use crate::kubeconfig;
+use crate::pki::{Ca, CertPair};
+use crate::tls;
+
+/// The labels of the vCluster pod, which the chart's Service selects.
+pub fn pod_labels(release: &str) -> BTreeMap<String, String> {
+    BTreeMap::from([("app".into(), "vcluster".into()), ("release".into(), release.into())])
+}
+
+/// The port the vCluster container serves its API on.
+pub const API_PORT: i32 = 8443;
+
+pub struct VCluster {
+    pub namespace: String,
+    pub release: String,
+    pub extra_sans: Vec<String>,
+    ca: Ca,
+    sans: Vec<String>,
+    pub listener: ApiListener,
+}
+
+impl VCluster {
+    /// Loads or creates its Secrets and starts its API endpoint.
+    pub async fn start(
+        client: &Client,
+        namespace: &str,
+        release: &str,
+        upstream: Arc<Upstream>,
+    ) -> Result<Self> {
+        let secrets: Api<Secret> = Api::namespaced(client.clone(), namespace);
+        let ca = load_or_create_ca(&secrets, release).await?;
+        ensure_kubeconfig_secret(&secrets, release, &ca).await?;
+        let sans = base_sans(namespace, release);
+        let serving = ca.issue_server("kube-apiserver", &sans)?;
+        let listener = ApiListener::start(tls::server_config(&serving, &ca.pair.cert_pem)?, upstream).await?;
+        tracing::info!(namespace, release, addr = %listener.addr, "vcluster api endpoint up");
+        Ok(Self {
+            namespace: namespace.into(),
+            release: release.into(),
+            extra_sans: Vec::new(),
+            ca,
+            sans,
+            listener,
+        })
+    }
+
+    /// Re-issues the serving certificate when the SANs its Service implies change.
+    pub fn refresh_sans(&mut self, service: Option<&Service>, node_ip: &str) -> Result<()> {
+        let mut sans = base_sans(&self.namespace, &self.release);
+        if let Some(svc) = service {
+            let spec = svc.spec.as_ref();
+            if let Some(ip) = spec.and_then(|s| s.cluster_ip.clone()).filter(|ip| ip != "None") {
+                sans.push(ip);
+            }
+            if spec.and_then(|s| s.type_.as_deref()) == Some("NodePort") {
+                sans.push(node_ip.to_owned());
+            }
+            let ingress = svc
+                .status
+                .as_ref()
+                .and_then(|s| s.load_balancer.as_ref())
+                .and_then(|lb| lb.ingress.clone())
+                .unwrap_or_default();
+            for i in ingress {
+                sans.extend(i.ip);
+                sans.extend(i.hostname);
+            }
+        }
+        sans.extend(self.extra_sans.iter().cloned());
+        sans.sort();
+        sans.dedup();
+        if sans != self.sans {
+            let serving = self.ca.issue_server("kube-apiserver", &sans)?;
+            self.listener
+                .set_tls(tls::server_config(&serving, &self.ca.pair.cert_pem)?);
+            tracing::info!(release = %self.release, ?sans, "serving certificate regenerated");
+            self.sans = sans;
+        }
+        Ok(())
+    }
+}
+
+fn base_sans(namespace: &str, release: &str) -> Vec<String> {
+    let mut sans: Vec<String> = [
+        "kubernetes",
+        "kubernetes.default",
+        "kubernetes.default.svc",
+        "kubernetes.default.svc.cluster.local",
+        "localhost",
+        "127.0.0.1",
+    ]
+    .map(String::from)
+    .into();
+    sans.push(release.into());
+    sans.push(format!("{release}.{namespace}"));
+    sans.push(format!("{release}.{namespace}.svc"));
+    sans.sort();
+    sans
+}
+
+fn text(secret: &Secret, key: &str) -> Option<String> {
+    let bytes = secret.data.as_ref()?.get(key)?;
+    String::from_utf8(bytes.0.clone()).ok()
+}
+
+fn secret_body(name: &str, release: &str, data: &[(&str, &str)]) -> Result<Secret> {
+    let data: BTreeMap<String, ByteString> = data
+        .iter()
+        .map(|(k, v)| (k.to_string(), ByteString(v.as_bytes().to_vec())))
+        .collect();
+    Ok(serde_json::from_value(json!({
+        "metadata": {"name": name, "labels": {"app": "vcluster", "release": release}},
+        "type": "Opaque",
+        "data": data,
+    }))?)
+}
+
+async fn load_or_create_ca(secrets: &Api<Secret>, release: &str) -> Result<Ca> {
+    let name = format!("{release}-certs");
+    if let Some(s) = secrets.get_opt(&name).await?
+        && let (Some(cert_pem), Some(key_pem)) = (text(&s, "ca.crt"), text(&s, "ca.key"))
+    {
+        return Ca::from_pem(CertPair { cert_pem, key_pem }).context("stored vCluster CA is unusable");
+    }
+    let ca = Ca::generate(&format!("vcluster-{release}-ca"))?;
+    let body = secret_body(&name, release, &[("ca.crt", &ca.pair.cert_pem), ("ca.key", &ca.pair.key_pem)])?;
+    // Replace a damaged one; a concurrent create by another simulator loses cleanly.
+    let _ = secrets.delete(&name, &DeleteParams::default()).await;
+    secrets.create(&PostParams::default(), &body).await?;
+    Ok(ca)
+}
+
+async fn ensure_kubeconfig_secret(secrets: &Api<Secret>, release: &str, ca: &Ca) -> Result<()> {
+    let name = format!("vc-{release}");
+    if let Some(s) = secrets.get_opt(&name).await? {
+        if text(&s, "certificate-authority").as_deref() == Some(ca.pair.cert_pem.as_str())
+            && text(&s, "config").is_some()
+        {
+            return Ok(());
+        }
+        secrets.delete(&name, &DeleteParams::default()).await?;
+    }
+    let client = ca.issue_client("kube-admin", &["system:masters"])?;
+    let config = kubeconfig::render(
+        &format!("vcluster_{release}"),
+        "https://localhost:8443",
+        &ca.pair.cert_pem,
+        &client,
+    );
+    let body = secret_body(
+        &name,
+        release,
+        &[
+            ("config", &config),
+            ("certificate-authority", &ca.pair.cert_pem),
+            ("client-certificate", &client.cert_pem),
+            ("client-key", &client.key_pem),
+        ],
+    )?;
+    secrets.create(&PostParams::default(), &body).await?;
+    Ok(())
+}
+
+/// Deletes what the release made (helm uninstall); NotFound counts as done.
+pub async fn delete_release(client: &Client, namespace: &str, release: &str) -> Result<()> {
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), namespace);
+    let services: Api<Service> = Api::namespaced(client.clone(), namespace);
+    for name in [format!("vc-{release}"), format!("{release}-certs")] {
+        ignore_not_found(secrets.delete(&name, &DeleteParams::default()).await.map(|_| ()))?;
+    }
+    if let Some(svc) = services.get_opt(release).await? {
+        // Only the chart's own Service, never a same-named one someone else made.
+        if svc.labels().get("heritage").map(String::as_str) == Some("Helm") {
+            ignore_not_found(services.delete(release, &DeleteParams::default()).await.map(|_| ()))?;
+        }
+    }
+    Ok(())
+}
+
+pub fn ignore_not_found(r: Result<(), kube::Error>) -> Result<()> {
+    match r {
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+        other => Ok(other?),
+    }
+}

@@ -1,0 +1,225 @@
+//! Test support: a host cluster for integration tests. Starts etcd and
+//! kube-apiserver on free 127.0.0.1 ports with fresh certificates, registers the
+//! HelmChart CRD, optionally starts the simulator binary, and stops every process
+//! by PID when dropped. [`TestHost::shared`] gives one instance per test binary;
+//! each test then takes a fresh namespace with [`TestHost::namespace`].
+//!
+//! The processes are started from a dedicated thread whose end (or the test
+//! binary's exit, panics included) makes the kernel kill them (PR_SET_PDEATHSIG),
+//! so even the never-dropped shared instance leaves nothing running.
+
+use std::path::{Path, PathBuf};
+use std::process::Child;
+use std::sync::OnceLock;
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Api, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config};
+use serde_json::json;
+
+use crate::controlplane::{self, ControlPlane, ControlPlaneConfig};
+
+/// A simulator process to run beside the control plane.
+#[derive(Clone, Debug)]
+pub struct Simulator {
+    pub bin: PathBuf,
+    /// Extra arguments after `run --kubeconfig … --ready-file …`.
+    pub args: Vec<String>,
+}
+
+/// Facts about a running test host.
+#[derive(Clone, Debug)]
+pub struct TestHost {
+    pub kubeconfig: PathBuf,
+    pub data_dir: PathBuf,
+    /// From spawning etcd to the CRD (and simulator) being ready.
+    pub startup: Duration,
+    pub pids: Vec<(&'static str, u32)>,
+}
+
+/// An owned test host; dropping it stops its processes and removes its folder.
+pub struct TestHostGuard {
+    pub host: TestHost,
+    stop: Option<mpsc::Sender<()>>,
+    keeper: Option<JoinHandle<()>>,
+}
+
+impl Drop for TestHostGuard {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(k) = self.keeper.take() {
+            let _ = k.join();
+        }
+        let _ = std::fs::remove_dir_all(&self.host.data_dir);
+    }
+}
+
+static SHARED: OnceLock<Result<(TestHost, mpsc::Sender<()>), String>> = OnceLock::new();
+
+impl TestHost {
+    /// The test binary's shared host, started on first use.
+    ///
+    /// # Panics
+    /// When it cannot start: every test needing it would fail anyway.
+    pub fn shared(simulator: Option<Simulator>) -> &'static TestHost {
+        let started = SHARED.get_or_init(|| {
+            TestHost::start(simulator)
+                .and_then(|mut g| {
+                    let stop = g.stop.take().context("guard without stop channel")?;
+                    let host = g.host.clone();
+                    // Never stopped: the processes live until the test binary exits.
+                    std::mem::forget(g);
+                    Ok((host, stop))
+                })
+                .map_err(|e| format!("{e:#}"))
+        });
+        match started {
+            Ok((host, _)) => host,
+            Err(e) => panic!("test host failed to start: {e}"),
+        }
+    }
+
+    /// Starts a new host owned by the returned guard.
+    pub fn start(simulator: Option<Simulator>) -> Result<TestHostGuard> {
+        let bin_dir = controlplane::locate_binaries()?;
+        sweep_stale_dirs();
+        let data_dir = std::env::temp_dir().join(format!(
+            "kubebyon-testhost-{}-{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
+        let (ready_tx, ready_rx) = mpsc::channel();
+        let (stop_tx, stop_rx) = mpsc::channel::<()>();
+        let dir = data_dir.clone();
+        let keeper = std::thread::Builder::new()
+            .name("testhost-keeper".into())
+            .spawn(move || keep(dir, bin_dir, simulator, ready_tx, stop_rx))?;
+        let host = match ready_rx.recv() {
+            Ok(r) => r,
+            Err(_) => Err(anyhow::anyhow!("test host keeper ended before reporting")),
+        };
+        let host = match host {
+            Ok(h) => h,
+            Err(e) => {
+                let _ = keeper.join();
+                let _ = std::fs::remove_dir_all(&data_dir);
+                return Err(e);
+            }
+        };
+        Ok(TestHostGuard { host, stop: Some(stop_tx), keeper: Some(keeper) })
+    }
+
+    /// A client for this host (one per test: a client belongs to one runtime).
+    pub async fn client(&self) -> Result<Client> {
+        client_for(&self.kubeconfig).await
+    }
+
+    /// A fresh namespace named `t-<prefix>-<random>`.
+    pub async fn namespace(&self, client: &Client, prefix: &str) -> Result<String> {
+        let api: Api<Namespace> = Api::all(client.clone());
+        let body: Namespace =
+            serde_json::from_value(json!({"metadata": {"generateName": format!("t-{prefix}-")}}))?;
+        let ns = api.create(&PostParams::default(), &body).await?;
+        ns.metadata.name.context("created namespace has no name")
+    }
+}
+
+static COUNTER: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// A kube-rs client from a kubeconfig file.
+pub async fn client_for(kubeconfig: &Path) -> Result<Client> {
+    let kc = Kubeconfig::read_from(kubeconfig)?;
+    let cfg = Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await?;
+    Ok(Client::try_from(cfg)?)
+}
+
+/// The keeper thread: owns the processes until told to stop (or forever).
+fn keep(
+    data_dir: PathBuf,
+    bin_dir: PathBuf,
+    simulator: Option<Simulator>,
+    ready: mpsc::Sender<Result<TestHost>>,
+    stop: mpsc::Receiver<()>,
+) {
+    let begin = Instant::now();
+    let started = (|| -> Result<(ControlPlane, Option<Child>)> {
+        let cp = ControlPlane::start(&ControlPlaneConfig { data_dir: data_dir.clone(), bin_dir, api_port: None })?;
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+        rt.block_on(async {
+            let client = client_for(&cp.admin.kubeconfig).await?;
+            crate::crd::register_helmchart(&client).await
+        })?;
+        let sim = match simulator {
+            Some(s) => Some(start_simulator(&s, &cp.admin.kubeconfig, &data_dir)?),
+            None => None,
+        };
+        Ok((cp, sim))
+    })();
+    let (mut cp, mut sim) = match started {
+        Ok(x) => x,
+        Err(e) => {
+            let _ = ready.send(Err(e));
+            return;
+        }
+    };
+    let mut pids = cp.pids();
+    if let Some(s) = &sim {
+        pids.push(("hostsim", s.id()));
+    }
+    let host = TestHost {
+        kubeconfig: cp.admin.kubeconfig.clone(),
+        data_dir,
+        startup: begin.elapsed(),
+        pids,
+    };
+    if ready.send(Ok(host)).is_err() {
+        return;
+    }
+    // Blocks until the guard is dropped; the shared host's sender is never dropped.
+    let _ = stop.recv();
+    if let Some(s) = sim.as_mut() {
+        controlplane::terminate(s, Duration::from_secs(2));
+    }
+    cp.stop();
+}
+
+fn start_simulator(s: &Simulator, kubeconfig: &Path, data_dir: &Path) -> Result<Child> {
+    let ready_file = data_dir.join("hostsim.ready");
+    let kc = kubeconfig.display().to_string();
+    let rf = ready_file.display().to_string();
+    let mut args: Vec<&str> = vec!["run", "--kubeconfig", &kc, "--ready-file", &rf];
+    args.extend(s.args.iter().map(String::as_str));
+    let log = data_dir.join("logs/hostsim.log");
+    let mut child = controlplane::spawn(&s.bin, &log, &args)?;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !ready_file.exists() {
+        if let Some(status) = child.try_wait()? {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            bail!("simulator exited ({status}):\n{text}");
+        }
+        if Instant::now() > deadline {
+            controlplane::terminate(&mut child, Duration::from_secs(1));
+            bail!("simulator not ready after 30 s (log: {})", log.display());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok(child)
+}
+
+/// Removes folders left by test binaries that are no longer running.
+fn sweep_stale_dirs() {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(rest) = name.strip_prefix("kubebyon-testhost-") else { continue };
+        let pid = rest.split('-').next().unwrap_or_default();
+        if !pid.is_empty() && !Path::new("/proc").join(pid).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}

@@ -1,0 +1,110 @@
+//! The real kube-apiserver's own behaviour that KubeBYON depends on: nodePort
+//! allocation, validation when switching Service types, server-side apply.
+
+mod common;
+
+use common::{node_port, setup};
+use k8s_openapi::api::core::v1::Service;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use serde_json::json;
+
+fn node_port_service(name: &str) -> Service {
+    serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {
+            "type": "NodePort",
+            "selector": {"app": "x"},
+            "ports": [
+                {"name": "https", "port": 443, "targetPort": 8443},
+                {"name": "kubelet", "port": 10250, "targetPort": 8443},
+            ],
+        },
+    }))
+    .expect("valid Service")
+}
+
+#[tokio::test]
+async fn test_host_starts_quickly_and_serves_version() {
+    let host = common::host();
+    eprintln!("test host startup: {:?}, processes: {:?}", host.startup, host.pids);
+    let client = host.client().await.unwrap();
+    let v = client.apiserver_version().await.unwrap();
+    assert_eq!((v.major.as_str(), v.minor.as_str()), ("1", "36"));
+    assert_eq!(v.git_version, "v1.36.3");
+}
+
+#[tokio::test]
+async fn node_port_is_allocated_and_type_switch_is_validated() {
+    let (client, ns) = setup("svc").await;
+    let api: Api<Service> = Api::namespaced(client, &ns);
+    let created = api.create(&PostParams::default(), &node_port_service("np")).await.unwrap();
+    for port in ["https", "kubelet"] {
+        let allocated = node_port(&created, port).expect("apiserver allocates a nodePort");
+        assert!((30000..=32767).contains(&allocated), "{allocated}");
+    }
+
+    let https = node_port(&created, "https").unwrap();
+    let kubelet = node_port(&created, "kubelet").unwrap();
+    let to_cluster_ip = |https_node_port: i32, kubelet_node_port: i32| {
+        json!({"spec": {"type": "ClusterIP", "ports": [
+            {"name": "https", "port": 443, "targetPort": 8443, "nodePort": https_node_port},
+            {"name": "kubelet", "port": 10250, "targetPort": 8443, "nodePort": kubelet_node_port},
+        ]}})
+    };
+    let forbidden = |err: kube::Error| {
+        let kube::Error::Api(status) = err else { panic!("not an API error: {err:?}") };
+        assert_eq!(status.code, 422);
+        assert!(
+            status.message.contains("nodePort: Forbidden: may not be used when `type` is 'ClusterIP'"),
+            "{}",
+            status.message
+        );
+    };
+    let merge = PatchParams::default();
+
+    // A nodePort the Service does not have (a stale one): the API server's own error.
+    let stale = if https == 32767 { 32766 } else { https + 1 };
+    let err = api.patch("np", &merge, &Patch::Merge(&to_cluster_ip(stale, kubelet))).await;
+    forbidden(err.expect_err("ClusterIP with a new nodePort must be rejected"));
+
+    // Resending the current nodePorts while switching: the server drops them itself.
+    let cip = api.patch("np", &merge, &Patch::Merge(&to_cluster_ip(https, kubelet))).await.unwrap();
+    assert_eq!(cip.spec.as_ref().unwrap().type_.as_deref(), Some("ClusterIP"));
+    assert_eq!((node_port(&cip, "https"), node_port(&cip, "kubelet")), (None, None));
+
+    // Still sending the old nodePort once it is ClusterIP (the next upgrade): rejected.
+    let err = api.patch("np", &merge, &Patch::Merge(&to_cluster_ip(https, kubelet))).await;
+    forbidden(err.expect_err("ClusterIP keeping the old nodePort must be rejected"));
+
+    // Back to NodePort (a new port is allocated) for the LoadBalancer step.
+    let patch = json!({"spec": {"type": "NodePort"}});
+    let np = api.patch("np", &merge, &Patch::Merge(&patch)).await.unwrap();
+    let allocated = node_port(&np, "https").expect("allocated again");
+
+    // NodePort -> LoadBalancer keeps the allocated port.
+    let patch = json!({"spec": {"type": "LoadBalancer"}});
+    let lb = api.patch("np", &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
+    assert_eq!(node_port(&lb, "https"), Some(allocated));
+
+    // Server-side apply without nodePort: the server drops it itself.
+    let apply = json!({
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "np"},
+        "spec": {"type": "ClusterIP", "selector": {"app": "x"},
+                 "ports": [{"name": "https", "port": 443, "targetPort": 8443}]},
+    });
+    let ssa = PatchParams::apply("kubebyon-test").force();
+    let cip = api.patch("np", &ssa, &Patch::Apply(&apply)).await.unwrap();
+    assert_eq!(cip.spec.as_ref().unwrap().type_.as_deref(), Some("ClusterIP"));
+    assert_eq!(node_port(&cip, "https"), None);
+}
+
+#[tokio::test]
+async fn explicit_node_port_outside_range_is_rejected() {
+    let (client, ns) = setup("svc").await;
+    let api: Api<Service> = Api::namespaced(client, &ns);
+    let mut svc = node_port_service("bad");
+    svc.spec.as_mut().unwrap().ports.as_mut().unwrap()[0].node_port = Some(80);
+    let err = api.create(&PostParams::default(), &svc).await.unwrap_err();
+    let kube::Error::Api(status) = err else { panic!("{err:?}") };
+    assert!(status.message.contains("provided port is not in the valid range"), "{}", status.message);
+}
