@@ -94,8 +94,14 @@ async fn serve(sock: TcpStream, cfg: Arc<ServerConfig>, upstream: Arc<Upstream>)
         return; // the client rejected our certificate, or sent garbage
     };
     let authenticated = client.get_ref().1.peer_certificates().is_some();
-    let identity = if authenticated { &upstream.admin } else { &upstream.anonymous };
-    let Ok(sock) = TcpStream::connect(&upstream.addr).await else { return };
+    let identity = if authenticated {
+        &upstream.admin
+    } else {
+        &upstream.anonymous
+    };
+    let Ok(sock) = TcpStream::connect(&upstream.addr).await else {
+        return;
+    };
     let connector = TlsConnector::from(identity.clone());
     let Ok(mut server) = connector.connect(upstream.server_name.clone(), sock).await else {
         return;

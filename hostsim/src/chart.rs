@@ -145,13 +145,22 @@ fn extract(v: &Value) -> Values {
             .unwrap_or(0),
         service_labels: string_map(&[svc[0], svc[1], "labels"]),
         service_annotations: string_map(&[svc[0], svc[1], "annotations"]),
-        global_annotations: string_map(&["controlPlane", "advanced", "globalMetadata", "annotations"]),
+        global_annotations: string_map(&[
+            "controlPlane",
+            "advanced",
+            "globalMetadata",
+            "annotations",
+        ]),
         proxy_kubelets_by_hostname: at(&["networking", "advanced", "proxyKubelets", "byHostname"])
             .and_then(Value::as_bool)
             .unwrap_or(true),
         extra_sans: at(&["controlPlane", "proxy", "extraSANs"])
             .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_owned)).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|s| s.as_str().map(str::to_owned))
+                    .collect()
+            })
             .unwrap_or_default(),
     }
 }
@@ -285,7 +294,11 @@ fn check(v: &Value, shape: &Shape, path: &str, errors: &mut Vec<String>) {
                 return;
             }
             for (k, item) in v.as_object().into_iter().flatten() {
-                let child = if path == "(root)" { k.clone() } else { format!("{path}.{k}") };
+                let child = if path == "(root)" {
+                    k.clone()
+                } else {
+                    format!("{path}.{k}")
+                };
                 match props.iter().find(|(name, _)| name == k) {
                     Some((_, s)) => check(item, s, &child, errors),
                     None => errors.push(format!("{path}: Additional property {k} is not allowed")),
@@ -304,7 +317,10 @@ pub fn service(release: &str, namespace: &str, chart_version: &str, v: &Values) 
     let mut labels = Map::new();
     for (k, val) in [
         ("app", "vcluster"),
-        ("chart", &format!("vcluster-{}", chart_version.replace('+', "_"))),
+        (
+            "chart",
+            &format!("vcluster-{}", chart_version.replace('+', "_")),
+        ),
         ("release", release),
         ("heritage", "Helm"),
         ("vcluster.loft.sh/service", "true"),
@@ -329,7 +345,10 @@ pub fn service(release: &str, namespace: &str, chart_version: &str, v: &Values) 
         spec.insert("ports".into(), Value::Array(ports));
     }
     if !spec.contains_key("selector") {
-        spec.insert("selector".into(), json!({"app": "vcluster", "release": release}));
+        spec.insert(
+            "selector".into(),
+            json!({"app": "vcluster", "release": release}),
+        );
     }
     let mut metadata = json!({"name": release, "namespace": namespace, "labels": labels});
     if !annotations.is_empty() {
@@ -401,22 +420,37 @@ mod tests {
             "foo: 1\ncontrolPlane:\n  service:\n    httpsNodePort: \"30443\"\n    typo: x\n  proxy:\n    extraSANs: [1]\n",
         )
         .unwrap_err();
-        let ValuesError::Schema(errs) = &err else { panic!("{err:?}") };
+        let ValuesError::Schema(errs) = &err else {
+            panic!("{err:?}")
+        };
         assert!(errs.contains(&"(root): Additional property foo is not allowed".to_owned()));
         assert!(errs.contains(
             &"controlPlane.service.httpsNodePort: Invalid type. Expected: integer, given: string"
                 .to_owned()
         ));
-        assert!(errs.contains(&"controlPlane.service: Additional property typo is not allowed".to_owned()));
-        assert!(errs.contains(
-            &"controlPlane.proxy.extraSANs.0: Invalid type. Expected: string, given: integer".to_owned()
-        ));
-        assert!(err.to_string().starts_with("values don't meet the specifications"));
+        assert!(
+            errs.contains(
+                &"controlPlane.service: Additional property typo is not allowed".to_owned()
+            )
+        );
+        assert!(
+            errs.contains(
+                &"controlPlane.proxy.extraSANs.0: Invalid type. Expected: string, given: integer"
+                    .to_owned()
+            )
+        );
+        assert!(
+            err.to_string()
+                .starts_with("values don't meet the specifications")
+        );
     }
 
     #[test]
     fn malformed_yaml_is_a_parse_error() {
-        assert!(matches!(parse_values("a: [1\n"), Err(ValuesError::Parse(_))));
+        assert!(matches!(
+            parse_values("a: [1\n"),
+            Err(ValuesError::Parse(_))
+        ));
         assert!(matches!(parse_values("- a\n"), Err(ValuesError::Schema(_))));
     }
 

@@ -38,7 +38,10 @@ pub fn locate_binaries() -> Result<PathBuf> {
         bail!("{} failed ({})", script.display(), out.status);
     }
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let dir = stdout.lines().last().context("build script printed no folder")?;
+    let dir = stdout
+        .lines()
+        .last()
+        .context("build script printed no folder")?;
     Ok(PathBuf::from(dir.trim()))
 }
 
@@ -142,7 +145,12 @@ impl ControlPlane {
         cp.children.push(("kube-apiserver", apiserver));
         fs::write(
             &cp.admin.kubeconfig,
-            kubeconfig::render("hostsim", &cp.admin.server, &cp.admin.ca_pem, &cp.admin.client),
+            kubeconfig::render(
+                "hostsim",
+                &cp.admin.server,
+                &cp.admin.ca_pem,
+                &cp.admin.client,
+            ),
         )?;
         cp.wait_ready(Duration::from_secs(90))?;
         Ok(cp)
@@ -155,14 +163,20 @@ impl ControlPlane {
             for (name, child) in &mut self.children {
                 if let Some(status) = child.try_wait()? {
                     let log = self.data_dir.join("logs").join(format!("{name}.log"));
-                    bail!("{name} exited ({status}); last log lines:\n{}", tail(&log, 15));
+                    bail!(
+                        "{name} exited ({status}); last log lines:\n{}",
+                        tail(&log, 15)
+                    );
                 }
             }
             match probe() {
                 Ok(body) if body.trim() == "ok" => return Ok(()),
                 _ if Instant::now() > deadline => {
                     let log = self.data_dir.join("logs/kube-apiserver.log");
-                    bail!("kube-apiserver not ready after {timeout:?}:\n{}", tail(&log, 15));
+                    bail!(
+                        "kube-apiserver not ready after {timeout:?}:\n{}",
+                        tail(&log, 15)
+                    );
                 }
                 _ => std::thread::sleep(Duration::from_millis(200)),
             }
@@ -220,7 +234,8 @@ pub fn spawn(bin: &Path, log: &Path, args: &[&str]) -> Result<Child> {
             Ok(())
         });
     }
-    cmd.spawn().with_context(|| format!("starting {}", bin.display()))
+    cmd.spawn()
+        .with_context(|| format!("starting {}", bin.display()))
 }
 
 fn tail(path: &Path, lines: usize) -> String {
@@ -240,18 +255,35 @@ impl Pki {
     fn load_or_create(dir: &Path) -> Result<Self> {
         fs::create_dir_all(dir)?;
         let read = |f: &str| fs::read_to_string(dir.join(f));
-        if let (Ok(cert_pem), Ok(key_pem), Ok(a_cert), Ok(a_key)) =
-            (read("ca.crt"), read("ca.key"), read("admin.crt"), read("admin.key"))
-        {
+        if let (Ok(cert_pem), Ok(key_pem), Ok(a_cert), Ok(a_key)) = (
+            read("ca.crt"),
+            read("ca.key"),
+            read("admin.crt"),
+            read("admin.key"),
+        ) {
             let ca = Ca::from_pem(CertPair { cert_pem, key_pem })?;
-            let admin = CertPair { cert_pem: a_cert, key_pem: a_key };
-            return Ok(Self { dir: dir.to_owned(), ca, admin });
+            let admin = CertPair {
+                cert_pem: a_cert,
+                key_pem: a_key,
+            };
+            return Ok(Self {
+                dir: dir.to_owned(),
+                ca,
+                admin,
+            });
         }
         let ca = Ca::generate("hostsim-ca")?;
-        let sans: Vec<String> = ["127.0.0.1", "localhost", "kubernetes", "kubernetes.default",
-            "kubernetes.default.svc", "kubernetes.default.svc.cluster.local", "10.43.0.1"]
-            .map(String::from)
-            .into();
+        let sans: Vec<String> = [
+            "127.0.0.1",
+            "localhost",
+            "kubernetes",
+            "kubernetes.default",
+            "kubernetes.default.svc",
+            "kubernetes.default.svc.cluster.local",
+            "10.43.0.1",
+        ]
+        .map(String::from)
+        .into();
         let serving = ca.issue_server("kube-apiserver", &sans)?;
         let admin = ca.issue_client("hostsim-admin", &["system:masters"])?;
         let sa_key = pki::generate_key_pem()?;
@@ -269,6 +301,10 @@ impl Pki {
         for (name, content) in files {
             fs::write(dir.join(name), content)?;
         }
-        Ok(Self { dir: dir.to_owned(), ca, admin })
+        Ok(Self {
+            dir: dir.to_owned(),
+            ca,
+            admin,
+        })
     }
 }

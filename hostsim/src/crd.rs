@@ -15,13 +15,23 @@ pub async fn register_helmchart(client: &Client) -> Result<()> {
         serde_yaml::from_str(HELMCHART_CRD_YAML).context("parsing the HelmChart CRD")?;
     let name = crd.metadata.name.clone().context("CRD has no name")?;
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    api.patch(&name, &PatchParams::apply("hostsim").force(), &Patch::Apply(&crd))
-        .await
-        .context("applying the HelmChart CRD")?;
+    api.patch(
+        &name,
+        &PatchParams::apply("hostsim").force(),
+        &Patch::Apply(&crd),
+    )
+    .await
+    .context("applying the HelmChart CRD")?;
     for _ in 0..100 {
-        let established = api.get(&name).await?.status.and_then(|s| s.conditions).is_some_and(|c| {
-            c.iter().any(|c| c.type_ == "Established" && c.status == "True")
-        });
+        let established = api
+            .get(&name)
+            .await?
+            .status
+            .and_then(|s| s.conditions)
+            .is_some_and(|c| {
+                c.iter()
+                    .any(|c| c.type_ == "Established" && c.status == "True")
+            });
         if established {
             return Ok(());
         }

@@ -45,7 +45,10 @@ impl Credentials {
     pub fn from_file(path: &Path) -> Result<Self> {
         let kc = Kubeconfig::read_from(path)
             .with_context(|| format!("reading kubeconfig {}", path.display()))?;
-        let ctx_name = kc.current_context.clone().context("kubeconfig has no current-context")?;
+        let ctx_name = kc
+            .current_context
+            .clone()
+            .context("kubeconfig has no current-context")?;
         let ctx = kc
             .contexts
             .iter()

@@ -19,7 +19,9 @@ impl FromStr for Pool {
 
     /// `NAME=FIRST[-LAST][,noauto]`, e.g. `default=127.0.0.200-127.0.0.239`.
     fn from_str(s: &str) -> Result<Self, String> {
-        let (name, rest) = s.split_once('=').ok_or(format!("pool {s:?}: expected NAME=RANGE"))?;
+        let (name, rest) = s
+            .split_once('=')
+            .ok_or(format!("pool {s:?}: expected NAME=RANGE"))?;
         let mut parts = rest.split(',');
         let range = parts.next().unwrap_or_default();
         let mut auto_assign = true;
@@ -78,7 +80,10 @@ pub enum Decision {
     /// Another provider's class: not ours to answer.
     NotServed(String),
     /// An Event's reason and message, as MetalLB words them.
-    Fail { reason: &'static str, message: String },
+    Fail {
+        reason: &'static str,
+        message: String,
+    },
 }
 
 impl Config {
@@ -100,7 +105,10 @@ impl Config {
         }
         let fail = |message: String| Decision::Fail {
             reason: "AllocationFailed",
-            message: format!("Failed to allocate IP for \"{}/{}\": {message}", req.namespace, req.name),
+            message: format!(
+                "Failed to allocate IP for \"{}/{}\": {message}",
+                req.namespace, req.name
+            ),
         };
         let requested: Vec<&str> = match (req.ips_annotation, req.load_balancer_ip) {
             (Some(_), Some(_)) => {
@@ -109,7 +117,11 @@ impl Config {
                         .into(),
                 );
             }
-            (Some(list), None) => list.split(',').map(str::trim).filter(|s| !s.is_empty()).collect(),
+            (Some(list), None) => list
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .collect(),
             (None, Some(ip)) if !ip.is_empty() => vec![ip],
             _ => vec![],
         };
@@ -130,7 +142,10 @@ impl Config {
                 return fail(format!("[\"{ip}\"] is not allowed in config"));
             }
             if in_use.contains(&ip) && req.current != Some(ip) {
-                return fail(format!("can't change sharing key for \"{}/{}\", address also in use by another service", req.namespace, req.name));
+                return fail(format!(
+                    "can't change sharing key for \"{}/{}\", address also in use by another service",
+                    req.namespace, req.name
+                ));
             }
             return Decision::Assign(ip);
         }
@@ -163,7 +178,11 @@ mod tests {
     }
 
     fn req<'a>() -> Request<'a> {
-        Request { namespace: "ns", name: "svc", ..Default::default() }
+        Request {
+            namespace: "ns",
+            name: "svc",
+            ..Default::default()
+        }
     }
 
     fn ip(s: &str) -> Ipv4Addr {
@@ -175,41 +194,98 @@ mod tests {
         let c = cfg();
         let used = BTreeSet::from([ip("127.0.0.10")]);
         assert_eq!(c.decide(&req(), &used), Decision::Assign(ip("127.0.0.11")));
-        let keep = Request { current: Some(ip("127.0.0.10")), ..req() };
-        assert_eq!(c.decide(&keep, &BTreeSet::new()), Decision::Assign(ip("127.0.0.10")));
+        let keep = Request {
+            current: Some(ip("127.0.0.10")),
+            ..req()
+        };
+        assert_eq!(
+            c.decide(&keep, &BTreeSet::new()),
+            Decision::Assign(ip("127.0.0.10"))
+        );
     }
 
     #[test]
     fn exhausted_pool_fails_like_metallb() {
         let used = BTreeSet::from([ip("127.0.0.10"), ip("127.0.0.11")]);
-        let Decision::Fail { reason, message } = cfg().decide(&req(), &used) else { panic!() };
+        let Decision::Fail { reason, message } = cfg().decide(&req(), &used) else {
+            panic!()
+        };
         assert_eq!(reason, "AllocationFailed");
-        assert_eq!(message, "Failed to allocate IP for \"ns/svc\": no available IPs");
+        assert_eq!(
+            message,
+            "Failed to allocate IP for \"ns/svc\": no available IPs"
+        );
     }
 
     #[test]
     fn annotations_pick_pool_or_address() {
         let c = cfg();
-        let by_pool = Request { pool_annotation: Some("tiny"), ..req() };
-        assert_eq!(c.decide(&by_pool, &BTreeSet::new()), Decision::Assign(ip("127.0.0.20")));
-        let by_ip = Request { ips_annotation: Some("127.0.0.20"), ..req() };
-        assert_eq!(c.decide(&by_ip, &BTreeSet::new()), Decision::Assign(ip("127.0.0.20")));
-        let outside = Request { ips_annotation: Some("10.0.0.1"), ..req() };
-        assert!(matches!(c.decide(&outside, &BTreeSet::new()), Decision::Fail { .. }));
-        let both = Request { ips_annotation: Some("127.0.0.10"), load_balancer_ip: Some("127.0.0.10"), ..req() };
-        assert!(matches!(c.decide(&both, &BTreeSet::new()), Decision::Fail { .. }));
-        let unknown = Request { pool_annotation: Some("nope"), ..req() };
-        assert!(matches!(c.decide(&unknown, &BTreeSet::new()), Decision::Fail { .. }));
+        let by_pool = Request {
+            pool_annotation: Some("tiny"),
+            ..req()
+        };
+        assert_eq!(
+            c.decide(&by_pool, &BTreeSet::new()),
+            Decision::Assign(ip("127.0.0.20"))
+        );
+        let by_ip = Request {
+            ips_annotation: Some("127.0.0.20"),
+            ..req()
+        };
+        assert_eq!(
+            c.decide(&by_ip, &BTreeSet::new()),
+            Decision::Assign(ip("127.0.0.20"))
+        );
+        let outside = Request {
+            ips_annotation: Some("10.0.0.1"),
+            ..req()
+        };
+        assert!(matches!(
+            c.decide(&outside, &BTreeSet::new()),
+            Decision::Fail { .. }
+        ));
+        let both = Request {
+            ips_annotation: Some("127.0.0.10"),
+            load_balancer_ip: Some("127.0.0.10"),
+            ..req()
+        };
+        assert!(matches!(
+            c.decide(&both, &BTreeSet::new()),
+            Decision::Fail { .. }
+        ));
+        let unknown = Request {
+            pool_annotation: Some("nope"),
+            ..req()
+        };
+        assert!(matches!(
+            c.decide(&unknown, &BTreeSet::new()),
+            Decision::Fail { .. }
+        ));
     }
 
     #[test]
     fn class_must_match() {
         let c = cfg();
-        let other = Request { class: Some("example.com/lb"), ..req() };
-        assert!(matches!(c.decide(&other, &BTreeSet::new()), Decision::NotServed(_)));
-        let c = Config { class: Some("example.com/lb".into()), ..cfg() };
-        assert!(matches!(c.decide(&req(), &BTreeSet::new()), Decision::NotServed(_)));
-        assert!(matches!(c.decide(&other, &BTreeSet::new()), Decision::Assign(_)));
+        let other = Request {
+            class: Some("example.com/lb"),
+            ..req()
+        };
+        assert!(matches!(
+            c.decide(&other, &BTreeSet::new()),
+            Decision::NotServed(_)
+        ));
+        let c = Config {
+            class: Some("example.com/lb".into()),
+            ..cfg()
+        };
+        assert!(matches!(
+            c.decide(&req(), &BTreeSet::new()),
+            Decision::NotServed(_)
+        ));
+        assert!(matches!(
+            c.decide(&other, &BTreeSet::new()),
+            Decision::Assign(_)
+        ));
     }
 
     #[test]

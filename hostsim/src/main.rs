@@ -58,7 +58,10 @@ struct SimArgs {
 impl SimArgs {
     fn config(self) -> sim::Config {
         sim::Config {
-            lb: lb::Config { pools: self.pools, class: self.lb_class },
+            lb: lb::Config {
+                pools: self.pools,
+                class: self.lb_class,
+            },
             node_ips: self.node_ips,
         }
     }
@@ -81,7 +84,11 @@ async fn main() {
 
 async fn real_main(cli: Cli) -> Result<()> {
     match cli.command {
-        Command::Run { kubeconfig, ready_file, sim } => {
+        Command::Run {
+            kubeconfig,
+            ready_file,
+            sim,
+        } => {
             let client = testhost::client_for(&kubeconfig).await?;
             let creds = Credentials::from_file(&kubeconfig)?;
             sim::run(client, creds, sim.config(), move || {
@@ -91,7 +98,11 @@ async fn real_main(cli: Cli) -> Result<()> {
             })
             .await
         }
-        Command::Up { data_dir, api_port, sim } => up(data_dir, api_port, sim).await,
+        Command::Up {
+            data_dir,
+            api_port,
+            sim,
+        } => up(data_dir, api_port, sim).await,
     }
 }
 

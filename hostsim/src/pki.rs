@@ -7,8 +7,8 @@
 use std::net::IpAddr;
 
 use rcgen::{
-    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose,
-    IsCa, Issuer, KeyPair, KeyUsagePurpose, SanType,
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
+    Issuer, KeyPair, KeyUsagePurpose, SanType,
 };
 use time::{Duration, OffsetDateTime};
 
@@ -66,10 +66,7 @@ impl Ca {
     /// A serving certificate for the given DNS names and IP addresses.
     pub fn issue_server(&self, common_name: &str, sans: &[String]) -> Result<CertPair, PkiError> {
         let mut params = CertificateParams::new(Vec::<String>::new())?;
-        params.subject_alt_names = sans
-            .iter()
-            .map(|s| san(s))
-            .collect::<Result<_, _>>()?;
+        params.subject_alt_names = sans.iter().map(|s| san(s)).collect::<Result<_, _>>()?;
         params.distinguished_name = name(common_name, &[]);
         params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
         self.issue(params)

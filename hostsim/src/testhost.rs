@@ -111,7 +111,11 @@ impl TestHost {
                 return Err(e);
             }
         };
-        Ok(TestHostGuard { host, stop: Some(stop_tx), keeper: Some(keeper) })
+        Ok(TestHostGuard {
+            host,
+            stop: Some(stop_tx),
+            keeper: Some(keeper),
+        })
     }
 
     /// A client for this host (one per test: a client belongs to one runtime).
@@ -148,8 +152,14 @@ fn keep(
 ) {
     let begin = Instant::now();
     let started = (|| -> Result<(ControlPlane, Option<Child>)> {
-        let cp = ControlPlane::start(&ControlPlaneConfig { data_dir: data_dir.clone(), bin_dir, api_port: None })?;
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+        let cp = ControlPlane::start(&ControlPlaneConfig {
+            data_dir: data_dir.clone(),
+            bin_dir,
+            api_port: None,
+        })?;
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
         rt.block_on(async {
             let client = client_for(&cp.admin.kubeconfig).await?;
             crate::crd::register_helmchart(&client).await
@@ -213,10 +223,14 @@ fn start_simulator(s: &Simulator, kubeconfig: &Path, data_dir: &Path) -> Result<
 
 /// Removes folders left by test binaries that are no longer running.
 fn sweep_stale_dirs() {
-    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else { return };
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        let Some(rest) = name.strip_prefix("kubebyon-testhost-") else { continue };
+        let Some(rest) = name.strip_prefix("kubebyon-testhost-") else {
+            continue;
+        };
         let pid = rest.split('-').next().unwrap_or_default();
         if !pid.is_empty() && !Path::new("/proc").join(pid).exists() {
             let _ = std::fs::remove_dir_all(entry.path());

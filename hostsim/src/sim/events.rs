@@ -18,7 +18,11 @@ pub struct Recorder {
 
 impl Recorder {
     pub fn new(client: Client, component: &'static str) -> Self {
-        Self { client, component, seen: HashSet::new() }
+        Self {
+            client,
+            component,
+            seen: HashSet::new(),
+        }
     }
 
     /// Records a Warning Event about `obj`; failures to record are only logged.
@@ -27,12 +31,17 @@ impl Recorder {
         K: Resource<DynamicType = ()>,
     {
         let uid = obj.uid().unwrap_or_default();
-        if !self.seen.insert((uid.clone(), reason.to_owned(), message.to_owned())) {
+        if !self
+            .seen
+            .insert((uid.clone(), reason.to_owned(), message.to_owned()))
+        {
             return;
         }
         tracing::warn!(object = %obj.name_any(), reason, message, "event");
         let ns = obj.namespace().unwrap_or_else(|| "default".into());
-        let now = OffsetDateTime::now_utc().format(&Rfc3339).unwrap_or_default();
+        let now = OffsetDateTime::now_utc()
+            .format(&Rfc3339)
+            .unwrap_or_default();
         let involved = ObjectReference {
             api_version: Some(K::api_version(&()).into_owned()),
             kind: Some(K::kind(&()).into_owned()),
@@ -54,7 +63,9 @@ impl Recorder {
             "lastTimestamp": now,
             "count": 1,
         });
-        let Ok(event) = serde_json::from_value::<Event>(body) else { return };
+        let Ok(event) = serde_json::from_value::<Event>(body) else {
+            return;
+        };
         let api: Api<Event> = Api::namespaced(self.client.clone(), &ns);
         if let Err(e) = api.create(&PostParams::default(), &event).await {
             tracing::warn!(error = %e, "recording event failed");

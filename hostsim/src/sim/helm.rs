@@ -46,7 +46,10 @@ pub struct Release {
 /// What one HelmChart asks for right now.
 pub enum Outcome {
     /// Being deleted: its release must go.
-    Uninstall { namespace: String, name: String },
+    Uninstall {
+        namespace: String,
+        name: String,
+    },
     Installed(Release),
     /// helm failed; the previous release (if any) stays as it was.
     Failed(String),
@@ -81,11 +84,18 @@ pub async fn reconcile(client: &Client, hc: &DynamicObject) -> Outcome {
     if !is_vcluster(&spec.chart) {
         return Outcome::Ignored;
     }
-    if spec.set.as_ref().is_some_and(|v| v.as_object().is_some_and(|m| !m.is_empty()))
-        || spec.values.as_ref().is_some_and(|v| v.as_object().is_some_and(|m| !m.is_empty()))
+    if spec
+        .set
+        .as_ref()
+        .is_some_and(|v| v.as_object().is_some_and(|m| !m.is_empty()))
+        || spec
+            .values
+            .as_ref()
+            .is_some_and(|v| v.as_object().is_some_and(|m| !m.is_empty()))
     {
         return Outcome::Failed(
-            "hostsim simulates valuesContent only: spec.set and spec.values are not supported".into(),
+            "hostsim simulates valuesContent only: spec.set and spec.values are not supported"
+                .into(),
         );
     }
     let values = match chart::parse_values(spec.values_content.as_deref().unwrap_or("")) {
@@ -96,11 +106,16 @@ pub async fn reconcile(client: &Client, hc: &DynamicObject) -> Outcome {
         return Outcome::Failed(e);
     }
     let version = spec.version.clone().unwrap_or_else(|| "latest".into());
-    let services: Api<DynamicObject> = Api::namespaced_with(client.clone(), &namespace, &service_resource());
+    let services: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), &namespace, &service_resource());
     let applied = match chart::service(&name, &namespace, &version, &values) {
         // helm overwrites what others changed in chart-owned fields on upgrade.
         Some(body) => services
-            .patch(&name, &PatchParams::apply("helm").force(), &Patch::Apply(&body))
+            .patch(
+                &name,
+                &PatchParams::apply("helm").force(),
+                &Patch::Apply(&body),
+            )
             .await
             .map(|_| ()),
         None => match services.delete(&name, &Default::default()).await {
@@ -111,7 +126,11 @@ pub async fn reconcile(client: &Client, hc: &DynamicObject) -> Outcome {
     if let Err(e) = applied {
         return Outcome::Failed(format!("Error: UPGRADE FAILED: {}", api_message(&e)));
     }
-    Outcome::Installed(Release { namespace, name, values })
+    Outcome::Installed(Release {
+        namespace,
+        name,
+        values,
+    })
 }
 
 fn service_resource() -> ApiResource {
@@ -148,7 +167,9 @@ async fn ensure_namespace(client: &Client, ns: &str, create: bool) -> Result<(),
                 .map(|_| ())
                 .map_err(|e| api_message(&e))
         }
-        Ok(None) => Err(format!("Error: create: failed to create: namespaces \"{ns}\" not found")),
+        Ok(None) => Err(format!(
+            "Error: create: failed to create: namespaces \"{ns}\" not found"
+        )),
         Err(e) => Err(api_message(&e)),
     }
 }
@@ -174,8 +195,11 @@ pub async fn set_status(client: &Client, hc: &DynamicObject, status: Value) -> R
     if hc.data.get("status") == Some(&status) {
         return Ok(());
     }
-    let api: Api<DynamicObject> =
-        Api::namespaced_with(client.clone(), &hc.namespace().unwrap_or_default(), &resource());
+    let api: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        &hc.namespace().unwrap_or_default(),
+        &resource(),
+    );
     api.patch_status(
         &hc.name_any(),
         &PatchParams::default(),
@@ -197,9 +221,18 @@ pub async fn set_finalizer(client: &Client, hc: &DynamicObject, present: bool) -
     } else {
         finalizers.retain(|f| f != FINALIZER);
     }
-    let api: Api<DynamicObject> =
-        Api::namespaced_with(client.clone(), &hc.namespace().unwrap_or_default(), &resource());
-    let patch = json!({"metadata": {"finalizers": finalizers, "resourceVersion": hc.resource_version()}});
-    api.patch(&hc.name_any(), &PatchParams::default(), &Patch::Merge(patch)).await?;
+    let api: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        &hc.namespace().unwrap_or_default(),
+        &resource(),
+    );
+    let patch =
+        json!({"metadata": {"finalizers": finalizers, "resourceVersion": hc.resource_version()}});
+    api.patch(
+        &hc.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(patch),
+    )
+    .await?;
     Ok(())
 }

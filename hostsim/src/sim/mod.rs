@@ -47,7 +47,12 @@ struct Sim {
 }
 
 /// Runs until the process ends; `on_ready` is called after the first full resync.
-pub async fn run(client: Client, creds: Credentials, cfg: Config, on_ready: impl FnOnce()) -> Result<()> {
+pub async fn run(
+    client: Client,
+    creds: Credentials,
+    cfg: Config,
+    on_ready: impl FnOnce(),
+) -> Result<()> {
     let mut sim = Sim {
         upstream: Upstream::new(&creds)?,
         events: Recorder::new(client.clone(), "hostsim"),
@@ -82,7 +87,9 @@ where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
 {
     tokio::spawn(async move {
-        let mut stream = watcher(api, watcher::Config::default()).default_backoff().boxed();
+        let mut stream = watcher(api, watcher::Config::default())
+            .default_backoff()
+            .boxed();
         while let Some(ev) = stream.next().await {
             match ev {
                 Ok(_) => wake.notify_one(),
@@ -95,8 +102,16 @@ where
 impl Sim {
     async fn resync(&mut self) -> Result<()> {
         self.sync_helm_charts().await?;
-        let services = Api::<Service>::all(self.client.clone()).list(&ListParams::default()).await?;
-        loadbalancer::sync(&self.client, &self.cfg.lb, &services.items, &mut self.events).await;
+        let services = Api::<Service>::all(self.client.clone())
+            .list(&ListParams::default())
+            .await?;
+        loadbalancer::sync(
+            &self.client,
+            &self.cfg.lb,
+            &services.items,
+            &mut self.events,
+        )
+        .await;
         self.sync_endpoints(&services.items).await;
         Ok(())
     }
@@ -111,7 +126,9 @@ impl Sim {
                 helm::Outcome::Uninstall { namespace, name } => {
                     if hc.finalizers().iter().any(|f| f == helm::FINALIZER) {
                         self.clusters.remove(&(namespace.clone(), name.clone()));
-                        if let Err(e) = vcluster::delete_release(&self.client, &namespace, &name).await {
+                        if let Err(e) =
+                            vcluster::delete_release(&self.client, &namespace, &name).await
+                        {
                             tracing::warn!(error = %e, %name, "uninstall failed; retrying");
                             continue;
                         }
@@ -120,7 +137,14 @@ impl Sim {
                 }
                 helm::Outcome::Failed(msg) => {
                     log_err(helm::set_finalizer(&self.client, hc, true).await);
-                    log_err(helm::set_status(&self.client, hc, helm::status(&hc.name_any(), Some(&msg))).await);
+                    log_err(
+                        helm::set_status(
+                            &self.client,
+                            hc,
+                            helm::status(&hc.name_any(), Some(&msg)),
+                        )
+                        .await,
+                    );
                     // A failed upgrade leaves the running release alone.
                     if let Ok(spec) = helm::spec_of(hc) {
                         live.push((helm::target_namespace(hc, &spec), hc.name_any()));
@@ -131,13 +155,27 @@ impl Sim {
                     let key = (release.namespace.clone(), release.name.clone());
                     live.push(key.clone());
                     if !self.clusters.contains_key(&key) {
-                        match VCluster::start(&self.client, &release.namespace, &release.name, self.upstream.clone()).await {
+                        match VCluster::start(
+                            &self.client,
+                            &release.namespace,
+                            &release.name,
+                            self.upstream.clone(),
+                        )
+                        .await
+                        {
                             Ok(vc) => {
                                 self.clusters.insert(key.clone(), vc);
                             }
                             Err(e) => {
                                 let msg = format!("vcluster failed to start: {e:#}");
-                                log_err(helm::set_status(&self.client, hc, helm::status(&hc.name_any(), Some(&msg))).await);
+                                log_err(
+                                    helm::set_status(
+                                        &self.client,
+                                        hc,
+                                        helm::status(&hc.name_any(), Some(&msg)),
+                                    )
+                                    .await,
+                                );
                                 continue;
                             }
                         }
@@ -145,7 +183,10 @@ impl Sim {
                     if let Some(vc) = self.clusters.get_mut(&key) {
                         vc.extra_sans = release.values.extra_sans.clone();
                     }
-                    log_err(helm::set_status(&self.client, hc, helm::status(&hc.name_any(), None)).await);
+                    log_err(
+                        helm::set_status(&self.client, hc, helm::status(&hc.name_any(), None))
+                            .await,
+                    );
                 }
             }
         }
@@ -156,7 +197,12 @@ impl Sim {
 
     /// vCluster certificate SANs and kube-proxy forwarding, from the Services.
     async fn sync_endpoints(&mut self, services: &[Service]) {
-        let node_ip = self.cfg.node_ips.first().map(|ip| ip.to_string()).unwrap_or_default();
+        let node_ip = self
+            .cfg
+            .node_ips
+            .first()
+            .map(|ip| ip.to_string())
+            .unwrap_or_default();
         let by_name: BTreeMap<(String, String), &Service> = services
             .iter()
             .map(|s| ((s.namespace().unwrap_or_default(), s.name_any()), s))
@@ -183,19 +229,27 @@ impl Sim {
     fn rules_for(&self, svc: &Service) -> Vec<Rule> {
         let ns = svc.namespace().unwrap_or_default();
         let Some(spec) = &svc.spec else { return vec![] };
-        let Some(selector) = spec.selector.as_ref().filter(|s| !s.is_empty()) else { return vec![] };
+        let Some(selector) = spec.selector.as_ref().filter(|s| !s.is_empty()) else {
+            return vec![];
+        };
         // The endpoint: a vCluster pod in the namespace whose labels match the selector.
         let backend = self.clusters.values().find(|vc| {
             let labels = vcluster::pod_labels(&vc.release);
             vc.namespace == ns && selector.iter().all(|(k, v)| labels.get(k) == Some(v))
         });
-        let Some(backend) = backend else { return vec![] };
+        let Some(backend) = backend else {
+            return vec![];
+        };
         let ingress_ips: Vec<Ipv4Addr> = svc
             .status
             .as_ref()
             .and_then(|s| s.load_balancer.as_ref())
             .and_then(|lb| lb.ingress.as_ref())
-            .map(|i| i.iter().filter_map(|i| i.ip.as_deref()?.parse().ok()).collect())
+            .map(|i| {
+                i.iter()
+                    .filter_map(|i| i.ip.as_deref()?.parse().ok())
+                    .collect()
+            })
             .unwrap_or_default();
         let kind = spec.type_.as_deref().unwrap_or("ClusterIP");
         let service = format!("{ns}/{}", svc.name_any());
@@ -208,7 +262,12 @@ impl Sim {
             if matches!(kind, "NodePort" | "LoadBalancer")
                 && let Some(np) = port.node_port.and_then(|p| u16::try_from(p).ok())
             {
-                listen.extend(self.cfg.node_ips.iter().map(|ip| SocketAddr::from((*ip, np))));
+                listen.extend(
+                    self.cfg
+                        .node_ips
+                        .iter()
+                        .map(|ip| SocketAddr::from((*ip, np))),
+                );
             }
             if kind == "LoadBalancer"
                 && let Ok(p) = u16::try_from(port.port)

@@ -20,7 +20,10 @@ use crate::tls;
 
 /// The labels of the vCluster pod, which the chart's Service selects.
 pub fn pod_labels(release: &str) -> BTreeMap<String, String> {
-    BTreeMap::from([("app".into(), "vcluster".into()), ("release".into(), release.into())])
+    BTreeMap::from([
+        ("app".into(), "vcluster".into()),
+        ("release".into(), release.into()),
+    ])
 }
 
 /// The port the vCluster container serves its API on.
@@ -48,7 +51,8 @@ impl VCluster {
         ensure_kubeconfig_secret(&secrets, release, &ca).await?;
         let sans = base_sans(namespace, release);
         let serving = ca.issue_server("kube-apiserver", &sans)?;
-        let listener = ApiListener::start(tls::server_config(&serving, &ca.pair.cert_pem)?, upstream).await?;
+        let listener =
+            ApiListener::start(tls::server_config(&serving, &ca.pair.cert_pem)?, upstream).await?;
         tracing::info!(namespace, release, addr = %listener.addr, "vcluster api endpoint up");
         Ok(Self {
             namespace: namespace.into(),
@@ -65,7 +69,10 @@ impl VCluster {
         let mut sans = base_sans(&self.namespace, &self.release);
         if let Some(svc) = service {
             let spec = svc.spec.as_ref();
-            if let Some(ip) = spec.and_then(|s| s.cluster_ip.clone()).filter(|ip| ip != "None") {
+            if let Some(ip) = spec
+                .and_then(|s| s.cluster_ip.clone())
+                .filter(|ip| ip != "None")
+            {
                 sans.push(ip);
             }
             if spec.and_then(|s| s.type_.as_deref()) == Some("NodePort") {
@@ -136,10 +143,15 @@ async fn load_or_create_ca(secrets: &Api<Secret>, release: &str) -> Result<Ca> {
     if let Some(s) = secrets.get_opt(&name).await?
         && let (Some(cert_pem), Some(key_pem)) = (text(&s, "ca.crt"), text(&s, "ca.key"))
     {
-        return Ca::from_pem(CertPair { cert_pem, key_pem }).context("stored vCluster CA is unusable");
+        return Ca::from_pem(CertPair { cert_pem, key_pem })
+            .context("stored vCluster CA is unusable");
     }
     let ca = Ca::generate(&format!("vcluster-{release}-ca"))?;
-    let body = secret_body(&name, release, &[("ca.crt", &ca.pair.cert_pem), ("ca.key", &ca.pair.key_pem)])?;
+    let body = secret_body(
+        &name,
+        release,
+        &[("ca.crt", &ca.pair.cert_pem), ("ca.key", &ca.pair.key_pem)],
+    )?;
     // Replace a damaged one; a concurrent create by another simulator loses cleanly.
     let _ = secrets.delete(&name, &DeleteParams::default()).await;
     secrets.create(&PostParams::default(), &body).await?;
@@ -182,12 +194,22 @@ pub async fn delete_release(client: &Client, namespace: &str, release: &str) -> 
     let secrets: Api<Secret> = Api::namespaced(client.clone(), namespace);
     let services: Api<Service> = Api::namespaced(client.clone(), namespace);
     for name in [format!("vc-{release}"), format!("{release}-certs")] {
-        ignore_not_found(secrets.delete(&name, &DeleteParams::default()).await.map(|_| ()))?;
+        ignore_not_found(
+            secrets
+                .delete(&name, &DeleteParams::default())
+                .await
+                .map(|_| ()),
+        )?;
     }
     if let Some(svc) = services.get_opt(release).await? {
         // Only the chart's own Service, never a same-named one someone else made.
         if svc.labels().get("heritage").map(String::as_str) == Some("Helm") {
-            ignore_not_found(services.delete(release, &DeleteParams::default()).await.map(|_| ()))?;
+            ignore_not_found(
+                services
+                    .delete(release, &DeleteParams::default())
+                    .await
+                    .map(|_| ()),
+            )?;
         }
     }
     Ok(())

@@ -26,9 +26,18 @@ pub const OTHER_NODE: &str = "127.0.0.2";
 pub fn host() -> &'static TestHost {
     TestHost::shared(Some(Simulator {
         bin: env!("CARGO_BIN_EXE_hostsim").into(),
-        args: ["--pool", POOL, "--pool", TINY_POOL, "--node-ip", "127.0.0.1", "--node-ip", OTHER_NODE]
-            .map(String::from)
-            .into(),
+        args: [
+            "--pool",
+            POOL,
+            "--pool",
+            TINY_POOL,
+            "--node-ip",
+            "127.0.0.1",
+            "--node-ip",
+            OTHER_NODE,
+        ]
+        .map(String::from)
+        .into(),
     }))
 }
 
@@ -36,7 +45,10 @@ pub fn host() -> &'static TestHost {
 pub async fn setup(prefix: &str) -> (Client, String) {
     let host = host();
     let client = host.client().await.expect("client for the test host");
-    let ns = host.namespace(&client, prefix).await.expect("test namespace");
+    let ns = host
+        .namespace(&client, prefix)
+        .await
+        .expect("test namespace");
     (client, ns)
 }
 
@@ -51,7 +63,10 @@ where
         if let Some(v) = f().await {
             return v;
         }
-        assert!(Instant::now() < deadline, "timed out after {timeout:?} waiting for {what}");
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {timeout:?} waiting for {what}"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
@@ -84,7 +99,11 @@ pub async fn apply_chart(client: &Client, ns: &str, name: &str, values: &str) {
         },
     });
     helmcharts(client, ns)
-        .patch(name, &PatchParams::apply("kubebyon-test").force(), &Patch::Apply(&body))
+        .patch(
+            name,
+            &PatchParams::apply("kubebyon-test").force(),
+            &Patch::Apply(&body),
+        )
         .await
         .expect("apply HelmChart");
 }
@@ -94,7 +113,12 @@ pub async fn failed_condition(client: &Client, ns: &str, name: &str) -> (String,
     let api = helmcharts(client, ns);
     eventually("HelmChart status", WAIT, || async {
         let hc = api.get(name).await.ok()?;
-        let conds = hc.data.get("status")?.get("conditions")?.as_array()?.clone();
+        let conds = hc
+            .data
+            .get("status")?
+            .get("conditions")?
+            .as_array()?
+            .clone();
         let failed = conds.iter().find(|c| c["type"] == "Failed")?;
         Some((
             failed["status"].as_str()?.to_owned(),
@@ -106,11 +130,22 @@ pub async fn failed_condition(client: &Client, ns: &str, name: &str) -> (String,
 
 pub async fn service(client: &Client, ns: &str, name: &str) -> Service {
     let api: Api<Service> = Api::namespaced(client.clone(), ns);
-    eventually(&format!("Service {name}"), WAIT, || async { api.get(name).await.ok() }).await
+    eventually(&format!("Service {name}"), WAIT, || async {
+        api.get(name).await.ok()
+    })
+    .await
 }
 
 pub fn ingress_ip(svc: &Service) -> Option<String> {
-    svc.status.as_ref()?.load_balancer.as_ref()?.ingress.as_ref()?.first()?.ip.clone()
+    svc.status
+        .as_ref()?
+        .load_balancer
+        .as_ref()?
+        .ingress
+        .as_ref()?
+        .first()?
+        .ip
+        .clone()
 }
 
 pub async fn wait_ingress(client: &Client, ns: &str, name: &str) -> String {
@@ -122,7 +157,13 @@ pub async fn wait_ingress(client: &Client, ns: &str, name: &str) -> String {
 }
 
 pub fn node_port(svc: &Service, port_name: &str) -> Option<i32> {
-    svc.spec.as_ref()?.ports.as_ref()?.iter().find(|p| p.name.as_deref() == Some(port_name))?.node_port
+    svc.spec
+        .as_ref()?
+        .ports
+        .as_ref()?
+        .iter()
+        .find(|p| p.name.as_deref() == Some(port_name))?
+        .node_port
 }
 
 /// The kubeconfig vCluster published in Secret `vc-<name>`.
@@ -171,8 +212,14 @@ pub async fn kube_rs_namespaces(kubeconfig: &str) -> Result<Vec<String>> {
     cfg.connect_timeout = Some(Duration::from_secs(5));
     cfg.read_timeout = Some(Duration::from_secs(10));
     let client = Client::try_from(cfg)?;
-    let list = Api::<Namespace>::all(client).list(&ListParams::default()).await?;
-    Ok(list.items.into_iter().filter_map(|n| n.metadata.name).collect())
+    let list = Api::<Namespace>::all(client)
+        .list(&ListParams::default())
+        .await?;
+    Ok(list
+        .items
+        .into_iter()
+        .filter_map(|n| n.metadata.name)
+        .collect())
 }
 
 /// Warning Events about one object.
