@@ -5,6 +5,24 @@ use std::collections::BTreeSet;
 use std::net::Ipv4Addr;
 use std::str::FromStr;
 
+use k8s_openapi::api::core::v1::Service;
+
+/// The IPv4 addresses in a Service's `status.loadBalancer.ingress`.
+pub fn ingress_ips(svc: &Service) -> Vec<Ipv4Addr> {
+    let ingress = svc
+        .status
+        .as_ref()
+        .and_then(|s| s.load_balancer.as_ref())
+        .and_then(|l| l.ingress.as_ref());
+    ingress
+        .map(|i| {
+            i.iter()
+                .filter_map(|i| i.ip.as_deref()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// An address pool (MetalLB `IPAddressPool`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Pool {
@@ -12,12 +30,16 @@ pub struct Pool {
     pub addresses: Vec<Ipv4Addr>,
     /// `autoAssign: false` pools serve only Services that ask for them.
     pub auto_assign: bool,
+    /// Answer with a hostname `<a-b-c-d>.<suffix>` instead of the address, as
+    /// cloud providers like AWS do (the name is not in any DNS: clients connect to
+    /// the address and verify the name, e.g. with kubeconfig `tls-server-name`).
+    pub hostname_suffix: Option<String>,
 }
 
 impl FromStr for Pool {
     type Err = String;
 
-    /// `NAME=FIRST[-LAST][,noauto]`, e.g. `default=127.0.0.200-127.0.0.239`.
+    /// `NAME=FIRST[-LAST][,noauto][,hostname=SUFFIX]`, e.g. `default=127.0.0.200-127.0.0.239`.
     fn from_str(s: &str) -> Result<Self, String> {
         let (name, rest) = s
             .split_once('=')
@@ -25,10 +47,14 @@ impl FromStr for Pool {
         let mut parts = rest.split(',');
         let range = parts.next().unwrap_or_default();
         let mut auto_assign = true;
+        let mut hostname_suffix = None;
         for opt in parts {
-            match opt {
-                "noauto" => auto_assign = false,
-                other => return Err(format!("pool {name}: unknown option {other:?}")),
+            match opt.split_once('=') {
+                None if opt == "noauto" => auto_assign = false,
+                Some(("hostname", suffix)) if !suffix.is_empty() => {
+                    hostname_suffix = Some(suffix.to_owned())
+                }
+                _ => return Err(format!("pool {name}: unknown option {opt:?}")),
             }
         }
         let (first, last) = range.split_once('-').unwrap_or((range, range));
@@ -45,6 +71,7 @@ impl FromStr for Pool {
             name: name.to_owned(),
             addresses: (first..=last).map(Ipv4Addr::from).collect(),
             auto_assign,
+            hostname_suffix,
         })
     }
 }
@@ -89,6 +116,42 @@ pub enum Decision {
 impl Config {
     pub fn contains(&self, ip: Ipv4Addr) -> bool {
         self.pools.iter().any(|p| p.addresses.contains(&ip))
+    }
+
+    /// The `status.loadBalancer.ingress` entry announcing `ip`.
+    pub fn ingress_for(&self, ip: Ipv4Addr) -> serde_json::Value {
+        let pool = self.pools.iter().find(|p| p.addresses.contains(&ip));
+        match pool.and_then(|p| p.hostname_suffix.as_deref()) {
+            Some(suffix) => {
+                let dashed = ip.to_string().replace('.', "-");
+                serde_json::json!({"hostname": format!("{dashed}.{suffix}")})
+            }
+            None => serde_json::json!({"ip": ip.to_string(), "ipMode": "VIP"}),
+        }
+    }
+
+    /// The addresses a Service's ingress stands for: its IPs, and the address
+    /// behind each hostname this provider gave out.
+    pub fn addresses(&self, svc: &Service) -> Vec<Ipv4Addr> {
+        let mut out = ingress_ips(svc);
+        let ingress = svc
+            .status
+            .as_ref()
+            .and_then(|s| s.load_balancer.as_ref())
+            .and_then(|l| l.ingress.as_ref());
+        for host in ingress
+            .into_iter()
+            .flatten()
+            .filter_map(|i| i.hostname.as_deref())
+        {
+            let decoded = host.split_once('.').and_then(|(dashed, suffix)| {
+                let ip: Ipv4Addr = dashed.replace('-', ".").parse().ok()?;
+                let pool = self.pools.iter().find(|p| p.addresses.contains(&ip))?;
+                (pool.hostname_suffix.as_deref() == Some(suffix)).then_some(ip)
+            });
+            out.extend(decoded);
+        }
+        out
     }
 
     /// Decides one Service; `in_use` holds addresses other Services have.
@@ -294,5 +357,28 @@ mod tests {
         assert!("x=1.2.3".parse::<Pool>().is_err());
         assert!("x=127.0.0.5-127.0.0.1".parse::<Pool>().is_err());
         assert!("x=127.0.0.1,bogus".parse::<Pool>().is_err());
+        assert!("x=127.0.0.1,hostname=".parse::<Pool>().is_err());
+    }
+
+    #[test]
+    fn hostname_pools_announce_and_decode_names() {
+        let c = Config {
+            pools: vec![
+                "aws=127.0.0.50,noauto,hostname=lb.example.test"
+                    .parse()
+                    .unwrap(),
+            ],
+            class: None,
+        };
+        let entry = c.ingress_for(ip("127.0.0.50"));
+        assert_eq!(
+            entry,
+            serde_json::json!({"hostname": "127-0-0-50.lb.example.test"})
+        );
+        let svc: Service = serde_json::from_value(serde_json::json!({
+            "status": {"loadBalancer": {"ingress": [entry, {"hostname": "127-0-0-50.elsewhere.test"}]}}
+        }))
+        .unwrap();
+        assert_eq!(c.addresses(&svc), vec![ip("127.0.0.50")]);
     }
 }

@@ -10,7 +10,14 @@ use kube::api::{Api, DeleteParams, PostParams};
 use serde_json::json;
 
 fn kubectl_ok(kubeconfig: &str, tag: &str) -> Result<String, String> {
-    let out = kubectl(kubeconfig, tag, &["get", "ns", "-o", "name"]);
+    kubectl_args(kubeconfig, tag, &[])
+}
+
+/// `kubectl get ns` with extra flags; stdout on success, stderr on failure.
+fn kubectl_args(kubeconfig: &str, tag: &str, flags: &[&str]) -> Result<String, String> {
+    let mut args = flags.to_vec();
+    args.extend(["get", "ns", "-o", "name"]);
+    let out = kubectl(kubeconfig, tag, &args);
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     if out.status.success() {
@@ -77,6 +84,48 @@ async fn load_balancer_chart_gives_a_working_kubeconfig() {
         .await
         .expect("kube-rs through the LoadBalancer");
     assert!(names.contains(&ns));
+
+    // Without a client certificate the request reaches the API server anonymously
+    // (kube-rs: kubectl would prompt for a password instead).
+    let err = kube_rs_namespaces(&without_user(&public))
+        .await
+        .expect_err("anonymous is forbidden");
+    let chain = format!("{err:#}");
+    assert!(
+        chain.contains("User \"system:anonymous\" cannot list resource \"namespaces\""),
+        "{chain}"
+    );
+}
+
+#[tokio::test]
+async fn hostname_load_balancer_is_verified_by_name() {
+    let (client, ns) = setup("name").await;
+    let extra = "    annotations:\n      metallb.io/address-pool: named\n";
+    apply_chart(&client, &ns, "eta", &values_for("LoadBalancer", extra)).await;
+    let api: Api<Service> = Api::namespaced(client.clone(), &ns);
+    let hostname = eventually("ingress hostname", WAIT, || async {
+        let svc = api.get("eta").await.ok()?;
+        svc.status?
+            .load_balancer?
+            .ingress?
+            .first()?
+            .hostname
+            .clone()
+    })
+    .await;
+    assert_eq!(hostname, "127-0-0-231.lb.hostsim.test");
+
+    // The name is in no DNS: connect to the address, verify the name.
+    let public = with_server(
+        &vc_kubeconfig(&client, &ns, "eta").await,
+        "https://127.0.0.231:443",
+    );
+    eventually("kubectl with tls-server-name", WAIT, || async {
+        kubectl_args(&public, "eta", &["--tls-server-name", &hostname]).ok()
+    })
+    .await;
+    let err = kubectl_ok(&public, "eta-ip").expect_err("the address itself is not a SAN");
+    assert!(err.contains("not 127.0.0.231"), "{err}");
 }
 
 #[tokio::test]

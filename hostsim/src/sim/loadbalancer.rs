@@ -14,17 +14,6 @@ use serde_json::json;
 use super::events::Recorder;
 use crate::lb::{Config, Decision, Request};
 
-fn ingress_ip(svc: &Service) -> Option<Ipv4Addr> {
-    svc.status
-        .as_ref()?
-        .load_balancer
-        .as_ref()?
-        .ingress
-        .as_ref()?
-        .iter()
-        .find_map(|i| i.ip.as_deref()?.parse().ok())
-}
-
 fn annotation<'a>(svc: &'a Service, key: &str) -> Option<&'a str> {
     let a = svc.metadata.annotations.as_ref()?;
     a.get(&format!("metallb.io/{key}"))
@@ -44,7 +33,12 @@ pub async fn sync(client: &Client, cfg: &Config, services: &[Service], events: &
     // new Service never takes an address from one processed after it.
     let mut owner: BTreeMap<Ipv4Addr, String> = BTreeMap::new();
     for svc in ordered.iter().filter(|s| is_lb(s)) {
-        if let Some(ip) = ingress_ip(svc).filter(|ip| cfg.contains(*ip)) {
+        if let Some(ip) = cfg
+            .addresses(svc)
+            .first()
+            .copied()
+            .filter(|ip| cfg.contains(*ip))
+        {
             owner
                 .entry(ip)
                 .or_insert_with(|| svc.uid().unwrap_or_default());
@@ -55,7 +49,11 @@ pub async fn sync(client: &Client, cfg: &Config, services: &[Service], events: &
         let ns = svc.namespace().unwrap_or_default();
         let name = svc.name_any();
         let uid = svc.uid().unwrap_or_default();
-        let current = ingress_ip(svc).filter(|ip| cfg.contains(*ip));
+        let current = cfg
+            .addresses(svc)
+            .first()
+            .copied()
+            .filter(|ip| cfg.contains(*ip));
         if !is_lb(svc) {
             // No longer a LoadBalancer: release the address (MetalLB clears the status).
             if current.is_some() {
@@ -82,7 +80,7 @@ pub async fn sync(client: &Client, cfg: &Config, services: &[Service], events: &
                         in_use.remove(&old);
                     }
                     tracing::info!(service = %format!("{ns}/{name}"), %ip, "assigned");
-                    write_ingress(client, &ns, &name, Some(ip)).await;
+                    write_ingress(client, &ns, &name, Some(cfg.ingress_for(ip))).await;
                 }
                 events.clear(&uid);
             }
@@ -104,10 +102,10 @@ pub async fn sync(client: &Client, cfg: &Config, services: &[Service], events: &
     }
 }
 
-async fn write_ingress(client: &Client, ns: &str, name: &str, ip: Option<Ipv4Addr>) {
+async fn write_ingress(client: &Client, ns: &str, name: &str, entry: Option<serde_json::Value>) {
     let api: Api<Service> = Api::namespaced(client.clone(), ns);
-    let ingress = match ip {
-        Some(ip) => json!([{"ip": ip.to_string(), "ipMode": "VIP"}]),
+    let ingress = match entry {
+        Some(e) => json!([e]),
         None => json!([]),
     };
     let patch = json!({"status": {"loadBalancer": {"ingress": ingress}}});

@@ -124,27 +124,11 @@ impl Sim {
             match helm::reconcile(&self.client, hc).await {
                 helm::Outcome::Ignored => {}
                 helm::Outcome::Uninstall { namespace, name } => {
-                    if hc.finalizers().iter().any(|f| f == helm::FINALIZER) {
-                        self.clusters.remove(&(namespace.clone(), name.clone()));
-                        if let Err(e) =
-                            vcluster::delete_release(&self.client, &namespace, &name).await
-                        {
-                            tracing::warn!(error = %e, %name, "uninstall failed; retrying");
-                            continue;
-                        }
-                        log_err(helm::set_finalizer(&self.client, hc, false).await);
-                    }
+                    self.uninstall(hc, namespace, name).await;
                 }
                 helm::Outcome::Failed(msg) => {
                     log_err(helm::set_finalizer(&self.client, hc, true).await);
-                    log_err(
-                        helm::set_status(
-                            &self.client,
-                            hc,
-                            helm::status(&hc.name_any(), Some(&msg)),
-                        )
-                        .await,
-                    );
+                    self.report(hc, Some(&msg)).await;
                     // A failed upgrade leaves the running release alone.
                     if let Ok(spec) = helm::spec_of(hc) {
                         live.push((helm::target_namespace(hc, &spec), hc.name_any()));
@@ -152,47 +136,47 @@ impl Sim {
                 }
                 helm::Outcome::Installed(release) => {
                     log_err(helm::set_finalizer(&self.client, hc, true).await);
-                    let key = (release.namespace.clone(), release.name.clone());
-                    live.push(key.clone());
-                    if !self.clusters.contains_key(&key) {
-                        match VCluster::start(
-                            &self.client,
-                            &release.namespace,
-                            &release.name,
-                            self.upstream.clone(),
-                        )
-                        .await
-                        {
-                            Ok(vc) => {
-                                self.clusters.insert(key.clone(), vc);
-                            }
-                            Err(e) => {
-                                let msg = format!("vcluster failed to start: {e:#}");
-                                log_err(
-                                    helm::set_status(
-                                        &self.client,
-                                        hc,
-                                        helm::status(&hc.name_any(), Some(&msg)),
-                                    )
-                                    .await,
-                                );
-                                continue;
-                            }
-                        }
-                    }
-                    if let Some(vc) = self.clusters.get_mut(&key) {
-                        vc.extra_sans = release.values.extra_sans.clone();
-                    }
-                    log_err(
-                        helm::set_status(&self.client, hc, helm::status(&hc.name_any(), None))
-                            .await,
-                    );
+                    live.push((release.namespace.clone(), release.name.clone()));
+                    let started = self.ensure_vcluster(&release).await;
+                    self.report(hc, started.err().as_deref()).await;
                 }
             }
         }
         // Releases whose HelmChart vanished without our finalizer running.
         self.clusters.retain(|k, _| live.contains(k));
         Ok(())
+    }
+
+    async fn uninstall(&mut self, hc: &DynamicObject, namespace: String, name: String) {
+        if !hc.finalizers().iter().any(|f| f == helm::FINALIZER) {
+            return;
+        }
+        self.clusters.remove(&(namespace.clone(), name.clone()));
+        match vcluster::delete_release(&self.client, &namespace, &name).await {
+            Ok(()) => log_err(helm::set_finalizer(&self.client, hc, false).await),
+            Err(e) => tracing::warn!(error = %e, %name, "uninstall failed; retrying"),
+        }
+    }
+
+    /// Starts the release's vCluster if it is not running; the error is the
+    /// HelmChart's failure message.
+    async fn ensure_vcluster(&mut self, release: &helm::Release) -> Result<(), String> {
+        let key = (release.namespace.clone(), release.name.clone());
+        if !self.clusters.contains_key(&key) {
+            let vc = VCluster::start(&self.client, &key.0, &key.1, self.upstream.clone())
+                .await
+                .map_err(|e| format!("vcluster failed to start: {e:#}"))?;
+            self.clusters.insert(key.clone(), vc);
+        }
+        if let Some(vc) = self.clusters.get_mut(&key) {
+            vc.extra_sans = release.values.extra_sans.clone();
+        }
+        Ok(())
+    }
+
+    async fn report(&self, hc: &DynamicObject, failure: Option<&str>) {
+        let status = helm::status(&hc.name_any(), failure);
+        log_err(helm::set_status(&self.client, hc, status).await);
     }
 
     /// vCluster certificate SANs and kube-proxy forwarding, from the Services.
@@ -240,17 +224,8 @@ impl Sim {
         let Some(backend) = backend else {
             return vec![];
         };
-        let ingress_ips: Vec<Ipv4Addr> = svc
-            .status
-            .as_ref()
-            .and_then(|s| s.load_balancer.as_ref())
-            .and_then(|lb| lb.ingress.as_ref())
-            .map(|i| {
-                i.iter()
-                    .filter_map(|i| i.ip.as_deref()?.parse().ok())
-                    .collect()
-            })
-            .unwrap_or_default();
+        // A hostname this provider gave out stands for its address (a cloud LB).
+        let ingress_ips = self.cfg.lb.addresses(svc);
         let kind = spec.type_.as_deref().unwrap_or("ClusterIP");
         let service = format!("{ns}/{}", svc.name_any());
         let mut rules = Vec::new();

@@ -20,6 +20,8 @@ use serde_json::json;
 /// hand-started host can run at the same time.
 pub const POOL: &str = "default=127.0.0.200-127.0.0.229";
 pub const TINY_POOL: &str = "tiny=127.0.0.230,noauto";
+/// Answers with hostnames, as AWS load balancers do.
+pub const NAMED_POOL: &str = "named=127.0.0.231,noauto,hostname=lb.hostsim.test";
 /// A second node: node ports answer there too, but it is not in vCluster's SANs.
 pub const OTHER_NODE: &str = "127.0.0.2";
 
@@ -31,6 +33,8 @@ pub fn host() -> &'static TestHost {
             POOL,
             "--pool",
             TINY_POOL,
+            "--pool",
+            NAMED_POOL,
             "--node-ip",
             "127.0.0.1",
             "--node-ip",
@@ -182,6 +186,15 @@ pub fn with_server(kubeconfig: &str, server: &str) -> String {
     let mut doc: serde_yaml::Value = serde_yaml::from_str(kubeconfig).expect("kubeconfig is YAML");
     for c in doc["clusters"].as_sequence_mut().expect("clusters") {
         c["cluster"]["server"] = server.into();
+    }
+    serde_yaml::to_string(&doc).expect("kubeconfig serialises")
+}
+
+/// The kubeconfig without its client certificate (an anonymous user).
+pub fn without_user(kubeconfig: &str) -> String {
+    let mut doc: serde_yaml::Value = serde_yaml::from_str(kubeconfig).expect("kubeconfig is YAML");
+    for u in doc["users"].as_sequence_mut().expect("users") {
+        u["user"] = serde_yaml::Value::Mapping(Default::default());
     }
     serde_yaml::to_string(&doc).expect("kubeconfig serialises")
 }

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Runs the host cluster tests: builds kube-apiserver + etcd if they are not cached
+# yet (~/.cache/kubebyon/control-plane/<version>/), then the hostsim crate's unit
+# and integration tests against real processes. Idempotent; safe to re-run.
+# Extra arguments go to `cargo test` (e.g. a test name filter).
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+KUBEBYON_CONTROL_PLANE_DIR="$("$root/scripts/build-control-plane.sh" | tail -n 1)"
+export KUBEBYON_CONTROL_PLANE_DIR
+# Its own target folder: never contends with the console's build lock.
+export CARGO_TARGET_DIR="${HOSTSIM_TARGET_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kubebyon/target-hostsim}"
+
+command -v kubectl >/dev/null || echo "hostsim-test: kubectl not on PATH; the tests that run it will fail" >&2
+if [[ "$(id -u)" != 0 ]] && [[ "$(cat /proc/sys/net/ipv4/ip_unprivileged_port_start 2>/dev/null || echo 1024)" -gt 443 ]]; then
+  echo "hostsim-test: LoadBalancer addresses listen on port 443: run as root or" \
+       "set net.ipv4.ip_unprivileged_port_start=443" >&2
+fi
+
+exec cargo test --manifest-path "$root/hostsim/Cargo.toml" --locked "$@"
