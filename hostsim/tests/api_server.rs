@@ -148,3 +148,30 @@ async fn explicit_node_port_outside_range_is_rejected() {
         status.message
     );
 }
+
+/// Whether a process exists (a reaped child no longer does).
+fn alive(pid: u32) -> bool {
+    std::path::Path::new("/proc").join(pid.to_string()).exists()
+}
+
+#[test]
+fn an_owned_host_stops_its_processes_when_dropped_even_on_panic() {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let outcome = std::thread::spawn(move || {
+        let guard = hostsim::testhost::TestHost::start(None).expect("test host starts");
+        let dir = guard.host.data_dir.clone();
+        tx.send((guard.host.pids.clone(), dir)).unwrap();
+        panic!("a failing test");
+    })
+    .join();
+    assert!(outcome.is_err(), "the thread panicked");
+    let (pids, dir) = rx.recv().unwrap();
+    assert_eq!(
+        pids.iter().map(|(n, _)| *n).collect::<Vec<_>>(),
+        ["etcd", "kube-apiserver"]
+    );
+    for (name, pid) in pids {
+        assert!(!alive(pid), "{name} ({pid}) still running");
+    }
+    assert!(!dir.exists(), "data folder removed");
+}

@@ -404,3 +404,34 @@ async fn deleting_the_helm_chart_uninstalls_the_release() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_direct_service_switch_stands_until_the_next_values_change() {
+    let (client, ns) = setup("fast").await;
+    apply_chart(&client, &ns, "theta", &values_for("NodePort", "")).await;
+    service(&client, &ns, "theta").await;
+    assert_eq!(failed_condition(&client, &ns, "theta").await.0, "False");
+
+    // The console's fast switch: a direct server-side apply on the Service.
+    let api: Api<Service> = Api::namespaced(client.clone(), &ns);
+    let direct = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "theta"},
+                        "spec": {"type": "LoadBalancer"}});
+    let pp = kube::api::PatchParams::apply("kubebyon").force();
+    api.patch("theta", &pp, &kube::api::Patch::Apply(&direct))
+        .await
+        .unwrap();
+    let ip = wait_ingress(&client, &ns, "theta").await;
+    // helm-controller does not run while the HelmChart is unchanged.
+    tokio::time::sleep(std::time::Duration::from_secs(6)).await;
+    let svc = api.get("theta").await.unwrap();
+    assert_eq!(svc.spec.unwrap().type_.as_deref(), Some("LoadBalancer"));
+    assert_eq!(ingress_ip(&api.get("theta").await.unwrap()), Some(ip));
+
+    // New values: helm applies the chart again and its type wins.
+    apply_chart(&client, &ns, "theta", &values_for("ClusterIP", "")).await;
+    eventually("helm reapplied", WAIT, || async {
+        let t = api.get("theta").await.ok()?.spec?.type_?;
+        (t == "ClusterIP").then_some(())
+    })
+    .await;
+}

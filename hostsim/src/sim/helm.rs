@@ -41,6 +41,8 @@ pub struct Release {
     pub namespace: String,
     pub name: String,
     pub values: chart::Values,
+    /// The spec this release was installed from.
+    pub config_hash: String,
 }
 
 /// What one HelmChart asks for right now.
@@ -71,7 +73,11 @@ pub fn spec_of(hc: &DynamicObject) -> Result<Spec, String> {
 
 /// Installs or upgrades one HelmChart's release (the Service; the caller runs the
 /// vCluster itself). Never panics: every failure becomes [`Outcome::Failed`].
-pub async fn reconcile(client: &Client, hc: &DynamicObject) -> Outcome {
+///
+/// Like helm-controller, it runs helm only when the HelmChart's spec changed since
+/// the last successful run (`last_applied`, a [`config_hash`]): a Service someone
+/// changed directly stays as they left it until the next values change.
+pub async fn reconcile(client: &Client, hc: &DynamicObject, last_applied: Option<&str>) -> Outcome {
     let spec = match spec_of(hc) {
         Ok(s) => s,
         Err(e) => return Outcome::Failed(e),
@@ -102,6 +108,21 @@ pub async fn reconcile(client: &Client, hc: &DynamicObject) -> Outcome {
         Ok(v) => v,
         Err(e) => return Outcome::Failed(format!("Error: {e}")),
     };
+    let release = Release {
+        namespace,
+        name,
+        values,
+        config_hash: config_hash(hc),
+    };
+    if last_applied == Some(release.config_hash.as_str()) {
+        return Outcome::Installed(release);
+    }
+    let Release {
+        namespace,
+        name,
+        values,
+        config_hash,
+    } = release;
     if let Err(e) = ensure_namespace(client, &namespace, spec.create_namespace).await {
         return Outcome::Failed(e);
     }
@@ -130,7 +151,16 @@ pub async fn reconcile(client: &Client, hc: &DynamicObject) -> Outcome {
         namespace,
         name,
         values,
+        config_hash,
     })
+}
+
+/// What helm-controller hashes into its Job: the HelmChart's spec.
+pub fn config_hash(hc: &DynamicObject) -> String {
+    hc.data
+        .get("spec")
+        .map(Value::to_string)
+        .unwrap_or_default()
 }
 
 fn service_resource() -> ApiResource {

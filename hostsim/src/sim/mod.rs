@@ -42,6 +42,8 @@ struct Sim {
     cfg: Config,
     upstream: Arc<Upstream>,
     clusters: HashMap<(String, String), VCluster>,
+    /// Per HelmChart (namespace, name): the spec last installed successfully.
+    applied: HashMap<(String, String), String>,
     proxy: Proxy,
     events: Recorder,
 }
@@ -59,6 +61,7 @@ pub async fn run(
         client,
         cfg,
         clusters: HashMap::new(),
+        applied: HashMap::new(),
         proxy: Proxy::default(),
     };
     let wake = Arc::new(Notify::new());
@@ -121,12 +124,16 @@ impl Sim {
         let charts = api.list(&ListParams::default()).await?;
         let mut live = Vec::new();
         for hc in &charts.items {
-            match helm::reconcile(&self.client, hc).await {
+            let key = (hc.namespace().unwrap_or_default(), hc.name_any());
+            match helm::reconcile(&self.client, hc, self.applied.get(&key).map(String::as_str))
+                .await
+            {
                 helm::Outcome::Ignored => {}
                 helm::Outcome::Uninstall { namespace, name } => {
                     self.uninstall(hc, namespace, name).await;
                 }
                 helm::Outcome::Failed(msg) => {
+                    self.applied.remove(&key);
                     log_err(helm::set_finalizer(&self.client, hc, true).await);
                     self.report(hc, Some(&msg)).await;
                     // A failed upgrade leaves the running release alone.
@@ -137,6 +144,7 @@ impl Sim {
                 helm::Outcome::Installed(release) => {
                     log_err(helm::set_finalizer(&self.client, hc, true).await);
                     live.push((release.namespace.clone(), release.name.clone()));
+                    self.applied.insert(key, release.config_hash.clone());
                     let started = self.ensure_vcluster(&release).await;
                     self.report(hc, started.err().as_deref()).await;
                 }
@@ -144,6 +152,12 @@ impl Sim {
         }
         // Releases whose HelmChart vanished without our finalizer running.
         self.clusters.retain(|k, _| live.contains(k));
+        let charts: Vec<_> = charts
+            .items
+            .iter()
+            .map(|hc| (hc.namespace().unwrap_or_default(), hc.name_any()))
+            .collect();
+        self.applied.retain(|k, _| charts.contains(k));
         Ok(())
     }
 
