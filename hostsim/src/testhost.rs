@@ -22,14 +22,21 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 use serde_json::json;
 
-use crate::controlplane::{self, ControlPlane, ControlPlaneConfig};
+use tokio::sync::oneshot;
 
-/// A simulator process to run beside the control plane.
+use crate::controlplane::{self, ControlPlane, ControlPlaneConfig};
+use crate::kubeconfig::Credentials;
+use crate::sim;
+
+/// The simulator to run beside the control plane.
 #[derive(Clone, Debug)]
-pub struct Simulator {
-    pub bin: PathBuf,
-    /// Extra arguments after `run --kubeconfig … --ready-file …`.
-    pub args: Vec<String>,
+pub enum Simulator {
+    /// The `hostsim` binary as a child process: `run --kubeconfig … --ready-file …`
+    /// followed by `args` (this crate's tests use `env!("CARGO_BIN_EXE_hostsim")`).
+    Process { bin: PathBuf, args: Vec<String> },
+    /// In this process, on the keeper thread: for other crates' tests, which
+    /// cannot name the binary.
+    InProcess(sim::Config),
 }
 
 /// Facts about a running test host.
@@ -45,7 +52,7 @@ pub struct TestHost {
 /// An owned test host; dropping it stops its processes and removes its folder.
 pub struct TestHostGuard {
     pub host: TestHost,
-    stop: Option<mpsc::Sender<()>>,
+    stop: Option<oneshot::Sender<()>>,
     keeper: Option<JoinHandle<()>>,
 }
 
@@ -59,7 +66,7 @@ impl Drop for TestHostGuard {
     }
 }
 
-static SHARED: OnceLock<Result<(TestHost, mpsc::Sender<()>), String>> = OnceLock::new();
+static SHARED: OnceLock<Result<(TestHost, oneshot::Sender<()>), String>> = OnceLock::new();
 
 impl TestHost {
     /// The test binary's shared host, started on first use.
@@ -94,7 +101,7 @@ impl TestHost {
             COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         ));
         let (ready_tx, ready_rx) = mpsc::channel();
-        let (stop_tx, stop_rx) = mpsc::channel::<()>();
+        let (stop_tx, stop_rx) = oneshot::channel::<()>();
         let dir = data_dir.clone();
         let keeper = std::thread::Builder::new()
             .name("testhost-keeper".into())
@@ -142,70 +149,112 @@ pub async fn client_for(kubeconfig: &Path) -> Result<Client> {
     Ok(Client::try_from(cfg)?)
 }
 
-/// The keeper thread: owns the processes until told to stop (or forever).
+/// The keeper thread: owns the processes (and an in-process simulator) until
+/// told to stop, or forever.
 fn keep(
     data_dir: PathBuf,
     bin_dir: PathBuf,
     simulator: Option<Simulator>,
     ready: mpsc::Sender<Result<TestHost>>,
-    stop: mpsc::Receiver<()>,
+    stop: oneshot::Receiver<()>,
 ) {
     let begin = Instant::now();
-    let started = (|| -> Result<(ControlPlane, Option<Child>)> {
-        let cp = ControlPlane::start(&ControlPlaneConfig {
-            data_dir: data_dir.clone(),
-            bin_dir,
-            api_port: None,
-        })?;
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?;
-        rt.block_on(async {
-            let client = client_for(&cp.admin.kubeconfig).await?;
-            crate::crd::register_helmchart(&client).await
-        })?;
-        let sim = match simulator {
-            Some(s) => Some(start_simulator(&s, &cp.admin.kubeconfig, &data_dir)?),
-            None => None,
-        };
-        Ok((cp, sim))
-    })();
-    let (mut cp, mut sim) = match started {
-        Ok(x) => x,
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
         Err(e) => {
-            let _ = ready.send(Err(e));
+            let _ = ready.send(Err(e.into()));
             return;
         }
     };
-    let mut pids = cp.pids();
-    if let Some(s) = &sim {
-        pids.push(("hostsim", s.id()));
+    let mut cp: Option<ControlPlane> = None;
+    let mut child: Option<Child> = None;
+    let started = (|| -> Result<Option<tokio::task::JoinHandle<Result<()>>>> {
+        let plane = cp.insert(ControlPlane::start(&ControlPlaneConfig {
+            data_dir: data_dir.clone(),
+            bin_dir,
+            api_port: None,
+        })?);
+        let kubeconfig = plane.admin.kubeconfig.clone();
+        let client = rt.block_on(async {
+            let client = client_for(&kubeconfig).await?;
+            crate::crd::register_helmchart(&client).await?;
+            anyhow::Ok(client)
+        })?;
+        match simulator {
+            None => Ok(None),
+            Some(Simulator::Process { bin, args }) => {
+                child = Some(start_simulator(&bin, &args, &kubeconfig, &data_dir)?);
+                Ok(None)
+            }
+            Some(Simulator::InProcess(cfg)) => {
+                let creds = Credentials::from_file(&kubeconfig)?;
+                let (tx, rx) = oneshot::channel();
+                let task = rt.spawn(sim::run(client, creds, cfg, move || {
+                    let _ = tx.send(());
+                }));
+                rt.block_on(async {
+                    match tokio::time::timeout(Duration::from_secs(30), rx).await {
+                        Ok(Ok(())) => Ok(()),
+                        Ok(Err(_)) => bail!("simulator ended before its first sync"),
+                        Err(_) => bail!("simulator not ready after 30 s"),
+                    }
+                })?;
+                Ok(Some(task))
+            }
+        }
+    })();
+    let in_process = match started {
+        Ok(task) => task,
+        Err(e) => {
+            let _ = ready.send(Err(e));
+            return; // cp and child drop here: stopped by PID
+        }
+    };
+    let mut pids = cp.as_ref().map(ControlPlane::pids).unwrap_or_default();
+    if let Some(c) = &child {
+        pids.push(("hostsim", c.id()));
     }
     let host = TestHost {
-        kubeconfig: cp.admin.kubeconfig.clone(),
+        kubeconfig: data_dir.join("admin.kubeconfig"),
         data_dir,
         startup: begin.elapsed(),
         pids,
     };
-    if ready.send(Ok(host)).is_err() {
-        return;
+    if ready.send(Ok(host)).is_ok() {
+        // Drives the in-process simulator until the guard is dropped; the shared
+        // host's sender is never dropped.
+        rt.block_on(async {
+            let _ = stop.await;
+        });
     }
-    // Blocks until the guard is dropped; the shared host's sender is never dropped.
-    let _ = stop.recv();
-    if let Some(s) = sim.as_mut() {
-        controlplane::terminate(s, Duration::from_secs(2));
+    if let Some(task) = in_process {
+        task.abort();
     }
-    cp.stop();
+    drop(rt); // closes the simulator's listeners
+    if let Some(c) = child.as_mut() {
+        controlplane::terminate(c, Duration::from_secs(2));
+    }
+    if let Some(mut plane) = cp {
+        plane.stop();
+    }
 }
 
-fn start_simulator(s: &Simulator, kubeconfig: &Path, data_dir: &Path) -> Result<Child> {
+fn start_simulator(
+    bin: &Path,
+    extra: &[String],
+    kubeconfig: &Path,
+    data_dir: &Path,
+) -> Result<Child> {
     let ready_file = data_dir.join("hostsim.ready");
     let kc = kubeconfig.display().to_string();
     let rf = ready_file.display().to_string();
     let mut args: Vec<&str> = vec!["run", "--kubeconfig", &kc, "--ready-file", &rf];
-    args.extend(s.args.iter().map(String::as_str));
+    args.extend(extra.iter().map(String::as_str));
     let log = data_dir.join("logs/hostsim.log");
-    let mut child = controlplane::spawn(&s.bin, &log, &args)?;
+    let mut child = controlplane::spawn(bin, &log, &args)?;
     let deadline = Instant::now() + Duration::from_secs(30);
     while !ready_file.exists() {
         if let Some(status) = child.try_wait()? {

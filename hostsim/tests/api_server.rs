@@ -4,6 +4,7 @@
 mod common;
 
 use common::{node_port, setup};
+use hostsim::testhost::{Simulator, TestHost};
 use k8s_openapi::api::core::v1::Service;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
@@ -155,17 +156,39 @@ fn alive(pid: u32) -> bool {
 }
 
 #[test]
-fn an_owned_host_stops_its_processes_when_dropped_even_on_panic() {
+fn an_owned_host_stops_everything_when_dropped_even_on_panic() {
     let (tx, rx) = std::sync::mpsc::channel();
     let outcome = std::thread::spawn(move || {
-        let guard = hostsim::testhost::TestHost::start(None).expect("test host starts");
-        let dir = guard.host.data_dir.clone();
-        tx.send((guard.host.pids.clone(), dir)).unwrap();
+        // An in-process simulator with its own pool (as another crate would run it).
+        let cfg = hostsim::sim::Config {
+            lb: hostsim::lb::Config {
+                pools: vec!["own=127.0.0.240-127.0.0.241".parse().unwrap()],
+                class: None,
+            },
+            node_ips: vec![std::net::Ipv4Addr::LOCALHOST],
+        };
+        let guard = TestHost::start(Some(Simulator::InProcess(cfg))).expect("test host starts");
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let addr = rt.block_on(async {
+            let client = guard.host.client().await.unwrap();
+            let ns = guard.host.namespace(&client, "own").await.unwrap();
+            common::apply_chart(&client, &ns, "own", &common::values_for("LoadBalancer", "")).await;
+            let ip = common::wait_ingress(&client, &ns, "own").await;
+            let addr = format!("{ip}:443");
+            common::eventually("LB answers", common::WAIT, || async {
+                (!common::refused(&addr).await).then_some(())
+            })
+            .await;
+            addr
+        });
+        drop(rt);
+        tx.send((guard.host.pids.clone(), guard.host.data_dir.clone(), addr))
+            .unwrap();
         panic!("a failing test");
     })
     .join();
     assert!(outcome.is_err(), "the thread panicked");
-    let (pids, dir) = rx.recv().unwrap();
+    let (pids, dir, addr) = rx.recv().unwrap();
     assert_eq!(
         pids.iter().map(|(n, _)| *n).collect::<Vec<_>>(),
         ["etcd", "kube-apiserver"]
@@ -174,4 +197,9 @@ fn an_owned_host_stops_its_processes_when_dropped_even_on_panic() {
         assert!(!alive(pid), "{name} ({pid}) still running");
     }
     assert!(!dir.exists(), "data folder removed");
+    let closed = std::net::TcpStream::connect(&addr).is_err();
+    assert!(
+        closed,
+        "the in-process simulator's listener on {addr} is closed"
+    );
 }

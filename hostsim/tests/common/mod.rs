@@ -26,7 +26,7 @@ pub const NAMED_POOL: &str = "named=127.0.0.231,noauto,hostname=lb.hostsim.test"
 pub const OTHER_NODE: &str = "127.0.0.2";
 
 pub fn host() -> &'static TestHost {
-    TestHost::shared(Some(Simulator {
+    TestHost::shared(Some(Simulator::Process {
         bin: env!("CARGO_BIN_EXE_hostsim").into(),
         args: [
             "--pool",
