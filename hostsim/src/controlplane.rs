@@ -143,9 +143,9 @@ impl ControlPlane {
             ],
         )?;
         cp.children.push(("kube-apiserver", apiserver));
-        fs::write(
+        write_private(
             &cp.admin.kubeconfig,
-            kubeconfig::render(
+            &kubeconfig::render(
                 "hostsim",
                 &cp.admin.server,
                 &cp.admin.ca_pem,
@@ -238,6 +238,21 @@ pub fn spawn(bin: &Path, log: &Path, args: &[&str]) -> Result<Child> {
         .with_context(|| format!("starting {}", bin.display()))
 }
 
+/// Writes a file only its owner can read (keys, kubeconfigs).
+fn write_private(path: &Path, content: &str) -> Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("writing {}", path.display()))?;
+    f.write_all(content.as_bytes())?;
+    Ok(())
+}
+
 fn tail(path: &Path, lines: usize) -> String {
     let text = fs::read_to_string(path).unwrap_or_default();
     let all: Vec<&str> = text.lines().collect();
@@ -299,7 +314,7 @@ impl Pki {
             ("admin.crt", &admin.cert_pem),
         ];
         for (name, content) in files {
-            fs::write(dir.join(name), content)?;
+            write_private(&dir.join(name), content)?;
         }
         Ok(Self {
             dir: dir.to_owned(),

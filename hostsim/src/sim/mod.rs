@@ -64,6 +64,8 @@ pub async fn run(
         applied: HashMap::new(),
         proxy: Proxy::default(),
     };
+    // helm-controller registers its own CRD when it starts.
+    crate::crd::register_helmchart(&sim.client).await?;
     let wake = Arc::new(Notify::new());
     spawn_watch(Api::<Service>::all(sim.client.clone()), wake.clone());
     spawn_watch(
