@@ -97,3 +97,30 @@ fn unb64(s: &str) -> Result<String> {
         .context("invalid base64 in kubeconfig")?;
     String::from_utf8(bytes).context("kubeconfig certificate is not text")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pki::Ca;
+
+    #[test]
+    fn rendered_kubeconfig_reads_back() {
+        let ca = Ca::generate("ca").unwrap();
+        let user = ca.issue_client("admin", &["system:masters"]).unwrap();
+        let text = render("vc", "https://localhost:8443", &ca.pair.cert_pem, &user);
+        let file = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(file.path(), &text).unwrap();
+        let creds = Credentials::from_file(file.path()).unwrap();
+        assert_eq!(creds.server, "https://localhost:8443");
+        assert_eq!(creds.ca_pem, ca.pair.cert_pem);
+        assert_eq!(creds.client, user);
+    }
+
+    #[test]
+    fn kubeconfig_without_embedded_certificates_is_refused() {
+        let file = tempfile::NamedTempFile::new().unwrap();
+        let text = "apiVersion: v1\nkind: Config\ncurrent-context: c\ncontexts: [{name: c, context: {cluster: k, user: u}}]\nclusters: [{name: k, cluster: {server: 'https://x'}}]\nusers: [{name: u, user: {token: t}}]\n";
+        std::fs::write(file.path(), text).unwrap();
+        assert!(Credentials::from_file(file.path()).is_err());
+    }
+}

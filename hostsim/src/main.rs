@@ -44,7 +44,7 @@ enum Command {
 
 #[derive(Args)]
 struct SimArgs {
-    /// Address pool `NAME=FIRST[-LAST][,noauto]`; repeatable.
+    /// Address pool `NAME=FIRST[-LAST][,noauto][,hostname=SUFFIX]`; repeatable.
     #[arg(long = "pool", default_value = "default=127.0.0.100-127.0.0.199")]
     pools: Vec<lb::Pool>,
     /// Serve only this loadBalancerClass (default: Services without a class).
