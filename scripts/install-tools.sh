@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Installs, idempotently and from registries only, every tool the run and test
+# commands need: the wasm target, cargo-leptos and wasm-bindgen-cli (built from
+# crates.io with the workarounds in docs/toolchain.md), npm packages from the
+# committed lock file, and (with --test) Debian's Chromium, CJK fonts and PostgreSQL.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/env.sh
+
+CARGO_LEPTOS_VERSION=0.3.11
+WASM_BINDGEN_VERSION=$(sed -n 's/^wasm-bindgen = { version = "=\([0-9.]*\)".*/\1/p' Cargo.toml)
+: "${WASM_BINDGEN_VERSION:?wasm-bindgen must be pinned with = in Cargo.toml}"
+
+log() { printf '==> %s\n' "$*" >&2; }
+
+if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
+  log "adding rust target wasm32-unknown-unknown"
+  rustup target add wasm32-unknown-unknown
+fi
+
+# Builds a crates.io tool from its registry source with one dependency pinned
+# back, because `cargo install --locked` picks versions that do not build here.
+install_pinned_tool() {
+  local crate=$1 version=$2 bin=$3 pin_pkg=$4 pin_version=$5
+  if [ -x "$TOOLS_DIR/bin/$bin" ] && "$TOOLS_DIR/bin/$bin" --version 2>/dev/null | grep -q "$version"; then
+    return 0
+  fi
+  log "building $crate $version from crates.io (once; several minutes)"
+  local work
+  work=$(mktemp -d)
+  mkdir -p "$work/fetch/src"
+  printf '[package]\nname = "fetch"\nversion = "0.0.0"\nedition = "2021"\n[dependencies]\n%s = "=%s"\n' \
+    "$crate" "$version" > "$work/fetch/Cargo.toml"
+  touch "$work/fetch/src/lib.rs"
+  (cd "$work/fetch" && cargo fetch -q)
+  local src
+  src=$(ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/"$crate-$version" | head -n 1)
+  cp -r "$src" "$work/tool"
+  (cd "$work/tool" && { [ -f Cargo.lock ] || cargo generate-lockfile -q; } && cargo update -q -p "$pin_pkg" --precise "$pin_version" &&
+    CARGO_TARGET_DIR="$TOOLS_DIR/build" cargo install --path . --locked --root "$TOOLS_DIR" --bin "$bin")
+  rm -rf "$work"
+}
+
+install_pinned_tool cargo-leptos "$CARGO_LEPTOS_VERSION" cargo-leptos cargo-util-schemas 0.14.1
+install_pinned_tool wasm-bindgen-cli "$WASM_BINDGEN_VERSION" wasm-bindgen webpki-roots 1.0.10
+
+if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  log "installing npm packages from package-lock.json"
+  PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund
+fi
+
+if [ "${1:-}" = "--test" ]; then
+  missing=()
+  command -v chromium >/dev/null || missing+=(chromium)
+  [ -d /usr/share/fonts/opentype/noto ] || missing+=(fonts-noto-cjk)
+  pg_bin >/dev/null 2>&1 || missing+=(postgresql)
+  if [ ${#missing[@]} -gt 0 ]; then
+    log "installing Debian packages: ${missing[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
+  fi
+fi

@@ -1,0 +1,44 @@
+//! Sign-in and sign-out, and who is signed in.
+
+use leptos::prelude::*;
+
+use crate::domain::AppError;
+use crate::domain::user::CurrentUser;
+
+#[server(prefix = "/fn", endpoint = "login")]
+pub async fn login(username: String, password: String, next: Option<String>) -> Result<(), AppError> {
+    use crate::server::auth::session;
+    use crate::server::context::{client_addr, header, set_response_header, state};
+    use crate::server::http::guard::safe_next;
+    use crate::server::service::accounts;
+
+    let st = state()?;
+    let (_, token) = accounts::login(&st.pool, &st.limiter, &username, &password, &client_addr()).await?;
+    let secure = session::secure(st.config.public_url_is_https(), header("x-forwarded-proto").as_deref());
+    set_response_header(http::header::SET_COOKIE, &session::set_cookie(&token, secure));
+    leptos_axum::redirect(safe_next(next.as_deref()));
+    Ok(())
+}
+
+#[server(prefix = "/fn", endpoint = "logout")]
+pub async fn logout() -> Result<(), AppError> {
+    use crate::server::auth::session;
+    use crate::server::context::{header, set_response_header, state};
+    use crate::server::service::accounts;
+
+    let st = state()?;
+    if let Some(cookies) = header("cookie") {
+        if let Some(token) = session::cookie_value(&cookies, session::COOKIE) {
+            accounts::logout(&st.pool, token).await?;
+        }
+    }
+    set_response_header(http::header::SET_COOKIE, &session::clear_cookie(st.config.public_url_is_https()));
+    leptos_axum::redirect("/login");
+    Ok(())
+}
+
+/// The signed-in user, for the page header.
+#[server(prefix = "/fn", endpoint = "whoami")]
+pub async fn whoami() -> Result<Option<CurrentUser>, AppError> {
+    Ok(crate::server::context::current_user())
+}

@@ -1,0 +1,115 @@
+//! Cluster server functions: load for pages, create, update, delete.
+
+use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::domain::change::ClusterEvent;
+use crate::domain::cluster::Cluster;
+use crate::domain::{AppError, PublicAccessMode};
+
+/// What the cluster pages show.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ClusterPage {
+    pub cluster: Cluster,
+    pub events: Vec<ClusterEvent>,
+    pub viewer_is_admin: bool,
+    /// The stored mode a disabled cluster returns to (preselected in the edit form).
+    pub remembered_mode: PublicAccessMode,
+}
+
+#[server(prefix = "/fn", endpoint = "clusters/list")]
+pub async fn list_clusters() -> Result<Vec<Cluster>, AppError> {
+    use crate::server::context::{require_user, state};
+    crate::server::service::clusters::list(&state()?.pool, &require_user()?).await
+}
+
+#[server(prefix = "/fn", endpoint = "clusters/get")]
+pub async fn load_cluster(id: i64) -> Result<ClusterPage, AppError> {
+    use crate::server::context::{require_user, state};
+    use crate::server::service::clusters;
+    let (st, user) = (state()?, require_user()?);
+    let cluster = clusters::get(&st.pool, &user, id).await?;
+    let events = clusters::events(&st.pool, &user, id).await?;
+    let remembered_mode = crate::server::db::clusters::remembered_mode(&st.pool, id).await?;
+    Ok(ClusterPage { cluster, events, viewer_is_admin: user.is_admin(), remembered_mode })
+}
+
+/// The admin's default mode, which the create form preselects.
+#[server(prefix = "/fn", endpoint = "clusters/defaults")]
+pub async fn default_mode() -> Result<PublicAccessMode, AppError> {
+    use crate::server::context::{require_user, state};
+    require_user()?;
+    Ok(crate::server::service::settings::get(&state()?.pool).await?.default_mode)
+}
+
+#[cfg(feature = "ssr")]
+fn access_request(
+    enabled: Option<String>,
+    mode: Option<String>,
+    host: Option<String>,
+) -> crate::domain::public_access::PublicAccessRequest {
+    crate::domain::public_access::PublicAccessRequest {
+        enabled: enabled.is_some(),
+        mode,
+        control_plane_host: host,
+    }
+}
+
+#[cfg(feature = "ssr")]
+fn resources_request(cpu: String, memory_gib: String, storage_gib: String) -> crate::domain::resources::ResourcesRequest {
+    use crate::domain::resources::NumberOrText::Text;
+    crate::domain::resources::ResourcesRequest { cpu, memory_gib: Text(memory_gib), storage_gib: Text(storage_gib) }
+}
+
+#[server(prefix = "/fn", endpoint = "clusters/create")]
+#[allow(clippy::too_many_arguments)]
+pub async fn create_cluster(
+    name: String,
+    cpu: String,
+    memory_gib: String,
+    storage_gib: String,
+    public_access_enabled: Option<String>,
+    public_access_mode: Option<String>,
+    control_plane_host: Option<String>,
+) -> Result<(), AppError> {
+    use crate::server::context::{require_user, state};
+    use crate::server::service::clusters::{ClusterDraft, create};
+    let draft = ClusterDraft {
+        name,
+        resources: resources_request(cpu, memory_gib, storage_gib),
+        public_access: Some(access_request(public_access_enabled, public_access_mode, control_plane_host)),
+    };
+    let cluster = create(&state()?.pool, &require_user()?, &draft).await?;
+    leptos_axum::redirect(&format!("/clusters/{}", cluster.id));
+    Ok(())
+}
+
+#[server(prefix = "/fn", endpoint = "clusters/update")]
+#[allow(clippy::too_many_arguments)]
+pub async fn update_cluster(
+    id: i64,
+    cpu: String,
+    memory_gib: String,
+    storage_gib: String,
+    public_access_enabled: Option<String>,
+    public_access_mode: Option<String>,
+    control_plane_host: Option<String>,
+) -> Result<(), AppError> {
+    use crate::server::context::{require_user, state};
+    use crate::server::service::clusters::{ClusterPatch, update};
+    let patch = ClusterPatch {
+        resources: Some(resources_request(cpu, memory_gib, storage_gib)),
+        public_access: Some(access_request(public_access_enabled, public_access_mode, control_plane_host)),
+    };
+    update(&state()?.pool, &require_user()?, id, &patch).await?;
+    leptos_axum::redirect(&format!("/clusters/{id}"));
+    Ok(())
+}
+
+#[server(prefix = "/fn", endpoint = "clusters/delete")]
+pub async fn delete_cluster(id: i64, confirm: String) -> Result<(), AppError> {
+    use crate::server::context::{require_user, state};
+    crate::server::service::clusters::delete(&state()?.pool, &require_user()?, id, Some(&confirm)).await?;
+    leptos_axum::redirect(&format!("/clusters/{id}"));
+    Ok(())
+}

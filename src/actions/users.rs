@@ -1,0 +1,36 @@
+//! User management server functions (admins only).
+
+use leptos::prelude::*;
+
+use crate::domain::AppError;
+use crate::domain::user::UserSummary;
+
+#[server(prefix = "/fn", endpoint = "users/list")]
+pub async fn list_users() -> Result<Vec<UserSummary>, AppError> {
+    use crate::server::context::{require_admin, state};
+    crate::server::service::accounts::list_users(&state()?.pool, &require_admin()?).await
+}
+
+#[server(prefix = "/fn", endpoint = "users/create")]
+pub async fn create_user(username: String, password: String, role: String) -> Result<(), AppError> {
+    use crate::server::context::{require_admin, state};
+    crate::server::service::accounts::create_user(&state()?.pool, &require_admin()?, &username, &password, &role).await?;
+    leptos_axum::redirect("/admin/users?saved=1");
+    Ok(())
+}
+
+#[server(prefix = "/fn", endpoint = "users/role")]
+pub async fn set_role(user_id: i64, role: String) -> Result<(), AppError> {
+    use crate::server::context::{require_admin, state};
+    crate::server::service::accounts::set_role(&state()?.pool, &require_admin()?, user_id, &role).await?;
+    leptos_axum::redirect("/admin/users?saved=1");
+    Ok(())
+}
+
+#[server(prefix = "/fn", endpoint = "users/password")]
+pub async fn reset_password(user_id: i64, password: String) -> Result<(), AppError> {
+    use crate::server::context::{require_admin, state};
+    crate::server::service::accounts::reset_password(&state()?.pool, &require_admin()?, user_id, &password).await?;
+    leptos_axum::redirect("/admin/users?saved=1");
+    Ok(())
+}

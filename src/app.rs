@@ -1,0 +1,60 @@
+//! The HTML shell and the routes.
+
+use leptos::prelude::*;
+use leptos_meta::{MetaTags, provide_meta_context};
+use leptos_router::components::{Route, Router, Routes};
+use leptos_router::{SsrMode, path};
+
+use crate::i18n::I18nContextProvider;
+use crate::pages::admin_settings::SettingsPage;
+use crate::pages::admin_users::UsersPage;
+use crate::pages::cluster_detail::ClusterDetailPage;
+use crate::pages::cluster_edit::EditClusterPage;
+use crate::pages::cluster_new::NewClusterPage;
+use crate::pages::clusters::ClustersPage;
+use crate::pages::login::LoginPage;
+use crate::pages::problem::NotFoundPage;
+
+pub fn shell(options: LeptosOptions) -> impl IntoView {
+    view! {
+        <!DOCTYPE html>
+        <html>
+            <head>
+                <meta charset="utf-8" />
+                <meta name="viewport" content="width=device-width, initial-scale=1" />
+                <link rel="icon" href="/favicon.ico" />
+                <link rel="stylesheet" id="leptos" href="/pkg/kubebyon.css" />
+                <AutoReload options=options.clone() />
+                <HydrationScripts options islands=true />
+                <MetaTags />
+            </head>
+            <body>
+                <App />
+            </body>
+        </html>
+    }
+}
+
+#[component]
+pub fn App() -> impl IntoView {
+    provide_meta_context();
+    // Every page is rendered completely before it is sent (SsrMode::Async), so
+    // it reads the same with JavaScript off.
+    let ssr = SsrMode::Async;
+    view! {
+        <I18nContextProvider>
+            <Router>
+                <Routes fallback=NotFoundPage>
+                    <Route path=path!("/") view=ClustersPage ssr=ssr.clone() />
+                    <Route path=path!("/login") view=LoginPage ssr=ssr.clone() />
+                    <Route path=path!("/clusters") view=ClustersPage ssr=ssr.clone() />
+                    <Route path=path!("/clusters/new") view=NewClusterPage ssr=ssr.clone() />
+                    <Route path=path!("/clusters/:id") view=ClusterDetailPage ssr=ssr.clone() />
+                    <Route path=path!("/clusters/:id/edit") view=EditClusterPage ssr=ssr.clone() />
+                    <Route path=path!("/admin/settings") view=SettingsPage ssr=ssr.clone() />
+                    <Route path=path!("/admin/users") view=UsersPage ssr=ssr />
+                </Routes>
+            </Router>
+        </I18nContextProvider>
+    }
+}

@@ -1,0 +1,83 @@
+//! Error codes to translated text, and the components that show them.
+
+use leptos::prelude::*;
+
+use crate::domain::{AppError, ErrorCode, Field};
+use crate::i18n::*;
+
+pub fn error_text(locale: Locale, code: ErrorCode) -> &'static str {
+    use ErrorCode as E;
+    match code {
+        E::NameInvalid => td_string!(locale, errors.name_invalid),
+        E::NameTaken => td_string!(locale, errors.name_taken),
+        E::HostInvalid => td_string!(locale, errors.host_invalid),
+        E::HostRequiredForLoadBalancer => td_string!(locale, errors.host_required_for_load_balancer),
+        E::ModeInvalid => td_string!(locale, errors.mode_invalid),
+        E::CpuInvalid => td_string!(locale, errors.cpu_invalid),
+        E::MemoryInvalid => td_string!(locale, errors.memory_invalid),
+        E::StorageInvalid => td_string!(locale, errors.storage_invalid),
+        E::AnnotationsInvalid => td_string!(locale, errors.annotations_invalid),
+        E::LoadBalancerClassInvalid => td_string!(locale, errors.load_balancer_class_invalid),
+        E::UsernameInvalid => td_string!(locale, errors.username_invalid),
+        E::UsernameTaken => td_string!(locale, errors.username_taken),
+        E::PasswordTooShort => td_string!(locale, errors.password_too_short),
+        E::RoleInvalid => td_string!(locale, errors.role_invalid),
+        E::LoginFailed => td_string!(locale, errors.login_failed),
+        E::LoginRateLimited => td_string!(locale, errors.login_rate_limited),
+        E::Unauthenticated => td_string!(locale, errors.unauthenticated),
+        E::Forbidden => td_string!(locale, errors.forbidden),
+        E::OriginRejected => td_string!(locale, errors.origin_rejected),
+        E::NotFound => td_string!(locale, errors.not_found),
+        E::BadRequest => td_string!(locale, errors.bad_request),
+        E::PayloadTooLarge => td_string!(locale, errors.payload_too_large),
+        E::UnsupportedMediaType => td_string!(locale, errors.unsupported_media_type),
+        E::ClusterDeleting => td_string!(locale, errors.cluster_deleting),
+        E::ChangedConcurrently => td_string!(locale, errors.changed_concurrently),
+        E::ConfirmationMismatch => td_string!(locale, errors.confirmation_mismatch),
+        E::LastAdmin => td_string!(locale, errors.last_admin),
+        E::Internal => td_string!(locale, errors.internal),
+    }
+}
+
+/// The error under one field, when the error belongs to it.
+#[component]
+pub fn FieldError(field: Field, #[prop(into)] error: Signal<Option<AppError>>) -> impl IntoView {
+    let i18n = use_i18n();
+    move || {
+        error.get().filter(|e| e.field == Some(field)).map(|e| {
+            view! {
+                <p id=format!("{}-error", field.as_str()) class="field-error" data-error-code=e.code.as_str()>
+                    {error_text(i18n.get_locale(), e.code)}
+                </p>
+            }
+        })
+    }
+}
+
+/// An error that belongs to no field, at the top of a form.
+#[component]
+pub fn FormError(#[prop(into)] error: Signal<Option<AppError>>) -> impl IntoView {
+    let i18n = use_i18n();
+    move || {
+        error.get().filter(|e| e.field.is_none()).map(|e| {
+            view! {
+                <div role="alert" class="form-error" data-error-code=e.code.as_str()>
+                    {error_text(i18n.get_locale(), e.code)}
+                </div>
+            }
+        })
+    }
+}
+
+/// The error a submitted form shows: the latest action result, else the one
+/// the server put in the URL after a JavaScript-free post.
+pub fn action_error<T: Clone + Send + Sync + 'static>(
+    value: impl Get<Value = Option<Result<T, AppError>>> + Send + Sync + 'static,
+    from_url: Option<AppError>,
+) -> Signal<Option<AppError>> {
+    Signal::derive(move || match value.get() {
+        Some(Err(e)) => Some(e),
+        Some(Ok(_)) => None,
+        None => from_url,
+    })
+}

@@ -1,0 +1,56 @@
+//! A labelled text input with its hint and error, wired for screen readers.
+
+use leptos::prelude::*;
+
+use super::error_text::FieldError;
+use crate::domain::{AppError, Field};
+
+#[component]
+pub fn TextField(
+    field: Field,
+    label: &'static str,
+    #[prop(optional)] hint: Option<&'static str>,
+    #[prop(into)] value: String,
+    #[prop(into)] error: Signal<Option<AppError>>,
+    #[prop(default = "text")] input_type: &'static str,
+    #[prop(optional)] autocomplete: Option<&'static str>,
+    #[prop(optional)] inputmode: Option<&'static str>,
+    #[prop(optional)] required: bool,
+    #[prop(optional, into)] class: String,
+) -> impl IntoView {
+    let id = field.as_str();
+    let hint_id = format!("{id}-hint");
+    let invalid = move || error.get().is_some_and(|e| e.field == Some(field));
+    let described = {
+        let hint_id = hint_id.clone();
+        move || {
+            let mut ids = Vec::new();
+            if hint.is_some() {
+                ids.push(hint_id.clone());
+            }
+            if invalid() {
+                ids.push(format!("{id}-error"));
+            }
+            ids.join(" ")
+        }
+    };
+    view! {
+        <div class=format!("field {class}")>
+            <label for=id class="field-label">{label}</label>
+            <input
+                id=id
+                name=id
+                type=input_type
+                value=value
+                class="field-input"
+                autocomplete=autocomplete
+                inputmode=inputmode
+                required=required
+                aria-invalid=move || invalid().to_string()
+                aria-describedby=described
+            />
+            {hint.map(|h| view! { <p id=hint_id class="field-hint">{h}</p> })}
+            <FieldError field error />
+        </div>
+    }
+}

@@ -1,0 +1,35 @@
+//! Deleting a cluster: the user types its name to confirm.
+
+use leptos::form::ActionForm;
+use leptos::prelude::*;
+
+use crate::actions::clusters::DeleteCluster;
+use crate::components::error_text::{FormError, action_error};
+use crate::components::field::TextField;
+use crate::domain::{AppError, Field};
+use crate::i18n::*;
+
+#[island]
+pub fn DeleteClusterForm(id: i64, url_error: Option<AppError>) -> impl IntoView {
+    let i18n = use_i18n();
+    let action = ServerAction::<DeleteCluster>::new();
+    let error = action_error(action.value(), url_error);
+    view! {
+        <ActionForm action attr:class="form" attr:novalidate=true attr:data-form="delete-cluster">
+            <FormError error />
+            <p class="text-sm text-slate-700">{t!(i18n, detail.delete_warning)}</p>
+            <input type="hidden" name="id" value=id />
+            <TextField
+                field=Field::Confirm
+                label=t_string!(i18n, detail.delete_confirm)
+                value=""
+                error
+                autocomplete="off"
+                required=true
+            />
+            <button type="submit" class="btn btn-danger" disabled=move || action.pending().get()>
+                {t!(i18n, detail.delete_submit)}
+            </button>
+        </ActionForm>
+    }
+}

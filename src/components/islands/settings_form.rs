@@ -1,0 +1,79 @@
+//! The admin's system settings form.
+
+use leptos::form::ActionForm;
+use leptos::prelude::*;
+
+use crate::actions::settings::SaveSettings;
+use crate::components::error_text::{FieldError, FormError, action_error};
+use crate::components::field::TextField;
+use crate::domain::{AppError, Field, PublicAccessMode, SystemSettings};
+use crate::i18n::*;
+
+#[island]
+pub fn SettingsForm(settings: SystemSettings, url_error: Option<AppError>) -> impl IntoView {
+    let i18n = use_i18n();
+    let action = ServerAction::<SaveSettings>::new();
+    let error = action_error(action.value(), url_error);
+    let annotations_invalid = move || error.get().is_some_and(|e| e.field == Some(Field::LoadBalancerAnnotations));
+    let radio = move |m: PublicAccessMode, label: &'static str| {
+        let id = format!("default_mode_{}", m.as_str());
+        view! {
+            <div class="radio-inline">
+                <input type="radio" id=id.clone() name="default_mode" value=m.as_str() checked=settings.default_mode == m />
+                <label for=id>{label}</label>
+            </div>
+        }
+    };
+    view! {
+        <ActionForm action attr:class="form" attr:novalidate=true attr:data-form="settings">
+            <FormError error />
+            <fieldset class="card-section" aria-describedby="default_mode-hint lb-note">
+                <legend class="section-title">{t!(i18n, settings.default_mode)}</legend>
+                <div class="flex gap-6">
+                    {radio(PublicAccessMode::NodePort, t_string!(i18n, mode.nodeport))}
+                    {radio(PublicAccessMode::LoadBalancer, t_string!(i18n, mode.loadbalancer))}
+                </div>
+                <p id="default_mode-hint" class="field-hint">{t!(i18n, settings.default_mode_hint)}</p>
+                <p id="lb-note" class="note">{t!(i18n, settings.lb_note)}</p>
+                <FieldError field=Field::DefaultMode error />
+            </fieldset>
+            <TextField
+                field=Field::NodeportPublicHost
+                label=t_string!(i18n, settings.nodeport_host)
+                hint=t_string!(i18n, settings.nodeport_host_hint)
+                value=settings.nodeport_public_host.as_ref().map(ToString::to_string).unwrap_or_default()
+                error
+                autocomplete="off"
+            />
+            <div class="field">
+                <label for="load_balancer_annotations" class="field-label">{t!(i18n, settings.annotations)}</label>
+                <textarea
+                    id="load_balancer_annotations"
+                    name="load_balancer_annotations"
+                    rows="4"
+                    class="field-input font-mono"
+                    spellcheck="false"
+                    aria-invalid=move || annotations_invalid().to_string()
+                    aria-describedby="load_balancer_annotations-hint"
+                >
+                    {settings.annotations_text()}
+                </textarea>
+                <p id="load_balancer_annotations-hint" class="field-hint">{t!(i18n, settings.annotations_hint)}</p>
+                <FieldError field=Field::LoadBalancerAnnotations error />
+            </div>
+            <TextField
+                field=Field::LoadBalancerClass
+                label=t_string!(i18n, settings.lb_class)
+                hint=t_string!(i18n, settings.lb_class_hint)
+                value=settings.load_balancer_class.clone().unwrap_or_default()
+                error
+                autocomplete="off"
+            />
+            <div class="form-actions">
+                <button type="submit" class="btn btn-primary" disabled=move || action.pending().get()>
+                    {t!(i18n, settings.submit)}
+                </button>
+            </div>
+        </ActionForm>
+    }
+}

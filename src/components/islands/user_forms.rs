@@ -1,0 +1,113 @@
+//! Admin forms for accounts: create a user; per user, set the role and reset
+//! the password.
+
+use leptos::form::ActionForm;
+use leptos::prelude::*;
+
+use crate::actions::users::{CreateUser, ResetPassword, SetRole};
+use crate::components::error_text::{FieldError, FormError, action_error};
+use crate::components::field::TextField;
+use crate::domain::user::{Role, UserSummary};
+use crate::domain::{AppError, Field};
+use crate::i18n::*;
+
+#[component]
+fn RoleSelect(id: String, selected: Role) -> impl IntoView {
+    let i18n = use_i18n();
+    view! {
+        <select id=id name="role" class="field-input">
+            <option value="user" selected=selected == Role::User>{t!(i18n, app.role_user)}</option>
+            <option value="admin" selected=selected == Role::Admin>{t!(i18n, app.role_admin)}</option>
+        </select>
+    }
+}
+
+#[island]
+pub fn CreateUserForm(url_error: Option<AppError>) -> impl IntoView {
+    let i18n = use_i18n();
+    let action = ServerAction::<CreateUser>::new();
+    let error = action_error(action.value(), url_error);
+    view! {
+        <ActionForm action attr:class="form" attr:novalidate=true attr:data-form="create-user">
+            <FormError error />
+            <div class="grid gap-4 sm:grid-cols-3">
+                <TextField
+                    field=Field::Username
+                    label=t_string!(i18n, users.username)
+                    hint=t_string!(i18n, users.username_hint)
+                    value=""
+                    error
+                    autocomplete="off"
+                    required=true
+                />
+                <TextField
+                    field=Field::Password
+                    label=t_string!(i18n, users.password)
+                    hint=t_string!(i18n, users.password_hint)
+                    value=""
+                    error
+                    input_type="password"
+                    autocomplete="new-password"
+                    required=true
+                />
+                <div class="field">
+                    <label for="role" class="field-label">{t!(i18n, users.role)}</label>
+                    <RoleSelect id="role".into() selected=Role::User />
+                    <FieldError field=Field::Role error />
+                </div>
+            </div>
+            <div class="form-actions">
+                <button type="submit" class="btn btn-primary" disabled=move || action.pending().get()>
+                    {t!(i18n, users.create_submit)}
+                </button>
+            </div>
+        </ActionForm>
+    }
+}
+
+#[island]
+pub fn UserRowForms(user: UserSummary) -> impl IntoView {
+    let i18n = use_i18n();
+    let set_role = ServerAction::<SetRole>::new();
+    let reset = ServerAction::<ResetPassword>::new();
+    let role_error = action_error(set_role.value(), None);
+    let reset_error = action_error(reset.value(), None);
+    let role_id = format!("role-{}", user.id);
+    let password_id = format!("password-{}", user.id);
+    let role_label = t_string!(i18n, users.role_for, username = user.username.as_str());
+    let password_label = t_string!(i18n, users.new_password, username = user.username.as_str());
+    view! {
+        <div class="flex flex-wrap items-end gap-4">
+            <ActionForm action=set_role attr:class="flex items-end gap-2" attr:novalidate=true>
+                <input type="hidden" name="user_id" value=user.id />
+                <div>
+                    <label for=role_id.clone() class="field-label">
+                        {role_label}
+                    </label>
+                    <RoleSelect id=role_id selected=user.role />
+                </div>
+                <button type="submit" class="btn">{t!(i18n, users.set_role)}</button>
+            </ActionForm>
+            <ActionForm action=reset attr:class="flex items-end gap-2" attr:novalidate=true>
+                <input type="hidden" name="user_id" value=user.id />
+                <div>
+                    <label for=password_id.clone() class="field-label">
+                        {password_label}
+                    </label>
+                    <input
+                        id=password_id
+                        name="password"
+                        type="password"
+                        autocomplete="new-password"
+                        class="field-input"
+                    />
+                </div>
+                <button type="submit" class="btn">{t!(i18n, users.reset_submit)}</button>
+            </ActionForm>
+        </div>
+        <FormError error=role_error />
+        <FieldError field=Field::Role error=role_error />
+        <FormError error=reset_error />
+        <FieldError field=Field::Password error=reset_error />
+    }
+}

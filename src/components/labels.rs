@@ -1,0 +1,93 @@
+//! Translated labels for domain values (modes, phases, connection states).
+
+use leptos::prelude::*;
+
+use crate::domain::cluster::Cluster;
+use crate::domain::{ConnectionStatus, Phase, PublicAccess, PublicAccessMode};
+use crate::i18n::*;
+
+pub fn mode_text(locale: Locale, mode: Option<PublicAccessMode>) -> &'static str {
+    match mode {
+        None => td_string!(locale, mode.disabled),
+        Some(PublicAccessMode::NodePort) => td_string!(locale, mode.nodeport),
+        Some(PublicAccessMode::LoadBalancer) => td_string!(locale, mode.loadbalancer),
+    }
+}
+
+pub fn access_text(locale: Locale, access: &PublicAccess) -> String {
+    match access.host() {
+        Some(host) => format!("{} · {host}", mode_text(locale, access.mode())),
+        None => mode_text(locale, access.mode()).to_owned(),
+    }
+}
+
+pub fn phase_text(locale: Locale, phase: Phase) -> &'static str {
+    match phase {
+        Phase::Pending => td_string!(locale, phase.pending),
+        Phase::Provisioning => td_string!(locale, phase.provisioning),
+        Phase::Ready => td_string!(locale, phase.ready),
+        Phase::Updating => td_string!(locale, phase.updating),
+        Phase::Deleting => td_string!(locale, phase.deleting),
+        Phase::Failed => td_string!(locale, phase.failed),
+    }
+}
+
+pub fn connection_text(locale: Locale, status: ConnectionStatus) -> &'static str {
+    use ConnectionStatus as C;
+    match status {
+        C::Unknown => td_string!(locale, connection.unknown),
+        C::Ok => td_string!(locale, connection.ok),
+        C::DnsFailure => td_string!(locale, connection.dns_failure),
+        C::Refused => td_string!(locale, connection.refused),
+        C::Timeout => td_string!(locale, connection.timeout),
+        C::CertificateHostMismatch => td_string!(locale, connection.certificate_host_mismatch),
+        C::CertificateUntrusted => td_string!(locale, connection.certificate_untrusted),
+        C::Unauthorized => td_string!(locale, connection.unauthorized),
+        C::HttpError => td_string!(locale, connection.http_error),
+    }
+}
+
+/// The phase a user should see: a requested deletion shows as deleting
+/// before the host cluster reports anything.
+pub fn shown_phase(c: &Cluster) -> Phase {
+    if c.deletion_requested { Phase::Deleting } else { c.status.phase }
+}
+
+#[component]
+pub fn PhaseBadge(phase: Phase) -> impl IntoView {
+    let i18n = use_i18n();
+    view! {
+        <span class=format!("badge badge-{}", phase.as_str()) data-phase=phase.as_str()>
+            {phase_text(i18n.get_locale(), phase)}
+        </span>
+    }
+}
+
+/// Seconds since the epoch as `YYYY-MM-DD HH:MM UTC`.
+pub fn format_time(secs: i64) -> String {
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Civil-from-days (Howard Hinnant), valid for the proleptic Gregorian calendar.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02} {:02}:{:02} UTC", rem / 3600, rem % 3600 / 60)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::format_time;
+
+    #[test]
+    fn times() {
+        assert_eq!(format_time(0), "1970-01-01 00:00 UTC");
+        assert_eq!(format_time(951_782_400), "2000-02-29 00:00 UTC");
+        assert_eq!(format_time(1_795_998_720), "2026-11-30 00:32 UTC");
+    }
+}

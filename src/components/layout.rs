@@ -1,0 +1,108 @@
+//! The page frame: skip link, top bar with navigation, language switcher and
+//! the signed-in user, then the page's content.
+
+use leptos::form::ActionForm;
+use leptos::prelude::*;
+use leptos_router::hooks::use_location;
+
+use crate::actions::auth::{Logout, whoami};
+use crate::i18n::*;
+use leptos_i18n::I18nContext;
+
+/// `(cookie value, locale, label key)` for each shipped language.
+fn languages(i18n: I18nContext<Locale>) -> [(&'static str, Locale, &'static str); 3] {
+    [
+        ("en", Locale::en, t_string!(i18n, languages.en)),
+        ("zh-CN", Locale::zh_CN, t_string!(i18n, languages.zh_CN)),
+        ("ja", Locale::ja, t_string!(i18n, languages.ja)),
+    ]
+}
+
+#[component]
+fn LanguageSwitcher() -> impl IntoView {
+    let i18n = use_i18n();
+    let location = use_location();
+    let here = format!("{}{}", location.pathname.get_untracked(), {
+        let q = location.search.get_untracked();
+        if q.is_empty() { String::new() } else { format!("?{q}") }
+    });
+    let next = crate::components::layout::encode(&here);
+    let current = i18n.get_locale_untracked();
+    view! {
+        <nav aria-label=t_string!(i18n, app.language) class="lang-switch">
+            {languages(i18n)
+                .into_iter()
+                .map(|(code, locale, label)| {
+                    view! {
+                        <a
+                            href=format!("/lang/{code}?next={next}")
+                            hreflang=code
+                            lang=code
+                            aria-current=(locale == current).then_some("true")
+                        >
+                            {label}
+                        </a>
+                    }
+                })
+                .collect_view()}
+        </nav>
+    }
+}
+
+/// Percent-encodes a path for a query value.
+pub fn encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.~/".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+#[component]
+pub fn Layout(children: Children) -> impl IntoView {
+    let i18n = use_i18n();
+    let user_area = Suspend::new(async move {
+        let user = whoami().await.ok().flatten();
+        user.map(|u| {
+            let admin_links = u.is_admin().then(|| {
+                view! {
+                    <a href="/admin/settings">{t!(i18n, app.nav_settings)}</a>
+                    <a href="/admin/users">{t!(i18n, app.nav_users)}</a>
+                }
+            });
+            let role = if u.is_admin() { t_string!(i18n, app.role_admin) } else { t_string!(i18n, app.role_user) };
+            view! {
+                <nav aria-label=t_string!(i18n, app.nav_label) class="main-nav">
+                    <a href="/clusters">{t!(i18n, app.nav_clusters)}</a>
+                    <a href="/clusters/new">{t!(i18n, app.nav_new_cluster)}</a>
+                    {admin_links}
+                </nav>
+                <div class="user-box">
+                    <span class="text-sm text-slate-600">
+                        {t!(i18n, app.signed_in_as)} " "
+                        <strong data-testid="current-user">{u.username.clone()}</strong>
+                        " (" {role} ")"
+                    </span>
+                    <ActionForm action={ServerAction::<Logout>::new()}>
+                        <button type="submit" class="btn btn-small">{t!(i18n, app.sign_out)}</button>
+                    </ActionForm>
+                </div>
+            }
+        })
+    });
+    view! {
+        <a href="#main" class="skip-link">{t!(i18n, app.skip_to_content)}</a>
+        <header class="topbar">
+            <div class="container topbar-inner">
+                <a href="/clusters" class="brand">{t!(i18n, app.name)}</a>
+                <Suspense fallback=|| ()>{user_area}</Suspense>
+                <LanguageSwitcher />
+            </div>
+        </header>
+        <main id="main" class="container page">{children()}</main>
+    }
+}

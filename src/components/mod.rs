@@ -1,0 +1,9 @@
+//! Reusable UI pieces. Files under `islands/` hydrate in the browser; the rest
+//! render on the server only (and inside islands where they are used).
+
+pub mod error_text;
+pub mod field;
+pub mod islands;
+pub mod labels;
+pub mod layout;
+pub mod public_access_fields;

@@ -1,0 +1,124 @@
+//! What a request changes, as stored in the cluster's operation log and shown
+//! in its event history.
+
+use serde::{Deserialize, Serialize};
+
+use super::{ClusterSpec, PublicAccess, Resources};
+
+/// One durable request for the reconciler.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Operation {
+    Create { spec: ClusterSpec },
+    Update { changes: Vec<Change> },
+    Delete,
+}
+
+impl Operation {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Create { .. } => "create",
+            Self::Update { .. } => "update",
+            Self::Delete => "delete",
+        }
+    }
+}
+
+/// One entry of a cluster's event history.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClusterEvent {
+    pub id: i64,
+    pub operation: Operation,
+    pub generation: i64,
+    /// `pending`, `running`, `done` or `failed`.
+    pub state: String,
+    pub attempts: i64,
+    pub requested_by: Option<String>,
+    pub created_at: i64,
+    pub finished_at: Option<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "field", rename_all = "snake_case")]
+pub enum Change {
+    PublicAccess { from: PublicAccess, to: PublicAccess },
+    Resources { from: Resources, to: Resources },
+}
+
+/// The differences between two specs; empty when nothing changed.
+pub fn describe_update(old: &ClusterSpec, new: &ClusterSpec) -> Vec<Change> {
+    let mut changes = Vec::new();
+    if old.public_access != new.public_access {
+        changes.push(Change::PublicAccess {
+            from: old.public_access.clone(),
+            to: new.public_access.clone(),
+        });
+    }
+    if old.resources != new.resources {
+        changes.push(Change::Resources {
+            from: old.resources,
+            to: new.resources,
+        });
+    }
+    changes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{ClusterName, Host};
+
+    fn spec(access: PublicAccess) -> ClusterSpec {
+        ClusterSpec {
+            name: ClusterName::parse("dev").unwrap(),
+            resources: Resources::default(),
+            public_access: access,
+        }
+    }
+
+    #[test]
+    fn mode_changes_are_described() {
+        let lb = PublicAccess::LoadBalancer { host: Host::Dns("api.example.com".into()) };
+        let np = PublicAccess::NodePort { host: None };
+        let cases = [
+            (np.clone(), lb.clone()),
+            (lb.clone(), np.clone()),
+            (PublicAccess::Disabled, np.clone()),
+            (lb.clone(), PublicAccess::Disabled),
+        ];
+        for (from, to) in cases {
+            assert_eq!(
+                describe_update(&spec(from.clone()), &spec(to.clone())),
+                vec![Change::PublicAccess { from, to }]
+            );
+        }
+        assert!(describe_update(&spec(lb.clone()), &spec(lb)).is_empty());
+    }
+
+    #[test]
+    fn resources_and_both() {
+        let old = spec(PublicAccess::Disabled);
+        let mut new = old.clone();
+        new.resources.cpu_millis = 4000;
+        new.public_access = PublicAccess::NodePort { host: None };
+        let changes = describe_update(&old, &new);
+        assert_eq!(changes.len(), 2);
+        assert!(matches!(changes[1], Change::Resources { .. }));
+    }
+
+    #[test]
+    fn operation_json_is_stable() {
+        let op = Operation::Update {
+            changes: vec![Change::PublicAccess {
+                from: PublicAccess::NodePort { host: None },
+                to: PublicAccess::LoadBalancer { host: Host::Dns("a.example".into()) },
+            }],
+        };
+        let json = serde_json::to_string(&op).unwrap();
+        assert_eq!(
+            json,
+            r#"{"kind":"update","changes":[{"field":"public_access","from":{"mode":"nodeport","host":null},"to":{"mode":"loadbalancer","host":"a.example"}}]}"#
+        );
+        assert_eq!(serde_json::from_str::<Operation>(&json).unwrap(), op);
+    }
+}

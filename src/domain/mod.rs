@@ -1,0 +1,21 @@
+//! The domain core: validated types and the pure rules of KubeBYON.
+//! No I/O happens here; every rule is a function with a table-driven test.
+
+pub mod change;
+pub mod cluster;
+pub mod cluster_name;
+pub mod endpoint;
+pub mod error;
+pub mod host;
+pub mod public_access;
+pub mod resources;
+pub mod settings;
+pub mod user;
+
+pub use cluster::{ClusterSpec, ClusterStatus, ConnectionStatus, Phase};
+pub use cluster_name::ClusterName;
+pub use error::{AppError, ErrorCode, Field};
+pub use host::Host;
+pub use public_access::{PublicAccess, PublicAccessMode};
+pub use resources::Resources;
+pub use settings::SystemSettings;

@@ -1,0 +1,119 @@
+//! The KubeBYON server: `kubebyon [serve]` runs the console, `kubebyon admin`
+//! creates or resets an admin account.
+
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::Parser;
+use kubebyon::server::cli::{Cli, Command};
+use kubebyon::server::config::Config;
+use kubebyon::server::service::accounts;
+use kubebyon::server::state::AppState;
+use kubebyon::server::{auth, db, http};
+use leptos::config::get_configuration;
+use sqlx::AnyPool;
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,sqlx=warn".into()),
+        )
+        .init();
+    let cli = Cli::parse();
+    let config = Config::from_env();
+    match run(cli.command.unwrap_or(Command::Serve), config).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("kubebyon: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn open_database(config: &Config) -> Result<(AnyPool, String), String> {
+    let (url, shown) = match &config.database_url {
+        Some(url) => (url.clone(), "DATABASE_URL".to_owned()),
+        None => {
+            let url = db::sqlite_url(&config.data_dir).map_err(|e| e.to_string())?;
+            (url, config.data_dir.join("kubebyon.db").display().to_string())
+        }
+    };
+    let pool = db::connect(&url).await.map_err(|e| e.to_string())?;
+    Ok((pool, shown))
+}
+
+/// The password to set: from the environment, else freshly generated.
+fn admin_password(config: &Config) -> (String, bool) {
+    match &config.admin_password {
+        Some(p) => (p.clone(), false),
+        None => (auth::password::generate_password(), true),
+    }
+}
+
+async fn run(command: Command, config: Config) -> Result<(), String> {
+    let (pool, db_shown) = open_database(&config).await?;
+    match command {
+        Command::Admin { username } => {
+            let (password, generated) = admin_password(&config);
+            let created = accounts::upsert_admin(&pool, &username, &password)
+                .await
+                .map_err(|e| format!("could not set up admin {username:?}: {}", e.code.as_str()))?;
+            println!("{} admin {username:?}.", if created { "Created" } else { "Reset the password and role of" });
+            if generated {
+                println!("Password (shown once): {password}");
+            }
+            Ok(())
+        }
+        Command::Serve => serve(pool, db_shown, config).await,
+    }
+}
+
+async fn serve(pool: AnyPool, db_shown: String, config: Config) -> Result<(), String> {
+    let conf = get_configuration(None).map_err(|e| e.to_string())?;
+    let addr = conf.leptos_options.site_addr;
+
+    // First start: no admin yet, so make one and say how to sign in.
+    if db::users::count_admins(&pool).await.map_err(|e| e.to_string())? == 0 {
+        let (password, generated) = admin_password(&config);
+        accounts::upsert_admin(&pool, "admin", &password)
+            .await
+            .map_err(|e| format!("could not create the first admin: {}", e.code.as_str()))?;
+        println!("\nFirst start: created the admin account.");
+        println!("  username: admin");
+        if generated {
+            println!("  password: {password}   (shown once; reset with `kubebyon admin`)");
+        } else {
+            println!("  password: the value of KUBEBYON_ADMIN_PASSWORD");
+        }
+    }
+
+    let state = AppState {
+        leptos_options: conf.leptos_options,
+        pool: pool.clone(),
+        limiter: Arc::default(),
+        config: Arc::new(config),
+    };
+    tokio::spawn(expire_sessions(pool));
+    let app = http::router::router(state);
+    let listener = tokio::net::TcpListener::bind(&addr).await.map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+    println!("\nKubeBYON console: http://{addr}   (database: {db_shown})\n");
+    axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
+        .with_graceful_shutdown(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await
+        .map_err(|e| e.to_string())
+}
+
+/// Removes expired sessions once an hour.
+async fn expire_sessions(pool: AnyPool) {
+    let mut tick = tokio::time::interval(std::time::Duration::from_secs(3600));
+    loop {
+        tick.tick().await;
+        if let Err(e) = db::sessions::delete_expired(&pool).await {
+            tracing::warn!(error = %e, "expiring sessions failed");
+        }
+    }
+}

@@ -1,0 +1,36 @@
+//! `/admin/settings` (admins only).
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+
+use super::problem::problem_view;
+use super::{saved_flag, url_error};
+use crate::actions::settings::{SaveSettings, load_settings};
+use crate::components::islands::settings_form::SettingsForm;
+use crate::components::layout::Layout;
+use crate::i18n::*;
+
+#[component]
+pub fn SettingsPage() -> impl IntoView {
+    let i18n = use_i18n();
+    let content = Suspend::new(async move {
+        match load_settings().await {
+            Err(e) => problem_view(e),
+            Ok(settings) => view! {
+                <section class="card max-w-3xl">
+                    <h1 class="page-title">{t!(i18n, settings.title)}</h1>
+                    <p class="mb-4 text-slate-600">{t!(i18n, settings.intro)}</p>
+                    {saved_flag().then(|| view! { <p class="banner banner-ok" role="status">{t!(i18n, app.saved)}</p> })}
+                    <SettingsForm settings url_error={url_error::<SaveSettings>()} />
+                </section>
+            }
+            .into_any(),
+        }
+    });
+    view! {
+        <Layout>
+            <Title text=t_string!(i18n, settings.title) />
+            <Suspense fallback=|| ()>{content}</Suspense>
+        </Layout>
+    }
+}

@@ -1,0 +1,78 @@
+//! `/admin/users` (admins only): list, create, set role, reset password.
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+
+use super::problem::problem_view;
+use super::{saved_flag, url_error};
+use crate::actions::users::{CreateUser, ResetPassword, SetRole, list_users};
+use crate::components::error_text::FormError;
+use crate::components::islands::user_forms::{CreateUserForm, UserRowForms};
+use crate::components::labels::format_time;
+use crate::components::layout::Layout;
+use crate::domain::user::Role;
+use crate::i18n::*;
+
+#[component]
+pub fn UsersPage() -> impl IntoView {
+    let i18n = use_i18n();
+    let content = Suspend::new(async move {
+        let users = match list_users().await {
+            Err(e) => return problem_view(e),
+            Ok(users) => users,
+        };
+        // Errors of role/password posts made without JavaScript.
+        let row_error = Signal::stored(url_error::<SetRole>().or_else(url_error::<ResetPassword>));
+        view! {
+            <section class="card">
+                <h1 class="page-title">{t!(i18n, users.title)}</h1>
+                <p class="mb-4 text-slate-600">{t!(i18n, users.intro)}</p>
+                {saved_flag().then(|| view! { <p class="banner banner-ok" role="status">{t!(i18n, app.saved)}</p> })}
+                <FormError error=row_error />
+                <table class="table">
+                    <caption class="sr-only">{t!(i18n, users.table_caption)}</caption>
+                    <thead>
+                        <tr>
+                            <th scope="col">{t!(i18n, users.col_username)}</th>
+                            <th scope="col">{t!(i18n, users.col_role)}</th>
+                            <th scope="col">{t!(i18n, users.col_created)}</th>
+                            <th scope="col">{t!(i18n, users.col_actions)}</th>
+                        </tr>
+                    </thead>
+                    <tbody>
+                        {users
+                            .into_iter()
+                            .map(|u| {
+                                let role = if u.role == Role::Admin {
+                                    t_string!(i18n, app.role_admin)
+                                } else {
+                                    t_string!(i18n, app.role_user)
+                                };
+                                let (name, key) = (u.username.clone(), u.username.clone());
+                                view! {
+                                    <tr data-user=key>
+                                        <th scope="row">{name}</th>
+                                        <td>{role}</td>
+                                        <td class="whitespace-nowrap text-sm">{format_time(u.created_at)}</td>
+                                        <td><UserRowForms user=u /></td>
+                                    </tr>
+                                }
+                            })
+                            .collect_view()}
+                    </tbody>
+                </table>
+            </section>
+            <section class="card">
+                <h2 class="section-title">{t!(i18n, users.create_title)}</h2>
+                <CreateUserForm url_error={url_error::<CreateUser>()} />
+            </section>
+        }
+        .into_any()
+    });
+    view! {
+        <Layout>
+            <Title text=t_string!(i18n, users.title) />
+            <Suspense fallback=|| ()>{content}</Suspense>
+        </Layout>
+    }
+}

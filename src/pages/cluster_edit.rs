@@ -1,0 +1,46 @@
+//! `/clusters/{id}/edit`: resources and public access (off / NodePort / LoadBalancer).
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+
+use super::problem::problem_view;
+use super::{route_id, url_error};
+use crate::actions::clusters::{UpdateCluster, load_cluster};
+use crate::components::islands::cluster_forms::{ClusterFormValues, EditClusterForm};
+use crate::components::layout::Layout;
+use crate::domain::{AppError, ErrorCode};
+use crate::i18n::*;
+
+#[component]
+pub fn EditClusterPage() -> impl IntoView {
+    let i18n = use_i18n();
+    let content = Suspend::new(async move {
+        let page = match route_id() {
+            Some(id) => load_cluster(id).await,
+            None => Err(AppError::new(ErrorCode::NotFound)),
+        };
+        match page {
+            Err(e) => problem_view(e),
+            Ok(p) if p.cluster.deletion_requested => problem_view(AppError::new(ErrorCode::ClusterDeleting)),
+            Ok(p) => {
+                let values = ClusterFormValues::of(&p.cluster, p.remembered_mode);
+                view! {
+                    <section class="card max-w-3xl">
+                        <h1 class="page-title">
+                            {t!(i18n, form.edit_title)} ": "
+                            <span class="font-mono">{p.cluster.spec.name.to_string()}</span>
+                        </h1>
+                        <EditClusterForm id=p.cluster.id values url_error={url_error::<UpdateCluster>()} />
+                    </section>
+                }
+                .into_any()
+            }
+        }
+    });
+    view! {
+        <Layout>
+            <Title text=t_string!(i18n, form.edit_title) />
+            <Suspense fallback=|| ()>{content}</Suspense>
+        </Layout>
+    }
+}

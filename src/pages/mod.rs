@@ -1,0 +1,35 @@
+//! One file per page. Pages render on the server only (islands mode); they
+//! load data through server functions and hand forms to islands.
+
+pub mod admin_settings;
+pub mod admin_users;
+pub mod cluster_detail;
+pub mod cluster_edit;
+pub mod cluster_new;
+pub mod clusters;
+pub mod login;
+pub mod problem;
+
+use leptos::prelude::*;
+use leptos_router::hooks::use_query_map;
+use server_fn::ServerFn;
+use server_fn::error::ServerFnUrlError;
+
+use crate::domain::AppError;
+
+/// The error a JavaScript-free post of server function `S` left in the URL.
+pub fn url_error<S: ServerFn>() -> Option<AppError> {
+    let query = use_query_map().get_untracked();
+    let (path, err) = (query.get("__path")?, query.get("__err")?);
+    (path == S::PATH).then(|| ServerFnUrlError::<AppError>::decode_err(&err))
+}
+
+/// Whether the URL carries `saved=1` (set by a successful settings post).
+pub fn saved_flag() -> bool {
+    use_query_map().get_untracked().get("saved").is_some_and(|v| v == "1")
+}
+
+/// A cluster id from the route; anything unparsable is a missing cluster.
+pub fn route_id() -> Option<i64> {
+    leptos_router::hooks::use_params_map().get_untracked().get("id").and_then(|id| id.parse().ok())
+}

@@ -1,0 +1,90 @@
+//! Session cookies: a random token in an HttpOnly, SameSite=Lax cookie (Secure
+//! over https); the database keeps only its SHA-256.
+
+use sha2::{Digest, Sha256};
+
+pub const COOKIE: &str = "kubebyon_session";
+pub const TTL_SECS: i64 = 7 * 24 * 3600;
+
+/// A new random token (256 bits, hex).
+pub fn new_token() -> String {
+    use rand::RngCore;
+    let mut bytes = [0u8; 32];
+    rand::rngs::OsRng.fill_bytes(&mut bytes);
+    hex::encode(bytes)
+}
+
+pub fn token_hash(token: &str) -> String {
+    hex::encode(Sha256::digest(token.as_bytes()))
+}
+
+/// The `Set-Cookie` value that stores `token`.
+pub fn set_cookie(token: &str, secure: bool) -> String {
+    format!(
+        "{COOKIE}={token}; Path=/; HttpOnly; SameSite=Lax; Max-Age={TTL_SECS}{}",
+        if secure { "; Secure" } else { "" }
+    )
+}
+
+/// The `Set-Cookie` value that removes the session cookie.
+pub fn clear_cookie(secure: bool) -> String {
+    format!("{COOKIE}=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0{}", if secure { "; Secure" } else { "" })
+}
+
+/// Finds a cookie's value in a `Cookie` header.
+pub fn cookie_value<'a>(header: &'a str, name: &str) -> Option<&'a str> {
+    header
+        .split(';')
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v)
+}
+
+/// Cookies are Secure when the console is served over https: its public URL
+/// says so, or the proxy in front of it does.
+pub fn secure(public_url_is_https: bool, forwarded_proto: Option<&str>) -> bool {
+    public_url_is_https || forwarded_proto.is_some_and(|p| p.eq_ignore_ascii_case("https"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cookie_attributes() {
+        let c = set_cookie("abc", false);
+        assert!(c.starts_with("kubebyon_session=abc;"));
+        for attr in ["HttpOnly", "SameSite=Lax", "Path=/"] {
+            assert!(c.contains(attr), "{attr}");
+        }
+        assert!(!c.contains("Secure"));
+        assert!(set_cookie("abc", true).ends_with("; Secure"));
+        assert!(clear_cookie(false).contains("Max-Age=0"));
+    }
+
+    #[test]
+    fn cookie_parsing() {
+        let h = "a=1; kubebyon_session=tok; i18n_pref_locale=zh-CN";
+        assert_eq!(cookie_value(h, COOKIE), Some("tok"));
+        assert_eq!(cookie_value(h, "i18n_pref_locale"), Some("zh-CN"));
+        assert_eq!(cookie_value(h, "missing"), None);
+        assert_eq!(cookie_value("", COOKIE), None);
+    }
+
+    #[test]
+    fn secure_table() {
+        assert!(!secure(false, None));
+        assert!(secure(true, None));
+        assert!(secure(false, Some("HTTPS")));
+        assert!(!secure(false, Some("http")));
+    }
+
+    #[test]
+    fn tokens_are_random_and_hashed() {
+        let (a, b) = (new_token(), new_token());
+        assert_ne!(a, b);
+        assert_eq!(a.len(), 64);
+        assert_ne!(token_hash(&a), a);
+        assert_eq!(token_hash(&a), token_hash(&a));
+    }
+}

@@ -1,0 +1,32 @@
+//! Runtime configuration from the environment, with embedded defaults:
+//! nothing needs to be set to run the console.
+
+use std::path::PathBuf;
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Where the SQLite file lives (`KUBEBYON_DATA_DIR`, default `./data`).
+    pub data_dir: PathBuf,
+    /// `DATABASE_URL`; SQLite in `data_dir` when unset.
+    pub database_url: Option<String>,
+    /// `KUBEBYON_PUBLIC_URL`, e.g. `https://console.example.com`; decides Secure cookies.
+    pub public_url: Option<String>,
+    /// `KUBEBYON_ADMIN_PASSWORD`: the bootstrap admin's password instead of a generated one.
+    pub admin_password: Option<String>,
+}
+
+impl Config {
+    pub fn from_env() -> Self {
+        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+        Self {
+            data_dir: var("KUBEBYON_DATA_DIR").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("data")),
+            database_url: var("DATABASE_URL"),
+            public_url: var("KUBEBYON_PUBLIC_URL"),
+            admin_password: var("KUBEBYON_ADMIN_PASSWORD"),
+        }
+    }
+
+    pub fn public_url_is_https(&self) -> bool {
+        self.public_url.as_deref().is_some_and(|u| u.starts_with("https://"))
+    }
+}

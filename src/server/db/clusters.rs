@@ -1,0 +1,215 @@
+//! The `clusters` table. Spec columns are written here by request handlers;
+//! status columns only by `write_status` (the reconciler). A row becomes a
+//! domain `Cluster` in exactly one place, `ClusterRow::into_cluster`.
+
+use sqlx::{AnyPool, FromRow};
+
+use super::{DbError, now, operations};
+use crate::domain::change::Operation;
+use crate::domain::cluster::Cluster;
+use crate::domain::{ClusterName, ClusterSpec, ClusterStatus, ConnectionStatus, Phase, PublicAccess, PublicAccessMode, Resources};
+
+#[derive(Debug, Clone, FromRow)]
+pub struct ClusterRow {
+    pub id: i64,
+    pub owner_id: i64,
+    pub owner: String,
+    pub name: String,
+    pub cpu_millis: i64,
+    pub memory_gib: i64,
+    pub storage_gib: i64,
+    pub public_access_enabled: bool,
+    pub public_access_mode: String,
+    pub control_plane_host: Option<String>,
+    pub generation: i64,
+    pub deletion_requested_at: Option<i64>,
+    pub phase: String,
+    pub message: String,
+    pub public_access_port: Option<i64>,
+    pub api_endpoint: Option<String>,
+    pub kubeconfig_available: bool,
+    pub connection_status: String,
+    pub observed_generation: i64,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+impl ClusterRow {
+    pub fn into_cluster(self) -> Result<Cluster, DbError> {
+        let corrupt = |what: &str| DbError::CorruptRow(format!("cluster {}: {what}", self.id));
+        let name = ClusterName::parse(&self.name).map_err(|_| corrupt("name"))?;
+        let public_access = PublicAccess::from_columns(
+            self.public_access_enabled,
+            &self.public_access_mode,
+            self.control_plane_host.as_deref(),
+        )
+        .ok_or_else(|| corrupt("loadbalancer without host"))?;
+        let to_u32 = |v: i64| u32::try_from(v).map_err(|_| corrupt("resources"));
+        let resources = Resources {
+            cpu_millis: to_u32(self.cpu_millis)?,
+            memory_gib: to_u32(self.memory_gib)?,
+            storage_gib: to_u32(self.storage_gib)?,
+        };
+        Ok(Cluster {
+            id: self.id,
+            owner_id: self.owner_id,
+            owner: self.owner,
+            spec: ClusterSpec { name, resources, public_access },
+            status: ClusterStatus {
+                phase: Phase::parse(&self.phase),
+                message: self.message,
+                public_access_port: self.public_access_port.and_then(|p| u16::try_from(p).ok()),
+                api_endpoint: self.api_endpoint,
+                kubeconfig_available: self.kubeconfig_available,
+                connection_status: ConnectionStatus::parse(&self.connection_status),
+                observed_generation: self.observed_generation,
+            },
+            generation: self.generation,
+            deletion_requested: self.deletion_requested_at.is_some(),
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+        })
+    }
+}
+
+const SELECT: &str = "SELECT c.id, c.owner_id, u.username AS owner, c.name, c.cpu_millis, c.memory_gib, c.storage_gib, \
+    c.public_access_enabled, c.public_access_mode, c.control_plane_host, c.generation, c.deletion_requested_at, \
+    c.phase, c.message, c.public_access_port, c.api_endpoint, c.kubeconfig_available, c.connection_status, \
+    c.observed_generation, c.created_at, c.updated_at FROM clusters c JOIN users u ON u.id = c.owner_id";
+
+fn host_column(spec: &ClusterSpec) -> Option<String> {
+    spec.public_access.host().map(ToString::to_string)
+}
+
+/// Stores a new cluster and its `create` operation atomically.
+pub async fn insert(pool: &AnyPool, owner_id: i64, spec: &ClusterSpec, remembered_mode: PublicAccessMode) -> Result<i64, DbError> {
+    let t = now();
+    let mut tx = pool.begin().await?;
+    let id: i64 = sqlx::query_scalar(
+        "INSERT INTO clusters (owner_id, name, cpu_millis, memory_gib, storage_gib, public_access_enabled, \
+         public_access_mode, control_plane_host, generation, created_at, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 1, $9, $9) RETURNING id",
+    )
+    .bind(owner_id)
+    .bind(spec.name.as_str())
+    .bind(i64::from(spec.resources.cpu_millis))
+    .bind(i64::from(spec.resources.memory_gib))
+    .bind(i64::from(spec.resources.storage_gib))
+    .bind(spec.public_access.is_enabled())
+    .bind(spec.public_access.mode_column(remembered_mode).as_str())
+    .bind(host_column(spec))
+    .bind(t)
+    .fetch_one(&mut *tx)
+    .await?;
+    operations::insert(&mut tx, id, 1, &Operation::Create { spec: spec.clone() }, owner_id).await?;
+    tx.commit().await?;
+    Ok(id)
+}
+
+pub async fn get(pool: &AnyPool, id: i64) -> Result<Option<Cluster>, DbError> {
+    let sql = format!("{SELECT} WHERE c.id = $1");
+    let row: Option<ClusterRow> = sqlx::query_as(&sql).bind(id).fetch_optional(pool).await?;
+    row.map(ClusterRow::into_cluster).transpose()
+}
+
+/// Every cluster, or only `owner`'s.
+pub async fn list(pool: &AnyPool, owner: Option<i64>) -> Result<Vec<Cluster>, DbError> {
+    let rows: Vec<ClusterRow> = match owner {
+        Some(owner) => {
+            let sql = format!("{SELECT} WHERE c.owner_id = $1 ORDER BY c.name");
+            sqlx::query_as(&sql).bind(owner).fetch_all(pool).await?
+        }
+        None => {
+            let sql = format!("{SELECT} ORDER BY c.name");
+            sqlx::query_as(&sql).fetch_all(pool).await?
+        }
+    };
+    rows.into_iter().map(ClusterRow::into_cluster).collect()
+}
+
+/// Writes a new spec and its `update` operation if the cluster is still at
+/// `expected_generation` (no lost updates). Returns the new generation, or
+/// `None` when someone else changed it first.
+pub async fn update_spec(
+    pool: &AnyPool,
+    id: i64,
+    expected_generation: i64,
+    spec: &ClusterSpec,
+    remembered_mode: PublicAccessMode,
+    op: &Operation,
+    requested_by: i64,
+) -> Result<Option<i64>, DbError> {
+    let mut tx = pool.begin().await?;
+    let done = sqlx::query(
+        "UPDATE clusters SET cpu_millis = $1, memory_gib = $2, storage_gib = $3, public_access_enabled = $4, \
+         public_access_mode = $5, control_plane_host = $6, generation = generation + 1, updated_at = $7 \
+         WHERE id = $8 AND generation = $9 AND deletion_requested_at IS NULL",
+    )
+    .bind(i64::from(spec.resources.cpu_millis))
+    .bind(i64::from(spec.resources.memory_gib))
+    .bind(i64::from(spec.resources.storage_gib))
+    .bind(spec.public_access.is_enabled())
+    .bind(spec.public_access.mode_column(remembered_mode).as_str())
+    .bind(host_column(spec))
+    .bind(now())
+    .bind(id)
+    .bind(expected_generation)
+    .execute(&mut *tx)
+    .await?;
+    if done.rows_affected() != 1 {
+        return Ok(None);
+    }
+    let generation = expected_generation + 1;
+    operations::insert(&mut tx, id, generation, op, requested_by).await?;
+    tx.commit().await?;
+    Ok(Some(generation))
+}
+
+/// Records a delete request and its operation; false if already requested.
+pub async fn request_deletion(pool: &AnyPool, id: i64, requested_by: i64) -> Result<bool, DbError> {
+    let t = now();
+    let mut tx = pool.begin().await?;
+    let generation: Option<i64> = sqlx::query_scalar(
+        "UPDATE clusters SET deletion_requested_at = $1, generation = generation + 1, updated_at = $1 \
+         WHERE id = $2 AND deletion_requested_at IS NULL RETURNING generation",
+    )
+    .bind(t)
+    .bind(id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some(generation) = generation else {
+        return Ok(false);
+    };
+    operations::insert(&mut tx, id, generation, &Operation::Delete, requested_by).await?;
+    tx.commit().await?;
+    Ok(true)
+}
+
+/// The reconciler's only write: the whole observed status, never spec columns.
+pub async fn write_status(pool: &AnyPool, id: i64, status: &ClusterStatus) -> Result<bool, DbError> {
+    let done = sqlx::query(
+        "UPDATE clusters SET phase = $1, message = $2, public_access_port = $3, api_endpoint = $4, \
+         kubeconfig_available = $5, connection_status = $6, observed_generation = $7 WHERE id = $8",
+    )
+    .bind(status.phase.as_str())
+    .bind(status.message.as_str())
+    .bind(status.public_access_port.map(i64::from))
+    .bind(status.api_endpoint.as_deref())
+    .bind(status.kubeconfig_available)
+    .bind(status.connection_status.as_str())
+    .bind(status.observed_generation)
+    .bind(id)
+    .execute(pool)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// The stored `public_access_mode`, which a disabled cluster keeps so that
+/// turning access back on without naming a mode returns to it.
+pub async fn remembered_mode(pool: &AnyPool, id: i64) -> Result<PublicAccessMode, DbError> {
+    let mode: Option<String> = sqlx::query_scalar("SELECT public_access_mode FROM clusters WHERE id = $1")
+        .bind(id)
+        .fetch_optional(pool)
+        .await?;
+    Ok(mode.as_deref().and_then(PublicAccessMode::parse).unwrap_or_default())
+}

@@ -1,0 +1,89 @@
+//! Storage: one sqlx `AnyPool` over SQLite (embedded default) or PostgreSQL
+//! (`DATABASE_URL=postgres://…`). Queries are written once, with `$n`
+//! placeholders both drivers accept; migrations are per dialect.
+
+pub mod clusters;
+pub mod operations;
+pub mod sessions;
+pub mod settings;
+pub mod users;
+
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use sqlx::any::{AnyPoolOptions, install_default_drivers};
+use sqlx::migrate::Migrator;
+use sqlx::AnyPool;
+
+pub static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("migrations/sqlite");
+pub static POSTGRES_MIGRATIONS: Migrator = sqlx::migrate!("migrations/postgres");
+
+#[derive(Debug, thiserror::Error)]
+pub enum DbError {
+    #[error("connecting to the database: {0}")]
+    Connect(#[source] sqlx::Error),
+    #[error("migrating the database: {0}")]
+    Migrate(#[source] sqlx::migrate::MigrateError),
+    #[error("creating the data folder {0}: {1}")]
+    DataDir(String, #[source] std::io::Error),
+    #[error("query failed: {0}")]
+    Query(#[from] sqlx::Error),
+    #[error("stored row is not valid: {0}")]
+    CorruptRow(String),
+}
+
+impl DbError {
+    /// True when a UNIQUE constraint refused the write.
+    pub fn is_unique_violation(&self) -> bool {
+        matches!(self, Self::Query(sqlx::Error::Database(e)) if e.is_unique_violation())
+    }
+}
+
+/// Which dialect a URL speaks.
+pub fn migrator_for(url: &str) -> &'static Migrator {
+    if url.starts_with("postgres:") || url.starts_with("postgresql:") {
+        &POSTGRES_MIGRATIONS
+    } else {
+        &SQLITE_MIGRATIONS
+    }
+}
+
+/// The embedded default: a SQLite file in the data folder, created if missing.
+pub fn sqlite_url(data_dir: &Path) -> Result<String, DbError> {
+    std::fs::create_dir_all(data_dir).map_err(|e| DbError::DataDir(data_dir.display().to_string(), e))?;
+    Ok(format!("sqlite://{}?mode=rwc", data_dir.join("kubebyon.db").display()))
+}
+
+/// Connects without migrating (the migration test drives migrations itself).
+pub async fn connect_only(url: &str) -> Result<AnyPool, DbError> {
+    install_default_drivers();
+    let sqlite = !url.starts_with("postgres");
+    let options = AnyPoolOptions::new()
+        // SQLite has one writer; more connections only wait on its lock.
+        .max_connections(if sqlite { 4 } else { 16 })
+        .after_connect(move |conn, _| {
+            Box::pin(async move {
+                if sqlite {
+                    use sqlx::Executor;
+                    conn.execute("PRAGMA foreign_keys = ON; PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 5000;")
+                        .await?;
+                }
+                Ok(())
+            })
+        });
+    options.connect(url).await.map_err(DbError::Connect)
+}
+
+/// Connects and brings the schema up to date.
+pub async fn connect(url: &str) -> Result<AnyPool, DbError> {
+    let pool = connect_only(url).await?;
+    migrator_for(url).run(&pool).await.map_err(DbError::Migrate)?;
+    Ok(pool)
+}
+
+pub fn now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or_default()
+}

@@ -1,0 +1,112 @@
+//! The `cluster_operations` table: every create/update/delete request is a row,
+//! written in the same transaction as the spec change, and claimed later by the
+//! reconciler. Claiming is a conditional UPDATE, so two console replicas never
+//! run the same row; an expired claim (crashed worker) can be taken again.
+
+use sqlx::{Any, AnyPool, FromRow, Transaction};
+
+use super::{DbError, now};
+use crate::domain::change::{ClusterEvent, Operation};
+
+#[derive(Debug, Clone, FromRow)]
+pub struct OperationRow {
+    pub id: i64,
+    pub cluster_id: i64,
+    pub kind: String,
+    pub generation: i64,
+    pub detail: String,
+    pub requested_by: Option<i64>,
+    pub requested_by_name: Option<String>,
+    pub state: String,
+    pub attempts: i64,
+    pub last_error: Option<String>,
+    pub created_at: i64,
+    pub finished_at: Option<i64>,
+}
+
+impl OperationRow {
+    pub fn operation(&self) -> Result<Operation, DbError> {
+        serde_json::from_str(&self.detail).map_err(|e| DbError::CorruptRow(format!("operation {}: {e}", self.id)))
+    }
+
+    /// The history entry users see (no raw error text).
+    pub fn into_event(self) -> Result<ClusterEvent, DbError> {
+        Ok(ClusterEvent {
+            id: self.id,
+            operation: self.operation()?,
+            generation: self.generation,
+            state: self.state,
+            attempts: self.attempts,
+            requested_by: self.requested_by_name,
+            created_at: self.created_at,
+            finished_at: self.finished_at,
+        })
+    }
+}
+
+const COLUMNS: &str = "id, cluster_id, kind, generation, detail, requested_by, \
+    (SELECT username FROM users u WHERE u.id = requested_by) AS requested_by_name, \
+    state, attempts, last_error, created_at, finished_at";
+
+pub async fn insert(
+    tx: &mut Transaction<'_, Any>,
+    cluster_id: i64,
+    generation: i64,
+    op: &Operation,
+    requested_by: i64,
+) -> Result<i64, DbError> {
+    let detail = serde_json::to_string(op).map_err(|e| DbError::CorruptRow(e.to_string()))?;
+    let id = sqlx::query_scalar(
+        "INSERT INTO cluster_operations (cluster_id, kind, generation, detail, requested_by, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
+    )
+    .bind(cluster_id)
+    .bind(op.kind())
+    .bind(generation)
+    .bind(detail)
+    .bind(requested_by)
+    .bind(now())
+    .fetch_one(&mut **tx)
+    .await?;
+    Ok(id)
+}
+
+/// A cluster's history, newest first.
+pub async fn for_cluster(pool: &AnyPool, cluster_id: i64) -> Result<Vec<OperationRow>, DbError> {
+    let sql = format!("SELECT {COLUMNS} FROM cluster_operations WHERE cluster_id = $1 ORDER BY id DESC");
+    Ok(sqlx::query_as(&sql).bind(cluster_id).fetch_all(pool).await?)
+}
+
+/// Claims the oldest runnable operation for `worker` for `lease_secs`.
+pub async fn claim_next(pool: &AnyPool, worker: &str, lease_secs: i64) -> Result<Option<OperationRow>, DbError> {
+    let t = now();
+    let runnable = "(state = 'pending' OR (state = 'running' AND claimed_until < $3))";
+    let sql = format!(
+        "UPDATE cluster_operations SET state = 'running', claimed_by = $1, claimed_until = $2, attempts = attempts + 1 \
+         WHERE id = (SELECT id FROM cluster_operations WHERE {runnable} ORDER BY id LIMIT 1) AND {runnable} \
+         RETURNING {COLUMNS}"
+    );
+    Ok(sqlx::query_as(&sql)
+        .bind(worker)
+        .bind(t + lease_secs)
+        .bind(t)
+        .fetch_optional(pool)
+        .await?)
+}
+
+/// Marks a claimed operation finished; only its current holder may.
+pub async fn finish(pool: &AnyPool, id: i64, worker: &str, error: Option<&str>) -> Result<bool, DbError> {
+    let state = if error.is_some() { "failed" } else { "done" };
+    let done = sqlx::query(
+        "UPDATE cluster_operations SET state = $1, last_error = $2, finished_at = $3, claimed_until = NULL \
+         WHERE id = $4 AND claimed_by = $5 AND state = 'running'",
+    )
+    .bind(state)
+    .bind(error)
+    .bind(now())
+    .bind(id)
+    .bind(worker)
+    .execute(pool)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}

@@ -1,0 +1,54 @@
+//! The `system_settings` key/value table, read and written as one `SystemSettings`.
+
+use std::collections::BTreeMap;
+
+use sqlx::AnyPool;
+
+use super::{DbError, now};
+use crate::domain::{Host, PublicAccessMode, SystemSettings};
+
+const DEFAULT_MODE: &str = "default_cluster_public_access_mode";
+const NODEPORT_HOST: &str = "nodeport_public_host";
+const LB_ANNOTATIONS: &str = "load_balancer_annotations";
+const LB_CLASS: &str = "load_balancer_class";
+
+/// Missing or unreadable keys take their defaults (`nodeport`, none, empty).
+pub async fn load(pool: &AnyPool) -> Result<SystemSettings, DbError> {
+    let rows: Vec<(String, String)> = sqlx::query_as("SELECT key, value FROM system_settings").fetch_all(pool).await?;
+    let get = |key: &str| rows.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str());
+    Ok(SystemSettings {
+        default_mode: get(DEFAULT_MODE).and_then(PublicAccessMode::parse).unwrap_or_default(),
+        nodeport_public_host: get(NODEPORT_HOST).and_then(|h| Host::parse(h).ok()),
+        load_balancer_annotations: get(LB_ANNOTATIONS)
+            .and_then(|j| serde_json::from_str::<BTreeMap<String, String>>(j).ok())
+            .unwrap_or_default(),
+        load_balancer_class: get(LB_CLASS).filter(|c| !c.is_empty()).map(str::to_owned),
+    })
+}
+
+/// Writes every key in one transaction.
+pub async fn save(pool: &AnyPool, settings: &SystemSettings) -> Result<(), DbError> {
+    let annotations = serde_json::to_string(&settings.load_balancer_annotations)
+        .map_err(|e| DbError::CorruptRow(e.to_string()))?;
+    let pairs = [
+        (DEFAULT_MODE, settings.default_mode.as_str().to_owned()),
+        (NODEPORT_HOST, settings.nodeport_public_host.as_ref().map(ToString::to_string).unwrap_or_default()),
+        (LB_ANNOTATIONS, annotations),
+        (LB_CLASS, settings.load_balancer_class.clone().unwrap_or_default()),
+    ];
+    let t = now();
+    let mut tx = pool.begin().await?;
+    for (key, value) in pairs {
+        sqlx::query(
+            "INSERT INTO system_settings (key, value, updated_at) VALUES ($1, $2, $3) \
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+        )
+        .bind(key)
+        .bind(value)
+        .bind(t)
+        .execute(&mut *tx)
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(())
+}

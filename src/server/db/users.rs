@@ -1,0 +1,85 @@
+//! The `users` table.
+
+use sqlx::{AnyPool, FromRow};
+
+use super::{DbError, now};
+use crate::domain::user::{CurrentUser, Role, Username};
+
+#[derive(Debug, Clone, FromRow)]
+pub struct UserRow {
+    pub id: i64,
+    pub username: String,
+    pub password_hash: String,
+    pub role: String,
+    pub created_at: i64,
+}
+
+impl UserRow {
+    pub fn current_user(&self) -> CurrentUser {
+        CurrentUser {
+            id: self.id,
+            username: self.username.clone(),
+            role: Role::parse(&self.role).unwrap_or_default(),
+        }
+    }
+}
+
+const COLUMNS: &str = "id, username, password_hash, role, created_at";
+
+pub async fn insert(pool: &AnyPool, username: &Username, password_hash: &str, role: Role) -> Result<i64, DbError> {
+    let t = now();
+    let id: i64 = sqlx::query_scalar(
+        "INSERT INTO users (username, password_hash, role, created_at, updated_at) VALUES ($1, $2, $3, $4, $4) RETURNING id",
+    )
+    .bind(username.as_str())
+    .bind(password_hash)
+    .bind(role.as_str())
+    .bind(t)
+    .fetch_one(pool)
+    .await?;
+    Ok(id)
+}
+
+pub async fn by_username(pool: &AnyPool, username: &str) -> Result<Option<UserRow>, DbError> {
+    let sql = format!("SELECT {COLUMNS} FROM users WHERE username = $1");
+    Ok(sqlx::query_as(&sql).bind(username).fetch_optional(pool).await?)
+}
+
+pub async fn by_id(pool: &AnyPool, id: i64) -> Result<Option<UserRow>, DbError> {
+    let sql = format!("SELECT {COLUMNS} FROM users WHERE id = $1");
+    Ok(sqlx::query_as(&sql).bind(id).fetch_optional(pool).await?)
+}
+
+pub async fn list(pool: &AnyPool) -> Result<Vec<UserRow>, DbError> {
+    let sql = format!("SELECT {COLUMNS} FROM users ORDER BY username");
+    Ok(sqlx::query_as(&sql).fetch_all(pool).await?)
+}
+
+pub async fn count_admins(pool: &AnyPool) -> Result<i64, DbError> {
+    Ok(sqlx::query_scalar("SELECT COUNT(*) FROM users WHERE role = 'admin'").fetch_one(pool).await?)
+}
+
+/// Returns false when no such user exists.
+pub async fn set_role(pool: &AnyPool, id: i64, role: Role) -> Result<bool, DbError> {
+    let done = sqlx::query("UPDATE users SET role = $1, updated_at = $2 WHERE id = $3")
+        .bind(role.as_str())
+        .bind(now())
+        .bind(id)
+        .execute(pool)
+        .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Sets a new hash and ends the user's sessions, in one transaction.
+pub async fn set_password(pool: &AnyPool, id: i64, password_hash: &str) -> Result<bool, DbError> {
+    let mut tx = pool.begin().await?;
+    let done = sqlx::query("UPDATE users SET password_hash = $1, updated_at = $2 WHERE id = $3")
+        .bind(password_hash)
+        .bind(now())
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query("DELETE FROM sessions WHERE user_id = $1").bind(id).execute(&mut *tx).await?;
+    tx.commit().await?;
+    Ok(done.rows_affected() == 1)
+}

@@ -1,0 +1,196 @@
+//! The JSON HTTP API (`docs/http-api.md`): the same services as the pages.
+//! Every failure is `{"code": …, "field": …}` with a 4xx status; only a
+//! storage failure is a 500, and its detail stays in the log.
+
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{FromRequest, FromRequestParts, Path, State};
+use axum::http::request::Parts;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use http::header;
+use serde::{Deserialize, Serialize};
+
+use crate::domain::cluster::Cluster;
+use crate::domain::change::ClusterEvent;
+use crate::domain::settings::SettingsInput;
+use crate::domain::user::CurrentUser;
+use crate::domain::{AppError, ErrorCode, SystemSettings};
+use crate::server::auth::session;
+use crate::server::service::{accounts, clusters, settings};
+use crate::server::state::AppState;
+
+pub struct ApiError(pub AppError);
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = StatusCode::from_u16(self.0.code.http_status()).unwrap_or(StatusCode::BAD_REQUEST);
+        (status, Json(self.0)).into_response()
+    }
+}
+
+impl From<AppError> for ApiError {
+    fn from(e: AppError) -> Self {
+        Self(e)
+    }
+}
+
+impl From<JsonRejection> for ApiError {
+    fn from(rejection: JsonRejection) -> Self {
+        let code = match &rejection {
+            JsonRejection::MissingJsonContentType(_) => ErrorCode::UnsupportedMediaType,
+            JsonRejection::BytesRejection(_) => ErrorCode::PayloadTooLarge,
+            _ => ErrorCode::BadRequest,
+        };
+        tracing::debug!(error = %rejection.body_text(), "json body refused");
+        Self(AppError::new(code))
+    }
+}
+
+/// A JSON body whose every rejection is an `ApiError`.
+#[derive(FromRequest)]
+#[from_request(via(Json), rejection(ApiError))]
+pub struct ApiJson<T>(pub T);
+
+/// The signed-in user, or 401.
+pub struct ApiUser(pub CurrentUser);
+
+impl<S: Send + Sync> FromRequestParts<S> for ApiUser {
+    type Rejection = ApiError;
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        parts
+            .extensions
+            .get::<CurrentUser>()
+            .cloned()
+            .map(ApiUser)
+            .ok_or(ApiError(AppError::new(ErrorCode::Unauthenticated)))
+    }
+}
+
+/// Cluster ids in paths; anything else is simply not found.
+fn cluster_id(raw: &str) -> Result<i64, ApiError> {
+    raw.parse().map_err(|_| ApiError(AppError::new(ErrorCode::NotFound)))
+}
+
+type ApiResult<T> = Result<Json<T>, ApiError>;
+
+pub async fn list_clusters(State(st): State<AppState>, ApiUser(u): ApiUser) -> ApiResult<Vec<Cluster>> {
+    Ok(Json(clusters::list(&st.pool, &u).await?))
+}
+
+pub async fn create_cluster(
+    State(st): State<AppState>,
+    ApiUser(u): ApiUser,
+    ApiJson(draft): ApiJson<clusters::ClusterDraft>,
+) -> Result<(StatusCode, Json<Cluster>), ApiError> {
+    Ok((StatusCode::CREATED, Json(clusters::create(&st.pool, &u, &draft).await?)))
+}
+
+pub async fn get_cluster(State(st): State<AppState>, ApiUser(u): ApiUser, Path(id): Path<String>) -> ApiResult<Cluster> {
+    Ok(Json(clusters::get(&st.pool, &u, cluster_id(&id)?).await?))
+}
+
+pub async fn update_cluster(
+    State(st): State<AppState>,
+    ApiUser(u): ApiUser,
+    Path(id): Path<String>,
+    ApiJson(patch): ApiJson<clusters::ClusterPatch>,
+) -> ApiResult<Cluster> {
+    Ok(Json(clusters::update(&st.pool, &u, cluster_id(&id)?, &patch).await?))
+}
+
+pub async fn delete_cluster(
+    State(st): State<AppState>,
+    ApiUser(u): ApiUser,
+    Path(id): Path<String>,
+) -> Result<(StatusCode, Json<Cluster>), ApiError> {
+    Ok((StatusCode::ACCEPTED, Json(clusters::delete(&st.pool, &u, cluster_id(&id)?, None).await?)))
+}
+
+pub async fn cluster_events(
+    State(st): State<AppState>,
+    ApiUser(u): ApiUser,
+    Path(id): Path<String>,
+) -> ApiResult<Vec<ClusterEvent>> {
+    Ok(Json(clusters::events(&st.pool, &u, cluster_id(&id)?).await?))
+}
+
+pub async fn get_settings(State(st): State<AppState>, ApiUser(u): ApiUser) -> ApiResult<SystemSettings> {
+    if !u.is_admin() {
+        return Err(ApiError(AppError::new(ErrorCode::Forbidden)));
+    }
+    Ok(Json(settings::get(&st.pool).await?))
+}
+
+/// The settings body: the same fields as `SystemSettings`, all required.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SettingsBody {
+    default_cluster_public_access_mode: String,
+    #[serde(default)]
+    nodeport_public_host: Option<String>,
+    #[serde(default)]
+    load_balancer_annotations: std::collections::BTreeMap<String, String>,
+    #[serde(default)]
+    load_balancer_class: Option<String>,
+}
+
+pub async fn update_settings(
+    State(st): State<AppState>,
+    ApiUser(u): ApiUser,
+    ApiJson(body): ApiJson<SettingsBody>,
+) -> ApiResult<SystemSettings> {
+    // Annotations go through the same text parser as the form, so the rules are one.
+    if body.load_balancer_annotations.values().any(|v| v.contains('\n'))
+        || body.load_balancer_annotations.keys().any(|k| k.contains([':', '=', '\n']))
+    {
+        return Err(ApiError(AppError::at(ErrorCode::AnnotationsInvalid, crate::domain::Field::LoadBalancerAnnotations)));
+    }
+    let annotations: String =
+        body.load_balancer_annotations.iter().map(|(k, v)| format!("{k}: {v}\n")).collect();
+    let input = SettingsInput {
+        default_mode: &body.default_cluster_public_access_mode,
+        nodeport_public_host: body.nodeport_public_host.as_deref().unwrap_or_default(),
+        load_balancer_annotations: &annotations,
+        load_balancer_class: body.load_balancer_class.as_deref().unwrap_or_default(),
+    };
+    Ok(Json(settings::update(&st.pool, &u, &input).await?))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoginBody {
+    username: String,
+    password: String,
+}
+
+#[derive(Serialize)]
+pub struct LoginReply {
+    username: String,
+    role: crate::domain::user::Role,
+}
+
+pub async fn login(
+    State(st): State<AppState>,
+    axum::extract::ConnectInfo(addr): axum::extract::ConnectInfo<std::net::SocketAddr>,
+    headers: http::HeaderMap,
+    ApiJson(body): ApiJson<LoginBody>,
+) -> Result<Response, ApiError> {
+    let (user, token) =
+        accounts::login(&st.pool, &st.limiter, &body.username, &body.password, &addr.ip().to_string()).await?;
+    let forwarded = headers.get("x-forwarded-proto").and_then(|v| v.to_str().ok());
+    let cookie = session::set_cookie(&token, session::secure(st.config.public_url_is_https(), forwarded));
+    let reply = LoginReply { username: user.username, role: user.role };
+    Ok(([(header::SET_COOKIE, cookie)], Json(reply)).into_response())
+}
+
+pub async fn logout(State(st): State<AppState>, headers: http::HeaderMap) -> Result<Response, ApiError> {
+    let token = headers
+        .get(header::COOKIE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|c| session::cookie_value(c, session::COOKIE));
+    if let Some(token) = token {
+        accounts::logout(&st.pool, token).await?;
+    }
+    Ok(([(header::SET_COOKIE, session::clear_cookie(st.config.public_url_is_https()))], StatusCode::NO_CONTENT).into_response())
+}

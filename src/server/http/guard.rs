@@ -1,0 +1,98 @@
+//! The request guard every request passes: it loads the signed-in user from
+//! the session cookie, refuses cross-origin writes, and sends anonymous page
+//! visits to the sign-in page.
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Redirect, Response};
+use http::{HeaderMap, header};
+
+use crate::domain::{AppError, ErrorCode};
+use crate::server::auth::{origin, session};
+use crate::server::service::accounts;
+use crate::server::state::AppState;
+
+use super::api::ApiError;
+use crate::components::layout::encode;
+
+/// Pages that need a signed-in user. Everything else (sign-in page, assets,
+/// API and server functions, which check for themselves) is open.
+pub fn needs_sign_in(path: &str) -> bool {
+    path == "/" || ["/clusters", "/admin"].iter().any(|p| path == *p || path.starts_with(&format!("{p}/")))
+}
+
+/// A `next=` target that stays on this site (no `//host` or scheme).
+pub fn safe_next(next: Option<&str>) -> &str {
+    match next {
+        Some(n) if n.starts_with('/') && !n.starts_with("//") && !n.contains('\\') => n,
+        _ => "/clusters",
+    }
+}
+
+fn header_str<'a>(headers: &'a HeaderMap, name: header::HeaderName) -> Option<&'a str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+pub async fn guard(State(state): State<AppState>, mut req: Request<Body>, next: Next) -> Response {
+    let headers = req.headers();
+    let token = header_str(headers, header::COOKIE).and_then(|c| session::cookie_value(c, session::COOKIE));
+    let user = match token {
+        Some(t) => accounts::user_for_token(&state.pool, t).await.ok().flatten(),
+        None => None,
+    };
+
+    if !req.method().is_safe() {
+        let is_json = header_str(headers, header::CONTENT_TYPE).is_some_and(|c| c.starts_with("application/json"));
+        let allowed = origin::write_allowed(
+            header_str(headers, header::HOST),
+            header_str(headers, header::ORIGIN),
+            header_str(headers, header::REFERER),
+            is_json,
+        );
+        if !allowed {
+            tracing::warn!(path = %req.uri().path(), "cross-origin write refused");
+            return ApiError(AppError::new(ErrorCode::OriginRejected)).into_response();
+        }
+    }
+
+    if user.is_none() && req.method() == http::Method::GET && needs_sign_in(req.uri().path()) {
+        let target = req.uri().path_and_query().map(|p| p.as_str()).unwrap_or("/");
+        return Redirect::to(&format!("/login?next={}", encode(target))).into_response();
+    }
+
+    if let Some(user) = user {
+        req.extensions_mut().insert(user);
+    }
+    let mut res = next.run(req).await;
+    let h = res.headers_mut();
+    h.insert(header::X_CONTENT_TYPE_OPTIONS, http::HeaderValue::from_static("nosniff"));
+    h.insert(header::X_FRAME_OPTIONS, http::HeaderValue::from_static("DENY"));
+    // Same-origin referers let no-JS form posts return to their page.
+    h.insert(header::REFERRER_POLICY, http::HeaderValue::from_static("same-origin"));
+    res
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn protected_pages() {
+        for p in ["/", "/clusters", "/clusters/new", "/clusters/3/edit", "/admin/settings", "/admin"] {
+            assert!(needs_sign_in(p), "{p}");
+        }
+        for p in ["/login", "/lang/en", "/pkg/kubebyon.js", "/favicon.ico", "/api/console/clusters", "/fn/x", "/clustersx"] {
+            assert!(!needs_sign_in(p), "{p}");
+        }
+    }
+
+    #[test]
+    fn next_targets() {
+        assert_eq!(safe_next(Some("/clusters/3")), "/clusters/3");
+        for bad in [None, Some(""), Some("//evil.example"), Some("https://evil.example"), Some("/\\evil")] {
+            assert_eq!(safe_next(bad), "/clusters", "{bad:?}");
+        }
+        assert_eq!(encode("/clusters?a=b c"), "/clusters%3Fa%3Db%20c");
+    }
+}

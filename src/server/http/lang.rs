@@ -1,0 +1,26 @@
+//! `GET /lang/{code}?next=/path`: remembers the language in the cookie that
+//! leptos_i18n reads, then goes back. A plain link, so it works without JavaScript.
+
+use axum::extract::{Path, Query};
+use axum::response::{IntoResponse, Redirect, Response};
+use http::{StatusCode, header};
+use serde::Deserialize;
+
+use super::guard::safe_next;
+
+/// The languages the console ships (`locales/*.json`).
+pub const LOCALES: [&str; 3] = ["en", "zh-CN", "ja"];
+pub const COOKIE: &str = "i18n_pref_locale";
+
+#[derive(Deserialize)]
+pub struct Next {
+    next: Option<String>,
+}
+
+pub async fn switch(Path(code): Path<String>, Query(q): Query<Next>) -> Response {
+    let Some(code) = LOCALES.iter().find(|l| **l == code) else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    let cookie = format!("{COOKIE}={code}; Path=/; Max-Age=31536000; SameSite=Lax");
+    ([(header::SET_COOKIE, cookie)], Redirect::to(safe_next(q.next.as_deref()))).into_response()
+}

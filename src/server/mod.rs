@@ -1,0 +1,11 @@
+//! Server-only code (compiled with the `ssr` feature): storage, accounts, the
+//! request services shared by server functions and the JSON API, HTTP glue.
+
+pub mod auth;
+pub mod cli;
+pub mod config;
+pub mod context;
+pub mod db;
+pub mod http;
+pub mod service;
+pub mod state;

@@ -1,0 +1,136 @@
+//! Sign-in, sign-out and user management. Passwords and tokens are never
+//! logged (`skip` on every instrumented function that sees them).
+
+use sqlx::AnyPool;
+
+use crate::domain::user::{CurrentUser, NewPassword, Role, UserSummary, Username};
+use crate::domain::{AppError, ErrorCode, Field};
+use crate::server::auth::rate_limit::LoginLimiter;
+use crate::server::auth::{password, session};
+use crate::server::db::{self, users::UserRow};
+
+use super::internal;
+
+
+/// Checks credentials and opens a session. Returns the user and the cookie token.
+#[tracing::instrument(skip_all, fields(username = %username))]
+pub async fn login(
+    pool: &AnyPool,
+    limiter: &LoginLimiter,
+    username: &str,
+    secret: &str,
+    client: &str,
+) -> Result<(CurrentUser, String), AppError> {
+    let username = username.trim();
+    let t = db::now();
+    if !limiter.allowed(username, client, t) {
+        tracing::warn!("login refused: too many failures");
+        return Err(AppError::new(ErrorCode::LoginRateLimited));
+    }
+    let row = db::users::by_username(pool, username).await?;
+    let stored = match &row {
+        Some(r) => r.password_hash.clone(),
+        None => password::decoy_hash().await.map_err(internal)?,
+    };
+    let ok = password::verify(secret.to_owned(), stored).await.map_err(internal)?;
+    let Some(row) = row.filter(|_| ok) else {
+        limiter.record_failure(username, client, t);
+        tracing::warn!("login failed");
+        return Err(AppError::new(ErrorCode::LoginFailed));
+    };
+    limiter.record_success(username, client);
+    let token = session::new_token();
+    db::sessions::insert(pool, &session::token_hash(&token), row.id, session::TTL_SECS).await?;
+    tracing::info!("signed in");
+    Ok((row.current_user(), token))
+}
+
+#[tracing::instrument(skip_all)]
+pub async fn logout(pool: &AnyPool, token: &str) -> Result<(), AppError> {
+    db::sessions::delete(pool, &session::token_hash(token)).await?;
+    Ok(())
+}
+
+/// The user behind a session cookie token.
+#[tracing::instrument(skip_all)]
+pub async fn user_for_token(pool: &AnyPool, token: &str) -> Result<Option<CurrentUser>, AppError> {
+    Ok(db::sessions::user_for(pool, &session::token_hash(token)).await?.map(|r| r.current_user()))
+}
+
+fn require_admin(user: &CurrentUser) -> Result<(), AppError> {
+    if user.is_admin() { Ok(()) } else { Err(AppError::new(ErrorCode::Forbidden)) }
+}
+
+pub async fn list_users(pool: &AnyPool, admin: &CurrentUser) -> Result<Vec<UserSummary>, AppError> {
+    require_admin(admin)?;
+    let rows = db::users::list(pool).await?;
+    Ok(rows
+        .into_iter()
+        .map(|r: UserRow| UserSummary {
+            id: r.id,
+            role: r.current_user().role,
+            username: r.username,
+            created_at: r.created_at,
+        })
+        .collect())
+}
+
+#[tracing::instrument(skip(pool, secret), fields(admin = %admin.username))]
+pub async fn create_user(pool: &AnyPool, admin: &CurrentUser, username: &str, secret: &str, role: &str) -> Result<i64, AppError> {
+    require_admin(admin)?;
+    let username = Username::parse(username)?;
+    let new_password = NewPassword::parse(secret)?;
+    let role = Role::parse(role)?;
+    let hash = password::hash(new_password.expose().to_owned()).await.map_err(internal)?;
+    let id = db::users::insert(pool, &username, &hash, role).await.map_err(|e| {
+        if e.is_unique_violation() { AppError::at(ErrorCode::UsernameTaken, Field::Username) } else { e.into() }
+    })?;
+    tracing::info!(user = %username, role = role.as_str(), "user created");
+    Ok(id)
+}
+
+#[tracing::instrument(skip(pool), fields(admin = %admin.username))]
+pub async fn set_role(pool: &AnyPool, admin: &CurrentUser, user_id: i64, role: &str) -> Result<(), AppError> {
+    require_admin(admin)?;
+    let role = Role::parse(role)?;
+    let target = db::users::by_id(pool, user_id).await?.ok_or(AppError::new(ErrorCode::NotFound))?;
+    let demoting_admin = target.current_user().is_admin() && role != Role::Admin;
+    if demoting_admin && db::users::count_admins(pool).await? <= 1 {
+        return Err(AppError::at(ErrorCode::LastAdmin, Field::Role));
+    }
+    db::users::set_role(pool, user_id, role).await?;
+    tracing::info!(user = %target.username, role = role.as_str(), "role changed");
+    Ok(())
+}
+
+#[tracing::instrument(skip(pool, secret), fields(admin = %admin.username))]
+pub async fn reset_password(pool: &AnyPool, admin: &CurrentUser, user_id: i64, secret: &str) -> Result<(), AppError> {
+    require_admin(admin)?;
+    let new_password = NewPassword::parse(secret)?;
+    let hash = password::hash(new_password.expose().to_owned()).await.map_err(internal)?;
+    if !db::users::set_password(pool, user_id, &hash).await? {
+        return Err(AppError::new(ErrorCode::NotFound));
+    }
+    tracing::info!(user = user_id, "password reset; sessions ended");
+    Ok(())
+}
+
+/// Creates the admin account, or resets its password and role if it exists
+/// (the CLI and the first start). Returns true when the account was created.
+#[tracing::instrument(skip(pool, secret))]
+pub async fn upsert_admin(pool: &AnyPool, username: &str, secret: &str) -> Result<bool, AppError> {
+    let username = Username::parse(username)?;
+    let new_password = NewPassword::parse(secret)?;
+    let hash = password::hash(new_password.expose().to_owned()).await.map_err(internal)?;
+    match db::users::by_username(pool, username.as_str()).await? {
+        Some(row) => {
+            db::users::set_password(pool, row.id, &hash).await?;
+            db::users::set_role(pool, row.id, Role::Admin).await?;
+            Ok(false)
+        }
+        None => {
+            db::users::insert(pool, &username, &hash, Role::Admin).await?;
+            Ok(true)
+        }
+    }
+}

@@ -1,0 +1,113 @@
+//! Cluster use cases: list, view, create, update, delete, history. Users see
+//! and change only their own clusters (others' read as not found); admins all.
+
+use serde::{Deserialize, Serialize};
+use sqlx::AnyPool;
+
+use crate::domain::change::{ClusterEvent, Operation, describe_update};
+use crate::domain::cluster::Cluster;
+use crate::domain::public_access::PublicAccessRequest;
+use crate::domain::resources::ResourcesRequest;
+use crate::domain::user::CurrentUser;
+use crate::domain::{AppError, ClusterName, ClusterSpec, ErrorCode, Field, PublicAccess};
+use crate::server::db;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterDraft {
+    pub name: String,
+    pub resources: ResourcesRequest,
+    #[serde(default)]
+    pub public_access: Option<PublicAccessRequest>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterPatch {
+    #[serde(default)]
+    pub resources: Option<ResourcesRequest>,
+    #[serde(default)]
+    pub public_access: Option<PublicAccessRequest>,
+}
+
+pub async fn list(pool: &AnyPool, user: &CurrentUser) -> Result<Vec<Cluster>, AppError> {
+    let owner = (!user.is_admin()).then_some(user.id);
+    Ok(db::clusters::list(pool, owner).await?)
+}
+
+/// The cluster if `user` may see it; `NotFound` otherwise (no existence leak).
+pub async fn get(pool: &AnyPool, user: &CurrentUser, id: i64) -> Result<Cluster, AppError> {
+    match db::clusters::get(pool, id).await? {
+        Some(c) if user.is_admin() || c.owner_id == user.id => Ok(c),
+        _ => Err(AppError::new(ErrorCode::NotFound)),
+    }
+}
+
+pub async fn create(pool: &AnyPool, user: &CurrentUser, draft: &ClusterDraft) -> Result<Cluster, AppError> {
+    let name = ClusterName::parse(&draft.name)?;
+    let resources = draft.resources.parse()?;
+    let settings = db::settings::load(pool).await?;
+    // No public access block at all: on, in the admin's default mode.
+    let request = draft.public_access.clone().unwrap_or(PublicAccessRequest {
+        enabled: true,
+        ..Default::default()
+    });
+    let public_access = PublicAccess::from_input(&request.as_input(), settings.default_mode)?;
+    let spec = ClusterSpec { name, resources, public_access };
+    let id = db::clusters::insert(pool, user.id, &spec, settings.default_mode)
+        .await
+        .map_err(|e| {
+            if e.is_unique_violation() {
+                AppError::at(ErrorCode::NameTaken, Field::Name)
+            } else {
+                e.into()
+            }
+        })?;
+    tracing::info!(cluster = id, name = %spec.name, mode = ?spec.public_access.mode(), user = %user.username, "cluster create requested");
+    get(pool, user, id).await
+}
+
+pub async fn update(pool: &AnyPool, user: &CurrentUser, id: i64, patch: &ClusterPatch) -> Result<Cluster, AppError> {
+    let current = get(pool, user, id).await?;
+    if current.deletion_requested {
+        return Err(AppError::new(ErrorCode::ClusterDeleting));
+    }
+    let mut spec = current.spec.clone();
+    if let Some(resources) = &patch.resources {
+        spec.resources = resources.parse()?;
+    }
+    // An update without a mode keeps the cluster's own (remembered) mode.
+    let remembered = db::clusters::remembered_mode(pool, id).await?;
+    if let Some(request) = &patch.public_access {
+        spec.public_access = PublicAccess::from_input(&request.as_input(), remembered)?;
+    }
+    let changes = describe_update(&current.spec, &spec);
+    if changes.is_empty() {
+        return Ok(current);
+    }
+    let op = Operation::Update { changes };
+    db::clusters::update_spec(pool, id, current.generation, &spec, remembered, &op, user.id)
+        .await?
+        .ok_or(AppError::new(ErrorCode::ChangedConcurrently))?;
+    tracing::info!(cluster = id, mode = ?spec.public_access.mode(), user = %user.username, "cluster update requested");
+    get(pool, user, id).await
+}
+
+/// `confirm` (the form's typed name) must match when given.
+pub async fn delete(pool: &AnyPool, user: &CurrentUser, id: i64, confirm: Option<&str>) -> Result<Cluster, AppError> {
+    let current = get(pool, user, id).await?;
+    if confirm.is_some_and(|typed| typed.trim() != current.spec.name.as_str()) {
+        return Err(AppError::at(ErrorCode::ConfirmationMismatch, Field::Confirm));
+    }
+    if !db::clusters::request_deletion(pool, id, user.id).await? {
+        return Err(AppError::new(ErrorCode::ClusterDeleting));
+    }
+    tracing::info!(cluster = id, user = %user.username, "cluster delete requested");
+    get(pool, user, id).await
+}
+
+pub async fn events(pool: &AnyPool, user: &CurrentUser, id: i64) -> Result<Vec<ClusterEvent>, AppError> {
+    get(pool, user, id).await?;
+    let rows = db::operations::for_cluster(pool, id).await?;
+    Ok(rows.into_iter().map(db::operations::OperationRow::into_event).collect::<Result<_, _>>()?)
+}

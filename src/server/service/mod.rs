@@ -1,0 +1,23 @@
+//! Request services: the one place each use case lives, shared by server
+//! functions (pages) and the JSON API. They take the signed-in user and raw
+//! input, apply the domain rules, and call the repositories. Database errors
+//! are logged here and reach the caller only as `ErrorCode::Internal`.
+
+pub mod accounts;
+pub mod clusters;
+pub mod settings;
+
+use crate::domain::{AppError, ErrorCode};
+use crate::server::db::DbError;
+
+/// Logs a storage failure and turns it into the fixed internal error.
+pub(crate) fn internal(err: impl std::fmt::Display) -> AppError {
+    tracing::error!(error = %err, "request failed");
+    AppError::new(ErrorCode::Internal)
+}
+
+impl From<DbError> for AppError {
+    fn from(err: DbError) -> Self {
+        internal(err)
+    }
+}

@@ -1,0 +1,18 @@
+//! Application state shared by every request: one pool, the limiter, options.
+
+use std::sync::Arc;
+
+use axum::extract::FromRef;
+use leptos::config::LeptosOptions;
+use sqlx::AnyPool;
+
+use super::auth::rate_limit::LoginLimiter;
+use super::config::Config;
+
+#[derive(Clone, FromRef)]
+pub struct AppState {
+    pub leptos_options: LeptosOptions,
+    pub pool: AnyPool,
+    pub limiter: Arc<LoginLimiter>,
+    pub config: Arc<Config>,
+}
