@@ -435,3 +435,41 @@ async fn a_direct_service_switch_stands_until_the_next_values_change() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn keeping_https_node_port_in_cluster_ip_values_fails_on_the_next_upgrade() {
+    let (client, ns) = setup("keep").await;
+    let values = |ty: &str, note: &str| {
+        let extra = format!("    httpsNodePort: 30999\n    annotations: {{note: \"{note}\"}}\n");
+        values_for(ty, &extra)
+    };
+    apply_chart(&client, &ns, "iota", &values("NodePort", "1")).await;
+    let api: Api<Service> = Api::namespaced(client.clone(), &ns);
+    eventually("nodePort 30999", WAIT, || async {
+        (node_port(&api.get("iota").await.ok()?, "https")? == 30999).then_some(())
+    })
+    .await;
+
+    // The switch itself passes: the server drops the unchanged nodePort.
+    apply_chart(&client, &ns, "iota", &values("ClusterIP", "1")).await;
+    eventually("ClusterIP", WAIT, || async {
+        let svc = api.get("iota").await.ok()?;
+        (svc.spec.as_ref()?.type_.as_deref()? == "ClusterIP").then_some(())
+    })
+    .await;
+    assert_eq!(failed_condition(&client, &ns, "iota").await.0, "False");
+
+    // Any later upgrade still sends nodePort with ClusterIP: the API server refuses.
+    apply_chart(&client, &ns, "iota", &values("ClusterIP", "2")).await;
+    let msg = eventually("upgrade failure", WAIT, || async {
+        let (status, m) = failed_condition(&client, &ns, "iota").await;
+        (status == "True").then_some(m)
+    })
+    .await;
+    assert!(
+        msg.contains(
+            "spec.ports[0].nodePort: Forbidden: may not be used when `type` is 'ClusterIP'"
+        ),
+        "{msg}"
+    );
+}
