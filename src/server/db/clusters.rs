@@ -18,7 +18,8 @@ pub struct ClusterRow {
     pub cpu_millis: i64,
     pub memory_gib: i64,
     pub storage_gib: i64,
-    pub public_access_enabled: bool,
+    /// Booleans are read as 0/1: sqlx's Any driver cannot decode SQLite BOOLEAN.
+    pub public_access_enabled: i64,
     pub public_access_mode: String,
     pub control_plane_host: Option<String>,
     pub generation: i64,
@@ -27,7 +28,7 @@ pub struct ClusterRow {
     pub message: String,
     pub public_access_port: Option<i64>,
     pub api_endpoint: Option<String>,
-    pub kubeconfig_available: bool,
+    pub kubeconfig_available: i64,
     pub connection_status: String,
     pub observed_generation: i64,
     pub created_at: i64,
@@ -39,7 +40,7 @@ impl ClusterRow {
         let corrupt = |what: &str| DbError::CorruptRow(format!("cluster {}: {what}", self.id));
         let name = ClusterName::parse(&self.name).map_err(|_| corrupt("name"))?;
         let public_access = PublicAccess::from_columns(
-            self.public_access_enabled,
+            self.public_access_enabled != 0,
             &self.public_access_mode,
             self.control_plane_host.as_deref(),
         )
@@ -60,7 +61,7 @@ impl ClusterRow {
                 message: self.message,
                 public_access_port: self.public_access_port.and_then(|p| u16::try_from(p).ok()),
                 api_endpoint: self.api_endpoint,
-                kubeconfig_available: self.kubeconfig_available,
+                kubeconfig_available: self.kubeconfig_available != 0,
                 connection_status: ConnectionStatus::parse(&self.connection_status),
                 observed_generation: self.observed_generation,
             },
@@ -73,8 +74,9 @@ impl ClusterRow {
 }
 
 const SELECT: &str = "SELECT c.id, c.owner_id, u.username AS owner, c.name, c.cpu_millis, c.memory_gib, c.storage_gib, \
-    c.public_access_enabled, c.public_access_mode, c.control_plane_host, c.generation, c.deletion_requested_at, \
-    c.phase, c.message, c.public_access_port, c.api_endpoint, c.kubeconfig_available, c.connection_status, \
+    CASE WHEN c.public_access_enabled THEN 1 ELSE 0 END AS public_access_enabled, c.public_access_mode, c.control_plane_host, c.generation, c.deletion_requested_at, \
+    c.phase, c.message, c.public_access_port, c.api_endpoint, \
+    CASE WHEN c.kubeconfig_available THEN 1 ELSE 0 END AS kubeconfig_available, c.connection_status, \
     c.observed_generation, c.created_at, c.updated_at FROM clusters c JOIN users u ON u.id = c.owner_id";
 
 fn host_column(spec: &ClusterSpec) -> Option<String> {

@@ -1,0 +1,225 @@
+//! Storage against real SQLite files and a real PostgreSQL server: the seed's
+//! upgrade story, one writer per column group, and the durable operation queue.
+
+mod support;
+
+use std::path::Path;
+
+use kubebyon::domain::change::Operation;
+use kubebyon::domain::user::Role;
+use kubebyon::domain::{ClusterName, ClusterSpec, ClusterStatus, ConnectionStatus, Host, Phase, PublicAccess, PublicAccessMode, Resources, SystemSettings};
+use kubebyon::server::db;
+use sqlx::migrate::Migrator;
+use support::{each_backend, postgres_url, sqlite_url, user};
+
+fn spec(name: &str, access: PublicAccess) -> ClusterSpec {
+    ClusterSpec { name: ClusterName::parse(name).unwrap(), resources: Resources::default(), public_access: access }
+}
+
+fn lb(host: &str) -> PublicAccess {
+    PublicAccess::LoadBalancer { host: Host::parse(host).unwrap() }
+}
+
+/// Seed 5.12/5.13 "old data": a database made at the schema before the mode
+/// column, holding clusters, upgrades cleanly and every old cluster is NodePort.
+#[tokio::test]
+async fn legacy_clusters_read_as_nodeport_after_upgrade() {
+    let (sqlite, _dir) = sqlite_url();
+    for (url, dialect) in [(sqlite, "sqlite"), (postgres_url().await, "postgres")] {
+        // Only the first migration: the old schema.
+        let old = tempfile::tempdir().unwrap();
+        let first = std::fs::read_dir(Path::new("migrations").join(dialect))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .min()
+            .unwrap();
+        std::fs::copy(&first, old.path().join(first.file_name().unwrap())).unwrap();
+        let pool = db::connect_only(&url).await.unwrap();
+        Migrator::new(old.path()).await.unwrap().run(&pool).await.unwrap();
+
+        let has_mode: bool = sqlx::query("SELECT public_access_mode FROM clusters").fetch_all(&pool).await.is_ok();
+        assert!(!has_mode, "{dialect}: the old schema has no mode column");
+        let owner = user(&pool, "legacy", Role::User).await;
+        for (name, enabled, host) in [("old-a", true, Some("10.1.2.3")), ("old-b", false, None), ("old-c", true, None)] {
+            sqlx::query(
+                "INSERT INTO clusters (owner_id, name, cpu_millis, memory_gib, storage_gib, public_access_enabled, \
+                 control_plane_host, public_access_port, api_endpoint, created_at, updated_at) \
+                 VALUES ($1, $2, 1000, 2, 10, $3, $4, 30443, 'https://10.1.2.3:30443', 1, 1)",
+            )
+            .bind(owner.id)
+            .bind(name)
+            .bind(enabled)
+            .bind(host)
+            .execute(&pool)
+            .await
+            .unwrap();
+        }
+        pool.close().await;
+
+        // The console starts: full migration.
+        let pool = db::connect(&url).await.unwrap();
+        let modes: Vec<String> = sqlx::query_scalar("SELECT public_access_mode FROM clusters ORDER BY name")
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+        assert_eq!(modes, ["nodeport"; 3], "{dialect}");
+        let clusters = db::clusters::list(&pool, None).await.unwrap();
+        assert_eq!(clusters.len(), 3);
+        assert_eq!(
+            clusters[0].spec.public_access,
+            PublicAccess::NodePort { host: Some(Host::parse("10.1.2.3").unwrap()) },
+            "{dialect}"
+        );
+        assert_eq!(clusters[1].spec.public_access, PublicAccess::Disabled, "{dialect}");
+        assert_eq!(clusters[2].spec.public_access, PublicAccess::NodePort { host: None }, "{dialect}");
+        assert_eq!(clusters[0].status.public_access_port, Some(30443), "observed fields survive: {dialect}");
+        // A new cluster after the upgrade can be LoadBalancer.
+        let id = db::clusters::insert(&pool, owner.id, &spec("new-lb", lb("api.example.com")), PublicAccessMode::NodePort)
+            .await
+            .unwrap();
+        assert_eq!(db::clusters::get(&pool, id).await.unwrap().unwrap().spec.public_access, lb("api.example.com"));
+    }
+}
+
+#[tokio::test]
+async fn create_stores_spec_and_operation_together() {
+    for t in each_backend().await {
+        let alice = user(&t.pool, "alice", Role::User).await;
+        let s = spec("dev", lb("api.example.com"));
+        let id = db::clusters::insert(&t.pool, alice.id, &s, PublicAccessMode::NodePort).await.unwrap();
+        let c = db::clusters::get(&t.pool, id).await.unwrap().unwrap();
+        assert_eq!(c.spec, s, "{}", t.backend);
+        assert_eq!((c.generation, c.status.observed_generation), (1, 0));
+        assert!(c.waiting_for_host());
+        assert_eq!(c.status.phase, Phase::Pending);
+        assert_eq!(c.owner, "alice");
+        let events = db::operations::for_cluster(&t.pool, id).await.unwrap();
+        assert_eq!(events.len(), 1);
+        assert_eq!(events[0].operation().unwrap(), Operation::Create { spec: s.clone() });
+        assert_eq!(events[0].requested_by_name.as_deref(), Some("alice"));
+
+        // Duplicate names are refused by the database, and nothing else is written.
+        let err = db::clusters::insert(&t.pool, alice.id, &s, PublicAccessMode::NodePort).await.unwrap_err();
+        assert!(err.is_unique_violation(), "{}: {err}", t.backend);
+        let ops: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM cluster_operations").fetch_one(&t.pool).await.unwrap();
+        assert_eq!(ops, 1, "{}: no half-written operation", t.backend);
+    }
+}
+
+/// Spec and status have one writer each: a user's edit never touches what the
+/// host reported, and a status write never touches what the user asked.
+#[tokio::test]
+async fn spec_and_status_writers_do_not_overwrite_each_other() {
+    for t in each_backend().await {
+        let bob = user(&t.pool, "bob", Role::User).await;
+        let id = db::clusters::insert(&t.pool, bob.id, &spec("np", PublicAccess::NodePort { host: None }), PublicAccessMode::NodePort)
+            .await
+            .unwrap();
+        let status = ClusterStatus {
+            phase: Phase::Ready,
+            message: "ok".into(),
+            public_access_port: Some(31443),
+            api_endpoint: Some("https://198.51.100.1:31443".into()),
+            kubeconfig_available: true,
+            connection_status: ConnectionStatus::Ok,
+            observed_generation: 1,
+        };
+        assert!(db::clusters::write_status(&t.pool, id, &status).await.unwrap());
+
+        let new = spec("np", lb("vip.example.com"));
+        let op = Operation::Update { changes: vec![] };
+        let generation = db::clusters::update_spec(&t.pool, id, 1, &new, PublicAccessMode::NodePort, &op, bob.id).await.unwrap();
+        assert_eq!(generation, Some(2));
+        let c = db::clusters::get(&t.pool, id).await.unwrap().unwrap();
+        assert_eq!(c.spec, new);
+        assert_eq!(c.status, status, "{}: user edit left status alone", t.backend);
+        assert!(c.waiting_for_host());
+
+        // A stale writer (expected generation 1) loses; nothing changes.
+        let stale = db::clusters::update_spec(&t.pool, id, 1, &spec("np", PublicAccess::Disabled), PublicAccessMode::NodePort, &op, bob.id)
+            .await
+            .unwrap();
+        assert_eq!(stale, None);
+        assert_eq!(db::clusters::get(&t.pool, id).await.unwrap().unwrap().spec, new);
+
+        // The reconciler's whole-status write clears the old port (never merged).
+        let lb_status = ClusterStatus {
+            phase: Phase::Ready,
+            public_access_port: None,
+            api_endpoint: Some("https://vip.example.com:443".into()),
+            observed_generation: 2,
+            ..status.clone()
+        };
+        db::clusters::write_status(&t.pool, id, &lb_status).await.unwrap();
+        let c = db::clusters::get(&t.pool, id).await.unwrap().unwrap();
+        assert_eq!(c.status.public_access_port, None);
+        assert_eq!(c.spec, new, "{}: status write left spec alone", t.backend);
+        assert!(!c.waiting_for_host());
+    }
+}
+
+/// The queue is durable and claimed once: two workers never get the same row,
+/// a crashed worker's claim expires, and rows survive reopening the database.
+#[tokio::test]
+async fn operations_are_claimed_once_and_survive_restart() {
+    for t in each_backend().await {
+        let carol = user(&t.pool, "carol", Role::User).await;
+        let a = db::clusters::insert(&t.pool, carol.id, &spec("a", PublicAccess::Disabled), PublicAccessMode::NodePort).await.unwrap();
+        db::clusters::insert(&t.pool, carol.id, &spec("b", PublicAccess::Disabled), PublicAccessMode::NodePort).await.unwrap();
+        db::clusters::request_deletion(&t.pool, a, carol.id).await.unwrap();
+        assert!(!db::clusters::request_deletion(&t.pool, a, carol.id).await.unwrap(), "second delete is a no-op");
+
+        // Restart: a new pool on the same database sees every request.
+        t.pool.close().await;
+        let pool = db::connect(&t.url).await.unwrap();
+
+        let (w1, w2) = tokio::join!(
+            db::operations::claim_next(&pool, "w1", 60),
+            db::operations::claim_next(&pool, "w2", 60)
+        );
+        let (o1, o2) = (w1.unwrap().unwrap(), w2.unwrap().unwrap());
+        assert_ne!(o1.id, o2.id, "{}: no row claimed twice", t.backend);
+        let third = db::operations::claim_next(&pool, "w1", 60).await.unwrap().unwrap();
+        assert!(db::operations::claim_next(&pool, "w2", 60).await.unwrap().is_none());
+        assert!(db::operations::finish(&pool, o1.id, "w1", None).await.unwrap());
+        assert!(!db::operations::finish(&pool, o2.id, "w1", None).await.unwrap(), "only the holder finishes");
+
+        // An expired lease (worker crashed) is taken again by another worker.
+        sqlx::query("UPDATE cluster_operations SET claimed_until = 0 WHERE id = $1").bind(third.id).execute(&pool).await.unwrap();
+        let retaken = db::operations::claim_next(&pool, "w2", 60).await.unwrap().unwrap();
+        assert_eq!((retaken.id, retaken.attempts), (third.id, 2));
+        let kinds: Vec<String> = [o1.kind, o2.kind, third.kind].into_iter().collect();
+        assert_eq!(kinds.iter().filter(|k| *k == "delete").count(), 1);
+    }
+}
+
+#[tokio::test]
+async fn settings_round_trip_and_default_to_nodeport() {
+    for t in each_backend().await {
+        assert_eq!(db::settings::load(&t.pool).await.unwrap(), SystemSettings::default());
+        let s = SystemSettings {
+            default_mode: PublicAccessMode::LoadBalancer,
+            nodeport_public_host: Some(Host::parse("2001:db8::7").unwrap()),
+            load_balancer_annotations: [("metallb.io/address-pool".to_owned(), "public".to_owned())].into(),
+            load_balancer_class: Some("metallb.io/metallb".into()),
+        };
+        db::settings::save(&t.pool, &s).await.unwrap();
+        db::settings::save(&t.pool, &s).await.unwrap();
+        assert_eq!(db::settings::load(&t.pool).await.unwrap(), s, "{}", t.backend);
+    }
+}
+
+#[tokio::test]
+async fn sessions_expire_and_end_on_password_reset() {
+    for t in each_backend().await {
+        let dave = user(&t.pool, "dave", Role::Admin).await;
+        db::sessions::insert(&t.pool, "live", dave.id, 3600).await.unwrap();
+        db::sessions::insert(&t.pool, "dead", dave.id, -1).await.unwrap();
+        assert_eq!(db::sessions::user_for(&t.pool, "live").await.unwrap().unwrap().username, "dave");
+        assert!(db::sessions::user_for(&t.pool, "dead").await.unwrap().is_none());
+        assert_eq!(db::sessions::delete_expired(&t.pool).await.unwrap(), 1);
+        db::users::set_password(&t.pool, dave.id, "new-hash").await.unwrap();
+        assert!(db::sessions::user_for(&t.pool, "live").await.unwrap().is_none(), "{}", t.backend);
+        assert_eq!(db::users::count_admins(&t.pool).await.unwrap(), 1);
+    }
+}

@@ -1,0 +1,52 @@
+//! Test support: a fresh database per test on each real backend — a SQLite
+//! file in a temporary folder, and a new database on the PostgreSQL server
+//! named by `KUBEBYON_TEST_POSTGRES_URL` (started by `scripts/test.sh`).
+
+#![allow(dead_code)]
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use kubebyon::domain::user::{CurrentUser, Role, Username};
+use kubebyon::server::db;
+use sqlx::AnyPool;
+use tempfile::TempDir;
+
+pub struct TestDb {
+    pub pool: AnyPool,
+    pub url: String,
+    pub backend: &'static str,
+    _dir: Option<TempDir>,
+}
+
+pub fn sqlite_url() -> (String, TempDir) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    (db::sqlite_url(dir.path()).expect("sqlite url"), dir)
+}
+
+/// A new, empty PostgreSQL database on the test server.
+pub async fn postgres_url() -> String {
+    static N: AtomicU32 = AtomicU32::new(0);
+    let base = std::env::var("KUBEBYON_TEST_POSTGRES_URL")
+        .expect("KUBEBYON_TEST_POSTGRES_URL is not set: run the tests through `make test` (scripts/test.sh)");
+    let name = format!("t_{}_{}", std::process::id(), N.fetch_add(1, Ordering::SeqCst));
+    let admin = db::connect_only(&base).await.expect("connect to the test PostgreSQL server");
+    sqlx::query(&format!("CREATE DATABASE {name}")).execute(&admin).await.expect("create database");
+    admin.close().await;
+    let (prefix, _) = base.rsplit_once('/').expect("url has a database");
+    format!("{prefix}/{name}")
+}
+
+/// Both backends, migrated to the latest schema.
+pub async fn each_backend() -> Vec<TestDb> {
+    let (sqlite, dir) = sqlite_url();
+    let pg = postgres_url().await;
+    vec![
+        TestDb { pool: db::connect(&sqlite).await.expect("sqlite"), url: sqlite, backend: "sqlite", _dir: Some(dir) },
+        TestDb { pool: db::connect(&pg).await.expect("postgres"), url: pg, backend: "postgres", _dir: None },
+    ]
+}
+
+pub async fn user(pool: &AnyPool, name: &str, role: Role) -> CurrentUser {
+    let id = db::users::insert(pool, &Username::parse(name).unwrap(), "not-a-real-hash", role).await.unwrap();
+    CurrentUser { id, username: name.to_owned(), role }
+}
