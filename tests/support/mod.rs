@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod http;
+
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use kubebyon::domain::user::{CurrentUser, Role, Username};

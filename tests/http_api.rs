@@ -1,0 +1,245 @@
+//! The JSON API and the request guard, end to end through the real router
+//! and a real SQLite database: every rule the UI has, and bad input that
+//! gets a 4xx with an error code, never a 5xx.
+
+mod support;
+
+use http::StatusCode;
+use serde_json::{Value, json};
+use support::http::Console;
+
+const PW: &str = "correct horse battery";
+
+async fn console() -> (Console, tempfile::TempDir) {
+    let (url, dir) = support::sqlite_url();
+    let pool = kubebyon::server::db::connect(&url).await.unwrap();
+    let c = Console::new(pool);
+    c.user("admin", PW, true).await;
+    c.user("alice", PW, false).await;
+    c.user("bob", PW, false).await;
+    (c, dir)
+}
+
+fn cluster(name: &str, access: Value) -> Value {
+    json!({"name": name, "resources": {"cpu": "2", "memory_gib": 4, "storage_gib": 20}, "public_access": access})
+}
+
+async fn count(c: &Console, table: &str) -> i64 {
+    sqlx::query_scalar(&format!("SELECT COUNT(*) FROM {table}")).fetch_one(&c.pool).await.unwrap()
+}
+
+#[tokio::test]
+async fn loadbalancer_rules_and_mode_switches() {
+    let (c, _d) = console().await;
+    let alice = c.login("alice", PW).await;
+    let a = Some(alice.as_str());
+
+    // LoadBalancer without a host: a translated field error, nothing stored.
+    let r = c.json("POST", "/api/console/clusters", a, cluster("lb1", json!({"enabled": true, "mode": "loadbalancer"}))).await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.body);
+    assert_eq!(r.json(), json!({"code": "host_required_for_load_balancer", "field": "control_plane_host"}));
+    assert_eq!((count(&c, "clusters").await, count(&c, "cluster_operations").await), (0, 0));
+
+    // With a host: stored as LoadBalancer, waiting for the host cluster.
+    let body = cluster("lb1", json!({"enabled": true, "mode": "loadbalancer", "control_plane_host": "API.example.com"}));
+    let r = c.json("POST", "/api/console/clusters", a, body).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let created = r.json();
+    let id = created["id"].as_i64().unwrap();
+    assert_eq!(created["spec"]["public_access"], json!({"mode": "loadbalancer", "host": "api.example.com"}));
+    assert_eq!(created["status"]["phase"], "pending");
+    assert_eq!(created["status"]["public_access_port"], Value::Null);
+    let path = format!("/api/console/clusters/{id}");
+
+    // loadbalancer -> nodeport (host kept, optional) -> off -> loadbalancer again.
+    let steps = [
+        (json!({"enabled": true, "mode": "nodeport"}), json!({"mode": "nodeport", "host": null})),
+        (json!({"enabled": false}), json!({"mode": "disabled"})),
+        (json!({"enabled": true, "mode": "loadbalancer", "control_plane_host": "10.0.0.50"}), json!({"mode": "loadbalancer", "host": "10.0.0.50"})),
+        (json!({"enabled": true, "mode": "nodeport", "control_plane_host": "2001:db8::1"}), json!({"mode": "nodeport", "host": "2001:db8::1"})),
+    ];
+    for (i, (request, want)) in steps.into_iter().enumerate() {
+        let r = c.json("PATCH", &path, a, json!({"public_access": request})).await;
+        assert_eq!(r.status, StatusCode::OK, "step {i}: {}", r.body);
+        assert_eq!(r.json()["spec"]["public_access"], want, "step {i}");
+        assert_eq!(r.json()["generation"], json!(i + 2), "step {i}");
+    }
+    // Switching to LoadBalancer without host is refused and changes nothing.
+    let r = c.json("PATCH", &path, a, json!({"public_access": {"enabled": true, "mode": "loadbalancer"}})).await;
+    assert_eq!(r.code(), "host_required_for_load_balancer");
+    let now = c.get(&path, a).await.json();
+    assert_eq!(now["generation"], 5);
+    assert_eq!(now["spec"]["public_access"]["mode"], "nodeport");
+
+    // Every request is in the history, newest first, with what changed.
+    let events = c.get(&format!("{path}/events"), a).await.json();
+    let kinds: Vec<&str> = events.as_array().unwrap().iter().map(|e| e["operation"]["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["update", "update", "update", "update", "create"]);
+    assert_eq!(events[3]["operation"]["changes"][0]["from"]["mode"], "loadbalancer");
+    assert_eq!(events[3]["operation"]["changes"][0]["to"]["mode"], "nodeport");
+
+    // Delete is accepted, recorded, and blocks further edits.
+    let r = c.send("DELETE", &path, a, None, "").await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
+    assert_eq!(r.json()["deletion_requested"], true);
+    let r = c.json("PATCH", &path, a, json!({"resources": {"cpu": "1", "memory_gib": 2, "storage_gib": 5}})).await;
+    assert_eq!((r.status, r.code()), (StatusCode::CONFLICT, "cluster_deleting".into()));
+}
+
+#[tokio::test]
+async fn admin_default_mode_applies_to_creates_without_a_mode() {
+    let (c, _d) = console().await;
+    let admin = c.login("admin", PW).await;
+    let alice = c.login("alice", PW).await;
+    let settings = json!({"default_cluster_public_access_mode": "loadbalancer", "nodeport_public_host": "203.0.113.5",
+        "load_balancer_annotations": {"metallb.io/address-pool": "public"}, "load_balancer_class": "metallb.io/metallb"});
+    let r = c.json("PUT", "/api/admin/system-settings", Some(&admin), settings).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.json()["default_mode"], "loadbalancer");
+    let got = c.get("/api/admin/system-settings", Some(&admin)).await.json();
+    assert_eq!(got["load_balancer_annotations"]["metallb.io/address-pool"], "public");
+
+    // No mode given: the admin default (LoadBalancer) decides, so a host is needed.
+    let r = c.json("POST", "/api/console/clusters", Some(&alice), cluster("d1", json!({"enabled": true}))).await;
+    assert_eq!(r.code(), "host_required_for_load_balancer");
+    let r = c.json("POST", "/api/console/clusters", Some(&alice), cluster("d1", json!({"enabled": true, "control_plane_host": "d1.example.com"}))).await;
+    assert_eq!(r.json()["spec"]["public_access"]["mode"], "loadbalancer", "{}", r.body);
+    // No public access block at all: on, in the default mode.
+    let body = json!({"name": "d2", "resources": {"cpu": "1", "memory_gib": 1, "storage_gib": 1}});
+    assert_eq!(c.json("POST", "/api/console/clusters", Some(&alice), body).await.code(), "host_required_for_load_balancer");
+    // An explicit mode wins over the default.
+    let r = c.json("POST", "/api/console/clusters", Some(&alice), cluster("d3", json!({"enabled": true, "mode": "nodeport"}))).await;
+    assert_eq!(r.json()["spec"]["public_access"]["mode"], "nodeport");
+}
+
+#[tokio::test]
+async fn users_see_only_their_own_clusters_and_no_admin_api() {
+    let (c, _d) = console().await;
+    let (admin, alice, bob) = (c.login("admin", PW).await, c.login("alice", PW).await, c.login("bob", PW).await);
+    let r = c.json("POST", "/api/console/clusters", Some(&alice), cluster("mine", json!({"enabled": false}))).await;
+    let id = r.json()["id"].as_i64().unwrap();
+    let path = format!("/api/console/clusters/{id}");
+
+    assert_eq!(c.get(&path, Some(&bob)).await.code(), "not_found");
+    assert_eq!(c.json("PATCH", &path, Some(&bob), json!({"public_access": {"enabled": true}})).await.code(), "not_found");
+    assert_eq!(c.send("DELETE", &path, Some(&bob), None, "").await.code(), "not_found");
+    assert_eq!(c.get("/api/console/clusters", Some(&bob)).await.json(), json!([]));
+    assert_eq!(c.get("/api/console/clusters", Some(&admin)).await.json().as_array().unwrap().len(), 1);
+    assert_eq!(c.get(&path, Some(&admin)).await.json()["owner"], "alice");
+
+    let r = c.get("/api/admin/system-settings", Some(&alice)).await;
+    assert_eq!((r.status, r.code()), (StatusCode::FORBIDDEN, "forbidden".into()));
+    let r = c.json("PUT", "/api/admin/system-settings", Some(&alice), json!({"default_cluster_public_access_mode": "loadbalancer"})).await;
+    assert_eq!(r.code(), "forbidden");
+    let r = c.get("/api/console/clusters", None).await;
+    assert_eq!((r.status, r.code()), (StatusCode::UNAUTHORIZED, "unauthenticated".into()));
+}
+
+#[tokio::test]
+async fn bad_input_gets_4xx_with_a_code_and_changes_nothing() {
+    let (c, _d) = console().await;
+    let alice = c.login("alice", PW).await;
+    let a = Some(alice.as_str());
+    let big = format!("{{\"name\": \"{}\"}}", "x".repeat(70 * 1024));
+    let cases: Vec<(&str, Option<&str>, String, u16, &str)> = vec![
+        ("not json", Some("application/json"), "{".into(), 400, "bad_request"),
+        ("unknown field", Some("application/json"), cluster("u1", json!({"enabled": false, "colour": "red"})).to_string(), 400, "bad_request"),
+        ("unknown top field", Some("application/json"), json!({"name": "u2", "resources": {"cpu": "1", "memory_gib": 1, "storage_gib": 1}, "x": 1}).to_string(), 400, "bad_request"),
+        ("wrong type", Some("application/json"), json!({"name": 5, "resources": {"cpu": "1", "memory_gib": 1, "storage_gib": 1}}).to_string(), 400, "bad_request"),
+        ("missing field", Some("application/json"), json!({"name": "u3"}).to_string(), 400, "bad_request"),
+        ("no content type", None, cluster("u4", json!({"enabled": false})).to_string(), 415, "unsupported_media_type"),
+        ("form content type", Some("application/x-www-form-urlencoded"), "name=x".into(), 415, "unsupported_media_type"),
+        ("too large", Some("application/json"), big, 413, "payload_too_large"),
+        ("bad name", Some("application/json"), cluster("Bad_Name", json!({"enabled": false})).to_string(), 422, "name_invalid"),
+        ("bad host", Some("application/json"), cluster("h1", json!({"enabled": true, "mode": "nodeport", "control_plane_host": "https://x.example:6443"})).to_string(), 422, "host_invalid"),
+        ("bad mode", Some("application/json"), cluster("m1", json!({"enabled": true, "mode": "ingress"})).to_string(), 422, "mode_invalid"),
+        ("bad cpu", Some("application/json"), json!({"name": "c1", "resources": {"cpu": "999", "memory_gib": 1, "storage_gib": 1}}).to_string(), 422, "cpu_invalid"),
+        ("negative memory", Some("application/json"), json!({"name": "c2", "resources": {"cpu": "1", "memory_gib": -1, "storage_gib": 1}}).to_string(), 400, "bad_request"),
+    ];
+    for (what, ct, body, status, code) in cases {
+        let r = c.send("POST", "/api/console/clusters", a, ct, body).await;
+        assert_eq!((r.status.as_u16(), r.code()), (status, code.to_owned()), "{what}: {}", r.body);
+    }
+    assert_eq!(c.get("/api/console/clusters/abc", a).await.code(), "not_found");
+    assert_eq!(c.get("/api/console/clusters/999", a).await.code(), "not_found");
+    assert_eq!((count(&c, "clusters").await, count(&c, "cluster_operations").await), (0, 0));
+
+    // Settings validation.
+    let admin = c.login("admin", PW).await;
+    for (body, code) in [
+        (json!({"default_cluster_public_access_mode": "ingress"}), "mode_invalid"),
+        (json!({"default_cluster_public_access_mode": "nodeport", "nodeport_public_host": "a b"}), "host_invalid"),
+        (json!({"default_cluster_public_access_mode": "nodeport", "load_balancer_annotations": {"bad key": "x"}}), "annotations_invalid"),
+        (json!({"default_cluster_public_access_mode": "nodeport", "load_balancer_class": "no way"}), "load_balancer_class_invalid"),
+        (json!({"default_cluster_public_access_mode": "nodeport", "surprise": true}), "bad_request"),
+    ] {
+        let r = c.json("PUT", "/api/admin/system-settings", Some(&admin), body).await;
+        assert_eq!(r.code(), code, "{}", r.body);
+    }
+    assert_eq!(count(&c, "system_settings").await, 0);
+}
+
+#[tokio::test]
+async fn cross_site_writes_and_bad_logins_are_refused() {
+    let (c, _d) = console().await;
+    let alice = c.login("alice", PW).await;
+    let body = cluster("x1", json!({"enabled": false})).to_string();
+    let evil = [("origin", "http://evil.example")];
+    let r = c.send_with("POST", "/api/console/clusters", Some(&alice), Some("application/json"), body.clone(), &evil).await;
+    assert_eq!((r.status, r.code()), (StatusCode::FORBIDDEN, "origin_rejected".into()));
+    // A cross-site HTML form post to a server function is refused the same way.
+    let r = c.send_with("POST", "/fn/clusters/create", Some(&alice), Some("application/x-www-form-urlencoded"), "name=x2", &evil).await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    // A non-browser JSON client (no Origin, no Referer) may write.
+    let r = c.send_with("POST", "/api/console/clusters", Some(&alice), Some("application/json"), body, &[]).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    assert_eq!(count(&c, "clusters").await, 1);
+
+    // Wrong passwords: 401, then 429 after five failures, even with the right one.
+    for _ in 0..5 {
+        let r = c.json("POST", "/api/auth/login", None, json!({"username": "bob", "password": "wrong password!"})).await;
+        assert_eq!((r.status, r.code()), (StatusCode::UNAUTHORIZED, "login_failed".into()));
+        assert!(r.session_cookie().is_none());
+    }
+    let r = c.json("POST", "/api/auth/login", None, json!({"username": "bob", "password": PW})).await;
+    assert_eq!((r.status, r.code()), (StatusCode::TOO_MANY_REQUESTS, "login_rate_limited".into()));
+    // Unknown users fail the same way as wrong passwords.
+    let r = c.json("POST", "/api/auth/login", None, json!({"username": "nobody", "password": PW})).await;
+    assert_eq!(r.code(), "login_failed");
+
+    // Session cookie attributes, and sign-out ends the session.
+    let r = c.json("POST", "/api/auth/login", None, json!({"username": "alice", "password": PW})).await;
+    let set = r.headers.get("set-cookie").unwrap().to_str().unwrap().to_owned();
+    assert!(set.contains("HttpOnly") && set.contains("SameSite=Lax"), "{set}");
+    let cookie = r.session_cookie().unwrap();
+    assert_eq!(c.send("POST", "/api/auth/logout", Some(&cookie), Some("application/json"), "").await.status, StatusCode::NO_CONTENT);
+    assert_eq!(c.get("/api/console/clusters", Some(&cookie)).await.code(), "unauthenticated");
+}
+
+#[tokio::test]
+async fn pages_redirect_anonymous_users_and_forms_post_without_javascript() {
+    let (c, _d) = console().await;
+    let r = c.get("/clusters/new", None).await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER);
+    assert_eq!(r.headers["location"], "/login?next=/clusters/new");
+    assert_eq!(c.get("/login", None).await.status, StatusCode::OK);
+
+    // A plain HTML form post (no JavaScript): 302 back to the form with the error.
+    let alice = c.login("alice", PW).await;
+    let form = "name=nolb&cpu=2&memory_gib=4&storage_gib=20&public_access_enabled=on&public_access_mode=loadbalancer&control_plane_host=";
+    let referer = [("origin", "http://127.0.0.1:3000"), ("referer", "http://127.0.0.1:3000/clusters/new"), ("accept", "text/html")];
+    let r = c.send_with("POST", "/fn/clusters/create", Some(&alice), Some("application/x-www-form-urlencoded"), form, &referer).await;
+    assert_eq!(r.status, StatusCode::FOUND, "{}", r.body);
+    let location = r.headers["location"].to_str().unwrap();
+    assert!(location.starts_with("http://127.0.0.1:3000/clusters/new?__path=%2Ffn%2Fclusters%2Fcreate&__err="), "{location}");
+    assert_eq!(count(&c, "clusters").await, 0);
+    // The page it returns to shows the translated error next to the host field.
+    let page = c.get(location.trim_start_matches("http://127.0.0.1:3000"), Some(&alice)).await;
+    assert!(page.body.contains(r#"data-error-code="host_required_for_load_balancer""#), "error shown");
+
+    let ok = "name=withlb&cpu=2&memory_gib=4&storage_gib=20&public_access_enabled=on&public_access_mode=loadbalancer&control_plane_host=lb.example.com";
+    let r = c.send_with("POST", "/fn/clusters/create", Some(&alice), Some("application/x-www-form-urlencoded"), ok, &referer).await;
+    assert_eq!(r.status, StatusCode::FOUND);
+    assert!(r.headers["location"].to_str().unwrap().starts_with("/clusters/"), "to the new cluster");
+    assert_eq!(count(&c, "clusters").await, 1);
+}

@@ -1,0 +1,123 @@
+//! Drives the real axum router in-process (no mocks below it): requests go
+//! through the guard, the JSON API and server functions into a real database.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::ConnectInfo;
+use http::{Request, StatusCode, header};
+use kubebyon::server::config::Config;
+use kubebyon::server::http::router::router;
+use kubebyon::server::state::AppState;
+use serde_json::Value;
+use sqlx::AnyPool;
+use tower::ServiceExt;
+
+pub const HOST: &str = "127.0.0.1:3000";
+
+pub struct Console {
+    pub router: Router,
+    pub pool: AnyPool,
+}
+
+pub struct Reply {
+    pub status: StatusCode,
+    pub headers: http::HeaderMap,
+    pub body: String,
+}
+
+impl Reply {
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
+    }
+
+    /// `{"code": …}` of an error reply.
+    pub fn code(&self) -> String {
+        self.json()["code"].as_str().unwrap_or_default().to_owned()
+    }
+
+    pub fn session_cookie(&self) -> Option<String> {
+        self.headers
+            .get_all(header::SET_COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .find(|c| c.starts_with("kubebyon_session=") && !c.starts_with("kubebyon_session=;"))
+            .map(|c| c.split(';').next().unwrap_or_default().to_owned())
+    }
+}
+
+impl Console {
+    pub fn new(pool: AnyPool) -> Self {
+        let conf = leptos::config::get_configuration(Some("Cargo.toml")).expect("leptos options");
+        let state = AppState {
+            leptos_options: conf.leptos_options,
+            pool: pool.clone(),
+            limiter: Arc::default(),
+            config: Arc::new(Config {
+                data_dir: "unused".into(),
+                database_url: None,
+                public_url: None,
+                admin_password: None,
+            }),
+        };
+        Self { router: router(state), pool }
+    }
+
+    /// Sends a request as a browser on this site would (same-origin `Origin`).
+    pub async fn send(&self, method: &str, path: &str, cookie: Option<&str>, content_type: Option<&str>, body: impl Into<Body>) -> Reply {
+        self.send_with(method, path, cookie, content_type, body, &[("origin", "http://127.0.0.1:3000")]).await
+    }
+
+    pub async fn send_with(
+        &self,
+        method: &str,
+        path: &str,
+        cookie: Option<&str>,
+        content_type: Option<&str>,
+        body: impl Into<Body>,
+        extra: &[(&str, &str)],
+    ) -> Reply {
+        let mut req = Request::builder().method(method).uri(path).header(header::HOST, HOST);
+        if let Some(c) = cookie {
+            req = req.header(header::COOKIE, c);
+        }
+        if let Some(ct) = content_type {
+            req = req.header(header::CONTENT_TYPE, ct);
+        }
+        for (k, v) in extra {
+            req = req.header(*k, *v);
+        }
+        let mut req = req.body(body.into()).expect("request");
+        req.extensions_mut().insert(ConnectInfo(SocketAddr::from(([127, 0, 0, 1], 40000))));
+        let res = self.router.clone().oneshot(req).await.expect("router never fails");
+        let status = res.status();
+        let headers = res.headers().clone();
+        let bytes = axum::body::to_bytes(res.into_body(), 16 * 1024 * 1024).await.expect("body");
+        Reply { status, headers, body: String::from_utf8_lossy(&bytes).into_owned() }
+    }
+
+    pub async fn json(&self, method: &str, path: &str, cookie: Option<&str>, body: Value) -> Reply {
+        self.send(method, path, cookie, Some("application/json"), body.to_string()).await
+    }
+
+    pub async fn get(&self, path: &str, cookie: Option<&str>) -> Reply {
+        self.send("GET", path, cookie, None, Body::empty()).await
+    }
+
+    /// Signs in through the JSON API and returns the session cookie.
+    pub async fn login(&self, username: &str, password: &str) -> String {
+        let r = self.json("POST", "/api/auth/login", None, serde_json::json!({"username": username, "password": password})).await;
+        assert_eq!(r.status, StatusCode::OK, "login {username}: {}", r.body);
+        r.session_cookie().expect("session cookie")
+    }
+
+    /// Creates a user with a real password hash.
+    pub async fn user(&self, username: &str, password: &str, admin: bool) {
+        use kubebyon::domain::user::{Role, Username};
+        let hash = kubebyon::server::auth::password::hash(password.to_owned()).await.unwrap();
+        let role = if admin { Role::Admin } else { Role::User };
+        kubebyon::server::db::users::insert(&self.pool, &Username::parse(username).unwrap(), &hash, role).await.unwrap();
+    }
+}
