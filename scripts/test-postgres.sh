@@ -16,7 +16,7 @@ case "$cmd" in
   start)
     mkdir -p "$dir"
     [ "$(id -u)" = 0 ] && chown postgres "$dir"
-    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    port=$(bash scripts/free-port.sh)
     as_pg "$bin/initdb" -D "$dir/data" -U kubebyon --auth=trust -E UTF8 >"$dir/initdb.log" 2>&1
     as_pg "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w \
       -o "-h 127.0.0.1 -p $port -k $dir -c fsync=off -c full_page_writes=off -c max_connections=200" start >/dev/null

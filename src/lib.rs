@@ -23,4 +23,8 @@ include!(concat!(env!("OUT_DIR"), "/i18n/mod.rs"));
 pub fn hydrate() {
     console_error_panic_hook::set_once();
     leptos::mount::hydrate_islands();
+    // A marker for tests and scripts: the islands are live.
+    if let Some(body) = leptos::prelude::document().body() {
+        let _ = body.set_attribute("data-hydrated", "true");
+    }
 }

@@ -89,6 +89,7 @@ async fn serve(pool: AnyPool, db_shown: String, config: Config) -> Result<(), St
         }
     }
 
+    let state_simulated = config.simulated_host;
     let state = AppState {
         leptos_options: conf.leptos_options,
         pool: pool.clone(),
@@ -98,7 +99,11 @@ async fn serve(pool: AnyPool, db_shown: String, config: Config) -> Result<(), St
     tokio::spawn(expire_sessions(pool));
     let app = http::router::router(state);
     let listener = tokio::net::TcpListener::bind(&addr).await.map_err(|e| format!("cannot listen on {addr}: {e}"))?;
-    println!("\nKubeBYON console: http://{addr}   (database: {db_shown})\n");
+    println!("\nKubeBYON console: http://{addr}   (database: {db_shown})");
+    if state_simulated {
+        println!("Host cluster: SIMULATED (scripts/host-up.sh: real kube-apiserver + etcd, simulated k3s parts)");
+    }
+    println!();
     axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
         .with_graceful_shutdown(async {
             let _ = tokio::signal::ctrl_c().await;

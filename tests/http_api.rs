@@ -35,13 +35,16 @@ async fn loadbalancer_rules_and_mode_switches() {
     let a = Some(alice.as_str());
 
     // LoadBalancer without a host: a translated field error, nothing stored.
-    let r = c.json("POST", "/api/console/clusters", a, cluster("lb1", json!({"enabled": true, "mode": "loadbalancer"}))).await;
+    let r = c
+        .json("POST", "/api/console/clusters", a, cluster("lb1", json!({"enabled": true, "mode": "loadbalancer"})))
+        .await;
     assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.body);
     assert_eq!(r.json(), json!({"code": "host_required_for_load_balancer", "field": "control_plane_host"}));
     assert_eq!((count(&c, "clusters").await, count(&c, "cluster_operations").await), (0, 0));
 
     // With a host: stored as LoadBalancer, waiting for the host cluster.
-    let body = cluster("lb1", json!({"enabled": true, "mode": "loadbalancer", "control_plane_host": "API.example.com"}));
+    let body =
+        cluster("lb1", json!({"enabled": true, "mode": "loadbalancer", "control_plane_host": "API.example.com"}));
     let r = c.json("POST", "/api/console/clusters", a, body).await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
     let created = r.json();
@@ -55,8 +58,14 @@ async fn loadbalancer_rules_and_mode_switches() {
     let steps = [
         (json!({"enabled": true, "mode": "nodeport"}), json!({"mode": "nodeport", "host": null})),
         (json!({"enabled": false}), json!({"mode": "disabled"})),
-        (json!({"enabled": true, "mode": "loadbalancer", "control_plane_host": "10.0.0.50"}), json!({"mode": "loadbalancer", "host": "10.0.0.50"})),
-        (json!({"enabled": true, "mode": "nodeport", "control_plane_host": "2001:db8::1"}), json!({"mode": "nodeport", "host": "2001:db8::1"})),
+        (
+            json!({"enabled": true, "mode": "loadbalancer", "control_plane_host": "10.0.0.50"}),
+            json!({"mode": "loadbalancer", "host": "10.0.0.50"}),
+        ),
+        (
+            json!({"enabled": true, "mode": "nodeport", "control_plane_host": "2001:db8::1"}),
+            json!({"mode": "nodeport", "host": "2001:db8::1"}),
+        ),
     ];
     for (i, (request, want)) in steps.into_iter().enumerate() {
         let r = c.json("PATCH", &path, a, json!({"public_access": request})).await;
@@ -73,7 +82,8 @@ async fn loadbalancer_rules_and_mode_switches() {
 
     // Every request is in the history, newest first, with what changed.
     let events = c.get(&format!("{path}/events"), a).await.json();
-    let kinds: Vec<&str> = events.as_array().unwrap().iter().map(|e| e["operation"]["kind"].as_str().unwrap()).collect();
+    let kinds: Vec<&str> =
+        events.as_array().unwrap().iter().map(|e| e["operation"]["kind"].as_str().unwrap()).collect();
     assert_eq!(kinds, ["update", "update", "update", "update", "create"]);
     assert_eq!(events[3]["operation"]["changes"][0]["from"]["mode"], "loadbalancer");
     assert_eq!(events[3]["operation"]["changes"][0]["to"]["mode"], "nodeport");
@@ -102,13 +112,30 @@ async fn admin_default_mode_applies_to_creates_without_a_mode() {
     // No mode given: the admin default (LoadBalancer) decides, so a host is needed.
     let r = c.json("POST", "/api/console/clusters", Some(&alice), cluster("d1", json!({"enabled": true}))).await;
     assert_eq!(r.code(), "host_required_for_load_balancer");
-    let r = c.json("POST", "/api/console/clusters", Some(&alice), cluster("d1", json!({"enabled": true, "control_plane_host": "d1.example.com"}))).await;
+    let r = c
+        .json(
+            "POST",
+            "/api/console/clusters",
+            Some(&alice),
+            cluster("d1", json!({"enabled": true, "control_plane_host": "d1.example.com"})),
+        )
+        .await;
     assert_eq!(r.json()["spec"]["public_access"]["mode"], "loadbalancer", "{}", r.body);
     // No public access block at all: on, in the default mode.
     let body = json!({"name": "d2", "resources": {"cpu": "1", "memory_gib": 1, "storage_gib": 1}});
-    assert_eq!(c.json("POST", "/api/console/clusters", Some(&alice), body).await.code(), "host_required_for_load_balancer");
+    assert_eq!(
+        c.json("POST", "/api/console/clusters", Some(&alice), body).await.code(),
+        "host_required_for_load_balancer"
+    );
     // An explicit mode wins over the default.
-    let r = c.json("POST", "/api/console/clusters", Some(&alice), cluster("d3", json!({"enabled": true, "mode": "nodeport"}))).await;
+    let r = c
+        .json(
+            "POST",
+            "/api/console/clusters",
+            Some(&alice),
+            cluster("d3", json!({"enabled": true, "mode": "nodeport"})),
+        )
+        .await;
     assert_eq!(r.json()["spec"]["public_access"]["mode"], "nodeport");
 }
 
@@ -121,7 +148,10 @@ async fn users_see_only_their_own_clusters_and_no_admin_api() {
     let path = format!("/api/console/clusters/{id}");
 
     assert_eq!(c.get(&path, Some(&bob)).await.code(), "not_found");
-    assert_eq!(c.json("PATCH", &path, Some(&bob), json!({"public_access": {"enabled": true}})).await.code(), "not_found");
+    assert_eq!(
+        c.json("PATCH", &path, Some(&bob), json!({"public_access": {"enabled": true}})).await.code(),
+        "not_found"
+    );
     assert_eq!(c.send("DELETE", &path, Some(&bob), None, "").await.code(), "not_found");
     assert_eq!(c.get("/api/console/clusters", Some(&bob)).await.json(), json!([]));
     assert_eq!(c.get("/api/console/clusters", Some(&admin)).await.json().as_array().unwrap().len(), 1);
@@ -129,7 +159,14 @@ async fn users_see_only_their_own_clusters_and_no_admin_api() {
 
     let r = c.get("/api/admin/system-settings", Some(&alice)).await;
     assert_eq!((r.status, r.code()), (StatusCode::FORBIDDEN, "forbidden".into()));
-    let r = c.json("PUT", "/api/admin/system-settings", Some(&alice), json!({"default_cluster_public_access_mode": "loadbalancer"})).await;
+    let r = c
+        .json(
+            "PUT",
+            "/api/admin/system-settings",
+            Some(&alice),
+            json!({"default_cluster_public_access_mode": "loadbalancer"}),
+        )
+        .await;
     assert_eq!(r.code(), "forbidden");
     let r = c.get("/api/console/clusters", None).await;
     assert_eq!((r.status, r.code()), (StatusCode::UNAUTHORIZED, "unauthenticated".into()));
@@ -143,18 +180,73 @@ async fn bad_input_gets_4xx_with_a_code_and_changes_nothing() {
     let big = format!("{{\"name\": \"{}\"}}", "x".repeat(70 * 1024));
     let cases: Vec<(&str, Option<&str>, String, u16, &str)> = vec![
         ("not json", Some("application/json"), "{".into(), 400, "bad_request"),
-        ("unknown field", Some("application/json"), cluster("u1", json!({"enabled": false, "colour": "red"})).to_string(), 400, "bad_request"),
-        ("unknown top field", Some("application/json"), json!({"name": "u2", "resources": {"cpu": "1", "memory_gib": 1, "storage_gib": 1}, "x": 1}).to_string(), 400, "bad_request"),
-        ("wrong type", Some("application/json"), json!({"name": 5, "resources": {"cpu": "1", "memory_gib": 1, "storage_gib": 1}}).to_string(), 400, "bad_request"),
+        (
+            "unknown field",
+            Some("application/json"),
+            cluster("u1", json!({"enabled": false, "colour": "red"})).to_string(),
+            400,
+            "bad_request",
+        ),
+        (
+            "unknown top field",
+            Some("application/json"),
+            json!({"name": "u2", "resources": {"cpu": "1", "memory_gib": 1, "storage_gib": 1}, "x": 1}).to_string(),
+            400,
+            "bad_request",
+        ),
+        (
+            "wrong type",
+            Some("application/json"),
+            json!({"name": 5, "resources": {"cpu": "1", "memory_gib": 1, "storage_gib": 1}}).to_string(),
+            400,
+            "bad_request",
+        ),
         ("missing field", Some("application/json"), json!({"name": "u3"}).to_string(), 400, "bad_request"),
         ("no content type", None, cluster("u4", json!({"enabled": false})).to_string(), 415, "unsupported_media_type"),
-        ("form content type", Some("application/x-www-form-urlencoded"), "name=x".into(), 415, "unsupported_media_type"),
+        (
+            "form content type",
+            Some("application/x-www-form-urlencoded"),
+            "name=x".into(),
+            415,
+            "unsupported_media_type",
+        ),
         ("too large", Some("application/json"), big, 413, "payload_too_large"),
-        ("bad name", Some("application/json"), cluster("Bad_Name", json!({"enabled": false})).to_string(), 422, "name_invalid"),
-        ("bad host", Some("application/json"), cluster("h1", json!({"enabled": true, "mode": "nodeport", "control_plane_host": "https://x.example:6443"})).to_string(), 422, "host_invalid"),
-        ("bad mode", Some("application/json"), cluster("m1", json!({"enabled": true, "mode": "ingress"})).to_string(), 422, "mode_invalid"),
-        ("bad cpu", Some("application/json"), json!({"name": "c1", "resources": {"cpu": "999", "memory_gib": 1, "storage_gib": 1}}).to_string(), 422, "cpu_invalid"),
-        ("negative memory", Some("application/json"), json!({"name": "c2", "resources": {"cpu": "1", "memory_gib": -1, "storage_gib": 1}}).to_string(), 400, "bad_request"),
+        (
+            "bad name",
+            Some("application/json"),
+            cluster("Bad_Name", json!({"enabled": false})).to_string(),
+            422,
+            "name_invalid",
+        ),
+        (
+            "bad host",
+            Some("application/json"),
+            cluster("h1", json!({"enabled": true, "mode": "nodeport", "control_plane_host": "https://x.example:6443"}))
+                .to_string(),
+            422,
+            "host_invalid",
+        ),
+        (
+            "bad mode",
+            Some("application/json"),
+            cluster("m1", json!({"enabled": true, "mode": "ingress"})).to_string(),
+            422,
+            "mode_invalid",
+        ),
+        (
+            "bad cpu",
+            Some("application/json"),
+            json!({"name": "c1", "resources": {"cpu": "999", "memory_gib": 1, "storage_gib": 1}}).to_string(),
+            422,
+            "cpu_invalid",
+        ),
+        (
+            "negative memory",
+            Some("application/json"),
+            json!({"name": "c2", "resources": {"cpu": "1", "memory_gib": -1, "storage_gib": 1}}).to_string(),
+            400,
+            "bad_request",
+        ),
     ];
     for (what, ct, body, status, code) in cases {
         let r = c.send("POST", "/api/console/clusters", a, ct, body).await;
@@ -169,8 +261,14 @@ async fn bad_input_gets_4xx_with_a_code_and_changes_nothing() {
     for (body, code) in [
         (json!({"default_cluster_public_access_mode": "ingress"}), "mode_invalid"),
         (json!({"default_cluster_public_access_mode": "nodeport", "nodeport_public_host": "a b"}), "host_invalid"),
-        (json!({"default_cluster_public_access_mode": "nodeport", "load_balancer_annotations": {"bad key": "x"}}), "annotations_invalid"),
-        (json!({"default_cluster_public_access_mode": "nodeport", "load_balancer_class": "no way"}), "load_balancer_class_invalid"),
+        (
+            json!({"default_cluster_public_access_mode": "nodeport", "load_balancer_annotations": {"bad key": "x"}}),
+            "annotations_invalid",
+        ),
+        (
+            json!({"default_cluster_public_access_mode": "nodeport", "load_balancer_class": "no way"}),
+            "load_balancer_class_invalid",
+        ),
         (json!({"default_cluster_public_access_mode": "nodeport", "surprise": true}), "bad_request"),
     ] {
         let r = c.json("PUT", "/api/admin/system-settings", Some(&admin), body).await;
@@ -185,10 +283,20 @@ async fn cross_site_writes_and_bad_logins_are_refused() {
     let alice = c.login("alice", PW).await;
     let body = cluster("x1", json!({"enabled": false})).to_string();
     let evil = [("origin", "http://evil.example")];
-    let r = c.send_with("POST", "/api/console/clusters", Some(&alice), Some("application/json"), body.clone(), &evil).await;
+    let r =
+        c.send_with("POST", "/api/console/clusters", Some(&alice), Some("application/json"), body.clone(), &evil).await;
     assert_eq!((r.status, r.code()), (StatusCode::FORBIDDEN, "origin_rejected".into()));
     // A cross-site HTML form post to a server function is refused the same way.
-    let r = c.send_with("POST", "/fn/clusters/create", Some(&alice), Some("application/x-www-form-urlencoded"), "name=x2", &evil).await;
+    let r = c
+        .send_with(
+            "POST",
+            "/fn/clusters/create",
+            Some(&alice),
+            Some("application/x-www-form-urlencoded"),
+            "name=x2",
+            &evil,
+        )
+        .await;
     assert_eq!(r.status, StatusCode::FORBIDDEN);
     // A non-browser JSON client (no Origin, no Referer) may write.
     let r = c.send_with("POST", "/api/console/clusters", Some(&alice), Some("application/json"), body, &[]).await;
@@ -197,7 +305,8 @@ async fn cross_site_writes_and_bad_logins_are_refused() {
 
     // Wrong passwords: 401, then 429 after five failures, even with the right one.
     for _ in 0..5 {
-        let r = c.json("POST", "/api/auth/login", None, json!({"username": "bob", "password": "wrong password!"})).await;
+        let r =
+            c.json("POST", "/api/auth/login", None, json!({"username": "bob", "password": "wrong password!"})).await;
         assert_eq!((r.status, r.code()), (StatusCode::UNAUTHORIZED, "login_failed".into()));
         assert!(r.session_cookie().is_none());
     }
@@ -212,7 +321,10 @@ async fn cross_site_writes_and_bad_logins_are_refused() {
     let set = r.headers.get("set-cookie").unwrap().to_str().unwrap().to_owned();
     assert!(set.contains("HttpOnly") && set.contains("SameSite=Lax"), "{set}");
     let cookie = r.session_cookie().unwrap();
-    assert_eq!(c.send("POST", "/api/auth/logout", Some(&cookie), Some("application/json"), "").await.status, StatusCode::NO_CONTENT);
+    assert_eq!(
+        c.send("POST", "/api/auth/logout", Some(&cookie), Some("application/json"), "").await.status,
+        StatusCode::NO_CONTENT
+    );
     assert_eq!(c.get("/api/console/clusters", Some(&cookie)).await.code(), "unauthenticated");
 }
 
@@ -227,18 +339,36 @@ async fn pages_redirect_anonymous_users_and_forms_post_without_javascript() {
     // A plain HTML form post (no JavaScript): 302 back to the form with the error.
     let alice = c.login("alice", PW).await;
     let form = "name=nolb&cpu=2&memory_gib=4&storage_gib=20&public_access_enabled=on&public_access_mode=loadbalancer&control_plane_host=";
-    let referer = [("origin", "http://127.0.0.1:3000"), ("referer", "http://127.0.0.1:3000/clusters/new"), ("accept", "text/html")];
-    let r = c.send_with("POST", "/fn/clusters/create", Some(&alice), Some("application/x-www-form-urlencoded"), form, &referer).await;
+    let referer = [
+        ("origin", "http://127.0.0.1:3000"),
+        ("referer", "http://127.0.0.1:3000/clusters/new"),
+        ("accept", "text/html"),
+    ];
+    let r = c
+        .send_with(
+            "POST",
+            "/fn/clusters/create",
+            Some(&alice),
+            Some("application/x-www-form-urlencoded"),
+            form,
+            &referer,
+        )
+        .await;
     assert_eq!(r.status, StatusCode::FOUND, "{}", r.body);
     let location = r.headers["location"].to_str().unwrap();
-    assert!(location.starts_with("http://127.0.0.1:3000/clusters/new?__path=%2Ffn%2Fclusters%2Fcreate&__err="), "{location}");
+    assert!(
+        location.starts_with("http://127.0.0.1:3000/clusters/new?__path=%2Ffn%2Fclusters%2Fcreate&__err="),
+        "{location}"
+    );
     assert_eq!(count(&c, "clusters").await, 0);
     // The page it returns to shows the translated error next to the host field.
     let page = c.get(location.trim_start_matches("http://127.0.0.1:3000"), Some(&alice)).await;
     assert!(page.body.contains(r#"data-error-code="host_required_for_load_balancer""#), "error shown");
 
     let ok = "name=withlb&cpu=2&memory_gib=4&storage_gib=20&public_access_enabled=on&public_access_mode=loadbalancer&control_plane_host=lb.example.com";
-    let r = c.send_with("POST", "/fn/clusters/create", Some(&alice), Some("application/x-www-form-urlencoded"), ok, &referer).await;
+    let r = c
+        .send_with("POST", "/fn/clusters/create", Some(&alice), Some("application/x-www-form-urlencoded"), ok, &referer)
+        .await;
     assert_eq!(r.status, StatusCode::FOUND);
     assert!(r.headers["location"].to_str().unwrap().starts_with("/clusters/"), "to the new cluster");
     assert_eq!(count(&c, "clusters").await, 1);

@@ -7,7 +7,10 @@ use std::path::Path;
 
 use kubebyon::domain::change::Operation;
 use kubebyon::domain::user::Role;
-use kubebyon::domain::{ClusterName, ClusterSpec, ClusterStatus, ConnectionStatus, Host, Phase, PublicAccess, PublicAccessMode, Resources, SystemSettings};
+use kubebyon::domain::{
+    ClusterName, ClusterSpec, ClusterStatus, ConnectionStatus, Host, Phase, PublicAccess, PublicAccessMode, Resources,
+    SystemSettings,
+};
 use kubebyon::server::db;
 use sqlx::migrate::Migrator;
 use support::{each_backend, postgres_url, sqlite_url, user};
@@ -28,11 +31,8 @@ async fn legacy_clusters_read_as_nodeport_after_upgrade() {
     for (url, dialect) in [(sqlite, "sqlite"), (postgres_url().await, "postgres")] {
         // Only the first migration: the old schema.
         let old = tempfile::tempdir().unwrap();
-        let first = std::fs::read_dir(Path::new("migrations").join(dialect))
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .min()
-            .unwrap();
+        let first =
+            std::fs::read_dir(Path::new("migrations").join(dialect)).unwrap().map(|e| e.unwrap().path()).min().unwrap();
         std::fs::copy(&first, old.path().join(first.file_name().unwrap())).unwrap();
         let pool = db::connect_only(&url).await.unwrap();
         Migrator::new(old.path()).await.unwrap().run(&pool).await.unwrap();
@@ -40,7 +40,8 @@ async fn legacy_clusters_read_as_nodeport_after_upgrade() {
         let has_mode: bool = sqlx::query("SELECT public_access_mode FROM clusters").fetch_all(&pool).await.is_ok();
         assert!(!has_mode, "{dialect}: the old schema has no mode column");
         let owner = user(&pool, "legacy", Role::User).await;
-        for (name, enabled, host) in [("old-a", true, Some("10.1.2.3")), ("old-b", false, None), ("old-c", true, None)] {
+        for (name, enabled, host) in [("old-a", true, Some("10.1.2.3")), ("old-b", false, None), ("old-c", true, None)]
+        {
             sqlx::query(
                 "INSERT INTO clusters (owner_id, name, cpu_millis, memory_gib, storage_gib, public_access_enabled, \
                  control_plane_host, public_access_port, api_endpoint, created_at, updated_at) \
@@ -58,10 +59,8 @@ async fn legacy_clusters_read_as_nodeport_after_upgrade() {
 
         // The console starts: full migration.
         let pool = db::connect(&url).await.unwrap();
-        let modes: Vec<String> = sqlx::query_scalar("SELECT public_access_mode FROM clusters ORDER BY name")
-            .fetch_all(&pool)
-            .await
-            .unwrap();
+        let modes: Vec<String> =
+            sqlx::query_scalar("SELECT public_access_mode FROM clusters ORDER BY name").fetch_all(&pool).await.unwrap();
         assert_eq!(modes, ["nodeport"; 3], "{dialect}");
         let clusters = db::clusters::list(&pool, None).await.unwrap();
         assert_eq!(clusters.len(), 3);
@@ -74,9 +73,10 @@ async fn legacy_clusters_read_as_nodeport_after_upgrade() {
         assert_eq!(clusters[2].spec.public_access, PublicAccess::NodePort { host: None }, "{dialect}");
         assert_eq!(clusters[0].status.public_access_port, Some(30443), "observed fields survive: {dialect}");
         // A new cluster after the upgrade can be LoadBalancer.
-        let id = db::clusters::insert(&pool, owner.id, &spec("new-lb", lb("api.example.com")), PublicAccessMode::NodePort)
-            .await
-            .unwrap();
+        let id =
+            db::clusters::insert(&pool, owner.id, &spec("new-lb", lb("api.example.com")), PublicAccessMode::NodePort)
+                .await
+                .unwrap();
         assert_eq!(db::clusters::get(&pool, id).await.unwrap().unwrap().spec.public_access, lb("api.example.com"));
     }
 }
@@ -112,9 +112,14 @@ async fn create_stores_spec_and_operation_together() {
 async fn spec_and_status_writers_do_not_overwrite_each_other() {
     for t in each_backend().await {
         let bob = user(&t.pool, "bob", Role::User).await;
-        let id = db::clusters::insert(&t.pool, bob.id, &spec("np", PublicAccess::NodePort { host: None }), PublicAccessMode::NodePort)
-            .await
-            .unwrap();
+        let id = db::clusters::insert(
+            &t.pool,
+            bob.id,
+            &spec("np", PublicAccess::NodePort { host: None }),
+            PublicAccessMode::NodePort,
+        )
+        .await
+        .unwrap();
         let status = ClusterStatus {
             phase: Phase::Ready,
             message: "ok".into(),
@@ -128,7 +133,8 @@ async fn spec_and_status_writers_do_not_overwrite_each_other() {
 
         let new = spec("np", lb("vip.example.com"));
         let op = Operation::Update { changes: vec![] };
-        let generation = db::clusters::update_spec(&t.pool, id, 1, &new, PublicAccessMode::NodePort, &op, bob.id).await.unwrap();
+        let generation =
+            db::clusters::update_spec(&t.pool, id, 1, &new, PublicAccessMode::NodePort, &op, bob.id).await.unwrap();
         assert_eq!(generation, Some(2));
         let c = db::clusters::get(&t.pool, id).await.unwrap().unwrap();
         assert_eq!(c.spec, new);
@@ -136,9 +142,17 @@ async fn spec_and_status_writers_do_not_overwrite_each_other() {
         assert!(c.waiting_for_host());
 
         // A stale writer (expected generation 1) loses; nothing changes.
-        let stale = db::clusters::update_spec(&t.pool, id, 1, &spec("np", PublicAccess::Disabled), PublicAccessMode::NodePort, &op, bob.id)
-            .await
-            .unwrap();
+        let stale = db::clusters::update_spec(
+            &t.pool,
+            id,
+            1,
+            &spec("np", PublicAccess::Disabled),
+            PublicAccessMode::NodePort,
+            &op,
+            bob.id,
+        )
+        .await
+        .unwrap();
         assert_eq!(stale, None);
         assert_eq!(db::clusters::get(&t.pool, id).await.unwrap().unwrap().spec, new);
 
@@ -164,8 +178,12 @@ async fn spec_and_status_writers_do_not_overwrite_each_other() {
 async fn operations_are_claimed_once_and_survive_restart() {
     for t in each_backend().await {
         let carol = user(&t.pool, "carol", Role::User).await;
-        let a = db::clusters::insert(&t.pool, carol.id, &spec("a", PublicAccess::Disabled), PublicAccessMode::NodePort).await.unwrap();
-        db::clusters::insert(&t.pool, carol.id, &spec("b", PublicAccess::Disabled), PublicAccessMode::NodePort).await.unwrap();
+        let a = db::clusters::insert(&t.pool, carol.id, &spec("a", PublicAccess::Disabled), PublicAccessMode::NodePort)
+            .await
+            .unwrap();
+        db::clusters::insert(&t.pool, carol.id, &spec("b", PublicAccess::Disabled), PublicAccessMode::NodePort)
+            .await
+            .unwrap();
         db::clusters::request_deletion(&t.pool, a, carol.id).await.unwrap();
         assert!(!db::clusters::request_deletion(&t.pool, a, carol.id).await.unwrap(), "second delete is a no-op");
 
@@ -173,10 +191,8 @@ async fn operations_are_claimed_once_and_survive_restart() {
         t.pool.close().await;
         let pool = db::connect(&t.url).await.unwrap();
 
-        let (w1, w2) = tokio::join!(
-            db::operations::claim_next(&pool, "w1", 60),
-            db::operations::claim_next(&pool, "w2", 60)
-        );
+        let (w1, w2) =
+            tokio::join!(db::operations::claim_next(&pool, "w1", 60), db::operations::claim_next(&pool, "w2", 60));
         let (o1, o2) = (w1.unwrap().unwrap(), w2.unwrap().unwrap());
         assert_ne!(o1.id, o2.id, "{}: no row claimed twice", t.backend);
         let third = db::operations::claim_next(&pool, "w1", 60).await.unwrap().unwrap();
@@ -185,7 +201,11 @@ async fn operations_are_claimed_once_and_survive_restart() {
         assert!(!db::operations::finish(&pool, o2.id, "w1", None).await.unwrap(), "only the holder finishes");
 
         // An expired lease (worker crashed) is taken again by another worker.
-        sqlx::query("UPDATE cluster_operations SET claimed_until = 0 WHERE id = $1").bind(third.id).execute(&pool).await.unwrap();
+        sqlx::query("UPDATE cluster_operations SET claimed_until = 0 WHERE id = $1")
+            .bind(third.id)
+            .execute(&pool)
+            .await
+            .unwrap();
         let retaken = db::operations::claim_next(&pool, "w2", 60).await.unwrap().unwrap();
         assert_eq!((retaken.id, retaken.attempts), (third.id, 2));
         let kinds: Vec<String> = [o1.kind, o2.kind, third.kind].into_iter().collect();

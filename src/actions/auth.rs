@@ -1,6 +1,7 @@
 //! Sign-in and sign-out, and who is signed in.
 
 use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
 
 use crate::domain::AppError;
 use crate::domain::user::CurrentUser;
@@ -37,8 +38,16 @@ pub async fn logout() -> Result<(), AppError> {
     Ok(())
 }
 
-/// The signed-in user, for the page header.
+/// What the page frame shows: the signed-in user, and whether the host
+/// cluster is the local simulator.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Session {
+    pub user: Option<CurrentUser>,
+    pub simulated_host: bool,
+}
+
 #[server(prefix = "/fn", endpoint = "whoami")]
-pub async fn whoami() -> Result<Option<CurrentUser>, AppError> {
-    Ok(crate::server::context::current_user())
+pub async fn whoami() -> Result<Session, AppError> {
+    use crate::server::context::{current_user, state};
+    Ok(Session { user: current_user(), simulated_host: state()?.config.simulated_host })
 }

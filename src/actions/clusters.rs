@@ -48,15 +48,15 @@ fn access_request(
     mode: Option<String>,
     host: Option<String>,
 ) -> crate::domain::public_access::PublicAccessRequest {
-    crate::domain::public_access::PublicAccessRequest {
-        enabled: enabled.is_some(),
-        mode,
-        control_plane_host: host,
-    }
+    crate::domain::public_access::PublicAccessRequest { enabled: enabled.is_some(), mode, control_plane_host: host }
 }
 
 #[cfg(feature = "ssr")]
-fn resources_request(cpu: String, memory_gib: String, storage_gib: String) -> crate::domain::resources::ResourcesRequest {
+fn resources_request(
+    cpu: String,
+    memory_gib: String,
+    storage_gib: String,
+) -> crate::domain::resources::ResourcesRequest {
     use crate::domain::resources::NumberOrText::Text;
     crate::domain::resources::ResourcesRequest { cpu, memory_gib: Text(memory_gib), storage_gib: Text(storage_gib) }
 }

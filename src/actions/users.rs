@@ -14,7 +14,8 @@ pub async fn list_users() -> Result<Vec<UserSummary>, AppError> {
 #[server(prefix = "/fn", endpoint = "users/create")]
 pub async fn create_user(username: String, password: String, role: String) -> Result<(), AppError> {
     use crate::server::context::{require_admin, state};
-    crate::server::service::accounts::create_user(&state()?.pool, &require_admin()?, &username, &password, &role).await?;
+    crate::server::service::accounts::create_user(&state()?.pool, &require_admin()?, &username, &password, &role)
+        .await?;
     leptos_axum::redirect("/admin/users?saved=1");
     Ok(())
 }

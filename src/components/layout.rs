@@ -66,8 +66,10 @@ pub fn encode(s: &str) -> String {
 pub fn Layout(children: Children) -> impl IntoView {
     let i18n = use_i18n();
     let user_area = Suspend::new(async move {
-        let user = whoami().await.ok().flatten();
-        user.map(|u| {
+        let session = whoami().await.ok();
+        let simulated = session.as_ref().is_some_and(|s| s.simulated_host);
+        let banner = simulated.then(|| view! { <p class="sim-banner" role="note">{t!(i18n, app.simulated_host)}</p> });
+        let user = session.and_then(|s| s.user).map(|u| {
             let admin_links = u.is_admin().then(|| {
                 view! {
                     <a href="/admin/settings">{t!(i18n, app.nav_settings)}</a>
@@ -92,7 +94,8 @@ pub fn Layout(children: Children) -> impl IntoView {
                     </ActionForm>
                 </div>
             }
-        })
+        });
+        (user, banner)
     });
     view! {
         <a href="#main" class="skip-link">{t!(i18n, app.skip_to_content)}</a>

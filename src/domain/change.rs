@@ -49,16 +49,10 @@ pub enum Change {
 pub fn describe_update(old: &ClusterSpec, new: &ClusterSpec) -> Vec<Change> {
     let mut changes = Vec::new();
     if old.public_access != new.public_access {
-        changes.push(Change::PublicAccess {
-            from: old.public_access.clone(),
-            to: new.public_access.clone(),
-        });
+        changes.push(Change::PublicAccess { from: old.public_access.clone(), to: new.public_access.clone() });
     }
     if old.resources != new.resources {
-        changes.push(Change::Resources {
-            from: old.resources,
-            to: new.resources,
-        });
+        changes.push(Change::Resources { from: old.resources, to: new.resources });
     }
     changes
 }
@@ -69,11 +63,7 @@ mod tests {
     use crate::domain::{ClusterName, Host};
 
     fn spec(access: PublicAccess) -> ClusterSpec {
-        ClusterSpec {
-            name: ClusterName::parse("dev").unwrap(),
-            resources: Resources::default(),
-            public_access: access,
-        }
+        ClusterSpec { name: ClusterName::parse("dev").unwrap(), resources: Resources::default(), public_access: access }
     }
 
     #[test]

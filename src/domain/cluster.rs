@@ -28,14 +28,8 @@ pub enum Phase {
 }
 
 impl Phase {
-    pub const ALL: [Phase; 6] = [
-        Self::Pending,
-        Self::Provisioning,
-        Self::Ready,
-        Self::Updating,
-        Self::Deleting,
-        Self::Failed,
-    ];
+    pub const ALL: [Phase; 6] =
+        [Self::Pending, Self::Provisioning, Self::Ready, Self::Updating, Self::Deleting, Self::Failed];
 
     pub fn as_str(self) -> &'static str {
         match self {

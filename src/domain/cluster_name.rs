@@ -25,14 +25,8 @@ impl ClusterName {
             && s.len() <= MAX_LEN
             && bytes[0].is_ascii_lowercase()
             && bytes[s.len() - 1] != b'-'
-            && bytes
-                .iter()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-');
-        if valid {
-            Ok(Self(s.to_owned()))
-        } else {
-            Err(AppError::at(ErrorCode::NameInvalid, Field::Name))
-        }
+            && bytes.iter().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-');
+        if valid { Ok(Self(s.to_owned())) } else { Err(AppError::at(ErrorCode::NameInvalid, Field::Name)) }
     }
 
     pub fn as_str(&self) -> &str {
@@ -92,9 +86,6 @@ mod tests {
 
     #[test]
     fn error_points_at_the_name_field() {
-        assert_eq!(
-            ClusterName::parse("Bad").unwrap_err(),
-            AppError::at(ErrorCode::NameInvalid, Field::Name)
-        );
+        assert_eq!(ClusterName::parse("Bad").unwrap_err(), AppError::at(ErrorCode::NameInvalid, Field::Name));
     }
 }

@@ -85,14 +85,39 @@ mod tests {
             // disabled clears everything, whatever the Service still shows
             (PublicAccess::Disabled, Some(&admin), svc(Some(30443), lb_ip.clone()), obs(None, None, false)),
             // nodeport: control_plane_host first, then the admin's public host
-            (np(Some(own.clone())), Some(&admin), svc(Some(30443), vec![]), obs(Some("https://np.example.com:30443"), Some(30443), false)),
-            (np(None), Some(&admin), svc(Some(30443), vec![]), obs(Some("https://198.51.100.1:30443"), Some(30443), false)),
+            (
+                np(Some(own.clone())),
+                Some(&admin),
+                svc(Some(30443), vec![]),
+                obs(Some("https://np.example.com:30443"), Some(30443), false),
+            ),
+            (
+                np(None),
+                Some(&admin),
+                svc(Some(30443), vec![]),
+                obs(Some("https://198.51.100.1:30443"), Some(30443), false),
+            ),
             (np(None), None, svc(Some(30443), vec![]), obs(None, Some(30443), false)),
             (np(Some(own.clone())), None, svc(None, vec![]), obs(None, None, false)),
-            (np(Some(v6.clone())), None, svc(Some(31000), vec![]), obs(Some("https://[2001:db8::10]:31000"), Some(31000), false)),
+            (
+                np(Some(v6.clone())),
+                None,
+                svc(Some(31000), vec![]),
+                obs(Some("https://[2001:db8::10]:31000"), Some(31000), false),
+            ),
             // loadbalancer: the host, port 443, never the nodePort the Service keeps
-            (lb(lb_host.clone()), Some(&admin), svc(Some(30443), lb_ip.clone()), obs(Some("https://api.example.com:443"), None, false)),
-            (lb(lb_host.clone()), None, svc(Some(30443), vec![Ingress::Hostname("x.elb.example".into())]), obs(Some("https://api.example.com:443"), None, false)),
+            (
+                lb(lb_host.clone()),
+                Some(&admin),
+                svc(Some(30443), lb_ip.clone()),
+                obs(Some("https://api.example.com:443"), None, false),
+            ),
+            (
+                lb(lb_host.clone()),
+                None,
+                svc(Some(30443), vec![Ingress::Hostname("x.elb.example".into())]),
+                obs(Some("https://api.example.com:443"), None, false),
+            ),
             (lb(lb_host), None, svc(Some(30443), vec![]), obs(None, None, true)),
             (lb(v6), None, svc(None, lb_ip), obs(Some("https://[2001:db8::10]:443"), None, false)),
         ];

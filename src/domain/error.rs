@@ -112,7 +112,11 @@ impl ErrorCode {
             Self::Unauthenticated | Self::LoginFailed => 401,
             Self::Forbidden | Self::OriginRejected => 403,
             Self::NotFound => 404,
-            Self::NameTaken | Self::UsernameTaken | Self::ClusterDeleting | Self::ChangedConcurrently | Self::LastAdmin => 409,
+            Self::NameTaken
+            | Self::UsernameTaken
+            | Self::ClusterDeleting
+            | Self::ChangedConcurrently
+            | Self::LastAdmin => 409,
             Self::BadRequest => 400,
             Self::PayloadTooLarge => 413,
             Self::UnsupportedMediaType => 415,
@@ -180,10 +184,7 @@ impl AppError {
     }
 
     pub const fn at(code: ErrorCode, field: Field) -> Self {
-        Self {
-            code,
-            field: Some(field),
-        }
+        Self { code, field: Some(field) }
     }
 }
 
@@ -200,9 +201,7 @@ impl FromServerFnError for AppError {
     /// code; the detail stays out of the response.
     fn from_server_fn_error(value: ServerFnErrorErr) -> Self {
         match value {
-            ServerFnErrorErr::Args(_) | ServerFnErrorErr::MissingArg(_) => {
-                Self::new(ErrorCode::BadRequest)
-            }
+            ServerFnErrorErr::Args(_) | ServerFnErrorErr::MissingArg(_) => Self::new(ErrorCode::BadRequest),
             _ => Self::new(ErrorCode::Internal),
         }
     }

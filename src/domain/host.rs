@@ -32,10 +32,7 @@ impl Host {
         if let Ok(v4) = s.parse::<Ipv4Addr>() {
             return Ok(Self::Ipv4(v4));
         }
-        let unbracketed = s
-            .strip_prefix('[')
-            .and_then(|rest| rest.strip_suffix(']'))
-            .unwrap_or(s);
+        let unbracketed = s.strip_prefix('[').and_then(|rest| rest.strip_suffix(']')).unwrap_or(s);
         if let Ok(v6) = unbracketed.parse::<Ipv6Addr>() {
             return Ok(Self::Ipv6(v6));
         }
@@ -44,11 +41,7 @@ impl Host {
 
     /// Parses an optional field: empty means `None`.
     pub fn parse_optional(raw: &str) -> Result<Option<Self>, InvalidHost> {
-        if raw.trim().is_empty() {
-            Ok(None)
-        } else {
-            Self::parse(raw).map(Some)
-        }
+        if raw.trim().is_empty() { Ok(None) } else { Self::parse(raw).map(Some) }
     }
 
     fn parse_dns(s: &str) -> Result<String, InvalidHost> {
@@ -64,14 +57,8 @@ impl Host {
                 && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
         };
         // An all-numeric last label would make "1.2.3.999" a "name" (RFC 3696 §2).
-        let tld_ok = labels
-            .last()
-            .is_some_and(|l| !l.bytes().all(|b| b.is_ascii_digit()));
-        if labels.iter().all(label_ok) && tld_ok {
-            Ok(s.to_ascii_lowercase())
-        } else {
-            Err(InvalidHost)
-        }
+        let tld_ok = labels.last().is_some_and(|l| !l.bytes().all(|b| b.is_ascii_digit()));
+        if labels.iter().all(label_ok) && tld_ok { Ok(s.to_ascii_lowercase()) } else { Err(InvalidHost) }
     }
 
     /// The host as it appears in a URL authority: IPv6 in brackets.
@@ -169,10 +156,7 @@ mod tests {
     #[test]
     fn optional_empty_is_none() {
         assert_eq!(Host::parse_optional("  "), Ok(None));
-        assert_eq!(
-            Host::parse_optional("vip.example.com"),
-            Ok(Some(Host::Dns("vip.example.com".into())))
-        );
+        assert_eq!(Host::parse_optional("vip.example.com"), Ok(Some(Host::Dns("vip.example.com".into()))));
         assert_eq!(Host::parse_optional("a b"), Err(InvalidHost));
     }
 }

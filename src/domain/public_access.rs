@@ -91,8 +91,9 @@ impl PublicAccess {
     pub fn from_input(input: &PublicAccessInput<'_>, fallback: PublicAccessMode) -> Result<Self, AppError> {
         let mode = match input.mode.map(str::trim).filter(|m| !m.is_empty()) {
             None => fallback,
-            Some(raw) => PublicAccessMode::parse(raw)
-                .ok_or(AppError::at(ErrorCode::ModeInvalid, Field::PublicAccessMode))?,
+            Some(raw) => {
+                PublicAccessMode::parse(raw).ok_or(AppError::at(ErrorCode::ModeInvalid, Field::PublicAccessMode))?
+            }
         };
         if !input.enabled {
             return Ok(Self::Disabled);
@@ -102,10 +103,9 @@ impl PublicAccess {
         match (mode, host) {
             (PublicAccessMode::NodePort, host) => Ok(Self::NodePort { host }),
             (PublicAccessMode::LoadBalancer, Some(host)) => Ok(Self::LoadBalancer { host }),
-            (PublicAccessMode::LoadBalancer, None) => Err(AppError::at(
-                ErrorCode::HostRequiredForLoadBalancer,
-                Field::ControlPlaneHost,
-            )),
+            (PublicAccessMode::LoadBalancer, None) => {
+                Err(AppError::at(ErrorCode::HostRequiredForLoadBalancer, Field::ControlPlaneHost))
+            }
         }
     }
 
@@ -203,25 +203,13 @@ mod tests {
                 Np,
                 err(ErrorCode::HostInvalid, Field::ControlPlaneHost),
             ),
-            (
-                input(true, Some("nodeport"), "x.example:6443"),
-                Np,
-                err(ErrorCode::HostInvalid, Field::ControlPlaneHost),
-            ),
+            (input(true, Some("nodeport"), "x.example:6443"), Np, err(ErrorCode::HostInvalid, Field::ControlPlaneHost)),
             (input(false, Some("loadbalancer"), ""), Np, Ok(PublicAccess::Disabled)),
             (input(false, None, "not a host"), Np, Ok(PublicAccess::Disabled)),
             // no mode: the fallback (admin default on create) decides
             (input(true, None, ""), Np, Ok(PublicAccess::NodePort { host: None })),
-            (
-                input(true, Some(""), "vip.example"),
-                Lb,
-                Ok(PublicAccess::LoadBalancer { host: dns("vip.example") }),
-            ),
-            (
-                input(true, None, ""),
-                Lb,
-                err(ErrorCode::HostRequiredForLoadBalancer, Field::ControlPlaneHost),
-            ),
+            (input(true, Some(""), "vip.example"), Lb, Ok(PublicAccess::LoadBalancer { host: dns("vip.example") })),
+            (input(true, None, ""), Lb, err(ErrorCode::HostRequiredForLoadBalancer, Field::ControlPlaneHost)),
             (input(true, Some("ingress"), ""), Np, err(ErrorCode::ModeInvalid, Field::PublicAccessMode)),
             (input(false, Some("LoadBalancer"), ""), Np, err(ErrorCode::ModeInvalid, Field::PublicAccessMode)),
         ];
@@ -236,14 +224,8 @@ mod tests {
         let states = [
             (input(false, None, ""), PublicAccess::Disabled),
             (input(true, Some("nodeport"), ""), PublicAccess::NodePort { host: None }),
-            (
-                input(true, Some("nodeport"), "n.example"),
-                PublicAccess::NodePort { host: Some(dns("n.example")) },
-            ),
-            (
-                input(true, Some("loadbalancer"), "lb.example"),
-                PublicAccess::LoadBalancer { host: dns("lb.example") },
-            ),
+            (input(true, Some("nodeport"), "n.example"), PublicAccess::NodePort { host: Some(dns("n.example")) }),
+            (input(true, Some("loadbalancer"), "lb.example"), PublicAccess::LoadBalancer { host: dns("lb.example") }),
         ];
         for (_, from) in &states {
             let current = from.mode().unwrap_or_default();
@@ -269,12 +251,7 @@ mod tests {
             ),
             (true, "", None, Some(PublicAccess::NodePort { host: None })),
             (true, "something-else", None, Some(PublicAccess::NodePort { host: None })),
-            (
-                true,
-                "loadbalancer",
-                Some("lb.example"),
-                Some(PublicAccess::LoadBalancer { host: dns("lb.example") }),
-            ),
+            (true, "loadbalancer", Some("lb.example"), Some(PublicAccess::LoadBalancer { host: dns("lb.example") })),
             (true, "loadbalancer", None, None),
         ];
         for (enabled, mode, host, want) in cases {

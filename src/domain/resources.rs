@@ -17,11 +17,7 @@ pub struct Resources {
 
 impl Default for Resources {
     fn default() -> Self {
-        Self {
-            cpu_millis: 2_000,
-            memory_gib: 4,
-            storage_gib: 20,
-        }
+        Self { cpu_millis: 2_000, memory_gib: 4, storage_gib: 20 }
     }
 }
 
@@ -31,26 +27,18 @@ impl Resources {
         let cpu_millis = parse_cores(cpu)
             .filter(|m| (CPU_MILLIS.0..=CPU_MILLIS.1).contains(m))
             .ok_or(AppError::at(ErrorCode::CpuInvalid, Field::Cpu))?;
-        let memory_gib = parse_in(memory_gib, MEMORY_GIB)
-            .ok_or(AppError::at(ErrorCode::MemoryInvalid, Field::Memory))?;
-        let storage_gib = parse_in(storage_gib, STORAGE_GIB)
-            .ok_or(AppError::at(ErrorCode::StorageInvalid, Field::Storage))?;
-        Ok(Self {
-            cpu_millis,
-            memory_gib,
-            storage_gib,
-        })
+        let memory_gib =
+            parse_in(memory_gib, MEMORY_GIB).ok_or(AppError::at(ErrorCode::MemoryInvalid, Field::Memory))?;
+        let storage_gib =
+            parse_in(storage_gib, STORAGE_GIB).ok_or(AppError::at(ErrorCode::StorageInvalid, Field::Storage))?;
+        Ok(Self { cpu_millis, memory_gib, storage_gib })
     }
 
     /// CPU in cores as the user wrote it, e.g. `1.5`.
     pub fn cpu_cores(&self) -> String {
         let whole = self.cpu_millis / 1000;
         let frac = self.cpu_millis % 1000;
-        if frac == 0 {
-            whole.to_string()
-        } else {
-            format!("{whole}.{frac:03}").trim_end_matches('0').to_owned()
-        }
+        if frac == 0 { whole.to_string() } else { format!("{whole}.{frac:03}").trim_end_matches('0').to_owned() }
     }
 }
 

@@ -43,21 +43,12 @@ impl SystemSettings {
         } else {
             return Err(AppError::at(ErrorCode::LoadBalancerClassInvalid, Field::LoadBalancerClass));
         };
-        Ok(Self {
-            default_mode,
-            nodeport_public_host,
-            load_balancer_annotations,
-            load_balancer_class,
-        })
+        Ok(Self { default_mode, nodeport_public_host, load_balancer_annotations, load_balancer_class })
     }
 
     /// The annotations as the settings form shows them, one per line.
     pub fn annotations_text(&self) -> String {
-        self.load_balancer_annotations
-            .iter()
-            .map(|(k, v)| format!("{k}: {v}"))
-            .collect::<Vec<_>>()
-            .join("\n")
+        self.load_balancer_annotations.iter().map(|(k, v)| format!("{k}: {v}")).collect::<Vec<_>>().join("\n")
     }
 }
 
@@ -138,10 +129,7 @@ mod tests {
         assert_eq!(ok.load_balancer_annotations.len(), 2);
         assert_eq!(ok.load_balancer_annotations["metallb.io/allow-shared-ip"], "team-a");
         assert_eq!(ok.load_balancer_class.as_deref(), Some("metallb.io/metallb"));
-        assert_eq!(
-            SystemSettings::parse(&input("nodeport", "", "", "")).unwrap(),
-            SystemSettings::default()
-        );
+        assert_eq!(SystemSettings::parse(&input("nodeport", "", "", "")).unwrap(), SystemSettings::default());
 
         let err = |code, field| Err(AppError::at(code, field));
         let bad = [

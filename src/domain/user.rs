@@ -18,13 +18,8 @@ impl Username {
         let s = raw.trim();
         let ok = (3..=32).contains(&s.len())
             && s.as_bytes()[0].is_ascii_lowercase()
-            && s.bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'.' | b'_' | b'-'));
-        if ok {
-            Ok(Self(s.to_owned()))
-        } else {
-            Err(AppError::at(ErrorCode::UsernameInvalid, Field::Username))
-        }
+            && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'.' | b'_' | b'-'));
+        if ok { Ok(Self(s.to_owned())) } else { Err(AppError::at(ErrorCode::UsernameInvalid, Field::Username)) }
     }
 
     pub fn as_str(&self) -> &str {

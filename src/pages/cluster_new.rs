@@ -15,8 +15,9 @@ pub fn NewClusterPage() -> impl IntoView {
     let i18n = use_i18n();
     let form = Suspend::new(async move {
         match default_mode().await {
-            Ok(mode) => view! { <CreateClusterForm default_mode=mode url_error={url_error::<CreateCluster>()} /> }
-                .into_any(),
+            Ok(mode) => {
+                view! { <CreateClusterForm default_mode=mode url_error={url_error::<CreateCluster>()} /> }.into_any()
+            }
             Err(e) => problem_view(e),
         }
     });

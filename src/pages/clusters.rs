@@ -4,8 +4,8 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 
 use super::problem::problem_view;
-use crate::actions::clusters::list_clusters;
 use crate::actions::auth::whoami;
+use crate::actions::clusters::list_clusters;
 use crate::components::labels::{PhaseBadge, access_text, shown_phase};
 use crate::components::layout::Layout;
 use crate::domain::cluster::Cluster;
@@ -37,7 +37,7 @@ fn ClusterRow(cluster: Cluster, show_owner: bool) -> impl IntoView {
 pub fn ClustersPage() -> impl IntoView {
     let i18n = use_i18n();
     let content = Suspend::new(async move {
-        let is_admin = whoami().await.ok().flatten().is_some_and(|u| u.is_admin());
+        let is_admin = whoami().await.ok().and_then(|s| s.user).is_some_and(|u| u.is_admin());
         match list_clusters().await {
             Err(e) => problem_view(e),
             Ok(list) if list.is_empty() => view! {

@@ -13,6 +13,8 @@ pub struct Config {
     pub public_url: Option<String>,
     /// `KUBEBYON_ADMIN_PASSWORD`: the bootstrap admin's password instead of a generated one.
     pub admin_password: Option<String>,
+    /// `KUBEBYON_SIMULATED_HOST=1`: the host cluster is the local simulator (`make run` without KUBECONFIG).
+    pub simulated_host: bool,
 }
 
 impl Config {
@@ -23,6 +25,7 @@ impl Config {
             database_url: var("DATABASE_URL"),
             public_url: var("KUBEBYON_PUBLIC_URL"),
             admin_password: var("KUBEBYON_ADMIN_PASSWORD"),
+            simulated_host: var("KUBEBYON_SIMULATED_HOST").is_some_and(|v| v == "1"),
         }
     }
 

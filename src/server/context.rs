@@ -37,15 +37,14 @@ pub fn header(name: &str) -> Option<String> {
 pub fn client_addr() -> String {
     use_context::<Parts>()
         .and_then(|p| {
-            p.extensions
-                .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
-                .map(|c| c.0.ip().to_string())
+            p.extensions.get::<axum::extract::ConnectInfo<std::net::SocketAddr>>().map(|c| c.0.ip().to_string())
         })
         .unwrap_or_default()
 }
 
 pub fn set_response_header(name: http::HeaderName, value: &str) {
-    if let (Some(res), Ok(value)) = (use_context::<leptos_axum::ResponseOptions>(), http::HeaderValue::from_str(value)) {
+    if let (Some(res), Ok(value)) = (use_context::<leptos_axum::ResponseOptions>(), http::HeaderValue::from_str(value))
+    {
         res.append_header(name, value);
     }
 }

@@ -60,13 +60,21 @@ impl Console {
                 database_url: None,
                 public_url: None,
                 admin_password: None,
+                simulated_host: false,
             }),
         };
         Self { router: router(state), pool }
     }
 
     /// Sends a request as a browser on this site would (same-origin `Origin`).
-    pub async fn send(&self, method: &str, path: &str, cookie: Option<&str>, content_type: Option<&str>, body: impl Into<Body>) -> Reply {
+    pub async fn send(
+        &self,
+        method: &str,
+        path: &str,
+        cookie: Option<&str>,
+        content_type: Option<&str>,
+        body: impl Into<Body>,
+    ) -> Reply {
         self.send_with(method, path, cookie, content_type, body, &[("origin", "http://127.0.0.1:3000")]).await
     }
 
@@ -108,7 +116,9 @@ impl Console {
 
     /// Signs in through the JSON API and returns the session cookie.
     pub async fn login(&self, username: &str, password: &str) -> String {
-        let r = self.json("POST", "/api/auth/login", None, serde_json::json!({"username": username, "password": password})).await;
+        let r = self
+            .json("POST", "/api/auth/login", None, serde_json::json!({"username": username, "password": password}))
+            .await;
         assert_eq!(r.status, StatusCode::OK, "login {username}: {}", r.body);
         r.session_cookie().expect("session cookie")
     }
@@ -118,6 +128,8 @@ impl Console {
         use kubebyon::domain::user::{Role, Username};
         let hash = kubebyon::server::auth::password::hash(password.to_owned()).await.unwrap();
         let role = if admin { Role::Admin } else { Role::User };
-        kubebyon::server::db::users::insert(&self.pool, &Username::parse(username).unwrap(), &hash, role).await.unwrap();
+        kubebyon::server::db::users::insert(&self.pool, &Username::parse(username).unwrap(), &hash, role)
+            .await
+            .unwrap();
     }
 }

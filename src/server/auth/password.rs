@@ -1,8 +1,8 @@
 //! Argon2id password hashes (PHC strings). Hashing runs off the async runtime.
 
+use argon2::Argon2;
 use argon2::password_hash::rand_core::OsRng;
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
-use argon2::Argon2;
 
 #[derive(Debug, thiserror::Error)]
 pub enum PasswordError {

@@ -33,11 +33,7 @@ pub fn clear_cookie(secure: bool) -> String {
 
 /// Finds a cookie's value in a `Cookie` header.
 pub fn cookie_value<'a>(header: &'a str, name: &str) -> Option<&'a str> {
-    header
-        .split(';')
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(k, _)| *k == name)
-        .map(|(_, v)| v)
+    header.split(';').filter_map(|pair| pair.trim().split_once('=')).find(|(k, _)| *k == name).map(|(_, v)| v)
 }
 
 /// Cookies are Secure when the console is served over https: its public URL

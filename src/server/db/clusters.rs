@@ -7,7 +7,9 @@ use sqlx::{AnyPool, FromRow};
 use super::{DbError, now, operations};
 use crate::domain::change::Operation;
 use crate::domain::cluster::Cluster;
-use crate::domain::{ClusterName, ClusterSpec, ClusterStatus, ConnectionStatus, Phase, PublicAccess, PublicAccessMode, Resources};
+use crate::domain::{
+    ClusterName, ClusterSpec, ClusterStatus, ConnectionStatus, Phase, PublicAccess, PublicAccessMode, Resources,
+};
 
 #[derive(Debug, Clone, FromRow)]
 pub struct ClusterRow {
@@ -84,7 +86,12 @@ fn host_column(spec: &ClusterSpec) -> Option<String> {
 }
 
 /// Stores a new cluster and its `create` operation atomically.
-pub async fn insert(pool: &AnyPool, owner_id: i64, spec: &ClusterSpec, remembered_mode: PublicAccessMode) -> Result<i64, DbError> {
+pub async fn insert(
+    pool: &AnyPool,
+    owner_id: i64,
+    spec: &ClusterSpec,
+    remembered_mode: PublicAccessMode,
+) -> Result<i64, DbError> {
     let t = now();
     let mut tx = pool.begin().await?;
     let id: i64 = sqlx::query_scalar(

@@ -11,9 +11,9 @@ pub mod users;
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use sqlx::AnyPool;
 use sqlx::any::{AnyPoolOptions, install_default_drivers};
 use sqlx::migrate::Migrator;
-use sqlx::AnyPool;
 
 pub static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("migrations/sqlite");
 pub static POSTGRES_MIGRATIONS: Migrator = sqlx::migrate!("migrations/postgres");
@@ -82,8 +82,5 @@ pub async fn connect(url: &str) -> Result<AnyPool, DbError> {
 }
 
 pub fn now() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or_default()
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or_default()
 }

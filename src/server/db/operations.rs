@@ -86,12 +86,7 @@ pub async fn claim_next(pool: &AnyPool, worker: &str, lease_secs: i64) -> Result
          WHERE id = (SELECT id FROM cluster_operations WHERE {runnable} ORDER BY id LIMIT 1) AND {runnable} \
          RETURNING {COLUMNS}"
     );
-    Ok(sqlx::query_as(&sql)
-        .bind(worker)
-        .bind(t + lease_secs)
-        .bind(t)
-        .fetch_optional(pool)
-        .await?)
+    Ok(sqlx::query_as(&sql).bind(worker).bind(t + lease_secs).bind(t).fetch_optional(pool).await?)
 }
 
 /// Marks a claimed operation finished; only its current holder may.

@@ -28,8 +28,8 @@ pub async fn load(pool: &AnyPool) -> Result<SystemSettings, DbError> {
 
 /// Writes every key in one transaction.
 pub async fn save(pool: &AnyPool, settings: &SystemSettings) -> Result<(), DbError> {
-    let annotations = serde_json::to_string(&settings.load_balancer_annotations)
-        .map_err(|e| DbError::CorruptRow(e.to_string()))?;
+    let annotations =
+        serde_json::to_string(&settings.load_balancer_annotations).map_err(|e| DbError::CorruptRow(e.to_string()))?;
     let pairs = [
         (DEFAULT_MODE, settings.default_mode.as_str().to_owned()),
         (NODEPORT_HOST, settings.nodeport_public_host.as_ref().map(ToString::to_string).unwrap_or_default()),

@@ -16,11 +16,7 @@ pub struct UserRow {
 
 impl UserRow {
     pub fn current_user(&self) -> CurrentUser {
-        CurrentUser {
-            id: self.id,
-            username: self.username.clone(),
-            role: Role::parse(&self.role).unwrap_or_default(),
-        }
+        CurrentUser { id: self.id, username: self.username.clone(), role: Role::parse(&self.role).unwrap_or_default() }
     }
 }
 

@@ -2,17 +2,17 @@
 //! Every failure is `{"code": …, "field": …}` with a 4xx status; only a
 //! storage failure is a 500, and its detail stays in the log.
 
+use axum::Json;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{FromRequest, FromRequestParts, Path, State};
-use axum::http::request::Parts;
 use axum::http::StatusCode;
+use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
-use axum::Json;
 use http::header;
 use serde::{Deserialize, Serialize};
 
-use crate::domain::cluster::Cluster;
 use crate::domain::change::ClusterEvent;
+use crate::domain::cluster::Cluster;
 use crate::domain::settings::SettingsInput;
 use crate::domain::user::CurrentUser;
 use crate::domain::{AppError, ErrorCode, SystemSettings};
@@ -86,7 +86,11 @@ pub async fn create_cluster(
     Ok((StatusCode::CREATED, Json(clusters::create(&st.pool, &u, &draft).await?)))
 }
 
-pub async fn get_cluster(State(st): State<AppState>, ApiUser(u): ApiUser, Path(id): Path<String>) -> ApiResult<Cluster> {
+pub async fn get_cluster(
+    State(st): State<AppState>,
+    ApiUser(u): ApiUser,
+    Path(id): Path<String>,
+) -> ApiResult<Cluster> {
     Ok(Json(clusters::get(&st.pool, &u, cluster_id(&id)?).await?))
 }
 
@@ -144,10 +148,12 @@ pub async fn update_settings(
     if body.load_balancer_annotations.values().any(|v| v.contains('\n'))
         || body.load_balancer_annotations.keys().any(|k| k.contains([':', '=', '\n']))
     {
-        return Err(ApiError(AppError::at(ErrorCode::AnnotationsInvalid, crate::domain::Field::LoadBalancerAnnotations)));
+        return Err(ApiError(AppError::at(
+            ErrorCode::AnnotationsInvalid,
+            crate::domain::Field::LoadBalancerAnnotations,
+        )));
     }
-    let annotations: String =
-        body.load_balancer_annotations.iter().map(|(k, v)| format!("{k}: {v}\n")).collect();
+    let annotations: String = body.load_balancer_annotations.iter().map(|(k, v)| format!("{k}: {v}\n")).collect();
     let input = SettingsInput {
         default_mode: &body.default_cluster_public_access_mode,
         nodeport_public_host: body.nodeport_public_host.as_deref().unwrap_or_default(),
@@ -192,5 +198,6 @@ pub async fn logout(State(st): State<AppState>, headers: http::HeaderMap) -> Res
     if let Some(token) = token {
         accounts::logout(&st.pool, token).await?;
     }
-    Ok(([(header::SET_COOKIE, session::clear_cookie(st.config.public_url_is_https()))], StatusCode::NO_CONTENT).into_response())
+    Ok(([(header::SET_COOKIE, session::clear_cookie(st.config.public_url_is_https()))], StatusCode::NO_CONTENT)
+        .into_response())
 }

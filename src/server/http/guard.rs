@@ -82,7 +82,9 @@ mod tests {
         for p in ["/", "/clusters", "/clusters/new", "/clusters/3/edit", "/admin/settings", "/admin"] {
             assert!(needs_sign_in(p), "{p}");
         }
-        for p in ["/login", "/lang/en", "/pkg/kubebyon.js", "/favicon.ico", "/api/console/clusters", "/fn/x", "/clustersx"] {
+        for p in
+            ["/login", "/lang/en", "/pkg/kubebyon.js", "/favicon.ico", "/api/console/clusters", "/fn/x", "/clustersx"]
+        {
             assert!(!needs_sign_in(p), "{p}");
         }
     }

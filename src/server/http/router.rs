@@ -37,7 +37,12 @@ pub fn router(state: AppState) -> Router {
         .route("/lang/{code}", get(lang::switch))
         .route("/healthz", get(|| async { "ok" }))
         .route("/fn/{*name}", post(server_fns))
-        .leptos_routes_with_context(&state, routes, move || provide_context(ctx.clone()), move || shell(options.clone()))
+        .leptos_routes_with_context(
+            &state,
+            routes,
+            move || provide_context(ctx.clone()),
+            move || shell(options.clone()),
+        )
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
         .layer(axum::middleware::from_fn_with_state(state.clone(), guard::guard))
         .layer(RequestBodyLimitLayer::new(BODY_LIMIT))

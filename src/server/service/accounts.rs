@@ -11,7 +11,6 @@ use crate::server::db::{self, users::UserRow};
 
 use super::internal;
 
-
 /// Checks credentials and opens a session. Returns the user and the cookie token.
 #[tracing::instrument(skip_all, fields(username = %username))]
 pub async fn login(
@@ -76,7 +75,13 @@ pub async fn list_users(pool: &AnyPool, admin: &CurrentUser) -> Result<Vec<UserS
 }
 
 #[tracing::instrument(skip(pool, secret), fields(admin = %admin.username))]
-pub async fn create_user(pool: &AnyPool, admin: &CurrentUser, username: &str, secret: &str, role: &str) -> Result<i64, AppError> {
+pub async fn create_user(
+    pool: &AnyPool,
+    admin: &CurrentUser,
+    username: &str,
+    secret: &str,
+    role: &str,
+) -> Result<i64, AppError> {
     require_admin(admin)?;
     let username = Username::parse(username)?;
     let new_password = NewPassword::parse(secret)?;

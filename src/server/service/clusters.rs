@@ -48,21 +48,12 @@ pub async fn create(pool: &AnyPool, user: &CurrentUser, draft: &ClusterDraft) ->
     let resources = draft.resources.parse()?;
     let settings = db::settings::load(pool).await?;
     // No public access block at all: on, in the admin's default mode.
-    let request = draft.public_access.clone().unwrap_or(PublicAccessRequest {
-        enabled: true,
-        ..Default::default()
-    });
+    let request = draft.public_access.clone().unwrap_or(PublicAccessRequest { enabled: true, ..Default::default() });
     let public_access = PublicAccess::from_input(&request.as_input(), settings.default_mode)?;
     let spec = ClusterSpec { name, resources, public_access };
-    let id = db::clusters::insert(pool, user.id, &spec, settings.default_mode)
-        .await
-        .map_err(|e| {
-            if e.is_unique_violation() {
-                AppError::at(ErrorCode::NameTaken, Field::Name)
-            } else {
-                e.into()
-            }
-        })?;
+    let id = db::clusters::insert(pool, user.id, &spec, settings.default_mode).await.map_err(|e| {
+        if e.is_unique_violation() { AppError::at(ErrorCode::NameTaken, Field::Name) } else { e.into() }
+    })?;
     tracing::info!(cluster = id, name = %spec.name, mode = ?spec.public_access.mode(), user = %user.username, "cluster create requested");
     get(pool, user, id).await
 }

@@ -1,0 +1,93 @@
+// Who may see what: the admin default mode, admin-only pages, and another
+// user's cluster.
+import { test, expect } from '@playwright/test';
+import { t, signIn, hydrated, unique, shot, accessible, createUser, newPage, chooseAccess, ADMIN_PASSWORD, USER_PASSWORD } from './helpers';
+
+test('admin sets the default to LoadBalancer and the create form preselects it', async ({ page }) => {
+  await signIn(page, 'admin', ADMIN_PASSWORD);
+  await page.getByRole('link', { name: t('en', 'app.nav_settings') }).click();
+  await hydrated(page);
+  await expect(page.getByText(t('en', 'settings.lb_note'))).toBeVisible();
+  await shot(page, 'admin-settings-en');
+  await accessible(page);
+
+  // Bad input first: translated error, nothing saved.
+  await page.getByLabel(t('en', 'settings.lb_class')).fill('not a class!');
+  await page.getByRole('button', { name: t('en', 'settings.submit') }).click();
+  await expect(page.locator('#load_balancer_class-error')).toHaveText(t('en', 'errors.load_balancer_class_invalid'));
+
+  await page.getByLabel(t('en', 'settings.lb_class')).fill('metallb.io/metallb');
+  await page.locator('#default_mode_loadbalancer').check();
+  await page.getByLabel(t('en', 'settings.annotations')).fill('metallb.io/address-pool: public');
+  await page.getByRole('button', { name: t('en', 'settings.submit') }).click();
+  await expect(page.getByRole('status')).toHaveText(t('en', 'app.saved'));
+  await expect(page.locator('#default_mode_loadbalancer')).toBeChecked();
+
+  await page.goto('/clusters/new');
+  await expect(page.locator('#public_access_mode_loadbalancer')).toBeChecked();
+  await expect(page.getByText(t('en', 'form.default_mode_note'))).toBeVisible();
+  // The LoadBalancer hint is shown, the NodePort one hidden (CSS :has).
+  await expect(page.getByText(t('en', 'form.host_hint_loadbalancer'))).toBeVisible();
+  await expect(page.getByText(t('en', 'form.host_hint_nodeport'))).toBeHidden();
+
+  // Back to NodePort so other tests start from the product default.
+  await page.goto('/admin/settings');
+  await hydrated(page);
+  await page.locator('#default_mode_nodeport').check();
+  await page.getByRole('button', { name: t('en', 'settings.submit') }).click();
+  await expect(page.getByRole('status')).toHaveText(t('en', 'app.saved'));
+});
+
+test('a user cannot reach admin pages or another user\'s cluster', async ({ browser, request, baseURL }) => {
+  const [ann, ben] = [unique('ann'), unique('ben')];
+  await createUser(request, baseURL!, ann);
+  await createUser(request, baseURL!, ben);
+
+  const annPage = await newPage(browser);
+  await signIn(annPage, ann, USER_PASSWORD);
+  await annPage.goto('/clusters/new');
+  await hydrated(annPage);
+  await annPage.getByLabel(t('en', 'form.name')).fill(unique('ann-c'));
+  await chooseAccess(annPage, 'en', 'nodeport', '');
+  await annPage.getByRole('button', { name: t('en', 'form.create_submit') }).click();
+  await expect(annPage).toHaveURL(/\/clusters\/\d+$/);
+  const annCluster = new URL(annPage.url()).pathname;
+  await expect(annPage.getByRole('link', { name: t('en', 'app.nav_settings') })).toHaveCount(0);
+
+  const benPage = await newPage(browser);
+  await signIn(benPage, ben, USER_PASSWORD);
+  let res = await benPage.goto('/admin/settings');
+  expect(res?.status()).toBe(403);
+  await expect(benPage.getByRole('heading', { name: t('en', 'app.forbidden_title') })).toBeVisible();
+  await shot(benPage, 'forbidden-en');
+  await accessible(benPage);
+  res = await benPage.goto('/admin/users');
+  expect(res?.status()).toBe(403);
+  res = await benPage.goto(annCluster);
+  expect(res?.status()).toBe(404);
+  await expect(benPage.getByRole('heading', { name: t('en', 'app.not_found_title') })).toBeVisible();
+  res = await benPage.goto(`${annCluster}/edit`);
+  expect(res?.status()).toBe(404);
+  await benPage.goto('/clusters');
+  await expect(benPage.getByText(t('en', 'clusters.empty'))).toBeVisible();
+});
+
+test('admin manages users: create, role, password', async ({ page }) => {
+  await signIn(page, 'admin', ADMIN_PASSWORD);
+  await page.goto('/admin/users');
+  await hydrated(page);
+  const name = unique('cat');
+  await page.getByLabel(t('en', 'users.username')).fill(name);
+  await page.getByLabel(t('en', 'users.password'), { exact: true }).fill('short');
+  await page.getByRole('button', { name: t('en', 'users.create_submit') }).click();
+  await expect(page.locator('#password-error')).toHaveText(t('en', 'errors.password_too_short'));
+  await page.getByLabel(t('en', 'users.password'), { exact: true }).fill(USER_PASSWORD);
+  await page.getByRole('button', { name: t('en', 'users.create_submit') }).click();
+  await expect(page.locator(`tr[data-user="${name}"]`)).toBeVisible();
+  await shot(page, 'admin-users-en');
+  await accessible(page);
+  const row = page.locator(`tr[data-user="${name}"]`);
+  await row.getByLabel(t('en', 'users.role_for', { username: name })).selectOption('admin');
+  await row.getByRole('button', { name: t('en', 'users.set_role') }).click();
+  await expect(page.locator(`tr[data-user="${name}"] td`).first()).toHaveText(t('en', 'app.role_admin'));
+});
