@@ -28,10 +28,10 @@ pub async fn logout() -> Result<(), AppError> {
     use crate::server::service::accounts;
 
     let st = state()?;
-    if let Some(cookies) = header("cookie") {
-        if let Some(token) = session::cookie_value(&cookies, session::COOKIE) {
-            accounts::logout(&st.pool, token).await?;
-        }
+    if let Some(cookies) = header("cookie")
+        && let Some(token) = session::cookie_value(&cookies, session::COOKIE)
+    {
+        accounts::logout(&st.pool, token).await?;
     }
     set_response_header(http::header::SET_COOKIE, &session::clear_cookie(st.config.public_url_is_https()));
     leptos_axum::redirect("/login");

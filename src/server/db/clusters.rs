@@ -2,7 +2,9 @@
 //! status columns only by `write_status` (the reconciler). A row becomes a
 //! domain `Cluster` in exactly one place, `ClusterRow::into_cluster`.
 
-use sqlx::{AnyPool, FromRow};
+use sqlx::any::AnyArguments;
+use sqlx::query::Query;
+use sqlx::{Any, AnyPool, FromRow, Row};
 
 use super::{DbError, now, operations};
 use crate::domain::change::Operation;
@@ -81,8 +83,16 @@ const SELECT: &str = "SELECT c.id, c.owner_id, u.username AS owner, c.name, c.cp
     CASE WHEN c.kubeconfig_available THEN 1 ELSE 0 END AS kubeconfig_available, c.connection_status, \
     c.observed_generation, c.created_at, c.updated_at FROM clusters c JOIN users u ON u.id = c.owner_id";
 
-fn host_column(spec: &ClusterSpec) -> Option<String> {
-    spec.public_access.host().map(ToString::to_string)
+type AnyQuery<'q> = Query<'q, Any, AnyArguments<'q>>;
+
+/// Binds the spec columns as `$1..$6`, in the order both spec writers use.
+fn bind_spec<'q>(q: AnyQuery<'q>, spec: &ClusterSpec, remembered_mode: PublicAccessMode) -> AnyQuery<'q> {
+    q.bind(i64::from(spec.resources.cpu_millis))
+        .bind(i64::from(spec.resources.memory_gib))
+        .bind(i64::from(spec.resources.storage_gib))
+        .bind(spec.public_access.is_enabled())
+        .bind(spec.public_access.mode_column(remembered_mode).as_str())
+        .bind(spec.public_access.host().map(ToString::to_string))
 }
 
 /// Stores a new cluster and its `create` operation atomically.
@@ -94,22 +104,18 @@ pub async fn insert(
 ) -> Result<i64, DbError> {
     let t = now();
     let mut tx = pool.begin().await?;
-    let id: i64 = sqlx::query_scalar(
-        "INSERT INTO clusters (owner_id, name, cpu_millis, memory_gib, storage_gib, public_access_enabled, \
-         public_access_mode, control_plane_host, generation, created_at, updated_at) \
+    let insert = sqlx::query(
+        "INSERT INTO clusters (cpu_millis, memory_gib, storage_gib, public_access_enabled, public_access_mode, \
+         control_plane_host, owner_id, name, generation, created_at, updated_at) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 1, $9, $9) RETURNING id",
-    )
-    .bind(owner_id)
-    .bind(spec.name.as_str())
-    .bind(i64::from(spec.resources.cpu_millis))
-    .bind(i64::from(spec.resources.memory_gib))
-    .bind(i64::from(spec.resources.storage_gib))
-    .bind(spec.public_access.is_enabled())
-    .bind(spec.public_access.mode_column(remembered_mode).as_str())
-    .bind(host_column(spec))
-    .bind(t)
-    .fetch_one(&mut *tx)
-    .await?;
+    );
+    let row = bind_spec(insert, spec, remembered_mode)
+        .bind(owner_id)
+        .bind(spec.name.as_str())
+        .bind(t)
+        .fetch_one(&mut *tx)
+        .await?;
+    let id: i64 = row.try_get(0)?;
     operations::insert(&mut tx, id, 1, &Operation::Create { spec: spec.clone() }, owner_id).await?;
     tx.commit().await?;
     Ok(id)
@@ -149,22 +155,17 @@ pub async fn update_spec(
     requested_by: i64,
 ) -> Result<Option<i64>, DbError> {
     let mut tx = pool.begin().await?;
-    let done = sqlx::query(
+    let update = sqlx::query(
         "UPDATE clusters SET cpu_millis = $1, memory_gib = $2, storage_gib = $3, public_access_enabled = $4, \
          public_access_mode = $5, control_plane_host = $6, generation = generation + 1, updated_at = $7 \
          WHERE id = $8 AND generation = $9 AND deletion_requested_at IS NULL",
-    )
-    .bind(i64::from(spec.resources.cpu_millis))
-    .bind(i64::from(spec.resources.memory_gib))
-    .bind(i64::from(spec.resources.storage_gib))
-    .bind(spec.public_access.is_enabled())
-    .bind(spec.public_access.mode_column(remembered_mode).as_str())
-    .bind(host_column(spec))
-    .bind(now())
-    .bind(id)
-    .bind(expected_generation)
-    .execute(&mut *tx)
-    .await?;
+    );
+    let done = bind_spec(update, spec, remembered_mode)
+        .bind(now())
+        .bind(id)
+        .bind(expected_generation)
+        .execute(&mut *tx)
+        .await?;
     if done.rows_affected() != 1 {
         return Ok(None);
     }

@@ -78,15 +78,28 @@ pub async fn for_cluster(pool: &AnyPool, cluster_id: i64) -> Result<Vec<Operatio
 }
 
 /// Claims the oldest runnable operation for `worker` for `lease_secs`.
+/// When another worker takes the chosen row first, the conditional UPDATE
+/// matches nothing; then we look again while runnable rows remain.
 pub async fn claim_next(pool: &AnyPool, worker: &str, lease_secs: i64) -> Result<Option<OperationRow>, DbError> {
-    let t = now();
-    let runnable = "(state = 'pending' OR (state = 'running' AND claimed_until < $3))";
+    const RUNNABLE: &str = "(state = 'pending' OR (state = 'running' AND claimed_until < $3))";
     let sql = format!(
         "UPDATE cluster_operations SET state = 'running', claimed_by = $1, claimed_until = $2, attempts = attempts + 1 \
-         WHERE id = (SELECT id FROM cluster_operations WHERE {runnable} ORDER BY id LIMIT 1) AND {runnable} \
+         WHERE id = (SELECT id FROM cluster_operations WHERE {RUNNABLE} ORDER BY id LIMIT 1) AND {RUNNABLE} \
          RETURNING {COLUMNS}"
     );
-    Ok(sqlx::query_as(&sql).bind(worker).bind(t + lease_secs).bind(t).fetch_optional(pool).await?)
+    let runnable = format!("SELECT COUNT(*) FROM cluster_operations WHERE {}", RUNNABLE.replace("$3", "$1"));
+    for _ in 0..16 {
+        let t = now();
+        let claimed = sqlx::query_as(&sql).bind(worker).bind(t + lease_secs).bind(t).fetch_optional(pool).await?;
+        if claimed.is_some() {
+            return Ok(claimed);
+        }
+        let left: i64 = sqlx::query_scalar(&runnable).bind(t).fetch_one(pool).await?;
+        if left == 0 {
+            return Ok(None);
+        }
+    }
+    Ok(None)
 }
 
 /// Marks a claimed operation finished; only its current holder may.
