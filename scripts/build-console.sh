@@ -5,4 +5,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
 cargo leptos build --release >&2
-echo "$CARGO_TARGET_DIR/site"
+echo "$PWD/target/site"

@@ -1,7 +1,7 @@
 # Environment the built console binary needs (sourced). cargo-leptos sets these
 # itself for `cargo leptos serve`; we run the binary directly.
 export LEPTOS_OUTPUT_NAME=kubebyon
-export LEPTOS_SITE_ROOT="${LEPTOS_SITE_ROOT:-$CARGO_TARGET_DIR/site}"
+export LEPTOS_SITE_ROOT="${LEPTOS_SITE_ROOT:-$PWD/target/site}"
 export LEPTOS_SITE_PKG_DIR=pkg
 export LEPTOS_SITE_ADDR="${LEPTOS_SITE_ADDR:-127.0.0.1:3000}"
 export LEPTOS_ENV=PROD

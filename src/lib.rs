@@ -27,8 +27,4 @@ pub use generated::i18n;
 pub fn hydrate() {
     console_error_panic_hook::set_once();
     leptos::mount::hydrate_islands();
-    // A marker for tests and scripts: the islands are live.
-    if let Some(body) = leptos::prelude::document().body() {
-        let _ = body.set_attribute("data-hydrated", "true");
-    }
 }

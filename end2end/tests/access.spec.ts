@@ -1,11 +1,11 @@
 // Who may see what: the admin default mode, admin-only pages, and another
 // user's cluster.
 import { test, expect } from '@playwright/test';
-import { t, signIn, hydrated, unique, shot, accessible, createUser, newPage, chooseAccess, ADMIN_PASSWORD, USER_PASSWORD } from './helpers';
+import { t, signIn, hydrated, unique, shot, accessible, createUser, newPage, chooseAccess, ADMIN_PASSWORD, USER_PASSWORD , navLink } from './helpers';
 
 test('admin sets the default to LoadBalancer and the create form preselects it', async ({ page }) => {
   await signIn(page, 'admin', ADMIN_PASSWORD);
-  await page.getByRole('link', { name: t('en', 'app.nav_settings') }).click();
+  await navLink(page, 'en', 'app.nav_settings').click();
   await hydrated(page);
   await expect(page.getByText(t('en', 'settings.lb_note'))).toBeVisible();
   await shot(page, 'admin-settings-en');
@@ -52,7 +52,7 @@ test('a user cannot reach admin pages or another user\'s cluster', async ({ brow
   await annPage.getByRole('button', { name: t('en', 'form.create_submit') }).click();
   await expect(annPage).toHaveURL(/\/clusters\/\d+$/);
   const annCluster = new URL(annPage.url()).pathname;
-  await expect(annPage.getByRole('link', { name: t('en', 'app.nav_settings') })).toHaveCount(0);
+  await expect(navLink(annPage, 'en', 'app.nav_settings')).toHaveCount(0);
 
   const benPage = await newPage(browser);
   await signIn(benPage, ben, USER_PASSWORD);

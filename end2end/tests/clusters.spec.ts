@@ -1,7 +1,7 @@
 // Cluster flows with JavaScript on (after hydration): sign in, the
 // LoadBalancer host rule, listing, and editing across all three states.
 import { test, expect } from '@playwright/test';
-import { t, signIn, hydrated, unique, shot, accessible, chooseAccess, ADMIN_PASSWORD } from './helpers';
+import { t, signIn, hydrated, unique, shot, accessible, chooseAccess, ADMIN_PASSWORD , navLink } from './helpers';
 
 test('sign in, create a LoadBalancer cluster, edit it through every state', async ({ page }) => {
   await signIn(page, 'admin', ADMIN_PASSWORD);
@@ -9,7 +9,7 @@ test('sign in, create a LoadBalancer cluster, edit it through every state', asyn
   await accessible(page);
 
   const name = unique('lb');
-  await page.getByRole('link', { name: t('en', 'app.nav_new_cluster') }).click();
+  await navLink(page, 'en', 'app.nav_new_cluster').click();
   await hydrated(page);
   await shot(page, 'cluster-new-en');
   await accessible(page);

@@ -27,9 +27,10 @@ export function unique(prefix: string): string {
   return `${prefix}-${Date.now().toString(36)}-${counter}`;
 }
 
-/** Waits until the islands have hydrated (the page sets data-hydrated). */
+/** Waits until every form island on the page has hydrated (data-hydrated flips to "true"). */
 export async function hydrated(page: Page) {
-  await expect(page.locator('body')).toHaveAttribute('data-hydrated', 'true');
+  await expect(page.locator('form[data-hydrated]').first()).toBeAttached();
+  await expect(page.locator('form[data-hydrated="false"]')).toHaveCount(0);
 }
 
 export async function signIn(page: Page, username: string, password: string, js = true) {
@@ -82,4 +83,9 @@ export async function chooseAccess(page: Page, locale: string, mode: 'off' | 'no
   await enabled.check();
   await page.locator(`#public_access_mode_${mode}`).check();
   await page.getByLabel(t(locale, 'form.host')).fill(host);
+}
+
+/** A link in the main navigation (the page body may repeat it). */
+export function navLink(page: Page, locale: string, key: string) {
+  return page.getByRole('navigation', { name: t(locale, 'app.nav_label') }).getByRole('link', { name: t(locale, key) });
 }

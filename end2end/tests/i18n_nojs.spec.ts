@@ -1,6 +1,6 @@
 // The same flows in Chinese, and with JavaScript disabled.
 import { test, expect } from '@playwright/test';
-import { t, signIn, hydrated, unique, shot, accessible, newPage, chooseAccess, ADMIN_PASSWORD } from './helpers';
+import { t, signIn, hydrated, unique, shot, accessible, newPage, chooseAccess, ADMIN_PASSWORD , navLink } from './helpers';
 
 test('create flow in Chinese', async ({ page }) => {
   await signIn(page, 'admin', ADMIN_PASSWORD);
@@ -9,7 +9,7 @@ test('create flow in Chinese', async ({ page }) => {
   await expect(page.getByRole('heading', { level: 1 })).toHaveText(t('zh-CN', 'clusters.title'));
   await shot(page, 'clusters-list-zh');
 
-  await page.getByRole('link', { name: t('zh-CN', 'app.nav_new_cluster') }).click();
+  await navLink(page, 'zh-CN', 'app.nav_new_cluster').click();
   await hydrated(page);
   const name = unique('zh');
   await page.getByLabel(t('zh-CN', 'form.name')).fill(name);

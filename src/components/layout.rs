@@ -100,12 +100,12 @@ pub fn Layout(children: Children) -> impl IntoView {
     view! {
         <a href="#main" class="skip-link">{t!(i18n, app.skip_to_content)}</a>
         <header class="topbar">
-            <div class="container topbar-inner">
+            <div class="wrap topbar-inner">
                 <a href="/clusters" class="brand">{t!(i18n, app.name)}</a>
                 <Suspense fallback=|| ()>{user_area}</Suspense>
                 <LanguageSwitcher />
             </div>
         </header>
-        <main id="main" class="container page">{children()}</main>
+        <main id="main" class="wrap page">{children()}</main>
     }
 }

@@ -3,6 +3,7 @@
 
 pub mod error_text;
 pub mod field;
+pub mod hydration;
 pub mod islands;
 pub mod labels;
 pub mod layout;

@@ -57,7 +57,7 @@ pub fn PublicAccessFields(
             </div>
             <p id="public_access_enabled-hint" class="field-hint">{t!(i18n, form.public_access_hint)}</p>
             <div class="pa-when-enabled">
-                <fieldset class="mode-choice" aria-describedby="public_access_mode-note">
+                <fieldset class="mode-choice" aria-describedby=default_note.then_some("public_access_mode-note")>
                     <legend class="field-label">{t!(i18n, form.mode)}</legend>
                     {mode_radio(
                         PublicAccessMode::NodePort,

@@ -133,7 +133,9 @@ impl ErrorCode {
 pub enum Field {
     Name,
     Cpu,
+    #[serde(rename = "memory_gib")]
     Memory,
+    #[serde(rename = "storage_gib")]
     Storage,
     PublicAccessMode,
     ControlPlaneHost,
@@ -152,8 +154,8 @@ impl Field {
         match self {
             Self::Name => "name",
             Self::Cpu => "cpu",
-            Self::Memory => "memory",
-            Self::Storage => "storage",
+            Self::Memory => "memory_gib",
+            Self::Storage => "storage_gib",
             Self::PublicAccessMode => "public_access_mode",
             Self::ControlPlaneHost => "control_plane_host",
             Self::DefaultMode => "default_mode",
@@ -218,6 +220,31 @@ mod tests {
             assert!(seen.insert(code.as_str()), "duplicate {}", code.as_str());
             let json = serde_json::to_string(&code).unwrap();
             assert_eq!(json, format!("\"{}\"", code.as_str()));
+        }
+    }
+
+    /// The form input names and error ids come from `as_str`, the JSON API's
+    /// `field` from serde: they must agree.
+    #[test]
+    fn field_names_match_serde() {
+        use Field::*;
+        for f in [
+            Name,
+            Cpu,
+            Memory,
+            Storage,
+            PublicAccessMode,
+            ControlPlaneHost,
+            DefaultMode,
+            NodeportPublicHost,
+            LoadBalancerAnnotations,
+            LoadBalancerClass,
+            Username,
+            Password,
+            Role,
+            Confirm,
+        ] {
+            assert_eq!(serde_json::to_string(&f).unwrap(), format!("\"{}\"", f.as_str()));
         }
     }
 

@@ -91,11 +91,12 @@ fn ResourceFields(values: ClusterFormValues, #[prop(into)] error: Signal<Option<
 #[island]
 pub fn CreateClusterForm(default_mode: PublicAccessMode, url_error: Option<AppError>) -> impl IntoView {
     let i18n = use_i18n();
+    let hydrated = crate::components::hydration::hydration_flag();
     let action = ServerAction::<CreateCluster>::new();
     let error = action_error(action.value(), url_error);
     let values = ClusterFormValues::new_cluster(default_mode);
     view! {
-        <ActionForm action attr:class="form" attr:novalidate=true attr:data-form="create-cluster">
+        <ActionForm action attr:data-hydrated=hydrated attr:class="form" attr:novalidate=true attr:data-form="create-cluster">
             <FormError error />
             <TextField
                 field=Field::Name
@@ -121,10 +122,11 @@ pub fn CreateClusterForm(default_mode: PublicAccessMode, url_error: Option<AppEr
 #[island]
 pub fn EditClusterForm(id: i64, values: ClusterFormValues, url_error: Option<AppError>) -> impl IntoView {
     let i18n = use_i18n();
+    let hydrated = crate::components::hydration::hydration_flag();
     let action = ServerAction::<UpdateCluster>::new();
     let error = action_error(action.value(), url_error);
     view! {
-        <ActionForm action attr:class="form" attr:novalidate=true attr:data-form="edit-cluster">
+        <ActionForm action attr:data-hydrated=hydrated attr:class="form" attr:novalidate=true attr:data-form="edit-cluster">
             <FormError error />
             <input type="hidden" name="id" value=id />
             <ResourceFields values=values.clone() error />

@@ -12,10 +12,11 @@ use crate::i18n::*;
 #[island]
 pub fn DeleteClusterForm(id: i64, url_error: Option<AppError>) -> impl IntoView {
     let i18n = use_i18n();
+    let hydrated = crate::components::hydration::hydration_flag();
     let action = ServerAction::<DeleteCluster>::new();
     let error = action_error(action.value(), url_error);
     view! {
-        <ActionForm action attr:class="form" attr:novalidate=true attr:data-form="delete-cluster">
+        <ActionForm action attr:data-hydrated=hydrated attr:class="form" attr:novalidate=true attr:data-form="delete-cluster">
             <FormError error />
             <p class="text-sm text-slate-700">{t!(i18n, detail.delete_warning)}</p>
             <input type="hidden" name="id" value=id />

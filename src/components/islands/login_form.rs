@@ -12,10 +12,11 @@ use crate::i18n::*;
 #[island]
 pub fn LoginForm(next: Option<String>, url_error: Option<AppError>) -> impl IntoView {
     let i18n = use_i18n();
+    let hydrated = crate::components::hydration::hydration_flag();
     let action = ServerAction::<Login>::new();
     let error = action_error(action.value(), url_error);
     view! {
-        <ActionForm action attr:class="form" attr:novalidate=true>
+        <ActionForm action attr:data-hydrated=hydrated attr:class="form" attr:novalidate=true>
             <FormError error />
             <input type="hidden" name="next" value=next.unwrap_or_default() />
             <TextField

@@ -12,6 +12,7 @@ use crate::i18n::*;
 #[island]
 pub fn SettingsForm(settings: SystemSettings, url_error: Option<AppError>) -> impl IntoView {
     let i18n = use_i18n();
+    let hydrated = crate::components::hydration::hydration_flag();
     let action = ServerAction::<SaveSettings>::new();
     let error = action_error(action.value(), url_error);
     let annotations_invalid = move || error.get().is_some_and(|e| e.field == Some(Field::LoadBalancerAnnotations));
@@ -25,7 +26,7 @@ pub fn SettingsForm(settings: SystemSettings, url_error: Option<AppError>) -> im
         }
     };
     view! {
-        <ActionForm action attr:class="form" attr:novalidate=true attr:data-form="settings">
+        <ActionForm action attr:data-hydrated=hydrated attr:class="form" attr:novalidate=true attr:data-form="settings">
             <FormError error />
             <fieldset class="card-section" aria-describedby="default_mode-hint lb-note">
                 <legend class="section-title">{t!(i18n, settings.default_mode)}</legend>

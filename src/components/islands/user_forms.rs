@@ -25,10 +25,11 @@ fn RoleSelect(id: String, selected: Role) -> impl IntoView {
 #[island]
 pub fn CreateUserForm(url_error: Option<AppError>) -> impl IntoView {
     let i18n = use_i18n();
+    let hydrated = crate::components::hydration::hydration_flag();
     let action = ServerAction::<CreateUser>::new();
     let error = action_error(action.value(), url_error);
     view! {
-        <ActionForm action attr:class="form" attr:novalidate=true attr:data-form="create-user">
+        <ActionForm action attr:data-hydrated=hydrated attr:class="form" attr:novalidate=true attr:data-form="create-user">
             <FormError error />
             <div class="grid gap-4 sm:grid-cols-3">
                 <TextField
@@ -68,6 +69,7 @@ pub fn CreateUserForm(url_error: Option<AppError>) -> impl IntoView {
 #[island]
 pub fn UserRowForms(user: UserSummary) -> impl IntoView {
     let i18n = use_i18n();
+    let hydrated = crate::components::hydration::hydration_flag();
     let set_role = ServerAction::<SetRole>::new();
     let reset = ServerAction::<ResetPassword>::new();
     let role_error = action_error(set_role.value(), None);
@@ -78,7 +80,7 @@ pub fn UserRowForms(user: UserSummary) -> impl IntoView {
     let password_label = t_string!(i18n, users.new_password, username = user.username.as_str());
     view! {
         <div class="flex flex-wrap items-end gap-4">
-            <ActionForm action=set_role attr:class="flex items-end gap-2" attr:novalidate=true>
+            <ActionForm action=set_role attr:data-hydrated=hydrated attr:class="flex items-end gap-2" attr:novalidate=true>
                 <input type="hidden" name="user_id" value=user.id />
                 <div>
                     <label for=role_id.clone() class="field-label">
@@ -88,7 +90,7 @@ pub fn UserRowForms(user: UserSummary) -> impl IntoView {
                 </div>
                 <button type="submit" class="btn">{t!(i18n, users.set_role)}</button>
             </ActionForm>
-            <ActionForm action=reset attr:class="flex items-end gap-2" attr:novalidate=true>
+            <ActionForm action=reset attr:data-hydrated=hydrated attr:class="flex items-end gap-2" attr:novalidate=true>
                 <input type="hidden" name="user_id" value=user.id />
                 <div>
                     <label for=password_id.clone() class="field-label">
