@@ -14,9 +14,11 @@ work=$(mktemp -d /tmp/kubebyon-test.XXXXXX)
 chmod 755 "$work"
 server_pid=""
 cleanup() {
-  [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
-  bash scripts/test-postgres.sh stop "$work/pg"
+  status=$?
+  if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
+  bash scripts/test-postgres.sh stop "$work/pg" || true
   rm -rf "$work"
+  exit "$status"
 }
 trap cleanup EXIT
 step() { printf '\n==> %s\n' "$*" >&2; }
