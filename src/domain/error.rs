@@ -150,6 +150,23 @@ pub enum Field {
 }
 
 impl Field {
+    pub const ALL: [Field; 14] = [
+        Self::Name,
+        Self::Cpu,
+        Self::Memory,
+        Self::Storage,
+        Self::PublicAccessMode,
+        Self::ControlPlaneHost,
+        Self::DefaultMode,
+        Self::NodeportPublicHost,
+        Self::LoadBalancerAnnotations,
+        Self::LoadBalancerClass,
+        Self::Username,
+        Self::Password,
+        Self::Role,
+        Self::Confirm,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Name => "name",
@@ -227,23 +244,7 @@ mod tests {
     /// `field` from serde: they must agree.
     #[test]
     fn field_names_match_serde() {
-        use Field::*;
-        for f in [
-            Name,
-            Cpu,
-            Memory,
-            Storage,
-            PublicAccessMode,
-            ControlPlaneHost,
-            DefaultMode,
-            NodeportPublicHost,
-            LoadBalancerAnnotations,
-            LoadBalancerClass,
-            Username,
-            Password,
-            Role,
-            Confirm,
-        ] {
+        for f in Field::ALL {
             assert_eq!(serde_json::to_string(&f).unwrap(), format!("\"{}\"", f.as_str()));
         }
     }
