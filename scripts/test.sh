@@ -23,8 +23,9 @@ cleanup() {
 trap cleanup EXIT
 step() { printf '\n==> %s\n' "$*" >&2; }
 
-step "rustfmt"
+step "rustfmt and leptosfmt (view! macros)"
 cargo fmt --check
+leptosfmt --check src >/dev/null || { echo "run: leptosfmt src && cargo fmt" >&2; exit 1; }
 
 step "clippy (server and browser builds)"
 cargo clippy --quiet --features ssr --all-targets -- -D warnings

@@ -36,7 +36,9 @@ pub fn TextField(
     };
     view! {
         <div class=format!("field {class}")>
-            <label for=id class="field-label">{label}</label>
+            <label for=id class="field-label">
+                {label}
+            </label>
             <input
                 id=id
                 name=id
@@ -49,7 +51,14 @@ pub fn TextField(
                 aria-invalid=move || invalid().to_string()
                 aria-describedby=described
             />
-            {hint.map(|h| view! { <p id=hint_id class="field-hint">{h}</p> })}
+            {hint
+                .map(|h| {
+                    view! {
+                        <p id=hint_id class="field-hint">
+                            {h}
+                        </p>
+                    }
+                })}
             <FieldError field error />
         </div>
     }

@@ -68,7 +68,13 @@ pub fn Layout(children: Children) -> impl IntoView {
     let user_area = Suspend::new(async move {
         let session = whoami().await.ok();
         let simulated = session.as_ref().is_some_and(|s| s.simulated_host);
-        let banner = simulated.then(|| view! { <p class="sim-banner" role="note">{t!(i18n, app.simulated_host)}</p> });
+        let banner = simulated.then(|| {
+            view! {
+                <p class="sim-banner" role="note">
+                    {t!(i18n, app.simulated_host)}
+                </p>
+            }
+        });
         let user = session.and_then(|s| s.user).map(|u| {
             let admin_links = u.is_admin().then(|| {
                 view! {
@@ -86,11 +92,12 @@ pub fn Layout(children: Children) -> impl IntoView {
                 <div class="user-box">
                     <span class="text-sm text-slate-600">
                         {t!(i18n, app.signed_in_as)} " "
-                        <strong data-testid="current-user">{u.username.clone()}</strong>
-                        " (" {role} ")"
+                        <strong data-testid="current-user">{u.username.clone()}</strong> " (" {role} ")"
                     </span>
-                    <ActionForm action={ServerAction::<Logout>::new()}>
-                        <button type="submit" class="btn btn-small">{t!(i18n, app.sign_out)}</button>
+                    <ActionForm action=ServerAction::<Logout>::new()>
+                        <button type="submit" class="btn btn-small">
+                            {t!(i18n, app.sign_out)}
+                        </button>
                     </ActionForm>
                 </div>
             }
@@ -98,14 +105,20 @@ pub fn Layout(children: Children) -> impl IntoView {
         (user, banner)
     });
     view! {
-        <a href="#main" class="skip-link">{t!(i18n, app.skip_to_content)}</a>
+        <a href="#main" class="skip-link">
+            {t!(i18n, app.skip_to_content)}
+        </a>
         <header class="topbar">
             <div class="wrap topbar-inner">
-                <a href="/clusters" class="brand">{t!(i18n, app.name)}</a>
+                <a href="/clusters" class="brand">
+                    {t!(i18n, app.name)}
+                </a>
                 <Suspense fallback=|| ()>{user_area}</Suspense>
                 <LanguageSwitcher />
             </div>
         </header>
-        <main id="main" class="wrap page">{children()}</main>
+        <main id="main" class="wrap page">
+            {children()}
+        </main>
     }
 }

@@ -36,7 +36,9 @@ pub fn PublicAccessFields(
                 />
                 <label for=id>
                     <span class="radio-title">{label}</span>
-                    <span id=hint_id class="field-hint">{hint}</span>
+                    <span id=hint_id class="field-hint">
+                        {hint}
+                    </span>
                 </label>
             </div>
         }
@@ -55,7 +57,9 @@ pub fn PublicAccessFields(
                 />
                 <label for="public_access_enabled">{t!(i18n, form.public_access_enabled)}</label>
             </div>
-            <p id="public_access_enabled-hint" class="field-hint">{t!(i18n, form.public_access_hint)}</p>
+            <p id="public_access_enabled-hint" class="field-hint">
+                {t!(i18n, form.public_access_hint)}
+            </p>
             <div class="pa-when-enabled">
                 <fieldset class="mode-choice" aria-describedby=default_note.then_some("public_access_mode-note")>
                     <legend class="field-label">{t!(i18n, form.mode)}</legend>
@@ -80,7 +84,9 @@ pub fn PublicAccessFields(
                     <FieldError field=Field::PublicAccessMode error />
                 </fieldset>
                 <div class="field">
-                    <label for="control_plane_host" class="field-label">{t!(i18n, form.host)}</label>
+                    <label for="control_plane_host" class="field-label">
+                        {t!(i18n, form.host)}
+                    </label>
                     <input
                         id="control_plane_host"
                         name="control_plane_host"

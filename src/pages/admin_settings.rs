@@ -20,8 +20,15 @@ pub fn SettingsPage() -> impl IntoView {
                 <section class="card max-w-3xl">
                     <h1 class="page-title">{t!(i18n, settings.title)}</h1>
                     <p class="mb-4 text-slate-600">{t!(i18n, settings.intro)}</p>
-                    {saved_flag().then(|| view! { <p class="banner banner-ok" role="status">{t!(i18n, app.saved)}</p> })}
-                    <SettingsForm settings url_error={url_error::<SaveSettings>()} />
+                    {saved_flag()
+                        .then(|| {
+                            view! {
+                                <p class="banner banner-ok" role="status">
+                                    {t!(i18n, app.saved)}
+                                </p>
+                            }
+                        })}
+                    <SettingsForm settings url_error=url_error::<SaveSettings>() />
                 </section>
             }
             .into_any(),

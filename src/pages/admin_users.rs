@@ -27,7 +27,14 @@ pub fn UsersPage() -> impl IntoView {
             <section class="card">
                 <h1 class="page-title">{t!(i18n, users.title)}</h1>
                 <p class="mb-4 text-slate-600">{t!(i18n, users.intro)}</p>
-                {saved_flag().then(|| view! { <p class="banner banner-ok" role="status">{t!(i18n, app.saved)}</p> })}
+                {saved_flag()
+                    .then(|| {
+                        view! {
+                            <p class="banner banner-ok" role="status">
+                                {t!(i18n, app.saved)}
+                            </p>
+                        }
+                    })}
                 <FormError error=row_error />
                 <table class="table">
                     <caption class="sr-only">{t!(i18n, users.table_caption)}</caption>
@@ -54,7 +61,9 @@ pub fn UsersPage() -> impl IntoView {
                                         <th scope="row">{name}</th>
                                         <td>{role}</td>
                                         <td class="whitespace-nowrap text-sm">{format_time(u.created_at)}</td>
-                                        <td><UserRowForms user=u /></td>
+                                        <td>
+                                            <UserRowForms user=u />
+                                        </td>
                                     </tr>
                                 }
                             })
@@ -64,7 +73,7 @@ pub fn UsersPage() -> impl IntoView {
             </section>
             <section class="card">
                 <h2 class="section-title">{t!(i18n, users.create_title)}</h2>
-                <CreateUserForm url_error={url_error::<CreateUser>()} />
+                <CreateUserForm url_error=url_error::<CreateUser>() />
             </section>
         }
         .into_any()

@@ -138,7 +138,9 @@ fn Overview(page: ClusterPage) -> impl IntoView {
             <button type="button" class="btn" disabled=true aria-describedby="kubeconfig-hint">
                 {t!(i18n, detail.kubeconfig_download)}
             </button>
-            <p id="kubeconfig-hint" class="field-hint">{t!(i18n, detail.kubeconfig_unavailable)}</p>
+            <p id="kubeconfig-hint" class="field-hint">
+                {t!(i18n, detail.kubeconfig_unavailable)}
+            </p>
         }
         .into_any()
     };
@@ -152,26 +154,48 @@ fn Overview(page: ClusterPage) -> impl IntoView {
             {(!c.deletion_requested)
                 .then(|| {
                     view! {
-                        <a href=format!("/clusters/{id}/edit") class="btn btn-primary">{t!(i18n, detail.edit)}</a>
+                        <a href=format!("/clusters/{id}/edit") class="btn btn-primary">
+                            {t!(i18n, detail.edit)}
+                        </a>
                     }
                 })}
         </div>
-        {banner.map(|b| view! { <p class="banner" role="status" data-testid="waiting">{b}</p> })}
+        {banner
+            .map(|b| {
+                view! {
+                    <p class="banner" role="status" data-testid="waiting">
+                        {b}
+                    </p>
+                }
+            })}
         <section class="card">
             <h2 class="section-title">{t!(i18n, detail.overview)}</h2>
             <dl class="facts">
                 <dt>{t!(i18n, detail.mode)}</dt>
-                <dd data-field="mode" data-mode=mode.map(|m| m.as_str()).unwrap_or("disabled")>{mode_text(locale, mode)}</dd>
+                <dd data-field="mode" data-mode=mode.map(|m| m.as_str()).unwrap_or("disabled")>
+                    {mode_text(locale, mode)}
+                </dd>
                 <dt>{t!(i18n, detail.host)}</dt>
-                <dd data-field="host" class="font-mono">{access.host().map(ToString::to_string).unwrap_or_else(none)}</dd>
+                <dd data-field="host" class="font-mono">
+                    {access.host().map(ToString::to_string).unwrap_or_else(none)}
+                </dd>
                 <dt>{t!(i18n, detail.endpoint)}</dt>
-                <dd data-field="endpoint" class="font-mono">{c.status.api_endpoint.clone().unwrap_or_else(none)}</dd>
+                <dd data-field="endpoint" class="font-mono">
+                    {c.status.api_endpoint.clone().unwrap_or_else(none)}
+                </dd>
                 {port_row}
                 <dt>{t!(i18n, detail.connection)}</dt>
                 <dd data-field="connection">{connection_text(locale, c.status.connection_status)}</dd>
                 <dt>{t!(i18n, detail.resources)}</dt>
                 <dd>{resources_text(i18n, &c.spec.resources)}</dd>
-                {page.viewer_is_admin.then(|| view! { <dt>{t!(i18n, detail.owner)}</dt><dd>{c.owner.clone()}</dd> })}
+                {page
+                    .viewer_is_admin
+                    .then(|| {
+                        view! {
+                            <dt>{t!(i18n, detail.owner)}</dt>
+                            <dd>{c.owner.clone()}</dd>
+                        }
+                    })}
                 <dt>{t!(i18n, detail.generation)}</dt>
                 <dd>{c.generation}</dd>
                 <dt>{t!(i18n, detail.observed_generation)}</dt>
@@ -191,7 +215,7 @@ fn Overview(page: ClusterPage) -> impl IntoView {
                 view! {
                     <section class="card danger-zone">
                         <h2 class="section-title">{t!(i18n, detail.delete_title)}</h2>
-                        <DeleteClusterForm id url_error={url_error::<DeleteCluster>()} />
+                        <DeleteClusterForm id url_error=url_error::<DeleteCluster>() />
                     </section>
                 }
             })}

@@ -30,7 +30,7 @@ pub fn EditClusterPage() -> impl IntoView {
                             {t!(i18n, form.edit_title)} ": "
                             <span class="font-mono">{p.cluster.spec.name.to_string()}</span>
                         </h1>
-                        <EditClusterForm id=p.cluster.id values url_error={url_error::<UpdateCluster>()} />
+                        <EditClusterForm id=p.cluster.id values url_error=url_error::<UpdateCluster>() />
                     </section>
                 }
                 .into_any()

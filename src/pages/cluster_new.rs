@@ -16,7 +16,7 @@ pub fn NewClusterPage() -> impl IntoView {
     let form = Suspend::new(async move {
         match default_mode().await {
             Ok(mode) => {
-                view! { <CreateClusterForm default_mode=mode url_error={url_error::<CreateCluster>()} /> }.into_any()
+                view! { <CreateClusterForm default_mode=mode url_error=url_error::<CreateCluster>() /> }.into_any()
             }
             Err(e) => problem_view(e),
         }

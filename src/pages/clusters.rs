@@ -19,12 +19,19 @@ fn ClusterRow(cluster: Cluster, show_owner: bool) -> impl IntoView {
     view! {
         <tr data-cluster=cluster.spec.name.to_string()>
             <th scope="row" class="font-medium">
-                <a href=href class="link">{cluster.spec.name.to_string()}</a>
+                <a href=href class="link">
+                    {cluster.spec.name.to_string()}
+                </a>
             </th>
-            <td><PhaseBadge phase=shown_phase(&cluster) /></td>
-            <td data-mode=cluster.spec.public_access.mode().map(|m| m.as_str()).unwrap_or("disabled")>
-                {access_text(locale, &cluster.spec.public_access)}
+            <td>
+                <PhaseBadge phase=shown_phase(&cluster) />
             </td>
+            <td data-mode=cluster
+                .spec
+                .public_access
+                .mode()
+                .map(|m| m.as_str())
+                .unwrap_or("disabled")>{access_text(locale, &cluster.spec.public_access)}</td>
             <td class="font-mono text-sm">
                 {cluster.status.api_endpoint.clone().unwrap_or_else(|| t_string!(i18n, app.none).to_owned())}
             </td>
@@ -43,7 +50,9 @@ pub fn ClustersPage() -> impl IntoView {
             Ok(list) if list.is_empty() => view! {
                 <div class="card text-center">
                     <p class="text-slate-600">{t!(i18n, clusters.empty)}</p>
-                    <a href="/clusters/new" class="btn btn-primary mt-4">{t!(i18n, clusters.create_first)}</a>
+                    <a href="/clusters/new" class="btn btn-primary mt-4">
+                        {t!(i18n, clusters.create_first)}
+                    </a>
                 </div>
             }
             .into_any(),
@@ -80,7 +89,9 @@ pub fn ClustersPage() -> impl IntoView {
                     <h1 class="page-title">{t!(i18n, clusters.title)}</h1>
                     <p class="text-slate-600">{t!(i18n, clusters.intro)}</p>
                 </div>
-                <a href="/clusters/new" class="btn btn-primary">{t!(i18n, clusters.new)}</a>
+                <a href="/clusters/new" class="btn btn-primary">
+                    {t!(i18n, clusters.new)}
+                </a>
             </div>
             <Suspense fallback=move || view! { <p>{t!(i18n, app.loading)}</p> }>{content}</Suspense>
         </Layout>

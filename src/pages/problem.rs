@@ -34,7 +34,9 @@ pub fn problem_view(err: AppError) -> AnyView {
             <h1 class="page-title">{title}</h1>
             <p class="mt-2 text-slate-700">{body}</p>
             <p class="mt-4">
-                <a href="/clusters" class="link">{t!(i18n, app.back_to_clusters)}</a>
+                <a href="/clusters" class="link">
+                    {t!(i18n, app.back_to_clusters)}
+                </a>
             </p>
         </section>
     }

@@ -96,7 +96,13 @@ pub fn CreateClusterForm(default_mode: PublicAccessMode, url_error: Option<AppEr
     let error = action_error(action.value(), url_error);
     let values = ClusterFormValues::new_cluster(default_mode);
     view! {
-        <ActionForm action attr:data-hydrated=hydrated attr:class="form" attr:novalidate=true attr:data-form="create-cluster">
+        <ActionForm
+            action
+            attr:data-hydrated=hydrated
+            attr:class="form"
+            attr:novalidate=true
+            attr:data-form="create-cluster"
+        >
             <FormError error />
             <TextField
                 field=Field::Name
@@ -113,7 +119,9 @@ pub fn CreateClusterForm(default_mode: PublicAccessMode, url_error: Option<AppEr
                 <button type="submit" class="btn btn-primary" disabled=move || action.pending().get()>
                     {t!(i18n, form.create_submit)}
                 </button>
-                <a href="/clusters" class="btn">{t!(i18n, form.cancel)}</a>
+                <a href="/clusters" class="btn">
+                    {t!(i18n, form.cancel)}
+                </a>
             </div>
         </ActionForm>
     }
@@ -126,7 +134,13 @@ pub fn EditClusterForm(id: i64, values: ClusterFormValues, url_error: Option<App
     let action = ServerAction::<UpdateCluster>::new();
     let error = action_error(action.value(), url_error);
     view! {
-        <ActionForm action attr:data-hydrated=hydrated attr:class="form" attr:novalidate=true attr:data-form="edit-cluster">
+        <ActionForm
+            action
+            attr:data-hydrated=hydrated
+            attr:class="form"
+            attr:novalidate=true
+            attr:data-form="edit-cluster"
+        >
             <FormError error />
             <input type="hidden" name="id" value=id />
             <ResourceFields values=values.clone() error />
@@ -135,7 +149,9 @@ pub fn EditClusterForm(id: i64, values: ClusterFormValues, url_error: Option<App
                 <button type="submit" class="btn btn-primary" disabled=move || action.pending().get()>
                     {t!(i18n, form.save_submit)}
                 </button>
-                <a href=format!("/clusters/{id}") class="btn">{t!(i18n, form.cancel)}</a>
+                <a href=format!("/clusters/{id}") class="btn">
+                    {t!(i18n, form.cancel)}
+                </a>
             </div>
         </ActionForm>
     }

@@ -16,7 +16,13 @@ pub fn DeleteClusterForm(id: i64, url_error: Option<AppError>) -> impl IntoView 
     let action = ServerAction::<DeleteCluster>::new();
     let error = action_error(action.value(), url_error);
     view! {
-        <ActionForm action attr:data-hydrated=hydrated attr:class="form" attr:novalidate=true attr:data-form="delete-cluster">
+        <ActionForm
+            action
+            attr:data-hydrated=hydrated
+            attr:class="form"
+            attr:novalidate=true
+            attr:data-form="delete-cluster"
+        >
             <FormError error />
             <p class="text-sm text-slate-700">{t!(i18n, detail.delete_warning)}</p>
             <input type="hidden" name="id" value=id />

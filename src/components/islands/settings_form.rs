@@ -20,7 +20,13 @@ pub fn SettingsForm(settings: SystemSettings, url_error: Option<AppError>) -> im
         let id = format!("default_mode_{}", m.as_str());
         view! {
             <div class="radio-inline">
-                <input type="radio" id=id.clone() name="default_mode" value=m.as_str() checked=settings.default_mode == m />
+                <input
+                    type="radio"
+                    id=id.clone()
+                    name="default_mode"
+                    value=m.as_str()
+                    checked=settings.default_mode == m
+                />
                 <label for=id>{label}</label>
             </div>
         }
@@ -34,8 +40,12 @@ pub fn SettingsForm(settings: SystemSettings, url_error: Option<AppError>) -> im
                     {radio(PublicAccessMode::NodePort, t_string!(i18n, mode.nodeport))}
                     {radio(PublicAccessMode::LoadBalancer, t_string!(i18n, mode.loadbalancer))}
                 </div>
-                <p id="default_mode-hint" class="field-hint">{t!(i18n, settings.default_mode_hint)}</p>
-                <p id="lb-note" class="note">{t!(i18n, settings.lb_note)}</p>
+                <p id="default_mode-hint" class="field-hint">
+                    {t!(i18n, settings.default_mode_hint)}
+                </p>
+                <p id="lb-note" class="note">
+                    {t!(i18n, settings.lb_note)}
+                </p>
                 <FieldError field=Field::DefaultMode error />
             </fieldset>
             <TextField
@@ -47,7 +57,9 @@ pub fn SettingsForm(settings: SystemSettings, url_error: Option<AppError>) -> im
                 autocomplete="off"
             />
             <div class="field">
-                <label for="load_balancer_annotations" class="field-label">{t!(i18n, settings.annotations)}</label>
+                <label for="load_balancer_annotations" class="field-label">
+                    {t!(i18n, settings.annotations)}
+                </label>
                 <textarea
                     id="load_balancer_annotations"
                     name="load_balancer_annotations"
@@ -59,7 +71,9 @@ pub fn SettingsForm(settings: SystemSettings, url_error: Option<AppError>) -> im
                 >
                     {settings.annotations_text()}
                 </textarea>
-                <p id="load_balancer_annotations-hint" class="field-hint">{t!(i18n, settings.annotations_hint)}</p>
+                <p id="load_balancer_annotations-hint" class="field-hint">
+                    {t!(i18n, settings.annotations_hint)}
+                </p>
                 <FieldError field=Field::LoadBalancerAnnotations error />
             </div>
             <TextField

@@ -16,8 +16,12 @@ fn RoleSelect(id: String, selected: Role) -> impl IntoView {
     let i18n = use_i18n();
     view! {
         <select id=id name="role" class="field-input">
-            <option value="user" selected=selected == Role::User>{t!(i18n, app.role_user)}</option>
-            <option value="admin" selected=selected == Role::Admin>{t!(i18n, app.role_admin)}</option>
+            <option value="user" selected=selected == Role::User>
+                {t!(i18n, app.role_user)}
+            </option>
+            <option value="admin" selected=selected == Role::Admin>
+                {t!(i18n, app.role_admin)}
+            </option>
         </select>
     }
 }
@@ -29,7 +33,13 @@ pub fn CreateUserForm(url_error: Option<AppError>) -> impl IntoView {
     let action = ServerAction::<CreateUser>::new();
     let error = action_error(action.value(), url_error);
     view! {
-        <ActionForm action attr:data-hydrated=hydrated attr:class="form" attr:novalidate=true attr:data-form="create-user">
+        <ActionForm
+            action
+            attr:data-hydrated=hydrated
+            attr:class="form"
+            attr:novalidate=true
+            attr:data-form="create-user"
+        >
             <FormError error />
             <div class="grid gap-4 sm:grid-cols-3">
                 <TextField
@@ -52,7 +62,9 @@ pub fn CreateUserForm(url_error: Option<AppError>) -> impl IntoView {
                     required=true
                 />
                 <div class="field">
-                    <label for="role" class="field-label">{t!(i18n, users.role)}</label>
+                    <label for="role" class="field-label">
+                        {t!(i18n, users.role)}
+                    </label>
                     <RoleSelect id="role".into() selected=Role::User />
                     <FieldError field=Field::Role error />
                 </div>
@@ -80,7 +92,12 @@ pub fn UserRowForms(user: UserSummary) -> impl IntoView {
     let password_label = t_string!(i18n, users.new_password, username = user.username.as_str());
     view! {
         <div class="flex flex-wrap items-end gap-4">
-            <ActionForm action=set_role attr:data-hydrated=hydrated attr:class="flex items-end gap-2" attr:novalidate=true>
+            <ActionForm
+                action=set_role
+                attr:data-hydrated=hydrated
+                attr:class="flex items-end gap-2"
+                attr:novalidate=true
+            >
                 <input type="hidden" name="user_id" value=user.id />
                 <div>
                     <label for=role_id.clone() class="field-label">
@@ -88,7 +105,9 @@ pub fn UserRowForms(user: UserSummary) -> impl IntoView {
                     </label>
                     <RoleSelect id=role_id selected=user.role />
                 </div>
-                <button type="submit" class="btn">{t!(i18n, users.set_role)}</button>
+                <button type="submit" class="btn">
+                    {t!(i18n, users.set_role)}
+                </button>
             </ActionForm>
             <ActionForm action=reset attr:data-hydrated=hydrated attr:class="flex items-end gap-2" attr:novalidate=true>
                 <input type="hidden" name="user_id" value=user.id />
@@ -104,7 +123,9 @@ pub fn UserRowForms(user: UserSummary) -> impl IntoView {
                         class="field-input"
                     />
                 </div>
-                <button type="submit" class="btn">{t!(i18n, users.reset_submit)}</button>
+                <button type="submit" class="btn">
+                    {t!(i18n, users.reset_submit)}
+                </button>
             </ActionForm>
         </div>
         <FormError error=role_error />
