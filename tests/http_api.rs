@@ -316,6 +316,19 @@ async fn cross_site_writes_and_bad_logins_are_refused() {
     let r = c.json("POST", "/api/auth/login", None, json!({"username": "nobody", "password": PW})).await;
     assert_eq!(r.code(), "login_failed");
 
+    // Behind a TLS proxy the cookie is Secure.
+    let r = c
+        .send_with(
+            "POST",
+            "/api/auth/login",
+            None,
+            Some("application/json"),
+            json!({"username": "alice", "password": PW}).to_string(),
+            &[("x-forwarded-proto", "https")],
+        )
+        .await;
+    assert!(r.headers.get("set-cookie").unwrap().to_str().unwrap().ends_with("; Secure"));
+
     // Session cookie attributes, and sign-out ends the session.
     let r = c.json("POST", "/api/auth/login", None, json!({"username": "alice", "password": PW})).await;
     let set = r.headers.get("set-cookie").unwrap().to_str().unwrap().to_owned();

@@ -65,6 +65,7 @@ pub fn encode(s: &str) -> String {
 #[component]
 pub fn Layout(children: Children) -> impl IntoView {
     let i18n = use_i18n();
+    let logout = ServerAction::<Logout>::new();
     let user_area = Suspend::new(async move {
         let session = whoami().await.ok();
         let simulated = session.as_ref().is_some_and(|s| s.simulated_host);
@@ -94,7 +95,7 @@ pub fn Layout(children: Children) -> impl IntoView {
                         {t!(i18n, app.signed_in_as)} " "
                         <strong data-testid="current-user">{u.username.clone()}</strong> " (" {role} ")"
                     </span>
-                    <ActionForm action=ServerAction::<Logout>::new()>
+                    <ActionForm action=logout>
                         <button type="submit" class="btn btn-small">
                             {t!(i18n, app.sign_out)}
                         </button>

@@ -2,6 +2,7 @@
 
 use leptos::prelude::*;
 use leptos_meta::Title;
+use server_fn::ServerFn;
 
 use super::problem::problem_view;
 use super::{saved_flag, url_error};
@@ -28,7 +29,7 @@ pub fn SettingsPage() -> impl IntoView {
                                 </p>
                             }
                         })}
-                    <SettingsForm settings url_error=url_error::<SaveSettings>() />
+                    <SettingsForm settings url_error=url_error(SaveSettings::PATH) />
                 </section>
             }
             .into_any(),

@@ -2,6 +2,7 @@
 
 use leptos::prelude::*;
 use leptos_meta::Title;
+use server_fn::ServerFn;
 
 use super::problem::problem_view;
 use super::{saved_flag, url_error};
@@ -22,7 +23,7 @@ pub fn UsersPage() -> impl IntoView {
             Ok(users) => users,
         };
         // Errors of role/password posts made without JavaScript.
-        let row_error = Signal::stored(url_error::<SetRole>().or_else(url_error::<ResetPassword>));
+        let row_error = Signal::stored(url_error(SetRole::PATH).or_else(|| url_error(ResetPassword::PATH)));
         view! {
             <section class="card">
                 <h1 class="page-title">{t!(i18n, users.title)}</h1>
@@ -73,7 +74,7 @@ pub fn UsersPage() -> impl IntoView {
             </section>
             <section class="card">
                 <h2 class="section-title">{t!(i18n, users.create_title)}</h2>
-                <CreateUserForm url_error=url_error::<CreateUser>() />
+                <CreateUserForm url_error=url_error(CreateUser::PATH) />
             </section>
         }
         .into_any()

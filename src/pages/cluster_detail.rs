@@ -2,6 +2,7 @@
 
 use leptos::prelude::*;
 use leptos_meta::Title;
+use server_fn::ServerFn;
 
 use super::problem::problem_view;
 use super::{route_id, url_error};
@@ -215,7 +216,7 @@ fn Overview(page: ClusterPage) -> impl IntoView {
                 view! {
                     <section class="card danger-zone">
                         <h2 class="section-title">{t!(i18n, detail.delete_title)}</h2>
-                        <DeleteClusterForm id url_error=url_error::<DeleteCluster>() />
+                        <DeleteClusterForm id url_error=url_error(DeleteCluster::PATH) />
                     </section>
                 }
             })}

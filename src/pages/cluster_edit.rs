@@ -2,6 +2,7 @@
 
 use leptos::prelude::*;
 use leptos_meta::Title;
+use server_fn::ServerFn;
 
 use super::problem::problem_view;
 use super::{route_id, url_error};
@@ -30,7 +31,7 @@ pub fn EditClusterPage() -> impl IntoView {
                             {t!(i18n, form.edit_title)} ": "
                             <span class="font-mono">{p.cluster.spec.name.to_string()}</span>
                         </h1>
-                        <EditClusterForm id=p.cluster.id values url_error=url_error::<UpdateCluster>() />
+                        <EditClusterForm id=p.cluster.id values url_error=url_error(UpdateCluster::PATH) />
                     </section>
                 }
                 .into_any()

@@ -2,6 +2,7 @@
 
 use leptos::prelude::*;
 use leptos_meta::Title;
+use server_fn::ServerFn;
 
 use super::problem::problem_view;
 use super::url_error;
@@ -16,7 +17,7 @@ pub fn NewClusterPage() -> impl IntoView {
     let form = Suspend::new(async move {
         match default_mode().await {
             Ok(mode) => {
-                view! { <CreateClusterForm default_mode=mode url_error=url_error::<CreateCluster>() /> }.into_any()
+                view! { <CreateClusterForm default_mode=mode url_error=url_error(CreateCluster::PATH) /> }.into_any()
             }
             Err(e) => problem_view(e),
         }

@@ -3,6 +3,7 @@
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
+use server_fn::ServerFn;
 
 use super::url_error;
 use crate::actions::auth::Login;
@@ -20,7 +21,7 @@ pub fn LoginPage() -> impl IntoView {
             <section class="card mx-auto max-w-md">
                 <h1 class="page-title">{t!(i18n, login.title)}</h1>
                 <p class="mb-6 text-slate-600">{t!(i18n, login.intro)}</p>
-                <LoginForm next url_error=url_error::<Login>() />
+                <LoginForm next url_error=url_error(Login::PATH) />
             </section>
         </Layout>
     }

@@ -12,16 +12,16 @@ pub mod problem;
 
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
-use server_fn::ServerFn;
 use server_fn::error::ServerFnUrlError;
 
 use crate::domain::AppError;
 
-/// The error a JavaScript-free post of server function `S` left in the URL.
-pub fn url_error<S: ServerFn>() -> Option<AppError> {
+/// The error a JavaScript-free post of the server function at `fn_path`
+/// (its `ServerFn::PATH`) left in the URL.
+pub fn url_error(fn_path: &str) -> Option<AppError> {
     let query = use_query_map().get_untracked();
     let (path, err) = (query.get("__path")?, query.get("__err")?);
-    (path == S::PATH).then(|| ServerFnUrlError::<AppError>::decode_err(&err))
+    (path == fn_path).then(|| ServerFnUrlError::<AppError>::decode_err(&err))
 }
 
 /// Whether the URL carries `saved=1` (set by a successful settings post).

@@ -1,0 +1,94 @@
+//! Account use cases on both real backends: the bootstrap/CLI admin upsert,
+//! user management rules, and sign-in throttling.
+
+mod support;
+
+use kubebyon::domain::user::{CurrentUser, Role};
+use kubebyon::domain::{AppError, ErrorCode, Field};
+use kubebyon::server::auth::rate_limit::{LoginLimiter, MAX_FAILURES};
+use kubebyon::server::db;
+use kubebyon::server::service::accounts;
+use support::each_backend;
+
+const PW: &str = "a long enough password";
+
+#[tokio::test]
+async fn admin_upsert_creates_then_resets_and_promotes() {
+    for t in each_backend().await {
+        assert!(accounts::upsert_admin(&t.pool, "root-admin", PW).await.unwrap(), "{}: created", t.backend);
+        let limiter = LoginLimiter::default();
+        let (user, token) = accounts::login(&t.pool, &limiter, "root-admin", PW, "c").await.unwrap();
+        assert!(user.is_admin());
+        // Resetting ends the old session and changes the password.
+        assert!(!accounts::upsert_admin(&t.pool, "root-admin", "another long password").await.unwrap());
+        assert_eq!(accounts::user_for_token(&t.pool, &token).await.unwrap(), None, "{}", t.backend);
+        let err = accounts::login(&t.pool, &limiter, "root-admin", PW, "c").await.unwrap_err();
+        assert_eq!(err.code, ErrorCode::LoginFailed);
+        // A plain user named by the CLI becomes an admin.
+        let u = support::user(&t.pool, "plain", Role::User).await;
+        accounts::upsert_admin(&t.pool, "plain", PW).await.unwrap();
+        assert_eq!(db::users::by_id(&t.pool, u.id).await.unwrap().unwrap().role, "admin");
+        // Bad input is refused before anything is written.
+        assert_eq!(
+            accounts::upsert_admin(&t.pool, "Bad Name", PW).await.unwrap_err(),
+            AppError::at(ErrorCode::UsernameInvalid, Field::Username)
+        );
+        assert_eq!(
+            accounts::upsert_admin(&t.pool, "shorty", "short").await.unwrap_err(),
+            AppError::at(ErrorCode::PasswordTooShort, Field::Password)
+        );
+        assert!(db::users::by_username(&t.pool, "shorty").await.unwrap().is_none());
+    }
+}
+
+#[tokio::test]
+async fn user_management_rules() {
+    for t in each_backend().await {
+        let admin = support::user(&t.pool, "boss", Role::Admin).await;
+        let user = CurrentUser { id: 0, username: "nobody".into(), role: Role::User };
+        let forbidden = AppError::new(ErrorCode::Forbidden);
+        assert_eq!(accounts::create_user(&t.pool, &user, "eve", PW, "admin").await.unwrap_err(), forbidden);
+        assert_eq!(accounts::list_users(&t.pool, &user).await.unwrap_err(), forbidden);
+
+        let id = accounts::create_user(&t.pool, &admin, "dora", PW, "user").await.unwrap();
+        assert_eq!(
+            accounts::create_user(&t.pool, &admin, "dora", PW, "user").await.unwrap_err(),
+            AppError::at(ErrorCode::UsernameTaken, Field::Username),
+            "{}",
+            t.backend
+        );
+        assert_eq!(
+            accounts::create_user(&t.pool, &admin, "eddy", PW, "root").await.unwrap_err(),
+            AppError::at(ErrorCode::RoleInvalid, Field::Role)
+        );
+        // The last admin keeps the role; with a second admin it can go.
+        assert_eq!(
+            accounts::set_role(&t.pool, &admin, admin.id, "user").await.unwrap_err(),
+            AppError::at(ErrorCode::LastAdmin, Field::Role)
+        );
+        accounts::set_role(&t.pool, &admin, id, "admin").await.unwrap();
+        accounts::set_role(&t.pool, &admin, admin.id, "user").await.unwrap();
+        assert_eq!(accounts::set_role(&t.pool, &admin, 9999, "user").await.unwrap_err().code, ErrorCode::NotFound);
+
+        let names: Vec<String> =
+            accounts::list_users(&t.pool, &admin).await.unwrap().into_iter().map(|u| u.username).collect();
+        assert_eq!(names, ["boss", "dora"]);
+        accounts::reset_password(&t.pool, &admin, id, "brand new password").await.unwrap();
+        let limiter = LoginLimiter::default();
+        assert!(accounts::login(&t.pool, &limiter, "dora", "brand new password", "c").await.is_ok());
+    }
+}
+
+#[tokio::test]
+async fn throttling_counts_per_user_and_client() {
+    let t = each_backend().await.remove(0);
+    accounts::upsert_admin(&t.pool, "target", PW).await.unwrap();
+    let limiter = LoginLimiter::default();
+    for _ in 0..MAX_FAILURES {
+        let e = accounts::login(&t.pool, &limiter, "target", "wrong password", "10.0.0.1").await.unwrap_err();
+        assert_eq!(e.code, ErrorCode::LoginFailed);
+    }
+    let e = accounts::login(&t.pool, &limiter, "target", PW, "10.0.0.1").await.unwrap_err();
+    assert_eq!(e.code, ErrorCode::LoginRateLimited);
+    assert!(accounts::login(&t.pool, &limiter, "target", PW, "10.0.0.2").await.is_ok(), "other client");
+}
