@@ -44,18 +44,18 @@ install_pinned_tool() {
 install_pinned_tool cargo-leptos "$CARGO_LEPTOS_VERSION" cargo-leptos cargo-util-schemas 0.14.1
 install_pinned_tool wasm-bindgen-cli "$WASM_BINDGEN_VERSION" wasm-bindgen webpki-roots 1.0.10
 
-LEPTOSFMT_VERSION=0.1.33
-if ! "$TOOLS_DIR/bin/leptosfmt" --version 2>/dev/null | grep -q "$LEPTOSFMT_VERSION"; then
-  log "building leptosfmt $LEPTOSFMT_VERSION from crates.io (once)"
-  CARGO_TARGET_DIR="$TOOLS_DIR/build" cargo install leptosfmt --version "=$LEPTOSFMT_VERSION" --locked --root "$TOOLS_DIR"
-fi
-
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   log "installing npm packages from package-lock.json"
   PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund
 fi
 
 if [ "${1:-}" = "--test" ]; then
+  LEPTOSFMT_VERSION=0.1.33
+  if ! "$TOOLS_DIR/bin/leptosfmt" --version 2>/dev/null | grep -q "$LEPTOSFMT_VERSION"; then
+    log "building leptosfmt $LEPTOSFMT_VERSION from crates.io (once)"
+    CARGO_TARGET_DIR="$TOOLS_DIR/build" cargo install leptosfmt --version "=$LEPTOSFMT_VERSION" --locked --root "$TOOLS_DIR"
+  fi
+
   missing=()
   command -v chromium >/dev/null || missing+=(chromium)
   [ -d /usr/share/fonts/opentype/noto ] || missing+=(fonts-noto-cjk)

@@ -253,6 +253,10 @@ async fn bad_input_gets_4xx_with_a_code_and_changes_nothing() {
         assert_eq!((r.status.as_u16(), r.code()), (status, code.to_owned()), "{what}: {}", r.body);
     }
     assert_eq!(c.get("/api/console/clusters/abc", a).await.code(), "not_found");
+    let r = c.get("/api/console/nothing-here", a).await;
+    assert_eq!((r.status, r.code()), (StatusCode::NOT_FOUND, "not_found".into()));
+    let r = c.send("PUT", "/api/console/clusters", a, Some("application/json"), "{}").await;
+    assert_eq!(r.status, StatusCode::METHOD_NOT_ALLOWED);
     assert_eq!(c.get("/api/console/clusters/999", a).await.code(), "not_found");
     assert_eq!((count(&c, "clusters").await, count(&c, "cluster_operations").await), (0, 0));
 

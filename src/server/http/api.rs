@@ -201,3 +201,8 @@ pub async fn logout(State(st): State<AppState>, headers: http::HeaderMap) -> Res
     Ok(([(header::SET_COOKIE, session::clear_cookie(st.config.public_url_is_https()))], StatusCode::NO_CONTENT)
         .into_response())
 }
+
+/// Any other `/api/...` path: a JSON 404, not the HTML page.
+pub async fn not_found() -> ApiError {
+    ApiError(AppError::new(ErrorCode::NotFound))
+}

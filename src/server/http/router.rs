@@ -4,7 +4,7 @@ use axum::Router;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::response::IntoResponse;
-use axum::routing::{get, post};
+use axum::routing::{any, get, post};
 use leptos::prelude::provide_context;
 use leptos_axum::{LeptosRoutes, generate_route_list, handle_server_fns_with_context};
 use tower_http::limit::RequestBodyLimitLayer;
@@ -34,6 +34,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/admin/system-settings", get(api::get_settings).put(api::update_settings))
         .route("/api/auth/login", post(api::login))
         .route("/api/auth/logout", post(api::logout))
+        .route("/api/{*rest}", any(api::not_found))
         .route("/lang/{code}", get(lang::switch))
         .route("/healthz", get(|| async { "ok" }))
         .route("/fn/{*name}", post(server_fns))
