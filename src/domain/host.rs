@@ -68,10 +68,6 @@ impl Host {
             other => other.to_string(),
         }
     }
-
-    pub fn is_ip(&self) -> bool {
-        !matches!(self, Self::Dns(_))
-    }
 }
 
 impl fmt::Display for Host {
