@@ -7,6 +7,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
 
+# Not installed here: Go (>= 1.25, for kube-apiserver; Debian's is too old)
+# and kubectl, both on this project's machines; say so early when missing.
+for tool in go kubectl; do
+  command -v "$tool" >/dev/null || echo "install-tools: $tool is not on PATH; the host cluster needs it (docs/testing.md)" >&2
+done
+
 CARGO_LEPTOS_VERSION=0.3.11
 WASM_BINDGEN_VERSION=$(sed -n 's/^wasm-bindgen = { version = "=\([0-9.]*\)".*/\1/p' Cargo.toml)
 : "${WASM_BINDGEN_VERSION:?wasm-bindgen must be pinned with = in Cargo.toml}"
@@ -57,12 +63,16 @@ if [ "${1:-}" = "--test" ]; then
   fi
 
   missing=()
+  command -v curl >/dev/null || missing+=(curl)
+  command -v python3 >/dev/null || missing+=(python3)
   command -v chromium >/dev/null || missing+=(chromium)
   [ -d /usr/share/fonts/opentype/noto ] || missing+=(fonts-noto-cjk)
   pg_bin >/dev/null 2>&1 || missing+=(postgresql)
   if [ ${#missing[@]} -gt 0 ]; then
     log "installing Debian packages: ${missing[*]}"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
+    sudo=""
+    [ "$(id -u)" = 0 ] || sudo=sudo
+    $sudo apt-get update -qq
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
   fi
 fi

@@ -164,7 +164,8 @@ async fn users_see_only_their_own_clusters_and_no_admin_api() {
             "PUT",
             "/api/admin/system-settings",
             Some(&alice),
-            json!({"default_cluster_public_access_mode": "loadbalancer"}),
+            json!({"default_cluster_public_access_mode": "loadbalancer", "nodeport_public_host": null,
+                   "load_balancer_annotations": null, "load_balancer_class": null}),
         )
         .await;
     assert_eq!(r.code(), "forbidden");
@@ -260,20 +261,23 @@ async fn bad_input_gets_4xx_with_a_code_and_changes_nothing() {
     assert_eq!(c.get("/api/console/clusters/999", a).await.code(), "not_found");
     assert_eq!((count(&c, "clusters").await, count(&c, "cluster_operations").await), (0, 0));
 
-    // Settings validation.
+    // Settings validation: a PUT carries every field (null clears one).
     let admin = c.login("admin", PW).await;
+    let settings = |mode: &str, host: Value, ann: Value, class: Value| {
+        json!({"default_cluster_public_access_mode": mode, "nodeport_public_host": host,
+               "load_balancer_annotations": ann, "load_balancer_class": class})
+    };
+    let mut missing = settings("nodeport", Value::Null, Value::Null, Value::Null);
+    missing.as_object_mut().unwrap().remove("load_balancer_class");
+    let mut extra = settings("nodeport", Value::Null, Value::Null, Value::Null);
+    extra.as_object_mut().unwrap().insert("surprise".into(), json!(true));
     for (body, code) in [
-        (json!({"default_cluster_public_access_mode": "ingress"}), "mode_invalid"),
-        (json!({"default_cluster_public_access_mode": "nodeport", "nodeport_public_host": "a b"}), "host_invalid"),
-        (
-            json!({"default_cluster_public_access_mode": "nodeport", "load_balancer_annotations": {"bad key": "x"}}),
-            "annotations_invalid",
-        ),
-        (
-            json!({"default_cluster_public_access_mode": "nodeport", "load_balancer_class": "no way"}),
-            "load_balancer_class_invalid",
-        ),
-        (json!({"default_cluster_public_access_mode": "nodeport", "surprise": true}), "bad_request"),
+        (settings("ingress", Value::Null, Value::Null, Value::Null), "mode_invalid"),
+        (settings("nodeport", json!("a b"), Value::Null, Value::Null), "host_invalid"),
+        (settings("nodeport", Value::Null, json!({"bad key": "x"}), Value::Null), "annotations_invalid"),
+        (settings("nodeport", Value::Null, Value::Null, json!("no way")), "load_balancer_class_invalid"),
+        (missing, "bad_request"),
+        (extra, "bad_request"),
     ] {
         let r = c.json("PUT", "/api/admin/system-settings", Some(&admin), body).await;
         assert_eq!(r.code(), code, "{}", r.body);
@@ -381,6 +385,15 @@ async fn pages_redirect_anonymous_users_and_forms_post_without_javascript() {
     // The page it returns to shows the translated error next to the host field.
     let page = c.get(location.trim_start_matches("http://127.0.0.1:3000"), Some(&alice)).await;
     assert!(page.body.contains(r#"data-error-code="host_required_for_load_balancer""#), "error shown");
+
+    // The same refusal to a JavaScript caller is a JSON error with its own 4xx status.
+    let r = c.send("POST", "/fn/clusters/create", Some(&alice), Some("application/x-www-form-urlencoded"), form).await;
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::UNPROCESSABLE_ENTITY, "host_required_for_load_balancer".into()),
+        "{:?}",
+        r.headers
+    );
 
     let ok = "name=withlb&cpu=2&memory_gib=4&storage_gib=20&public_access_enabled=on&public_access_mode=loadbalancer&control_plane_host=lb.example.com";
     let r = c

@@ -165,6 +165,8 @@ async fn spec_and_status_writers_do_not_overwrite_each_other() {
             ..status.clone()
         };
         db::clusters::write_status(&t.pool, id, &lb_status).await.unwrap();
+        // A late writer still at generation 1 cannot roll the status back.
+        assert!(!db::clusters::write_status(&t.pool, id, &status).await.unwrap(), "{}", t.backend);
         let c = db::clusters::get(&t.pool, id).await.unwrap().unwrap();
         assert_eq!(c.status.public_access_port, None);
         assert_eq!(c.spec, new, "{}: status write left spec alone", t.backend);

@@ -4,10 +4,20 @@
 //! are non-browser clients and only pass when they send JSON, which a
 //! cross-site HTML form cannot.
 
-/// `host` is the request's `Host` header; `origin`/`referer` as sent.
-pub fn write_allowed(host: Option<&str>, origin: Option<&str>, referer: Option<&str>, is_json: bool) -> bool {
-    let Some(host) = host else { return false };
-    let same = |url: &str| authority(url).is_some_and(|a| a.eq_ignore_ascii_case(host));
+/// `host` is the request's `Host` header, `public` the authority of the
+/// configured public URL (a proxy may rewrite `Host`); `origin`/`referer` as sent.
+pub fn write_allowed(
+    host: Option<&str>,
+    public: Option<&str>,
+    origin: Option<&str>,
+    referer: Option<&str>,
+    is_json: bool,
+) -> bool {
+    let ours: Vec<&str> = host.into_iter().chain(public).collect();
+    if ours.is_empty() {
+        return false;
+    }
+    let same = |url: &str| authority(url).is_some_and(|a| ours.iter().any(|o| a.eq_ignore_ascii_case(o)));
     match (origin, referer) {
         (Some(o), _) if o != "null" => same(o),
         (_, Some(r)) => same(r),
@@ -17,7 +27,7 @@ pub fn write_allowed(host: Option<&str>, origin: Option<&str>, referer: Option<&
 }
 
 /// `http://host:port/path` → `host:port`.
-fn authority(url: &str) -> Option<&str> {
+pub fn authority(url: &str) -> Option<&str> {
     let rest = url.strip_prefix("http://").or_else(|| url.strip_prefix("https://"))?;
     Some(rest.split(['/', '?', '#']).next().unwrap_or(rest))
 }
@@ -43,7 +53,11 @@ mod tests {
             (None, Some("http://127.0.0.1:3000"), None, false, false),
         ];
         for (host, origin, referer, json, want) in cases {
-            assert_eq!(write_allowed(host, origin, referer, json), want, "{origin:?} {referer:?} {json}");
+            assert_eq!(write_allowed(host, None, origin, referer, json), want, "{origin:?} {referer:?} {json}");
         }
+        // Behind a proxy that rewrites Host, the public URL's authority counts.
+        let public = Some("console.example.com");
+        assert!(write_allowed(Some("10.0.0.2:3000"), public, Some("https://console.example.com"), None, false));
+        assert!(!write_allowed(Some("10.0.0.2:3000"), public, Some("https://evil.example"), None, false));
     }
 }

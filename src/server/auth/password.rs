@@ -33,10 +33,12 @@ pub async fn verify(password: String, stored: String) -> Result<bool, PasswordEr
     .await?)
 }
 
-/// A hash of a random password, verified against when the username does not
-/// exist, so both cases take the same time.
-pub async fn decoy_hash() -> Result<String, PasswordError> {
-    hash(generate_password()).await
+/// Verifies against a hash of a random password (made once): what an unknown
+/// username costs, so it takes as long as a wrong password. Always false.
+pub async fn verify_decoy(password: String) -> Result<bool, PasswordError> {
+    static DECOY: tokio::sync::OnceCell<String> = tokio::sync::OnceCell::const_new();
+    let decoy = DECOY.get_or_try_init(|| hash(generate_password())).await?;
+    verify(password, decoy.clone()).await.map(|_| false)
 }
 
 /// A random password for the bootstrap admin: 20 characters, ~119 bits.

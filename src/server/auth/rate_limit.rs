@@ -1,12 +1,16 @@
 //! Failed-login throttling: after `MAX_FAILURES` failures for one username from
 //! one client address within `WINDOW_SECS`, further attempts are refused until
-//! the window passes. In memory, per console process.
+//! the window passes. In memory, per console process. An attempt is counted as
+//! a failure when it starts (and forgiven on success), so a burst of parallel
+//! guesses cannot all pass the check before any failure is recorded.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 
 pub const MAX_FAILURES: u32 = 5;
 pub const WINDOW_SECS: i64 = 15 * 60;
+/// Entries kept at most; past it, new pairs are refused until old ones expire.
+pub const MAX_ENTRIES: usize = 100_000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Attempts {
@@ -40,18 +44,24 @@ impl LoginLimiter {
         f(&mut guard)
     }
 
-    pub fn allowed(&self, username: &str, client: &str, now: i64) -> bool {
-        self.with(|m| m.get(&(username.to_owned(), client.to_owned())).is_none_or(|a| allowed(*a, now)))
-    }
-
-    pub fn record_failure(&self, username: &str, client: &str, now: i64) {
+    /// Starts an attempt: false when the pair is locked out (or the table is
+    /// full); otherwise counts it as a failure until `record_success`.
+    pub fn begin(&self, username: &str, client: &str, now: i64) -> bool {
         self.with(|m| {
-            if m.len() > 100_000 {
+            let key = (username.to_owned(), client.to_owned());
+            if !m.contains_key(&key) && m.len() >= MAX_ENTRIES {
                 m.retain(|_, a| now - a.window_start < WINDOW_SECS);
+                if m.len() >= MAX_ENTRIES {
+                    return false;
+                }
             }
-            let entry = m.entry((username.to_owned(), client.to_owned())).or_default();
+            let entry = m.entry(key).or_default();
+            if !allowed(*entry, now) {
+                return false;
+            }
             *entry = after_failure(*entry, now);
-        });
+            true
+        })
     }
 
     pub fn record_success(&self, username: &str, client: &str) {
@@ -64,26 +74,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn five_failures_lock_until_the_window_ends() {
+    fn five_attempts_lock_until_the_window_ends() {
         let l = LoginLimiter::default();
         for i in 0..MAX_FAILURES {
-            assert!(l.allowed("alice", "1.2.3.4", 100 + i64::from(i)));
-            l.record_failure("alice", "1.2.3.4", 100 + i64::from(i));
+            assert!(l.begin("alice", "1.2.3.4", 100 + i64::from(i)));
         }
-        assert!(!l.allowed("alice", "1.2.3.4", 200));
-        assert!(l.allowed("alice", "5.6.7.8", 200), "other clients are not locked out");
-        assert!(l.allowed("bob", "1.2.3.4", 200), "other users are not locked out");
-        assert!(l.allowed("alice", "1.2.3.4", 100 + WINDOW_SECS));
+        assert!(!l.begin("alice", "1.2.3.4", 200), "sixth attempt refused, even in parallel");
+        assert!(l.begin("alice", "5.6.7.8", 200), "other clients are not locked out");
+        assert!(l.begin("bob", "1.2.3.4", 200), "other users are not locked out");
+        assert!(l.begin("alice", "1.2.3.4", 100 + WINDOW_SECS));
     }
 
     #[test]
-    fn success_resets() {
+    fn success_forgives() {
         let l = LoginLimiter::default();
-        for _ in 0..MAX_FAILURES {
-            l.record_failure("a", "c", 10);
+        for _ in 0..MAX_FAILURES - 1 {
+            assert!(l.begin("a", "c", 10));
         }
         l.record_success("a", "c");
-        assert!(l.allowed("a", "c", 11));
+        for _ in 0..MAX_FAILURES {
+            assert!(l.begin("a", "c", 11));
+        }
     }
 
     #[test]

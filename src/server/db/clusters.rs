@@ -196,10 +196,13 @@ pub async fn request_deletion(pool: &AnyPool, id: i64, requested_by: i64) -> Res
 }
 
 /// The reconciler's only write: the whole observed status, never spec columns.
+/// A stale write (for an older generation than already observed, or a newer
+/// one than exists) changes nothing and returns false.
 pub async fn write_status(pool: &AnyPool, id: i64, status: &ClusterStatus) -> Result<bool, DbError> {
     let done = sqlx::query(
         "UPDATE clusters SET phase = $1, message = $2, public_access_port = $3, api_endpoint = $4, \
-         kubeconfig_available = $5, connection_status = $6, observed_generation = $7 WHERE id = $8",
+         kubeconfig_available = $5, connection_status = $6, observed_generation = $7 \
+         WHERE id = $8 AND observed_generation <= $7 AND $7 <= generation",
     )
     .bind(status.phase.as_str())
     .bind(status.message.as_str())

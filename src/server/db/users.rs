@@ -68,13 +68,25 @@ pub async fn set_role(pool: &AnyPool, id: i64, role: Role) -> Result<bool, DbErr
 
 /// Sets a new hash and ends the user's sessions, in one transaction.
 pub async fn set_password(pool: &AnyPool, id: i64, password_hash: &str) -> Result<bool, DbError> {
+    set_password_and_role(pool, id, password_hash, None).await
+}
+
+/// Sets a new hash (and, if given, the role) and ends the user's sessions, in one transaction.
+pub async fn set_password_and_role(
+    pool: &AnyPool,
+    id: i64,
+    password_hash: &str,
+    role: Option<Role>,
+) -> Result<bool, DbError> {
     let mut tx = pool.begin().await?;
-    let done = sqlx::query("UPDATE users SET password_hash = $1, updated_at = $2 WHERE id = $3")
-        .bind(password_hash)
-        .bind(now())
-        .bind(id)
-        .execute(&mut *tx)
-        .await?;
+    let done =
+        sqlx::query("UPDATE users SET password_hash = $1, role = COALESCE($2, role), updated_at = $3 WHERE id = $4")
+            .bind(password_hash)
+            .bind(role.map(Role::as_str))
+            .bind(now())
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
     sqlx::query("DELETE FROM sessions WHERE user_id = $1").bind(id).execute(&mut *tx).await?;
     tx.commit().await?;
     Ok(done.rows_affected() == 1)

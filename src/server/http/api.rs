@@ -126,17 +126,24 @@ pub async fn get_settings(State(st): State<AppState>, ApiUser(u): ApiUser) -> Ap
     Ok(Json(settings::get(&st.pool).await?))
 }
 
-/// The settings body: the same fields as `SystemSettings`, all required.
+/// The settings body: every field is required (a PUT replaces the whole set);
+/// `null` clears the optional ones.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SettingsBody {
     default_cluster_public_access_mode: String,
-    #[serde(default)]
+    #[serde(deserialize_with = "present")]
     nodeport_public_host: Option<String>,
-    #[serde(default)]
-    load_balancer_annotations: std::collections::BTreeMap<String, String>,
-    #[serde(default)]
+    #[serde(deserialize_with = "present")]
+    load_balancer_annotations: Option<std::collections::BTreeMap<String, String>>,
+    #[serde(deserialize_with = "present")]
     load_balancer_class: Option<String>,
+}
+
+/// A nullable field that must still be present: serde treats a missing
+/// `Option` as `None` unless a custom deserializer is named.
+fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    Option::<T>::deserialize(d)
 }
 
 pub async fn update_settings(
@@ -145,15 +152,14 @@ pub async fn update_settings(
     ApiJson(body): ApiJson<SettingsBody>,
 ) -> ApiResult<SystemSettings> {
     // Annotations go through the same text parser as the form, so the rules are one.
-    if body.load_balancer_annotations.values().any(|v| v.contains('\n'))
-        || body.load_balancer_annotations.keys().any(|k| k.contains([':', '=', '\n']))
-    {
+    let annotations = body.load_balancer_annotations.unwrap_or_default();
+    if annotations.values().any(|v| v.contains('\n')) || annotations.keys().any(|k| k.contains([':', '=', '\n'])) {
         return Err(ApiError(AppError::at(
             ErrorCode::AnnotationsInvalid,
             crate::domain::Field::LoadBalancerAnnotations,
         )));
     }
-    let annotations: String = body.load_balancer_annotations.iter().map(|(k, v)| format!("{k}: {v}\n")).collect();
+    let annotations: String = annotations.iter().map(|(k, v)| format!("{k}: {v}\n")).collect();
     let input = SettingsInput {
         default_mode: &body.default_cluster_public_access_mode,
         nodeport_public_host: body.nodeport_public_host.as_deref().unwrap_or_default(),

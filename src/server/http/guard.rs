@@ -6,7 +6,8 @@ use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
-use http::{HeaderMap, header};
+use http::{HeaderMap, StatusCode, header};
+use server_fn::error::SERVER_FN_ERROR_HEADER;
 
 use crate::domain::{AppError, ErrorCode};
 use crate::server::auth::{origin, session};
@@ -14,6 +15,7 @@ use crate::server::service::accounts;
 use crate::server::state::AppState;
 
 use super::api::ApiError;
+use super::router::BODY_LIMIT;
 use crate::components::layout::encode;
 
 /// Pages that need a signed-in user. Everything else (sign-in page, assets,
@@ -22,10 +24,18 @@ pub fn needs_sign_in(path: &str) -> bool {
     path == "/" || ["/clusters", "/admin"].iter().any(|p| path == *p || path.starts_with(&format!("{p}/")))
 }
 
-/// A `next=` target that stays on this site (no `//host` or scheme).
+/// A `next=` target that stays on this site: a path starting with one `/`,
+/// only visible ASCII (browsers drop tabs and newlines, so `/\t/evil` would
+/// become `//evil`), no backslash.
 pub fn safe_next(next: Option<&str>) -> &str {
     match next {
-        Some(n) if n.starts_with('/') && !n.starts_with("//") && !n.contains('\\') => n,
+        Some(n)
+            if n.starts_with('/')
+                && !n.starts_with("//")
+                && n.bytes().all(|b| (0x21..=0x7e).contains(&b) && b != b'\\') =>
+        {
+            n
+        }
         _ => "/clusters",
     }
 }
@@ -44,8 +54,10 @@ pub async fn guard(State(state): State<AppState>, mut req: Request<Body>, next: 
 
     if !req.method().is_safe() {
         let is_json = header_str(headers, header::CONTENT_TYPE).is_some_and(|c| c.starts_with("application/json"));
+        let public = state.config.public_url.as_deref().and_then(origin::authority);
         let allowed = origin::write_allowed(
             header_str(headers, header::HOST),
+            public,
             header_str(headers, header::ORIGIN),
             header_str(headers, header::REFERER),
             is_json,
@@ -64,13 +76,28 @@ pub async fn guard(State(state): State<AppState>, mut req: Request<Body>, next: 
     if let Some(user) = user {
         req.extensions_mut().insert(user);
     }
-    let mut res = next.run(req).await;
+    let mut res = server_fn_status(next.run(req).await).await;
     let h = res.headers_mut();
     h.insert(header::X_CONTENT_TYPE_OPTIONS, http::HeaderValue::from_static("nosniff"));
     h.insert(header::X_FRAME_OPTIONS, http::HeaderValue::from_static("DENY"));
     // Same-origin referers let no-JS form posts return to their page.
     h.insert(header::REFERRER_POLICY, http::HeaderValue::from_static("same-origin"));
     res
+}
+
+/// server_fn answers every refused server function call with 500. A refusal
+/// is an `AppError`, so give it that code's status (the server_fn client reads
+/// any 4xx/5xx as an error). JavaScript-free posts are redirects and stay so.
+async fn server_fn_status(res: Response) -> Response {
+    if res.status() != StatusCode::INTERNAL_SERVER_ERROR || !res.headers().contains_key(SERVER_FN_ERROR_HEADER) {
+        return res;
+    }
+    let (mut parts, body) = res.into_parts();
+    let bytes = axum::body::to_bytes(body, BODY_LIMIT).await.unwrap_or_default();
+    if let Ok(err) = serde_json::from_slice::<AppError>(&bytes) {
+        parts.status = StatusCode::from_u16(err.code.http_status()).unwrap_or(parts.status);
+    }
+    Response::from_parts(parts, Body::from(bytes))
 }
 
 #[cfg(test)]
@@ -92,7 +119,17 @@ mod tests {
     #[test]
     fn next_targets() {
         assert_eq!(safe_next(Some("/clusters/3")), "/clusters/3");
-        for bad in [None, Some(""), Some("//evil.example"), Some("https://evil.example"), Some("/\\evil")] {
+        for bad in [
+            None,
+            Some(""),
+            Some("//evil.example"),
+            Some("https://evil.example"),
+            Some("/\\evil"),
+            Some("/\t/evil.example"),
+            Some("/\n/evil.example"),
+            Some("/ /evil.example"),
+            Some("/集群"),
+        ] {
             assert_eq!(safe_next(bad), "/clusters", "{bad:?}");
         }
         assert_eq!(encode("/clusters?a=b c"), "/clusters%3Fa%3Db%20c");

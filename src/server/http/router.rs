@@ -1,12 +1,9 @@
 //! The whole HTTP surface in one axum `Router`, shared by `main` and the tests.
 
 use axum::Router;
-use axum::body::Body;
-use axum::extract::{Request, State};
-use axum::response::IntoResponse;
 use axum::routing::{any, get, post};
 use leptos::prelude::provide_context;
-use leptos_axum::{LeptosRoutes, generate_route_list, handle_server_fns_with_context};
+use leptos_axum::{LeptosRoutes, generate_route_list};
 use tower_http::limit::RequestBodyLimitLayer;
 
 use super::{api, guard, lang};
@@ -15,10 +12,6 @@ use crate::server::state::AppState;
 
 /// Request bodies larger than this are refused with 413.
 pub const BODY_LIMIT: usize = 64 * 1024;
-
-async fn server_fns(State(state): State<AppState>, req: Request<Body>) -> impl IntoResponse {
-    handle_server_fns_with_context(move || provide_context(state.clone()), req).await
-}
 
 pub fn router(state: AppState) -> Router {
     let routes = generate_route_list(App);
@@ -37,7 +30,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/{*rest}", any(api::not_found))
         .route("/lang/{code}", get(lang::switch))
         .route("/healthz", get(|| async { "ok" }))
-        .route("/fn/{*name}", post(server_fns))
+        // Also mounts every server function at its path (`/fn/...`), with the same context.
         .leptos_routes_with_context(
             &state,
             routes,

@@ -20,20 +20,26 @@ pub async fn login(
     secret: &str,
     client: &str,
 ) -> Result<(CurrentUser, String), AppError> {
-    let username = username.trim();
     let t = db::now();
-    if !limiter.allowed(username, client, t) {
+    // Names that cannot exist fail like a wrong password and take no limiter entry.
+    let Ok(username) = Username::parse(username) else {
+        password::verify_decoy(secret.to_owned()).await.map_err(internal)?;
+        tracing::warn!("login failed");
+        return Err(AppError::new(ErrorCode::LoginFailed));
+    };
+    let username = username.as_str();
+    if !limiter.begin(username, client, t) {
         tracing::warn!("login refused: too many failures");
         return Err(AppError::new(ErrorCode::LoginRateLimited));
     }
     let row = db::users::by_username(pool, username).await?;
-    let stored = match &row {
-        Some(r) => r.password_hash.clone(),
-        None => password::decoy_hash().await.map_err(internal)?,
-    };
-    let ok = password::verify(secret.to_owned(), stored).await.map_err(internal)?;
+    // Unknown users cost one verify, like known ones.
+    let ok = match &row {
+        Some(r) => password::verify(secret.to_owned(), r.password_hash.clone()).await,
+        None => password::verify_decoy(secret.to_owned()).await,
+    }
+    .map_err(internal)?;
     let Some(row) = row.filter(|_| ok) else {
-        limiter.record_failure(username, client, t);
         tracing::warn!("login failed");
         return Err(AppError::new(ErrorCode::LoginFailed));
     };
@@ -129,8 +135,7 @@ pub async fn upsert_admin(pool: &AnyPool, username: &str, secret: &str) -> Resul
     let hash = password::hash(new_password.expose().to_owned()).await.map_err(internal)?;
     match db::users::by_username(pool, username.as_str()).await? {
         Some(row) => {
-            db::users::set_password(pool, row.id, &hash).await?;
-            db::users::set_role(pool, row.id, Role::Admin).await?;
+            db::users::set_password_and_role(pool, row.id, &hash, Some(Role::Admin)).await?;
             Ok(false)
         }
         None => {
