@@ -356,6 +356,13 @@ async fn pages_redirect_anonymous_users_and_forms_post_without_javascript() {
     assert_eq!(r.status, StatusCode::SEE_OTHER);
     assert_eq!(r.headers["location"], "/login?next=/clusters/new");
     assert_eq!(c.get("/login", None).await.status, StatusCode::OK);
+    // Redirect targets stay on this site, whatever the encoding tricks.
+    for next in ["/%09/evil.example", "//evil.example", "https://evil.example", "/%0A/x", "/%E9%9B%86"] {
+        let r = c.get(&format!("/lang/zh-CN?next={next}"), None).await;
+        assert_eq!(r.headers["location"], "/clusters", "{next}");
+    }
+    assert_eq!(c.get("/lang/zh-CN?next=/clusters/new", None).await.headers["location"], "/clusters/new");
+    assert_eq!(c.get("/lang/xx", None).await.status, StatusCode::NOT_FOUND);
 
     // A plain HTML form post (no JavaScript): 302 back to the form with the error.
     let alice = c.login("alice", PW).await;
