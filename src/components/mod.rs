@@ -4,6 +4,7 @@
 pub mod error_text;
 pub mod field;
 pub mod hydration;
+pub mod island_form;
 pub mod islands;
 pub mod labels;
 pub mod layout;

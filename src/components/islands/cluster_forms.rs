@@ -1,13 +1,13 @@
 //! Create and edit forms for a cluster. Both share the field components;
 //! the create form preselects the admin's default mode.
 
-use leptos::form::ActionForm;
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::actions::clusters::{CreateCluster, UpdateCluster};
-use crate::components::error_text::{FormError, action_error};
+use crate::components::error_text::action_error;
 use crate::components::field::TextField;
+use crate::components::island_form::IslandForm;
 use crate::components::public_access_fields::PublicAccessFields;
 use crate::domain::cluster::Cluster;
 use crate::domain::{AppError, Field, PublicAccessMode, Resources};
@@ -91,19 +91,11 @@ fn ResourceFields(values: ClusterFormValues, #[prop(into)] error: Signal<Option<
 #[island]
 pub fn CreateClusterForm(default_mode: PublicAccessMode, url_error: Option<AppError>) -> impl IntoView {
     let i18n = use_i18n();
-    let hydrated = crate::components::hydration::hydration_flag();
     let action = ServerAction::<CreateCluster>::new();
     let error = action_error(action.value(), url_error);
     let values = ClusterFormValues::new_cluster(default_mode);
     view! {
-        <ActionForm
-            action
-            attr:data-hydrated=hydrated
-            attr:class="form"
-            attr:novalidate=true
-            attr:data-form="create-cluster"
-        >
-            <FormError error />
+        <IslandForm action name="create-cluster" error>
             <TextField
                 field=Field::Name
                 label=t_string!(i18n, form.name)
@@ -123,25 +115,17 @@ pub fn CreateClusterForm(default_mode: PublicAccessMode, url_error: Option<AppEr
                     {t!(i18n, form.cancel)}
                 </a>
             </div>
-        </ActionForm>
+        </IslandForm>
     }
 }
 
 #[island]
 pub fn EditClusterForm(id: i64, values: ClusterFormValues, url_error: Option<AppError>) -> impl IntoView {
     let i18n = use_i18n();
-    let hydrated = crate::components::hydration::hydration_flag();
     let action = ServerAction::<UpdateCluster>::new();
     let error = action_error(action.value(), url_error);
     view! {
-        <ActionForm
-            action
-            attr:data-hydrated=hydrated
-            attr:class="form"
-            attr:novalidate=true
-            attr:data-form="edit-cluster"
-        >
-            <FormError error />
+        <IslandForm action name="edit-cluster" error>
             <input type="hidden" name="id" value=id />
             <ResourceFields values=values.clone() error />
             <PublicAccessFields enabled=values.enabled mode=values.mode host=values.host error />
@@ -153,6 +137,6 @@ pub fn EditClusterForm(id: i64, values: ClusterFormValues, url_error: Option<App
                     {t!(i18n, form.cancel)}
                 </a>
             </div>
-        </ActionForm>
+        </IslandForm>
     }
 }

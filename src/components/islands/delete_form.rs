@@ -1,29 +1,21 @@
 //! Deleting a cluster: the user types its name to confirm.
 
-use leptos::form::ActionForm;
 use leptos::prelude::*;
 
 use crate::actions::clusters::DeleteCluster;
-use crate::components::error_text::{FormError, action_error};
+use crate::components::error_text::action_error;
 use crate::components::field::TextField;
+use crate::components::island_form::IslandForm;
 use crate::domain::{AppError, Field};
 use crate::i18n::*;
 
 #[island]
 pub fn DeleteClusterForm(id: i64, url_error: Option<AppError>) -> impl IntoView {
     let i18n = use_i18n();
-    let hydrated = crate::components::hydration::hydration_flag();
     let action = ServerAction::<DeleteCluster>::new();
     let error = action_error(action.value(), url_error);
     view! {
-        <ActionForm
-            action
-            attr:data-hydrated=hydrated
-            attr:class="form"
-            attr:novalidate=true
-            attr:data-form="delete-cluster"
-        >
-            <FormError error />
+        <IslandForm action name="delete-cluster" error>
             <p class="text-sm text-slate-700">{t!(i18n, detail.delete_warning)}</p>
             <input type="hidden" name="id" value=id />
             <TextField
@@ -37,6 +29,6 @@ pub fn DeleteClusterForm(id: i64, url_error: Option<AppError>) -> impl IntoView 
             <button type="submit" class="btn btn-danger" disabled=move || action.pending().get()>
                 {t!(i18n, detail.delete_submit)}
             </button>
-        </ActionForm>
+        </IslandForm>
     }
 }

@@ -1,23 +1,21 @@
 //! The sign-in form.
 
-use leptos::form::ActionForm;
 use leptos::prelude::*;
 
 use crate::actions::auth::Login;
-use crate::components::error_text::{FormError, action_error};
+use crate::components::error_text::action_error;
 use crate::components::field::TextField;
+use crate::components::island_form::IslandForm;
 use crate::domain::{AppError, Field};
 use crate::i18n::*;
 
 #[island]
 pub fn LoginForm(next: Option<String>, url_error: Option<AppError>) -> impl IntoView {
     let i18n = use_i18n();
-    let hydrated = crate::components::hydration::hydration_flag();
     let action = ServerAction::<Login>::new();
     let error = action_error(action.value(), url_error);
     view! {
-        <ActionForm action attr:data-hydrated=hydrated attr:class="form" attr:novalidate=true>
-            <FormError error />
+        <IslandForm action name="login" error>
             <input type="hidden" name="next" value=next.unwrap_or_default() />
             <TextField
                 field=Field::Username
@@ -39,6 +37,6 @@ pub fn LoginForm(next: Option<String>, url_error: Option<AppError>) -> impl Into
             <button type="submit" class="btn btn-primary w-full" disabled=move || action.pending().get()>
                 {t!(i18n, login.submit)}
             </button>
-        </ActionForm>
+        </IslandForm>
     }
 }

@@ -1,18 +1,17 @@
 //! The admin's system settings form.
 
-use leptos::form::ActionForm;
 use leptos::prelude::*;
 
 use crate::actions::settings::SaveSettings;
-use crate::components::error_text::{FieldError, FormError, action_error};
+use crate::components::error_text::{FieldError, action_error};
 use crate::components::field::TextField;
+use crate::components::island_form::IslandForm;
 use crate::domain::{AppError, Field, PublicAccessMode, SystemSettings};
 use crate::i18n::*;
 
 #[island]
 pub fn SettingsForm(settings: SystemSettings, url_error: Option<AppError>) -> impl IntoView {
     let i18n = use_i18n();
-    let hydrated = crate::components::hydration::hydration_flag();
     let action = ServerAction::<SaveSettings>::new();
     let error = action_error(action.value(), url_error);
     let annotations_invalid = move || error.get().is_some_and(|e| e.field == Some(Field::LoadBalancerAnnotations));
@@ -32,8 +31,7 @@ pub fn SettingsForm(settings: SystemSettings, url_error: Option<AppError>) -> im
         }
     };
     view! {
-        <ActionForm action attr:data-hydrated=hydrated attr:class="form" attr:novalidate=true attr:data-form="settings">
-            <FormError error />
+        <IslandForm action name="settings" error>
             <fieldset class="card-section" aria-describedby="default_mode-hint lb-note">
                 <legend class="section-title">{t!(i18n, settings.default_mode)}</legend>
                 <div class="flex gap-6">
@@ -89,6 +87,6 @@ pub fn SettingsForm(settings: SystemSettings, url_error: Option<AppError>) -> im
                     {t!(i18n, settings.submit)}
                 </button>
             </div>
-        </ActionForm>
+        </IslandForm>
     }
 }

@@ -7,6 +7,7 @@ use leptos::prelude::*;
 use crate::actions::users::{CreateUser, ResetPassword, SetRole};
 use crate::components::error_text::{FieldError, FormError, action_error};
 use crate::components::field::TextField;
+use crate::components::island_form::IslandForm;
 use crate::domain::user::{Role, UserSummary};
 use crate::domain::{AppError, Field};
 use crate::i18n::*;
@@ -29,18 +30,10 @@ fn RoleSelect(id: String, selected: Role) -> impl IntoView {
 #[island]
 pub fn CreateUserForm(url_error: Option<AppError>) -> impl IntoView {
     let i18n = use_i18n();
-    let hydrated = crate::components::hydration::hydration_flag();
     let action = ServerAction::<CreateUser>::new();
     let error = action_error(action.value(), url_error);
     view! {
-        <ActionForm
-            action
-            attr:data-hydrated=hydrated
-            attr:class="form"
-            attr:novalidate=true
-            attr:data-form="create-user"
-        >
-            <FormError error />
+        <IslandForm action name="create-user" error>
             <div class="grid gap-4 sm:grid-cols-3">
                 <TextField
                     field=Field::Username
@@ -74,7 +67,7 @@ pub fn CreateUserForm(url_error: Option<AppError>) -> impl IntoView {
                     {t!(i18n, users.create_submit)}
                 </button>
             </div>
-        </ActionForm>
+        </IslandForm>
     }
 }
 
