@@ -79,6 +79,19 @@ async fn user_management_rules() {
     }
 }
 
+/// Two admins demoting each other at the same moment: one wins, one admin stays.
+#[tokio::test]
+async fn concurrent_demotions_leave_an_admin() {
+    for t in each_backend().await {
+        let a = support::user(&t.pool, "ada", Role::Admin).await;
+        let b = support::user(&t.pool, "bea", Role::Admin).await;
+        let (ra, rb) =
+            tokio::join!(accounts::set_role(&t.pool, &a, b.id, "user"), accounts::set_role(&t.pool, &b, a.id, "user"));
+        assert_eq!(u8::from(ra.is_ok()) + u8::from(rb.is_ok()), 1, "{}: {ra:?} {rb:?}", t.backend);
+        assert_eq!(db::users::count_admins(&t.pool).await.unwrap(), 1, "{}", t.backend);
+    }
+}
+
 #[tokio::test]
 async fn throttling_counts_per_user_and_client() {
     let t = each_backend().await.remove(0);

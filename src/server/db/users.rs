@@ -55,15 +55,42 @@ pub async fn count_admins(pool: &AnyPool) -> Result<i64, DbError> {
     Ok(sqlx::query_scalar("SELECT COUNT(*) FROM users WHERE role = 'admin'").fetch_one(pool).await?)
 }
 
-/// Returns false when no such user exists.
-pub async fn set_role(pool: &AnyPool, id: i64, role: Role) -> Result<bool, DbError> {
-    let done = sqlx::query("UPDATE users SET role = $1, updated_at = $2 WHERE id = $3")
+/// What changing a role did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RoleChange {
+    Done,
+    NoSuchUser,
+    /// Refused: it would leave no admin.
+    LastAdmin,
+}
+
+/// Sets a role, never leaving the platform without an admin. The first
+/// statement writes every admin row, which locks them (PostgreSQL) or the
+/// database (SQLite) until commit, so two concurrent demotions cannot both
+/// see "another admin is left".
+pub async fn set_role(pool: &AnyPool, id: i64, role: Role) -> Result<RoleChange, DbError> {
+    let mut tx = pool.begin().await?;
+    sqlx::query("UPDATE users SET role = role WHERE role = 'admin'").execute(&mut *tx).await?;
+    let current: Option<String> =
+        sqlx::query_scalar("SELECT role FROM users WHERE id = $1").bind(id).fetch_optional(&mut *tx).await?;
+    let Some(current) = current else {
+        return Ok(RoleChange::NoSuchUser);
+    };
+    if current == Role::Admin.as_str() && role != Role::Admin {
+        let admins: i64 =
+            sqlx::query_scalar("SELECT COUNT(*) FROM users WHERE role = 'admin'").fetch_one(&mut *tx).await?;
+        if admins <= 1 {
+            return Ok(RoleChange::LastAdmin);
+        }
+    }
+    sqlx::query("UPDATE users SET role = $1, updated_at = $2 WHERE id = $3")
         .bind(role.as_str())
         .bind(now())
         .bind(id)
-        .execute(pool)
+        .execute(&mut *tx)
         .await?;
-    Ok(done.rows_affected() == 1)
+    tx.commit().await?;
+    Ok(RoleChange::Done)
 }
 
 /// Sets a new hash and ends the user's sessions, in one transaction.

@@ -7,7 +7,8 @@ use crate::domain::user::{CurrentUser, NewPassword, Role, UserSummary, Username}
 use crate::domain::{AppError, ErrorCode, Field};
 use crate::server::auth::rate_limit::LoginLimiter;
 use crate::server::auth::{password, session};
-use crate::server::db::{self, users::UserRow};
+use crate::server::db::users::{RoleChange, UserRow};
+use crate::server::db::{self};
 
 use super::internal;
 
@@ -104,14 +105,14 @@ pub async fn create_user(
 pub async fn set_role(pool: &AnyPool, admin: &CurrentUser, user_id: i64, role: &str) -> Result<(), AppError> {
     require_admin(admin)?;
     let role = Role::parse(role)?;
-    let target = db::users::by_id(pool, user_id).await?.ok_or(AppError::new(ErrorCode::NotFound))?;
-    let demoting_admin = target.current_user().is_admin() && role != Role::Admin;
-    if demoting_admin && db::users::count_admins(pool).await? <= 1 {
-        return Err(AppError::at(ErrorCode::LastAdmin, Field::Role));
+    match db::users::set_role(pool, user_id, role).await? {
+        RoleChange::Done => {
+            tracing::info!(user = user_id, role = role.as_str(), "role changed");
+            Ok(())
+        }
+        RoleChange::NoSuchUser => Err(AppError::new(ErrorCode::NotFound)),
+        RoleChange::LastAdmin => Err(AppError::at(ErrorCode::LastAdmin, Field::Role)),
     }
-    db::users::set_role(pool, user_id, role).await?;
-    tracing::info!(user = %target.username, role = role.as_str(), "role changed");
-    Ok(())
 }
 
 #[tracing::instrument(skip(pool, secret), fields(admin = %admin.username))]
