@@ -29,7 +29,7 @@ pub async fn load_cluster(id: i64) -> Result<ClusterPage, AppError> {
     use crate::server::service::clusters;
     let (st, user) = (state()?, require_user()?);
     let cluster = clusters::get(&st.pool, &user, id).await?;
-    let events = clusters::events(&st.pool, &user, id).await?;
+    let events = clusters::history(&st.pool, &cluster).await?;
     let remembered_mode = crate::server::db::clusters::remembered_mode(&st.pool, id).await?;
     Ok(ClusterPage { cluster, events, viewer_is_admin: user.is_admin(), remembered_mode })
 }

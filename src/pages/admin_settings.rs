@@ -5,7 +5,7 @@ use leptos_meta::Title;
 use server_fn::ServerFn;
 
 use super::problem::problem_view;
-use super::{saved_flag, url_error};
+use super::{SavedBanner, url_error};
 use crate::actions::settings::{SaveSettings, load_settings};
 use crate::components::islands::settings_form::SettingsForm;
 use crate::components::layout::Layout;
@@ -21,14 +21,7 @@ pub fn SettingsPage() -> impl IntoView {
                 <section class="card max-w-3xl">
                     <h1 class="page-title">{t!(i18n, settings.title)}</h1>
                     <p class="mb-4 text-slate-600">{t!(i18n, settings.intro)}</p>
-                    {saved_flag()
-                        .then(|| {
-                            view! {
-                                <p class="banner banner-ok" role="status">
-                                    {t!(i18n, app.saved)}
-                                </p>
-                            }
-                        })}
+                    <SavedBanner />
                     <SettingsForm settings url_error=url_error(SaveSettings::PATH) />
                 </section>
             }

@@ -5,7 +5,7 @@ use leptos_meta::Title;
 use server_fn::ServerFn;
 
 use super::problem::problem_view;
-use super::{saved_flag, url_error};
+use super::{SavedBanner, url_error};
 use crate::actions::users::{CreateUser, ResetPassword, SetRole, list_users};
 use crate::components::error_text::FormError;
 use crate::components::islands::user_forms::{CreateUserForm, UserRowForms};
@@ -28,14 +28,7 @@ pub fn UsersPage() -> impl IntoView {
             <section class="card">
                 <h1 class="page-title">{t!(i18n, users.title)}</h1>
                 <p class="mb-4 text-slate-600">{t!(i18n, users.intro)}</p>
-                {saved_flag()
-                    .then(|| {
-                        view! {
-                            <p class="banner banner-ok" role="status">
-                                {t!(i18n, app.saved)}
-                            </p>
-                        }
-                    })}
+                <SavedBanner />
                 <FormError error=row_error />
                 <table class="table">
                     <caption class="sr-only">{t!(i18n, users.table_caption)}</caption>

@@ -24,9 +24,18 @@ pub fn url_error(fn_path: &str) -> Option<AppError> {
     (path == fn_path).then(|| ServerFnUrlError::<AppError>::decode_err(&err))
 }
 
-/// Whether the URL carries `saved=1` (set by a successful settings post).
-pub fn saved_flag() -> bool {
-    use_query_map().get_untracked().get("saved").is_some_and(|v| v == "1")
+/// "Saved." when the URL carries `saved=1` (where a successful admin post lands).
+#[component]
+pub fn SavedBanner() -> impl IntoView {
+    let i18n = crate::i18n::use_i18n();
+    let saved = use_query_map().get_untracked().get("saved").is_some_and(|v| v == "1");
+    saved.then(|| {
+        view! {
+            <p class="banner banner-ok" role="status">
+                {crate::i18n::t!(i18n, app.saved)}
+            </p>
+        }
+    })
 }
 
 /// A cluster id from the route; anything unparsable is a missing cluster.

@@ -44,9 +44,16 @@ fn header_str(headers: &HeaderMap, name: header::HeaderName) -> Option<&str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
+/// Static assets need no user: their requests skip the session lookup.
+fn is_asset(path: &str) -> bool {
+    path.starts_with("/pkg/") || path == "/favicon.ico"
+}
+
 pub async fn guard(State(state): State<AppState>, mut req: Request<Body>, next: Next) -> Response {
     let headers = req.headers();
-    let token = header_str(headers, header::COOKIE).and_then(|c| session::cookie_value(c, session::COOKIE));
+    let token = header_str(headers, header::COOKIE)
+        .and_then(|c| session::cookie_value(c, session::COOKIE))
+        .filter(|_| !is_asset(req.uri().path()));
     let user = match token {
         Some(t) => accounts::user_for_token(&state.pool, t).await.ok().flatten(),
         None => None,

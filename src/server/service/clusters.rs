@@ -98,7 +98,11 @@ pub async fn delete(pool: &AnyPool, user: &CurrentUser, id: i64, confirm: Option
 }
 
 pub async fn events(pool: &AnyPool, user: &CurrentUser, id: i64) -> Result<Vec<ClusterEvent>, AppError> {
-    get(pool, user, id).await?;
-    let rows = db::operations::for_cluster(pool, id).await?;
+    history(pool, &get(pool, user, id).await?).await
+}
+
+/// The history of a cluster the caller already may see (from `get`).
+pub async fn history(pool: &AnyPool, cluster: &Cluster) -> Result<Vec<ClusterEvent>, AppError> {
+    let rows = db::operations::for_cluster(pool, cluster.id).await?;
     Ok(rows.into_iter().map(db::operations::OperationRow::into_event).collect::<Result<_, _>>()?)
 }
