@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Builds kube-apiserver and etcd from the versions pinned in hostcluster/go.mod
+# Builds kube-apiserver, kube-controller-manager and etcd from the versions pinned in hostcluster/go.mod
 # into ~/.cache/kubebyon/control-plane/<k8s>-etcd<etcd>/ (outside the clone) and
-# prints that folder. Skips the build when both binaries are already there.
+# prints that folder. Skips the build when all binaries are already there.
 # Needs Go and the Go module proxy; no release downloads, no container runtime.
 set -euo pipefail
 
@@ -16,7 +16,7 @@ if [[ -z "$k8s" || -z "$etcd" ]]; then
 fi
 
 out="${KUBEBYON_CONTROL_PLANE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kubebyon/control-plane/$k8s-etcd$etcd}"
-if [[ -x "$out/kube-apiserver" && -x "$out/etcd" ]]; then
+if [[ -x "$out/kube-apiserver" && -x "$out/kube-controller-manager" && -x "$out/etcd" ]]; then
   echo "$out"
   exit 0
 fi
@@ -34,7 +34,8 @@ stamp=""
 for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   stamp+=" -X $pkg.gitVersion=$k8s -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
 done
-for target in "etcd go.etcd.io/etcd/server/v3" "kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver"; do
+for target in "etcd go.etcd.io/etcd/server/v3" "kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver" \
+  "kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager"; do
   set -- $target
   [[ -x "$out/$1" ]] && continue
   echo "build-control-plane: building $1 ($k8s / etcd $etcd) into $out" >&2

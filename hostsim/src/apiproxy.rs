@@ -1,22 +1,25 @@
 //! A simulated vCluster's API endpoint (the pod's port 8443): TLS with a
-//! certificate from the cluster's own CA, client certificates checked against that
-//! CA, and each connection relayed to the real kube-apiserver, as admin when the
-//! client presented a valid certificate and anonymously otherwise (so the real
-//! server answers 401/403 exactly as it would).
+//! certificate from the cluster's own CA; a client certificate is requested, not
+//! required. Each connection is relayed to the real kube-apiserver: as admin when
+//! the client presented a certificate from the cluster's CA, anonymously when it
+//! presented none (the real server then answers as for `system:anonymous`, as
+//! vCluster's own API server does with anonymous auth on), and a certificate from
+//! another CA or an expired one gets HTTP 401 with a `Status` body, as
+//! kube-apiserver's x509 authenticator answers (vCluster: `pkg/server/server.go`).
 
 use std::net::SocketAddr;
 use std::sync::{Arc, RwLock};
 
 use anyhow::{Context, Result};
-use rustls::{ClientConfig, ServerConfig};
+use rustls::ClientConfig;
 use rustls_pki_types::ServerName;
-use tokio::io::copy_bidirectional;
+use tokio::io::{AsyncReadExt, AsyncWriteExt, copy_bidirectional};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio_rustls::{TlsAcceptor, TlsConnector};
 
 use crate::kubeconfig::Credentials;
-use crate::tls;
+use crate::tls::{self, ClientIdentity, ServerTls};
 
 /// The real API server the virtual clusters are backed by.
 pub struct Upstream {
@@ -47,12 +50,12 @@ impl Upstream {
 /// A running listener; stops (with its open connections) when dropped.
 pub struct ApiListener {
     pub addr: SocketAddr,
-    tls: Arc<RwLock<Arc<ServerConfig>>>,
+    tls: Arc<RwLock<ServerTls>>,
     task: JoinHandle<()>,
 }
 
 impl ApiListener {
-    pub async fn start(server: Arc<ServerConfig>, upstream: Arc<Upstream>) -> Result<Self> {
+    pub async fn start(server: ServerTls, upstream: Arc<Upstream>) -> Result<Self> {
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
         let tls = Arc::new(RwLock::new(server));
@@ -76,7 +79,7 @@ impl ApiListener {
 
     /// Swaps the serving certificate for new connections (vCluster regenerates its
     /// certificate when a SAN is missing).
-    pub fn set_tls(&self, server: Arc<ServerConfig>) {
+    pub fn set_tls(&self, server: ServerTls) {
         if let Ok(mut cur) = self.tls.write() {
             *cur = server;
         }
@@ -89,15 +92,33 @@ impl Drop for ApiListener {
     }
 }
 
-async fn serve(sock: TcpStream, cfg: Arc<ServerConfig>, upstream: Arc<Upstream>) {
-    let Ok(mut client) = TlsAcceptor::from(cfg).accept(sock).await else {
+/// kube-apiserver's answer to a request whose credentials do not verify.
+pub const UNAUTHORIZED: &str = concat!(
+    "HTTP/1.1 401 Unauthorized\r\n",
+    "Audit-Id: 00000000-0000-0000-0000-000000000000\r\n",
+    "Cache-Control: no-cache, private\r\n",
+    "Content-Type: application/json\r\n",
+    "Content-Length: 129\r\n",
+    "Connection: close\r\n\r\n",
+    r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Unauthorized","reason":"Unauthorized","code":401}"#,
+    "\n"
+);
+
+async fn serve(sock: TcpStream, tls: ServerTls, upstream: Arc<Upstream>) {
+    let Ok(mut client) = TlsAcceptor::from(tls.config.clone()).accept(sock).await else {
         return; // the client rejected our certificate, or sent garbage
     };
-    let authenticated = client.get_ref().1.peer_certificates().is_some();
-    let identity = if authenticated {
-        &upstream.admin
-    } else {
-        &upstream.anonymous
+    let identity = match tls.client_verified(client.get_ref().1.peer_certificates()) {
+        ClientIdentity::Verified => &upstream.admin,
+        ClientIdentity::None => &upstream.anonymous,
+        ClientIdentity::Rejected => {
+            // Read the request head, then answer as kube-apiserver does.
+            let mut buf = [0u8; 4096];
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(5), client.read(&mut buf)).await;
+            let _ = client.write_all(UNAUTHORIZED.as_bytes()).await;
+            let _ = client.shutdown().await;
+            return;
+        }
     };
     let Ok(sock) = TcpStream::connect(&upstream.addr).await else {
         return;

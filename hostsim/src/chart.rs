@@ -1,9 +1,10 @@
-//! The vCluster chart as far as the host can see it: its values schema (the parts
-//! KubeBYON touches) and the control-plane Service its `templates/service.yaml`
-//! renders. Pure functions, no I/O.
+//! The vCluster chart as far as the host can see it: the repository and versions
+//! it is served in, its whole values schema (upstream's `values.schema.json`) and
+//! the control-plane Service its `templates/service.yaml` renders. Pure, no I/O.
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::OnceLock;
 
 use serde_json::{Map, Value, json};
 
@@ -12,7 +13,8 @@ use serde_json::{Map, Value, json};
 pub enum ValuesError {
     /// valuesContent is not YAML (helm: "failed to parse ...").
     Parse(String),
-    /// The chart's values.schema.json rejects them (helm lists every violation).
+    /// The chart's values.schema.json rejects them: one line per violation, as
+    /// helm prints them (tree of `- at '<pointer>': <message>`).
     Schema(Vec<String>),
 }
 
@@ -21,16 +23,13 @@ impl fmt::Display for ValuesError {
         match self {
             Self::Parse(e) => write!(
                 f,
-                "failed to parse values.yaml: error converting YAML to JSON: {e}"
+                "failed to parse /config/values-0-000-HelmChart-ValuesContent.yaml: error converting YAML to JSON: {e}"
             ),
             Self::Schema(errs) => {
-                writeln!(
-                    f,
-                    "values don't meet the specifications of the schema(s) in the following chart(s):"
-                )?;
+                writeln!(f, "values don't meet the specifications of the schema(s) in the following chart(s):")?;
                 write!(f, "vcluster:")?;
                 for e in errs {
-                    write!(f, "\n- {e}")?;
+                    write!(f, "\n{e}")?;
                 }
                 Ok(())
             }
@@ -63,18 +62,15 @@ pub fn parse_values(values_content: &str) -> Result<Values, ValuesError> {
     let user = match user {
         Value::Null => json!({}),
         v @ Value::Object(_) => v,
-        other => {
-            return Err(ValuesError::Schema(vec![format!(
-                "(root): Invalid type. Expected: object, given: {}",
-                type_name(&other)
-            )]));
+        // helm: a values file must hold a map.
+        _ => {
+            return Err(ValuesError::Parse(
+                "error unmarshaling JSON: json: cannot unmarshal array into Go value of type map[string]interface {}"
+                    .into(),
+            ));
         }
     };
-    let mut errors = Vec::new();
-    check(&user, &ROOT, "(root)", &mut errors);
-    if !errors.is_empty() {
-        return Err(ValuesError::Schema(errors));
-    }
+    validate(&without_nulls(&user))?;
     let mut values = defaults();
     merge(&mut values, user);
     Ok(extract(&values))
@@ -121,190 +117,138 @@ fn extract(v: &Value) -> Values {
     let string_map = |path: &[&str]| -> BTreeMap<String, String> {
         at(path)
             .and_then(Value::as_object)
-            .map(|m| {
-                m.iter()
-                    .filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_owned())))
-                    .collect()
-            })
+            .map(|m| m.iter().filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_owned()))).collect())
             .unwrap_or_default()
     };
     let svc = ["controlPlane", "service"];
     Values {
-        service_enabled: at(&[svc[0], svc[1], "enabled"])
-            .and_then(Value::as_bool)
-            .unwrap_or(true),
-        service_spec: at(&[svc[0], svc[1], "spec"])
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default(),
-        https_node_port: at(&[svc[0], svc[1], "httpsNodePort"])
-            .and_then(Value::as_i64)
-            .unwrap_or(0),
-        kubelet_node_port: at(&[svc[0], svc[1], "kubeletNodePort"])
-            .and_then(Value::as_i64)
-            .unwrap_or(0),
+        service_enabled: at(&[svc[0], svc[1], "enabled"]).and_then(Value::as_bool).unwrap_or(true),
+        service_spec: at(&[svc[0], svc[1], "spec"]).and_then(Value::as_object).cloned().unwrap_or_default(),
+        https_node_port: at(&[svc[0], svc[1], "httpsNodePort"]).and_then(Value::as_i64).unwrap_or(0),
+        kubelet_node_port: at(&[svc[0], svc[1], "kubeletNodePort"]).and_then(Value::as_i64).unwrap_or(0),
         service_labels: string_map(&[svc[0], svc[1], "labels"]),
         service_annotations: string_map(&[svc[0], svc[1], "annotations"]),
-        global_annotations: string_map(&[
-            "controlPlane",
-            "advanced",
-            "globalMetadata",
-            "annotations",
-        ]),
+        global_annotations: string_map(&["controlPlane", "advanced", "globalMetadata", "annotations"]),
         proxy_kubelets_by_hostname: at(&["networking", "advanced", "proxyKubelets", "byHostname"])
             .and_then(Value::as_bool)
             .unwrap_or(true),
         extra_sans: at(&["controlPlane", "proxy", "extraSANs"])
             .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|s| s.as_str().map(str::to_owned))
-                    .collect()
-            })
+            .map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_owned)).collect())
             .unwrap_or_default(),
     }
 }
 
-/// A fragment of the chart's values.schema.json.
-enum Shape {
-    Str,
-    Int,
-    Bool,
-    /// `additionalProperties: false` with these properties.
-    Closed(&'static [(&'static str, Shape)]),
-    /// Any object (`"type": "object"` with no property list).
-    Object,
-    StrMap,
-    StrList,
-    /// Not checked by the simulator (the real schema checks it).
-    Any,
+/// The chart's values schema: vCluster v0.30.0's `chart/values.schema.json`,
+/// verbatim (identical in v0.30.0–v0.30.5, the versions [`KNOWN_VERSIONS`] lists).
+pub const SCHEMA_JSON: &str = include_str!("../chart/values.schema.json");
+const SCHEMA_URL: &str = "file:///values.schema.json";
+
+/// The vCluster chart versions this simulated repository serves: those whose
+/// schema is [`SCHEMA_JSON`].
+pub const KNOWN_VERSIONS: [&str; 6] = ["0.30.0", "0.30.1", "0.30.2", "0.30.3", "0.30.4", "0.30.5"];
+
+/// The chart repository the vCluster chart comes from.
+pub const REPO: &str = "https://charts.loft.sh";
+
+/// The chart repositories and versions a simulated `helm repo add` + index serve.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Source {
+    pub repos: Vec<String>,
+    /// Oldest first; the last is "latest".
+    pub versions: Vec<String>,
 }
 
-use Shape::*;
-
-/// The checked subset of vCluster's values.schema.json: every top-level key, and in
-/// full the parts KubeBYON writes (controlPlane.service, controlPlane.proxy).
-static ROOT: Shape = Closed(&[
-    ("global", Any),
-    ("exportKubeConfig", Any),
-    ("sync", Any),
-    ("integrations", Any),
-    ("deploy", Any),
-    ("networking", Any),
-    ("policies", Any),
-    (
-        "controlPlane",
-        Closed(&[
-            ("endpoint", Str),
-            ("distro", Any),
-            ("standalone", Any),
-            ("backingStore", Any),
-            ("coredns", Any),
-            (
-                "proxy",
-                Closed(&[("bindAddress", Str), ("port", Int), ("extraSANs", StrList)]),
-            ),
-            ("hostPathMapper", Any),
-            ("ingress", Any),
-            (
-                "service",
-                Closed(&[
-                    ("enabled", Bool),
-                    ("spec", Object),
-                    ("kubeletNodePort", Int),
-                    ("httpsNodePort", Int),
-                    ("annotations", StrMap),
-                    ("labels", StrMap),
-                ]),
-            ),
-            ("statefulSet", Any),
-            ("serviceMonitor", Any),
-            ("advanced", Any),
-        ]),
-    ),
-    ("privateNodes", Any),
-    ("rbac", Any),
-    ("plugins", Any),
-    ("experimental", Any),
-    ("external", Any),
-    ("telemetry", Any),
-    ("serviceCIDR", Str),
-    ("pro", Bool),
-    ("plugin", Any),
-    ("sleepMode", Any),
-    ("logging", Any),
-]);
-
-fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
+impl Default for Source {
+    fn default() -> Self {
+        Self { repos: vec![REPO.into()], versions: KNOWN_VERSIONS.map(String::from).into() }
     }
 }
 
-/// Errors in gojsonschema's wording, which is what helm prints.
-fn check(v: &Value, shape: &Shape, path: &str, errors: &mut Vec<String>) {
-    if v.is_null() {
-        return; // helm drops null values before validating
+impl Source {
+    pub fn knows_repo(&self, repo: &str) -> bool {
+        let norm = |r: &str| r.trim_end_matches('/').to_owned();
+        self.repos.iter().any(|r| norm(r) == norm(repo))
     }
-    let mut want = |expected: &str, ok: bool| {
-        if !ok {
-            errors.push(format!(
-                "{path}: Invalid type. Expected: {expected}, given: {}",
-                type_name(v)
-            ));
+
+    /// The version helm would install for `wanted` (empty = latest), if any.
+    pub fn resolve(&self, wanted: &str) -> Option<String> {
+        let wanted = wanted.trim().trim_start_matches('v');
+        if wanted.is_empty() {
+            return self.versions.last().cloned();
         }
-        ok
+        self.versions.iter().find(|v| *v == wanted).cloned()
+    }
+}
+
+fn compiled_schema() -> Result<&'static (boon::Schemas, boon::SchemaIndex), String> {
+    static SCHEMA: OnceLock<Result<(boon::Schemas, boon::SchemaIndex), String>> = OnceLock::new();
+    SCHEMA
+        .get_or_init(|| {
+            let doc: Value = serde_json::from_str(SCHEMA_JSON).map_err(|e| e.to_string())?;
+            let mut schemas = boon::Schemas::new();
+            let mut compiler = boon::Compiler::new();
+            compiler.add_resource(SCHEMA_URL, doc).map_err(|e| e.to_string())?;
+            let idx = compiler.compile(SCHEMA_URL, &mut schemas).map_err(|e| e.to_string())?;
+            Ok((schemas, idx))
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+/// Validates like helm 4 (santhosh-tekuri/jsonschema v6, whose Rust port is
+/// `boon`): every violation, in its tree, in that library's words.
+fn validate(values: &Value) -> Result<(), ValuesError> {
+    let (schemas, idx) = compiled_schema().map_err(|e| ValuesError::Schema(vec![e]))?;
+    match schemas.validate(values, *idx) {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            let mut lines = Vec::new();
+            for cause in &e.causes {
+                describe(cause, 0, &mut lines);
+            }
+            Err(ValuesError::Schema(lines))
+        }
+    }
+}
+
+/// One line per error, indented by depth, as jsonschema v6 prints them.
+fn describe(e: &boon::ValidationError<'_, '_>, depth: usize, out: &mut Vec<String>) {
+    use boon::ErrorKind;
+    let location = e.instance_location.to_string();
+    let message = match &e.kind {
+        ErrorKind::AdditionalProperties { got } => {
+            let names: Vec<String> = got.iter().map(|n| format!("'{n}'")).collect();
+            format!("additional properties {} not allowed", names.join(", "))
+        }
+        ErrorKind::Type { got, want } => {
+            let want: Vec<String> = want.iter().map(|t| t.to_string()).collect();
+            format!("got {got}, want {}", want.join(" or "))
+        }
+        ErrorKind::Reference { .. } | ErrorKind::Group => "validation failed".to_owned(),
+        other => other.to_string(),
     };
-    match shape {
-        Any => {}
-        Str => {
-            want("string", v.is_string());
+    // A `$ref` that failed only restates its causes' location.
+    let skip = matches!(e.kind, ErrorKind::Reference { .. })
+        && e.causes.len() == 1
+        && e.causes[0].instance_location.to_string() == location;
+    if skip {
+        describe(&e.causes[0], depth, out);
+        return;
+    }
+    out.push(format!("{}- at '{location}': {message}", "  ".repeat(depth)));
+    for c in &e.causes {
+        describe(c, depth + 1, out);
+    }
+}
+
+/// Helm drops `null` values before validating (they delete defaults).
+fn without_nulls(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => {
+            Value::Object(m.iter().filter(|(_, v)| !v.is_null()).map(|(k, v)| (k.clone(), without_nulls(v))).collect())
         }
-        Int => {
-            want("integer", type_name(v) == "integer");
-        }
-        Bool => {
-            want("boolean", v.is_boolean());
-        }
-        Object => {
-            want("object", v.is_object());
-        }
-        StrList => {
-            if want("array", v.is_array()) {
-                for (i, item) in v.as_array().into_iter().flatten().enumerate() {
-                    check(item, &Str, &format!("{path}.{i}"), errors);
-                }
-            }
-        }
-        StrMap => {
-            if want("object", v.is_object()) {
-                for (k, item) in v.as_object().into_iter().flatten() {
-                    check(item, &Str, &format!("{path}.{k}"), errors);
-                }
-            }
-        }
-        Closed(props) => {
-            if !want("object", v.is_object()) {
-                return;
-            }
-            for (k, item) in v.as_object().into_iter().flatten() {
-                let child = if path == "(root)" {
-                    k.clone()
-                } else {
-                    format!("{path}.{k}")
-                };
-                match props.iter().find(|(name, _)| name == k) {
-                    Some((_, s)) => check(item, s, &child, errors),
-                    None => errors.push(format!("{path}: Additional property {k} is not allowed")),
-                }
-            }
-        }
+        other => other.clone(),
     }
 }
 
@@ -317,10 +261,7 @@ pub fn service(release: &str, namespace: &str, chart_version: &str, v: &Values) 
     let mut labels = Map::new();
     for (k, val) in [
         ("app", "vcluster"),
-        (
-            "chart",
-            &format!("vcluster-{}", chart_version.replace('+', "_")),
-        ),
+        ("chart", &format!("vcluster-{}", chart_version.replace('+', "_"))),
         ("release", release),
         ("heritage", "Helm"),
         ("vcluster.loft.sh/service", "true"),
@@ -345,10 +286,7 @@ pub fn service(release: &str, namespace: &str, chart_version: &str, v: &Values) 
         spec.insert("ports".into(), Value::Array(ports));
     }
     if !spec.contains_key("selector") {
-        spec.insert(
-            "selector".into(),
-            json!({"app": "vcluster", "release": release}),
-        );
+        spec.insert("selector".into(), json!({"app": "vcluster", "release": release}));
     }
     let mut metadata = json!({"name": release, "namespace": namespace, "labels": labels});
     if !annotations.is_empty() {
@@ -400,10 +338,8 @@ mod tests {
 
     #[test]
     fn node_port_value_is_rendered() {
-        let v = parse_values(
-            "controlPlane:\n  service:\n    httpsNodePort: 30443\n    spec: {type: NodePort}\n",
-        )
-        .unwrap();
+        let v =
+            parse_values("controlPlane:\n  service:\n    httpsNodePort: 30443\n    spec: {type: NodePort}\n").unwrap();
         let svc = service("vc1", "ns", "1", &v).unwrap();
         assert_eq!(svc["spec"]["ports"][0]["nodePort"], 30443);
     }
@@ -420,38 +356,65 @@ mod tests {
             "foo: 1\ncontrolPlane:\n  service:\n    httpsNodePort: \"30443\"\n    typo: x\n  proxy:\n    extraSANs: [1]\n",
         )
         .unwrap_err();
-        let ValuesError::Schema(errs) = &err else {
-            panic!("{err:?}")
-        };
-        assert!(errs.contains(&"(root): Additional property foo is not allowed".to_owned()));
-        assert!(errs.contains(
-            &"controlPlane.service.httpsNodePort: Invalid type. Expected: integer, given: string"
-                .to_owned()
-        ));
-        assert!(
-            errs.contains(
-                &"controlPlane.service: Additional property typo is not allowed".to_owned()
-            )
-        );
-        assert!(
-            errs.contains(
-                &"controlPlane.proxy.extraSANs.0: Invalid type. Expected: string, given: integer"
-                    .to_owned()
-            )
-        );
-        assert!(
-            err.to_string()
-                .starts_with("values don't meet the specifications")
-        );
+        let ValuesError::Schema(errs) = &err else { panic!("{err:?}") };
+        for want in [
+            "- at '': additional properties 'foo' not allowed",
+            "- at '/controlPlane': validation failed",
+            "  - at '/controlPlane/service': validation failed",
+            "    - at '/controlPlane/service/httpsNodePort': got string, want integer",
+            "    - at '/controlPlane/service': additional properties 'typo' not allowed",
+            "  - at '/controlPlane/proxy/extraSANs/0': got number, want string",
+        ] {
+            assert!(errs.contains(&want.to_owned()), "{want}\n{errs:#?}");
+        }
+        assert!(err.to_string().starts_with("values don't meet the specifications"));
+    }
+
+    /// Every section, not only what KubeBYON writes, is checked to its leaves.
+    #[test]
+    fn the_whole_schema_is_checked() {
+        for (values, want) in [
+            (
+                "controlPlane:\n  statefulSet:\n    resources:\n      limitz: {}\n",
+                "- at '/controlPlane/statefulSet/resources': additional properties 'limitz' not allowed",
+            ),
+            (
+                "exportKubeConfig:\n  contex: a\n",
+                "- at '/exportKubeConfig': additional properties 'contex' not allowed",
+            ),
+            ("sync:\n  toHost:\n    pods:\n      enabled: yes please\n", "got string, want boolean"),
+            (
+                "networking:\n  advanced:\n    proxyKubelets:\n      byHostname: 1\n",
+                "- at '/networking/advanced/proxyKubelets/byHostname': got number, want boolean",
+            ),
+        ] {
+            let err = parse_values(values).unwrap_err().to_string();
+            assert!(err.contains(want), "{values}: {err}");
+        }
+        for ok in [
+            "controlPlane:\n  statefulSet:\n    resources:\n      limits: {memory: 2Gi}\n",
+            "exportKubeConfig:\n  context: a\n  server: https://x:443\n",
+            "controlPlane:\n  service:\n    spec: {type: NodePort, anything: [1]}\n",
+        ] {
+            assert!(parse_values(ok).is_ok(), "{ok}");
+        }
+    }
+
+    #[test]
+    fn source_knows_repo_and_versions() {
+        let s = Source::default();
+        assert!(s.knows_repo("https://charts.loft.sh/"));
+        assert!(!s.knows_repo("https://example.com/charts"));
+        assert_eq!(s.resolve(""), Some("0.30.5".into()));
+        assert_eq!(s.resolve("0.30.0"), Some("0.30.0".into()));
+        assert_eq!(s.resolve("v0.30.1"), Some("0.30.1".into()));
+        assert_eq!(s.resolve("9.9.9"), None);
     }
 
     #[test]
     fn malformed_yaml_is_a_parse_error() {
-        assert!(matches!(
-            parse_values("a: [1\n"),
-            Err(ValuesError::Parse(_))
-        ));
-        assert!(matches!(parse_values("- a\n"), Err(ValuesError::Schema(_))));
+        assert!(matches!(parse_values("a: [1\n"), Err(ValuesError::Parse(_))));
+        assert!(matches!(parse_values("- a\n"), Err(ValuesError::Parse(_))));
     }
 
     #[test]

@@ -1,8 +1,10 @@
-//! Starts the real control plane: etcd and kube-apiserver built from Go modules by
-//! `scripts/build-control-plane.sh`, on 127.0.0.1, with certificates generated here.
+//! Starts the real control plane: etcd, kube-apiserver and kube-controller-manager
+//! built from Go modules by `scripts/build-control-plane.sh`, on 127.0.0.1, with
+//! certificates generated here.
 //!
 //! The flags follow controller-runtime's envtest, with k3s' service range so
-//! ClusterIPs look like the ones a k3s host hands out.
+//! ClusterIPs look like the ones a k3s host hands out. kube-controller-manager runs
+//! only the controllers whose work needs no kubelet ([`CONTROLLERS`]).
 
 use std::fs;
 use std::net::TcpListener;
@@ -19,12 +21,32 @@ use crate::pki::{self, Ca, CertPair};
 /// k3s' default service CIDR.
 pub const SERVICE_CIDR: &str = "10.43.0.0/16";
 
+/// What `scripts/build-control-plane.sh` builds.
+const BINARIES: [&str; 3] = ["etcd", "kube-apiserver", "kube-controller-manager"];
+
+/// The kube-controller-manager controllers a test host runs: those that make
+/// namespace deletion and garbage collection real, plus the ones k3s runs whose
+/// work needs no kubelet. Left out, because their pods could never run here or
+/// hostsim plays them: `job` (hostsim is the Job controller for helm-controller's
+/// Jobs only), `deployment`, `replicaset`, `statefulset`, `daemonset`, `cronjob`
+/// (pods nobody runs); `node-lifecycle` (would taint the simulated Nodes, which
+/// send no kubelet heartbeats); `service-lb`, `node-route`, `cloud-node-lifecycle`
+/// (cloud provider); persistent-volume and attach/detach controllers (no storage);
+/// `certificatesigningrequest-*`, `bootstrap-signer`, `token-cleaner` (no joining
+/// kubelets); `serviceaccount-token` (needs the signing key in every process that
+/// runs it; the API server's TokenRequest serves tokens).
+pub const CONTROLLERS: &str = "namespace-controller,garbage-collector-controller,\
+serviceaccount-controller,root-ca-certificate-publisher-controller,\
+ttl-after-finished-controller,resourcequota-controller,pod-garbage-collector-controller,\
+clusterrole-aggregation-controller,\
+endpointslice-controller,endpointslice-mirroring-controller";
+
 /// Where kube-apiserver and etcd are: `$KUBEBYON_CONTROL_PLANE_DIR`, or whatever
 /// `scripts/build-control-plane.sh` prints (it builds them on first use).
 pub fn locate_binaries() -> Result<PathBuf> {
     if let Some(dir) = std::env::var_os("KUBEBYON_CONTROL_PLANE_DIR") {
         let dir = PathBuf::from(dir);
-        if dir.join("kube-apiserver").is_file() && dir.join("etcd").is_file() {
+        if BINARIES.iter().all(|b| dir.join(b).is_file()) {
             return Ok(dir);
         }
     }
@@ -38,10 +60,7 @@ pub fn locate_binaries() -> Result<PathBuf> {
         bail!("{} failed ({})", script.display(), out.status);
     }
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let dir = stdout
-        .lines()
-        .last()
-        .context("build script printed no folder")?;
+    let dir = stdout.lines().last().context("build script printed no folder")?;
     Ok(PathBuf::from(dir.trim()))
 }
 
@@ -58,7 +77,12 @@ pub struct ControlPlaneConfig {
     pub bin_dir: PathBuf,
     /// kube-apiserver's port; a free one when `None`.
     pub api_port: Option<u16>,
+    /// `--service-node-port-range`, e.g. `30000-32767` (k3s' default).
+    pub node_port_range: String,
 }
+
+/// The node port range k3s uses.
+pub const DEFAULT_NODE_PORT_RANGE: &str = "30000-32767";
 
 /// Admin access to the running API server.
 #[derive(Clone, Debug)]
@@ -73,11 +97,15 @@ pub struct Admin {
 pub struct ControlPlane {
     pub admin: Admin,
     pub data_dir: PathBuf,
+    bin_dir: PathBuf,
+    apiserver_args: Vec<String>,
+    /// In start order; stopped in reverse.
     children: Vec<(&'static str, Child)>,
 }
 
 impl ControlPlane {
-    /// Starts etcd and kube-apiserver and waits until `/readyz` answers ok.
+    /// Starts etcd, kube-apiserver (waits until `/readyz` answers ok) and
+    /// kube-controller-manager.
     ///
     /// Children get SIGKILL if the thread that started them ends: start this from
     /// a thread that lives as long as the control plane should.
@@ -99,6 +127,8 @@ impl ControlPlane {
                 kubeconfig: cfg.data_dir.join("admin.kubeconfig"),
             },
             data_dir: cfg.data_dir.clone(),
+            bin_dir: cfg.bin_dir.clone(),
+            apiserver_args: Vec::new(),
             children: Vec::new(),
         };
         let etcd_url = format!("http://127.0.0.1:{etcd_port}");
@@ -119,41 +149,82 @@ impl ControlPlane {
         )?;
         cp.children.push(("etcd", etcd));
         let p = |f: &str| pki.dir.join(f).display().to_string();
-        let apiserver = spawn(
-            &cfg.bin_dir.join("kube-apiserver"),
-            &logs.join("kube-apiserver.log"),
+        cp.apiserver_args = vec![
+            format!("--etcd-servers={etcd_url}"),
+            format!("--cert-dir={}", pki.dir.display()),
+            format!("--tls-cert-file={}", p("apiserver.crt")),
+            format!("--tls-private-key-file={}", p("apiserver.key")),
+            format!("--client-ca-file={}", p("ca.crt")),
+            format!("--secure-port={api_port}"),
+            "--bind-address=127.0.0.1".into(),
+            "--advertise-address=127.0.0.1".into(),
+            format!("--service-cluster-ip-range={SERVICE_CIDR}"),
+            format!("--service-node-port-range={}", cfg.node_port_range),
+            "--authorization-mode=Node,RBAC".into(),
+            "--allow-privileged=true".into(),
+            "--disable-admission-plugins=ServiceAccount".into(),
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local".into(),
+            format!("--service-account-key-file={}", p("sa.pub")),
+            format!("--service-account-signing-key-file={}", p("sa.key")),
+            // `kubectl logs` reaches the simulated kubelet at the Node's InternalIP
+            // (k3s passes the same preference); without
+            // --kubelet-certificate-authority the API server does not verify the
+            // kubelet's serving certificate (upstream default).
+            "--kubelet-preferred-address-types=InternalIP,ExternalIP,Hostname".into(),
+            format!("--kubelet-client-certificate={}", p("admin.crt")),
+            format!("--kubelet-client-key={}", p("admin.key")),
+            "--profiling=false".into(),
+            "--v=1".into(),
+        ];
+        cp.start_apiserver()?;
+        write_private(
+            &cp.admin.kubeconfig,
+            &kubeconfig::render("hostsim", &cp.admin.server, &cp.admin.ca_pem, &cp.admin.client),
+        )?;
+        cp.wait_ready(Duration::from_secs(90))?;
+        let kcm = spawn(
+            &cfg.bin_dir.join("kube-controller-manager"),
+            &logs.join("kube-controller-manager.log"),
             &[
-                &format!("--etcd-servers={etcd_url}"),
-                &format!("--cert-dir={}", pki.dir.display()),
-                &format!("--tls-cert-file={}", p("apiserver.crt")),
-                &format!("--tls-private-key-file={}", p("apiserver.key")),
-                &format!("--client-ca-file={}", p("ca.crt")),
-                &format!("--secure-port={api_port}"),
-                "--bind-address=127.0.0.1",
-                "--advertise-address=127.0.0.1",
+                &format!("--kubeconfig={}", cp.admin.kubeconfig.display()),
+                &format!("--controllers={CONTROLLERS}"),
+                &format!("--root-ca-file={}", p("ca.crt")),
                 &format!("--service-cluster-ip-range={SERVICE_CIDR}"),
-                "--authorization-mode=RBAC",
-                "--allow-privileged=true",
-                "--disable-admission-plugins=ServiceAccount",
-                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-                &format!("--service-account-key-file={}", p("sa.pub")),
-                &format!("--service-account-signing-key-file={}", p("sa.key")),
+                "--leader-elect=false",
+                // No serving port: nothing scrapes it, and a fixed one would collide.
+                "--secure-port=0",
                 "--profiling=false",
                 "--v=1",
             ],
         )?;
-        cp.children.push(("kube-apiserver", apiserver));
-        write_private(
-            &cp.admin.kubeconfig,
-            &kubeconfig::render(
-                "hostsim",
-                &cp.admin.server,
-                &cp.admin.ca_pem,
-                &cp.admin.client,
-            ),
-        )?;
-        cp.wait_ready(Duration::from_secs(90))?;
+        cp.children.push(("kube-controller-manager", kcm));
         Ok(cp)
+    }
+
+    fn start_apiserver(&mut self) -> Result<()> {
+        let args: Vec<&str> = self.apiserver_args.iter().map(String::as_str).collect();
+        let child = spawn(&self.bin_dir.join("kube-apiserver"), &self.data_dir.join("logs/kube-apiserver.log"), &args)?;
+        // Stopped before etcd (children stop in reverse order).
+        let at = self.children.iter().position(|(n, _)| *n == "etcd").map_or(0, |i| i + 1);
+        self.children.insert(at, ("kube-apiserver", child));
+        Ok(())
+    }
+
+    /// Stops kube-apiserver (etcd and everything else keep running), for outage tests.
+    pub fn stop_api_server(&mut self) {
+        if let Some(i) = self.children.iter().position(|(n, _)| *n == "kube-apiserver") {
+            let (_, mut child) = self.children.remove(i);
+            terminate(&mut child, Duration::from_secs(5));
+        }
+    }
+
+    /// Starts kube-apiserver again on the same port and data, and waits until ready.
+    pub fn start_api_server_again(&mut self) -> Result<()> {
+        if self.children.iter().any(|(n, _)| *n == "kube-apiserver") {
+            return Ok(());
+        }
+        self.start_apiserver()?;
+        self.wait_ready(Duration::from_secs(90))
     }
 
     fn wait_ready(&mut self, timeout: Duration) -> Result<()> {
@@ -163,20 +234,14 @@ impl ControlPlane {
             for (name, child) in &mut self.children {
                 if let Some(status) = child.try_wait()? {
                     let log = self.data_dir.join("logs").join(format!("{name}.log"));
-                    bail!(
-                        "{name} exited ({status}); last log lines:\n{}",
-                        tail(&log, 15)
-                    );
+                    bail!("{name} exited ({status}); last log lines:\n{}", tail(&log, 15));
                 }
             }
             match probe() {
                 Ok(body) if body.trim() == "ok" => return Ok(()),
                 _ if Instant::now() > deadline => {
                     let log = self.data_dir.join("logs/kube-apiserver.log");
-                    bail!(
-                        "kube-apiserver not ready after {timeout:?}:\n{}",
-                        tail(&log, 15)
-                    );
+                    bail!("kube-apiserver not ready after {timeout:?}:\n{}", tail(&log, 15));
                 }
                 _ => std::thread::sleep(Duration::from_millis(200)),
             }
@@ -188,7 +253,7 @@ impl ControlPlane {
         self.children.iter().map(|(n, c)| (*n, c.id())).collect()
     }
 
-    /// SIGTERM, then SIGKILL after a grace period; API server first, etcd last.
+    /// SIGTERM, then SIGKILL after a grace period; in reverse start order, etcd last.
     pub fn stop(&mut self) {
         while let Some((_, mut child)) = self.children.pop() {
             terminate(&mut child, Duration::from_secs(5));
@@ -223,10 +288,7 @@ pub fn terminate(child: &mut Child, grace: Duration) {
 pub fn spawn(bin: &Path, log: &Path, args: &[&str]) -> Result<Child> {
     let out = fs::File::create(log).with_context(|| format!("creating {}", log.display()))?;
     let mut cmd = Command::new(bin);
-    cmd.args(args)
-        .stdin(Stdio::null())
-        .stdout(out.try_clone()?)
-        .stderr(out);
+    cmd.args(args).stdin(Stdio::null()).stdout(out.try_clone()?).stderr(out);
     // SAFETY: prctl is async-signal-safe; it only sets this child's death signal.
     unsafe {
         cmd.pre_exec(|| {
@@ -234,8 +296,7 @@ pub fn spawn(bin: &Path, log: &Path, args: &[&str]) -> Result<Child> {
             Ok(())
         });
     }
-    cmd.spawn()
-        .with_context(|| format!("starting {}", bin.display()))
+    cmd.spawn().with_context(|| format!("starting {}", bin.display()))
 }
 
 /// Writes a file only its owner can read (keys, kubeconfigs).
@@ -270,22 +331,12 @@ impl Pki {
     fn load_or_create(dir: &Path) -> Result<Self> {
         fs::create_dir_all(dir)?;
         let read = |f: &str| fs::read_to_string(dir.join(f));
-        if let (Ok(cert_pem), Ok(key_pem), Ok(a_cert), Ok(a_key)) = (
-            read("ca.crt"),
-            read("ca.key"),
-            read("admin.crt"),
-            read("admin.key"),
-        ) {
+        if let (Ok(cert_pem), Ok(key_pem), Ok(a_cert), Ok(a_key)) =
+            (read("ca.crt"), read("ca.key"), read("admin.crt"), read("admin.key"))
+        {
             let ca = Ca::from_pem(CertPair { cert_pem, key_pem })?;
-            let admin = CertPair {
-                cert_pem: a_cert,
-                key_pem: a_key,
-            };
-            return Ok(Self {
-                dir: dir.to_owned(),
-                ca,
-                admin,
-            });
+            let admin = CertPair { cert_pem: a_cert, key_pem: a_key };
+            return Ok(Self { dir: dir.to_owned(), ca, admin });
         }
         let ca = Ca::generate("hostsim-ca")?;
         let sans: Vec<String> = [
@@ -316,10 +367,6 @@ impl Pki {
         for (name, content) in files {
             write_private(&dir.join(name), content)?;
         }
-        Ok(Self {
-            dir: dir.to_owned(),
-            ca,
-            admin,
-        })
+        Ok(Self { dir: dir.to_owned(), ca, admin })
     }
 }

@@ -43,12 +43,8 @@ impl Credentials {
     /// Reads them from a kubeconfig that embeds its certificates (`*-data` fields),
     /// as the ones this crate writes do.
     pub fn from_file(path: &Path) -> Result<Self> {
-        let kc = Kubeconfig::read_from(path)
-            .with_context(|| format!("reading kubeconfig {}", path.display()))?;
-        let ctx_name = kc
-            .current_context
-            .clone()
-            .context("kubeconfig has no current-context")?;
+        let kc = Kubeconfig::read_from(path).with_context(|| format!("reading kubeconfig {}", path.display()))?;
+        let ctx_name = kc.current_context.clone().context("kubeconfig has no current-context")?;
         let ctx = kc
             .contexts
             .iter()
@@ -67,20 +63,15 @@ impl Credentials {
             .find(|u| Some(&u.name) == ctx.user.as_ref())
             .and_then(|u| u.auth_info.clone())
             .context("user of the current context not found")?;
-        let (Some(ca), Some(cert), Some(key)) = (
-            cluster.certificate_authority_data,
-            user.client_certificate_data,
-            user.client_key_data,
-        ) else {
+        let (Some(ca), Some(cert), Some(key)) =
+            (cluster.certificate_authority_data, user.client_certificate_data, user.client_key_data)
+        else {
             bail!("kubeconfig must embed certificate-authority-data and a client certificate");
         };
         Ok(Self {
             server: cluster.server.context("cluster has no server")?,
             ca_pem: unb64(&ca)?,
-            client: CertPair {
-                cert_pem: unb64(&cert)?,
-                key_pem: unb64(key.expose_secret())?,
-            },
+            client: CertPair { cert_pem: unb64(&cert)?, key_pem: unb64(key.expose_secret())? },
         })
     }
 }
@@ -92,9 +83,7 @@ pub fn b64(s: &str) -> String {
 
 fn unb64(s: &str) -> Result<String> {
     use base64::Engine;
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(s.trim())
-        .context("invalid base64 in kubeconfig")?;
+    let bytes = base64::engine::general_purpose::STANDARD.decode(s.trim()).context("invalid base64 in kubeconfig")?;
     String::from_utf8(bytes).context("kubeconfig certificate is not text")
 }
 

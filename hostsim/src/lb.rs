@@ -1,7 +1,7 @@
 //! The LoadBalancer provider's decisions, MetalLB-style: address pools, the
 //! `metallb.io/*` annotations and `loadBalancerClass`. Pure; `sim` does the I/O.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 use std::str::FromStr;
 
@@ -9,18 +9,8 @@ use k8s_openapi::api::core::v1::Service;
 
 /// The IPv4 addresses in a Service's `status.loadBalancer.ingress`.
 pub fn ingress_ips(svc: &Service) -> Vec<Ipv4Addr> {
-    let ingress = svc
-        .status
-        .as_ref()
-        .and_then(|s| s.load_balancer.as_ref())
-        .and_then(|l| l.ingress.as_ref());
-    ingress
-        .map(|i| {
-            i.iter()
-                .filter_map(|i| i.ip.as_deref()?.parse().ok())
-                .collect()
-        })
-        .unwrap_or_default()
+    let ingress = svc.status.as_ref().and_then(|s| s.load_balancer.as_ref()).and_then(|l| l.ingress.as_ref());
+    ingress.map(|i| i.iter().filter_map(|i| i.ip.as_deref()?.parse().ok()).collect()).unwrap_or_default()
 }
 
 /// An address pool (MetalLB `IPAddressPool`).
@@ -41,9 +31,7 @@ impl FromStr for Pool {
 
     /// `NAME=FIRST[-LAST][,noauto][,hostname=SUFFIX]`, e.g. `default=127.0.0.200-127.0.0.239`.
     fn from_str(s: &str) -> Result<Self, String> {
-        let (name, rest) = s
-            .split_once('=')
-            .ok_or(format!("pool {s:?}: expected NAME=RANGE"))?;
+        let (name, rest) = s.split_once('=').ok_or(format!("pool {s:?}: expected NAME=RANGE"))?;
         let mut parts = rest.split(',');
         let range = parts.next().unwrap_or_default();
         let mut auto_assign = true;
@@ -51,18 +39,12 @@ impl FromStr for Pool {
         for opt in parts {
             match opt.split_once('=') {
                 None if opt == "noauto" => auto_assign = false,
-                Some(("hostname", suffix)) if !suffix.is_empty() => {
-                    hostname_suffix = Some(suffix.to_owned())
-                }
+                Some(("hostname", suffix)) if !suffix.is_empty() => hostname_suffix = Some(suffix.to_owned()),
                 _ => return Err(format!("pool {name}: unknown option {opt:?}")),
             }
         }
         let (first, last) = range.split_once('-').unwrap_or((range, range));
-        let parse = |a: &str| {
-            a.trim()
-                .parse::<Ipv4Addr>()
-                .map_err(|e| format!("pool {name}: {a:?}: {e}"))
-        };
+        let parse = |a: &str| a.trim().parse::<Ipv4Addr>().map_err(|e| format!("pool {name}: {a:?}: {e}"));
         let (first, last) = (u32::from(parse(first)?), u32::from(parse(last)?));
         if last < first || last - first > 4096 {
             return Err(format!("pool {name}: bad range"));
@@ -72,6 +54,74 @@ impl FromStr for Pool {
             addresses: (first..=last).map(Ipv4Addr::from).collect(),
             auto_assign,
             hostname_suffix,
+        })
+    }
+}
+
+/// Annotation on an `IPAddressPool` making the provider answer with hostnames
+/// (hostsim's stand-in for a cloud load balancer such as AWS's; not MetalLB's).
+pub const HOSTNAME_ANNOTATION: &str = "hostsim.kubebyon.dev/hostname-suffix";
+
+/// The namespace MetalLB reads its configuration from.
+pub const METALLB_NAMESPACE: &str = "metallb-system";
+
+impl Pool {
+    /// The `IPAddressPool` object (metallb.io/v1beta1) for this pool.
+    pub fn to_object(&self) -> serde_json::Value {
+        let (first, last) = (
+            self.addresses.first().copied().unwrap_or(Ipv4Addr::UNSPECIFIED),
+            self.addresses.last().copied().unwrap_or(Ipv4Addr::UNSPECIFIED),
+        );
+        let mut obj = serde_json::json!({
+            "apiVersion": "metallb.io/v1beta1",
+            "kind": "IPAddressPool",
+            "metadata": {"name": self.name, "namespace": METALLB_NAMESPACE},
+            "spec": {"addresses": [format!("{first}-{last}")], "autoAssign": self.auto_assign},
+        });
+        if let Some(suffix) = &self.hostname_suffix {
+            obj["metadata"]["annotations"] = serde_json::json!({HOSTNAME_ANNOTATION: suffix});
+        }
+        obj
+    }
+
+    /// Reads an `IPAddressPool`: `addresses` as `a-b` ranges or CIDRs (IPv4; IPv6
+    /// entries are skipped, as this provider has no IPv6), `autoAssign` default true.
+    pub fn from_object(obj: &serde_json::Value) -> Result<Self, String> {
+        let name = obj["metadata"]["name"].as_str().unwrap_or_default().to_owned();
+        let spec = &obj["spec"];
+        let mut addresses = Vec::new();
+        for entry in spec["addresses"].as_array().into_iter().flatten() {
+            let text = entry.as_str().unwrap_or_default().trim();
+            if text.contains(':') {
+                continue;
+            }
+            let (first, last) = if let Some((a, b)) = text.split_once('-') {
+                let parse = |x: &str| {
+                    x.trim().parse::<Ipv4Addr>().map_err(|_| format!("invalid CIDR {text:?} in pool {name:?}"))
+                };
+                (u32::from(parse(a)?), u32::from(parse(b)?))
+            } else {
+                let (ip, bits) = text.split_once('/').unwrap_or((text, "32"));
+                let ip: Ipv4Addr = ip.parse().map_err(|_| format!("invalid CIDR {text:?} in pool {name:?}"))?;
+                let bits: u32 =
+                    bits.parse().ok().filter(|b| *b <= 32).ok_or(format!("invalid CIDR {text:?} in pool {name:?}"))?;
+                let mask = if bits == 0 { 0 } else { u32::MAX << (32 - bits) };
+                let base = u32::from(ip) & mask;
+                (base, base | !mask)
+            };
+            if last < first || last - first > 65_536 {
+                return Err(format!("invalid IP range {text:?} in pool {name:?}"));
+            }
+            addresses.extend((first..=last).map(Ipv4Addr::from));
+        }
+        if addresses.is_empty() {
+            return Err(format!("pool {name:?}: pool has no prefixes defined"));
+        }
+        Ok(Self {
+            auto_assign: spec["autoAssign"].as_bool().unwrap_or(true),
+            hostname_suffix: obj["metadata"]["annotations"][HOSTNAME_ANNOTATION].as_str().map(str::to_owned),
+            name,
+            addresses,
         })
     }
 }
@@ -98,14 +148,39 @@ pub struct Request<'a> {
     pub pool_annotation: Option<&'a str>,
     /// The ingress IP it already has, if any.
     pub current: Option<Ipv4Addr>,
+    /// How it may share an address with others.
+    pub sharing: Sharing,
 }
+
+/// What MetalLB compares before two Services share an address
+/// (`internal/allocator/allocator.go` `sharingOK`, `checkSharing`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Sharing {
+    /// `metallb.io/allow-shared-ip`; empty = shares with nobody.
+    pub key: String,
+    /// With `externalTrafficPolicy: Local`, the selector (`k=v,…`); else empty.
+    pub backend: String,
+    /// `(protocol, port)` of each Service port, e.g. `("TCP", 443)`.
+    pub ports: Vec<(String, i32)>,
+}
+
+/// A Service holding an address.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Holder {
+    /// `namespace/name`.
+    pub service: String,
+    pub sharing: Sharing,
+}
+
+/// Addresses in use and who holds them.
+pub type InUse = BTreeMap<Ipv4Addr, Vec<Holder>>;
 
 /// The outcome for one Service; every failure leaves it pending.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Decision {
     Assign(Ipv4Addr),
-    /// Another provider's class: not ours to answer.
-    NotServed(String),
+    /// Another provider's class: MetalLB only logs this (no Event, no status).
+    NotServed,
     /// An Event's reason and message, as MetalLB words them.
     Fail {
         reason: &'static str,
@@ -113,15 +188,43 @@ pub enum Decision {
     },
 }
 
+/// Whether `svc` may use `ip` given who holds it; MetalLB's words when not.
+pub fn check_sharing(ip: Ipv4Addr, svc: &str, sharing: &Sharing, in_use: &InUse) -> Result<(), String> {
+    let others: Vec<&Holder> = in_use.get(&ip).into_iter().flatten().filter(|h| h.service != svc).collect();
+    if others.is_empty() {
+        return Ok(());
+    }
+    let compatible = others.iter().all(|h| {
+        !h.sharing.key.is_empty()
+            && !sharing.key.is_empty()
+            && h.sharing.key == sharing.key
+            && h.sharing.backend == sharing.backend
+    });
+    if !compatible {
+        let names: Vec<&str> = others.iter().map(|h| h.service.as_str()).collect();
+        return Err(format!("can't change sharing key for \"{svc}\", address also in use by {}", names.join(",")));
+    }
+    for (proto, port) in &sharing.ports {
+        if others.iter().any(|h| h.sharing.ports.contains(&(proto.clone(), *port))) {
+            return Err(format!("port {proto}/{port} is already in use on \"{ip}\""));
+        }
+    }
+    Ok(())
+}
+
 impl Config {
     pub fn contains(&self, ip: Ipv4Addr) -> bool {
         self.pools.iter().any(|p| p.addresses.contains(&ip))
     }
 
+    /// The pool an address belongs to.
+    pub fn pool_of(&self, ip: Ipv4Addr) -> Option<&Pool> {
+        self.pools.iter().find(|p| p.addresses.contains(&ip))
+    }
+
     /// The `status.loadBalancer.ingress` entry announcing `ip`.
     pub fn ingress_for(&self, ip: Ipv4Addr) -> serde_json::Value {
-        let pool = self.pools.iter().find(|p| p.addresses.contains(&ip));
-        match pool.and_then(|p| p.hostname_suffix.as_deref()) {
+        match self.pool_of(ip).and_then(|p| p.hostname_suffix.as_deref()) {
             Some(suffix) => {
                 let dashed = ip.to_string().replace('.', "-");
                 serde_json::json!({"hostname": format!("{dashed}.{suffix}")})
@@ -134,19 +237,11 @@ impl Config {
     /// behind each hostname this provider gave out.
     pub fn addresses(&self, svc: &Service) -> Vec<Ipv4Addr> {
         let mut out = ingress_ips(svc);
-        let ingress = svc
-            .status
-            .as_ref()
-            .and_then(|s| s.load_balancer.as_ref())
-            .and_then(|l| l.ingress.as_ref());
-        for host in ingress
-            .into_iter()
-            .flatten()
-            .filter_map(|i| i.hostname.as_deref())
-        {
+        let ingress = svc.status.as_ref().and_then(|s| s.load_balancer.as_ref()).and_then(|l| l.ingress.as_ref());
+        for host in ingress.into_iter().flatten().filter_map(|i| i.hostname.as_deref()) {
             let decoded = host.split_once('.').and_then(|(dashed, suffix)| {
                 let ip: Ipv4Addr = dashed.replace('-', ".").parse().ok()?;
-                let pool = self.pools.iter().find(|p| p.addresses.contains(&ip))?;
+                let pool = self.pool_of(ip)?;
                 (pool.hostname_suffix.as_deref() == Some(suffix)).then_some(ip)
             });
             out.extend(decoded);
@@ -154,75 +249,76 @@ impl Config {
         out
     }
 
-    /// Decides one Service; `in_use` holds addresses other Services have.
-    pub fn decide(&self, req: &Request<'_>, in_use: &BTreeSet<Ipv4Addr>) -> Decision {
+    /// Decides one Service; `in_use` holds the addresses other Services have.
+    /// Mirrors MetalLB's `controller/service.go` and `internal/allocator`.
+    pub fn decide(&self, req: &Request<'_>, in_use: &InUse) -> Decision {
         if req.class != self.class.as_deref() {
-            return Decision::NotServed(format!(
-                "loadBalancerClass {:?} is not served by this provider (it serves {})",
-                req.class.unwrap_or(""),
-                self.class
-                    .as_deref()
-                    .map(|c| format!("class {c:?}"))
-                    .unwrap_or("Services without a class".into())
-            ));
+            return Decision::NotServed;
         }
+        let key = format!("{}/{}", req.namespace, req.name);
         let fail = |message: String| Decision::Fail {
             reason: "AllocationFailed",
-            message: format!(
-                "Failed to allocate IP for \"{}/{}\": {message}",
-                req.namespace, req.name
-            ),
+            message: format!("Failed to allocate IP for \"{key}\": {message}"),
         };
-        let requested: Vec<&str> = match (req.ips_annotation, req.load_balancer_ip) {
-            (Some(_), Some(_)) => {
-                return fail(
-                    "service can not have both metallb.io/loadBalancerIPs and svc.Spec.LoadBalancerIP"
-                        .into(),
-                );
+        let requested: Result<Vec<Ipv4Addr>, String> = match (req.ips_annotation, req.load_balancer_ip) {
+            (Some(_), Some(ip)) if !ip.is_empty() => {
+                Err("service can not have both metallb.io/loadBalancerIPs and svc.Spec.LoadBalancerIP".into())
             }
-            (Some(list), None) => list
+            (Some(list), _) => list
                 .split(',')
                 .map(str::trim)
-                .filter(|s| !s.is_empty())
+                .map(|a| a.parse().map_err(|_| format!("invalid metallb.io/loadBalancerIPs: {list:?}")))
                 .collect(),
-            (None, Some(ip)) if !ip.is_empty() => vec![ip],
-            _ => vec![],
+            (None, Some(ip)) if !ip.is_empty() => {
+                ip.parse().map(|ip| vec![ip]).map_err(|_| format!("invalid spec.loadBalancerIP {ip:?}"))
+            }
+            _ => Ok(vec![]),
+        };
+        let requested = match requested {
+            Ok(r) => r,
+            Err(e) => return fail(e),
         };
         let pools: Vec<&Pool> = match req.pool_annotation {
             Some(name) => match self.pools.iter().find(|p| p.name == name) {
                 Some(p) => vec![p],
-                None => return fail(format!("pool {name:?} does not exist")),
+                None => return fail(format!("unknown pool {name:?}")),
             },
-            // An explicit address may come from any pool; automatic ones only from autoAssign pools.
+            // Requested addresses may come from any pool (autoAssign is not checked).
             None if !requested.is_empty() => self.pools.iter().collect(),
             None => self.pools.iter().filter(|p| p.auto_assign).collect(),
         };
-        if let Some(first) = requested.first() {
-            let Ok(ip) = first.parse::<Ipv4Addr>() else {
-                return fail(format!("invalid IP {first:?}"));
-            };
+        if let Some(ip) = requested.first().copied() {
             if !pools.iter().any(|p| p.addresses.contains(&ip)) {
+                if req.pool_annotation.is_some() && self.contains(ip) {
+                    return fail(format!(
+                        "requested loadBalancer IP(s) [\"{ip}\"] is not compatible with requested address pool {}",
+                        req.pool_annotation.unwrap_or_default()
+                    ));
+                }
                 return fail(format!("[\"{ip}\"] is not allowed in config"));
             }
-            if in_use.contains(&ip) && req.current != Some(ip) {
-                return fail(format!(
-                    "can't change sharing key for \"{}/{}\", address also in use by another service",
-                    req.namespace, req.name
-                ));
-            }
-            return Decision::Assign(ip);
+            return match check_sharing(ip, &key, &req.sharing, in_use) {
+                Ok(()) => Decision::Assign(ip),
+                Err(e) => fail(e),
+            };
         }
+        // An existing allocation is kept when it is still allowed.
         if let Some(cur) = req.current
             && pools.iter().any(|p| p.addresses.contains(&cur))
+            && check_sharing(cur, &key, &req.sharing, in_use).is_ok()
         {
             return Decision::Assign(cur);
         }
-        pools
+        // The lowest address that is free or compatibly shared (`getIPFromCIDR`).
+        let found = pools
             .iter()
             .flat_map(|p| p.addresses.iter())
-            .find(|ip| !in_use.contains(ip))
-            .map(|ip| Decision::Assign(*ip))
-            .unwrap_or_else(|| fail("no available IPs".into()))
+            .find(|ip| check_sharing(**ip, &key, &req.sharing, in_use).is_ok());
+        match (found, req.pool_annotation) {
+            (Some(ip), _) => Decision::Assign(*ip),
+            (None, Some(pool)) => fail(format!("no available IPs in pool {pool}")),
+            (None, None) => fail("no available IPs".into()),
+        }
     }
 }
 
@@ -232,20 +328,13 @@ mod tests {
 
     fn cfg() -> Config {
         Config {
-            pools: vec![
-                "default=127.0.0.10-127.0.0.11".parse().unwrap(),
-                "tiny=127.0.0.20,noauto".parse().unwrap(),
-            ],
+            pools: vec!["default=127.0.0.10-127.0.0.11".parse().unwrap(), "tiny=127.0.0.20,noauto".parse().unwrap()],
             class: None,
         }
     }
 
     fn req<'a>() -> Request<'a> {
-        Request {
-            namespace: "ns",
-            name: "svc",
-            ..Default::default()
-        }
+        Request { namespace: "ns", name: "svc", ..Default::default() }
     }
 
     fn ip(s: &str) -> Ipv4Addr {
@@ -257,98 +346,41 @@ mod tests {
         let c = cfg();
         let used = BTreeSet::from([ip("127.0.0.10")]);
         assert_eq!(c.decide(&req(), &used), Decision::Assign(ip("127.0.0.11")));
-        let keep = Request {
-            current: Some(ip("127.0.0.10")),
-            ..req()
-        };
-        assert_eq!(
-            c.decide(&keep, &BTreeSet::new()),
-            Decision::Assign(ip("127.0.0.10"))
-        );
+        let keep = Request { current: Some(ip("127.0.0.10")), ..req() };
+        assert_eq!(c.decide(&keep, &BTreeSet::new()), Decision::Assign(ip("127.0.0.10")));
     }
 
     #[test]
     fn exhausted_pool_fails_like_metallb() {
         let used = BTreeSet::from([ip("127.0.0.10"), ip("127.0.0.11")]);
-        let Decision::Fail { reason, message } = cfg().decide(&req(), &used) else {
-            panic!()
-        };
+        let Decision::Fail { reason, message } = cfg().decide(&req(), &used) else { panic!() };
         assert_eq!(reason, "AllocationFailed");
-        assert_eq!(
-            message,
-            "Failed to allocate IP for \"ns/svc\": no available IPs"
-        );
+        assert_eq!(message, "Failed to allocate IP for \"ns/svc\": no available IPs");
     }
 
     #[test]
     fn annotations_pick_pool_or_address() {
         let c = cfg();
-        let by_pool = Request {
-            pool_annotation: Some("tiny"),
-            ..req()
-        };
-        assert_eq!(
-            c.decide(&by_pool, &BTreeSet::new()),
-            Decision::Assign(ip("127.0.0.20"))
-        );
-        let by_ip = Request {
-            ips_annotation: Some("127.0.0.20"),
-            ..req()
-        };
-        assert_eq!(
-            c.decide(&by_ip, &BTreeSet::new()),
-            Decision::Assign(ip("127.0.0.20"))
-        );
-        let outside = Request {
-            ips_annotation: Some("10.0.0.1"),
-            ..req()
-        };
-        assert!(matches!(
-            c.decide(&outside, &BTreeSet::new()),
-            Decision::Fail { .. }
-        ));
-        let both = Request {
-            ips_annotation: Some("127.0.0.10"),
-            load_balancer_ip: Some("127.0.0.10"),
-            ..req()
-        };
-        assert!(matches!(
-            c.decide(&both, &BTreeSet::new()),
-            Decision::Fail { .. }
-        ));
-        let unknown = Request {
-            pool_annotation: Some("nope"),
-            ..req()
-        };
-        assert!(matches!(
-            c.decide(&unknown, &BTreeSet::new()),
-            Decision::Fail { .. }
-        ));
+        let by_pool = Request { pool_annotation: Some("tiny"), ..req() };
+        assert_eq!(c.decide(&by_pool, &BTreeSet::new()), Decision::Assign(ip("127.0.0.20")));
+        let by_ip = Request { ips_annotation: Some("127.0.0.20"), ..req() };
+        assert_eq!(c.decide(&by_ip, &BTreeSet::new()), Decision::Assign(ip("127.0.0.20")));
+        let outside = Request { ips_annotation: Some("10.0.0.1"), ..req() };
+        assert!(matches!(c.decide(&outside, &BTreeSet::new()), Decision::Fail { .. }));
+        let both = Request { ips_annotation: Some("127.0.0.10"), load_balancer_ip: Some("127.0.0.10"), ..req() };
+        assert!(matches!(c.decide(&both, &BTreeSet::new()), Decision::Fail { .. }));
+        let unknown = Request { pool_annotation: Some("nope"), ..req() };
+        assert!(matches!(c.decide(&unknown, &BTreeSet::new()), Decision::Fail { .. }));
     }
 
     #[test]
     fn class_must_match() {
         let c = cfg();
-        let other = Request {
-            class: Some("example.com/lb"),
-            ..req()
-        };
-        assert!(matches!(
-            c.decide(&other, &BTreeSet::new()),
-            Decision::NotServed(_)
-        ));
-        let c = Config {
-            class: Some("example.com/lb".into()),
-            ..cfg()
-        };
-        assert!(matches!(
-            c.decide(&req(), &BTreeSet::new()),
-            Decision::NotServed(_)
-        ));
-        assert!(matches!(
-            c.decide(&other, &BTreeSet::new()),
-            Decision::Assign(_)
-        ));
+        let other = Request { class: Some("example.com/lb"), ..req() };
+        assert!(matches!(c.decide(&other, &BTreeSet::new()), Decision::NotServed(_)));
+        let c = Config { class: Some("example.com/lb".into()), ..cfg() };
+        assert!(matches!(c.decide(&req(), &BTreeSet::new()), Decision::NotServed(_)));
+        assert!(matches!(c.decide(&other, &BTreeSet::new()), Decision::Assign(_)));
     }
 
     #[test]
@@ -362,19 +394,9 @@ mod tests {
 
     #[test]
     fn hostname_pools_announce_and_decode_names() {
-        let c = Config {
-            pools: vec![
-                "aws=127.0.0.50,noauto,hostname=lb.example.test"
-                    .parse()
-                    .unwrap(),
-            ],
-            class: None,
-        };
+        let c = Config { pools: vec!["aws=127.0.0.50,noauto,hostname=lb.example.test".parse().unwrap()], class: None };
         let entry = c.ingress_for(ip("127.0.0.50"));
-        assert_eq!(
-            entry,
-            serde_json::json!({"hostname": "127-0-0-50.lb.example.test"})
-        );
+        assert_eq!(entry, serde_json::json!({"hostname": "127-0-0-50.lb.example.test"}));
         let svc: Service = serde_json::from_value(serde_json::json!({
             "status": {"loadBalancer": {"ingress": [entry, {"hostname": "127-0-0-50.elsewhere.test"}]}}
         }))

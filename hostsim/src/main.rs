@@ -1,14 +1,15 @@
 //! `hostsim`: the host simulator (`run`), or the whole test host in one process
 //! tree (`up`: etcd + kube-apiserver + simulator, state in a data folder).
 
-use std::net::Ipv4Addr;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 use hostsim::controlplane::{self, ControlPlane, ControlPlaneConfig};
 use hostsim::kubeconfig::Credentials;
-use hostsim::{lb, sim, testhost};
+use hostsim::latency::{Latency, Span};
+use hostsim::sim::nodes::NodeAddr;
+use hostsim::{chart, lb, sim, testhost};
 
 #[derive(Parser)]
 #[command(about = "KubeBYON's simulated k3s host")]
@@ -45,24 +46,61 @@ enum Command {
 #[derive(Args)]
 struct SimArgs {
     /// Address pool `NAME=FIRST[-LAST][,noauto][,hostname=SUFFIX]`; repeatable.
+    /// Written as MetalLB `IPAddressPool` objects in `metallb-system`.
     #[arg(long = "pool", default_value = "default=127.0.0.100-127.0.0.199")]
     pools: Vec<lb::Pool>,
     /// Serve only this loadBalancerClass (default: Services without a class).
     #[arg(long)]
     lb_class: Option<String>,
-    /// Node address for node ports; repeatable. The first is the vCluster pods' node.
+    /// A node `INTERNAL_IP[/EXTERNAL_IP]`; repeatable. The first runs the pods.
     #[arg(long = "node-ip", default_value = "127.0.0.1")]
-    node_ips: Vec<Ipv4Addr>,
+    nodes: Vec<NodeAddr>,
+    /// Short but non-zero delays, for test hosts ([`Latency::TEST`]) instead of
+    /// the upstream-like ones ([`Latency::UPSTREAM`]); the flags below override.
+    #[arg(long)]
+    test_latency: bool,
+    /// How long a helm Job pod takes (`MIN-MAX` or one duration; upstream-like: 2s-5s).
+    #[arg(long)]
+    helm_job: Option<Span>,
+    /// How long a vCluster pod takes to serve after install or a values change (5s-10s).
+    #[arg(long)]
+    vcluster_start: Option<Span>,
+    /// How long after a SAN change the new certificate is served (2s-4500ms).
+    #[arg(long)]
+    cert_refresh: Option<Span>,
+    /// The Job controller's first retry delay, doubling per failure (10s).
+    #[arg(long)]
+    job_retry: Option<Span>,
+    /// vCluster chart versions the simulated chart repository serves; repeatable.
+    #[arg(long = "chart-version")]
+    chart_versions: Vec<String>,
+    /// Chart repositories that answer `helm repo add`; repeatable.
+    #[arg(long = "chart-repo")]
+    chart_repos: Vec<String>,
 }
 
 impl SimArgs {
     fn config(self) -> sim::Config {
+        let mut charts = chart::Source::default();
+        if !self.chart_versions.is_empty() {
+            charts.versions = self.chart_versions;
+        }
+        if !self.chart_repos.is_empty() {
+            charts.repos = self.chart_repos;
+        }
         sim::Config {
-            lb: lb::Config {
-                pools: self.pools,
-                class: self.lb_class,
+            lb: lb::Config { pools: self.pools, class: self.lb_class },
+            nodes: self.nodes,
+            latency: {
+                let base = if self.test_latency { Latency::TEST } else { Latency::UPSTREAM };
+                Latency {
+                    helm_job: self.helm_job.unwrap_or(base.helm_job),
+                    vcluster_start: self.vcluster_start.unwrap_or(base.vcluster_start),
+                    cert_refresh: self.cert_refresh.unwrap_or(base.cert_refresh),
+                    job_retry: self.job_retry.map_or(base.job_retry, |s| s.min),
+                }
             },
-            node_ips: self.node_ips,
+            charts,
         }
     }
 }
@@ -71,8 +109,7 @@ impl SimArgs {
 async fn main() {
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "info,kube=warn".into()),
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,kube=warn".into()),
         )
         .with_writer(std::io::stderr)
         .init();
@@ -84,11 +121,7 @@ async fn main() {
 
 async fn real_main(cli: Cli) -> Result<()> {
     match cli.command {
-        Command::Run {
-            kubeconfig,
-            ready_file,
-            sim,
-        } => {
+        Command::Run { kubeconfig, ready_file, sim } => {
             let client = testhost::client_for(&kubeconfig).await?;
             let creds = Credentials::from_file(&kubeconfig)?;
             sim::run(client, creds, sim.config(), move || {
@@ -98,11 +131,7 @@ async fn real_main(cli: Cli) -> Result<()> {
             })
             .await
         }
-        Command::Up {
-            data_dir,
-            api_port,
-            sim,
-        } => up(data_dir, api_port, sim).await,
+        Command::Up { data_dir, api_port, sim } => up(data_dir, api_port, sim).await,
     }
 }
 
@@ -116,10 +145,10 @@ async fn up(data_dir: PathBuf, api_port: u16, sim_args: SimArgs) -> Result<()> {
         data_dir: data_dir.clone(),
         bin_dir,
         api_port: Some(api_port),
+        node_port_range: controlplane::DEFAULT_NODE_PORT_RANGE.into(),
     })?;
     let kubeconfig = cp.admin.kubeconfig.clone();
     let client = testhost::client_for(&kubeconfig).await?;
-    hostsim::crd::register_helmchart(&client).await?;
     let creds = Credentials::from_file(&kubeconfig)?;
     let pids: Vec<String> = cp.pids().iter().map(|(n, p)| format!("{n}={p}")).collect();
     tracing::info!(kubeconfig = %kubeconfig.display(), pids = %pids.join(" "), "host up");

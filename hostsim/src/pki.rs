@@ -7,8 +7,8 @@
 use std::net::IpAddr;
 
 use rcgen::{
-    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
-    Issuer, KeyPair, KeyUsagePurpose, SanType,
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose, SanType,
 };
 use time::{Duration, OffsetDateTime};
 
@@ -40,19 +40,11 @@ impl Ca {
         let mut params = CertificateParams::new(Vec::<String>::new())?;
         params.distinguished_name = name(common_name, &[]);
         params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        params.key_usages = vec![
-            KeyUsagePurpose::KeyCertSign,
-            KeyUsagePurpose::CrlSign,
-            KeyUsagePurpose::DigitalSignature,
-        ];
+        params.key_usages =
+            vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
         validity(&mut params, 3650);
         let cert = params.self_signed(&key)?;
-        Ok(Self {
-            pair: CertPair {
-                cert_pem: cert.pem(),
-                key_pem: key.serialize_pem(),
-            },
-        })
+        Ok(Self { pair: CertPair { cert_pem: cert.pem(), key_pem: key.serialize_pem() } })
     }
 
     /// Loads a CA stored by [`Ca::generate`].
@@ -81,19 +73,13 @@ impl Ca {
     }
 
     fn issue(&self, mut params: CertificateParams) -> Result<CertPair, PkiError> {
-        params.key_usages = vec![
-            KeyUsagePurpose::DigitalSignature,
-            KeyUsagePurpose::KeyEncipherment,
-        ];
+        params.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
         validity(&mut params, 365);
         let ca_key = KeyPair::from_pem(&self.pair.key_pem)?;
         let issuer = Issuer::from_ca_cert_pem(&self.pair.cert_pem, ca_key)?;
         let key = KeyPair::generate()?;
         let cert = params.signed_by(&key, &issuer)?;
-        Ok(CertPair {
-            cert_pem: cert.pem(),
-            key_pem: key.serialize_pem(),
-        })
+        Ok(CertPair { cert_pem: cert.pem(), key_pem: key.serialize_pem() })
     }
 }
 
@@ -129,11 +115,7 @@ fn san(value: &str) -> Result<SanType, PkiError> {
     if let Ok(ip) = value.parse::<IpAddr>() {
         return Ok(SanType::IpAddress(ip));
     }
-    value
-        .to_owned()
-        .try_into()
-        .map(SanType::DnsName)
-        .map_err(|_| PkiError::San(value.to_owned()))
+    value.to_owned().try_into().map(SanType::DnsName).map_err(|_| PkiError::San(value.to_owned()))
 }
 
 #[cfg(test)]
@@ -144,9 +126,7 @@ mod tests {
     fn ca_round_trips_through_pem_and_issues() {
         let ca = Ca::generate("test-ca").unwrap();
         let again = Ca::from_pem(ca.pair.clone()).unwrap();
-        let server = again
-            .issue_server("srv", &["localhost".into(), "127.0.0.1".into()])
-            .unwrap();
+        let server = again.issue_server("srv", &["localhost".into(), "127.0.0.1".into()]).unwrap();
         assert!(server.cert_pem.starts_with("-----BEGIN CERTIFICATE-----"));
         let client = again.issue_client("admin", &["system:masters"]).unwrap();
         assert_ne!(client.key_pem, server.key_pem);
@@ -155,9 +135,6 @@ mod tests {
     #[test]
     fn rejects_unusable_san() {
         let ca = Ca::generate("test-ca").unwrap();
-        assert!(matches!(
-            ca.issue_server("srv", &["bäd.example".into()]),
-            Err(PkiError::San(_))
-        ));
+        assert!(matches!(ca.issue_server("srv", &["bäd.example".into()]), Err(PkiError::San(_))));
     }
 }

@@ -8,6 +8,7 @@
 //! binary's exit, panics included) makes the kernel kill them (PR_SET_PDEATHSIG),
 //! so even the never-dropped shared instance leaves nothing running.
 
+use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::sync::OnceLock;
@@ -31,12 +32,123 @@ use crate::sim;
 /// The simulator to run beside the control plane.
 #[derive(Clone, Debug)]
 pub enum Simulator {
-    /// The `hostsim` binary as a child process: `run --kubeconfig … --ready-file …`
-    /// followed by `args` (this crate's tests use `env!("CARGO_BIN_EXE_hostsim")`).
+    /// The `hostsim` binary as a child process: `run --kubeconfig … --ready-file …`,
+    /// the test host's defaults ([`Net::default_args`]), then `args` (this crate's
+    /// tests use `env!("CARGO_BIN_EXE_hostsim")`).
     Process { bin: PathBuf, args: Vec<String> },
     /// In this process, on the keeper thread: for other crates' tests, which
-    /// cannot name the binary.
-    InProcess(sim::Config),
+    /// cannot name the binary. The function gets the host's addresses
+    /// ([`Net::default_config`] is the usual choice).
+    InProcess(fn(Net) -> sim::Config),
+}
+
+/// The loopback addresses `127.A.B.0/24` one test host owns: its node IPs and
+/// LoadBalancer pools, so any number of test hosts (and the hand-started host,
+/// which uses `127.0.0.0/24`) run at once without sharing a port.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Net(pub [u8; 2]);
+
+impl Net {
+    /// `127.A.B.n`.
+    pub fn addr(self, n: u8) -> Ipv4Addr {
+        Ipv4Addr::new(127, self.0[0], self.0[1], n)
+    }
+
+    /// The first node (runs the pods; in vCluster's certificate).
+    pub fn node(self) -> Ipv4Addr {
+        self.addr(1)
+    }
+
+    /// A second node: node ports answer there too, but it is not in the SANs.
+    pub fn other_node(self) -> Ipv4Addr {
+        self.addr(2)
+    }
+
+    /// Pool `default`: `.200-.229`, auto-assigned.
+    pub fn default_pool(self) -> String {
+        format!("default={}-{}", self.addr(200), self.addr(229))
+    }
+
+    /// Pool `tiny`: one address (`.230`), only on request.
+    pub fn tiny_pool(self) -> String {
+        format!("tiny={},noauto", self.addr(230))
+    }
+
+    /// Pool `named`: `.231`, answered with a hostname, as AWS load balancers do.
+    pub fn named_pool(self) -> String {
+        format!("named={},noauto,hostname=lb.hostsim.test", self.addr(231))
+    }
+
+    /// `hostsim run` arguments for these addresses and the test latencies.
+    pub fn default_args(self) -> Vec<String> {
+        vec![
+            "--test-latency".into(),
+            "--node-ip".into(),
+            self.node().to_string(),
+            "--node-ip".into(),
+            self.other_node().to_string(),
+            "--pool".into(),
+            self.default_pool(),
+            "--pool".into(),
+            self.tiny_pool(),
+            "--pool".into(),
+            self.named_pool(),
+        ]
+    }
+
+    /// The in-process equivalent of [`Net::default_args`].
+    pub fn default_config(self) -> sim::Config {
+        let pools =
+            [self.default_pool(), self.tiny_pool(), self.named_pool()].iter().filter_map(|p| p.parse().ok()).collect();
+        sim::Config {
+            lb: crate::lb::Config { pools, class: None },
+            nodes: [self.node(), self.other_node()]
+                .map(|internal| crate::sim::nodes::NodeAddr { internal, external: None })
+                .into(),
+            latency: crate::latency::Latency::TEST,
+            charts: crate::chart::Source::default(),
+        }
+    }
+
+    /// Claims a free `127.A.B.0/24` (A ≥ 1) with a lock file in the temp folder;
+    /// locks of processes that are gone are taken over.
+    fn claim() -> Result<Self> {
+        let pid = std::process::id();
+        for attempt in 0..2000u32 {
+            let seed = pid.wrapping_mul(7919).wrapping_add(attempt.wrapping_mul(104_729));
+            let net = Net([1 + (seed % 254) as u8, ((seed / 254) % 256) as u8]);
+            let lock = std::env::temp_dir().join(format!("kubebyon-testhost-net-{}-{}", net.0[0], net.0[1]));
+            match std::fs::OpenOptions::new().write(true).create_new(true).open(&lock) {
+                Ok(mut f) => {
+                    use std::io::Write;
+                    let _ = write!(f, "{pid}");
+                    return Ok(net);
+                }
+                Err(_) => {
+                    let owner = std::fs::read_to_string(&lock).unwrap_or_default();
+                    let alive =
+                        owner.trim().parse::<u32>().is_ok_and(|p| Path::new("/proc").join(p.to_string()).exists());
+                    if !alive && std::fs::remove_file(&lock).is_ok() {
+                        continue;
+                    }
+                }
+            }
+        }
+        bail!("no free 127.x.y.0/24 for a test host")
+    }
+
+    fn release(self) {
+        let _ = std::fs::remove_file(
+            std::env::temp_dir().join(format!("kubebyon-testhost-net-{}-{}", self.0[0], self.0[1])),
+        );
+    }
+}
+
+/// What a test can ask of a running host's processes.
+#[derive(Debug)]
+enum Command {
+    StopApiServer(std::sync::mpsc::Sender<()>),
+    StartApiServer(std::sync::mpsc::Sender<Result<()>>),
 }
 
 /// Facts about a running test host.
@@ -47,6 +159,9 @@ pub struct TestHost {
     /// From spawning etcd to the CRD (and simulator) being ready.
     pub startup: Duration,
     pub pids: Vec<(&'static str, u32)>,
+    /// Its addresses.
+    pub net: Net,
+    commands: tokio::sync::mpsc::UnboundedSender<Command>,
 }
 
 /// An owned test host; dropping it stops its processes and removes its folder.
@@ -63,6 +178,7 @@ impl Drop for TestHostGuard {
             let _ = k.join();
         }
         let _ = std::fs::remove_dir_all(&self.host.data_dir);
+        self.host.net.release();
     }
 }
 
@@ -100,12 +216,13 @@ impl TestHost {
             std::process::id(),
             COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         ));
+        let net = Net::claim()?;
         let (ready_tx, ready_rx) = mpsc::channel();
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
         let dir = data_dir.clone();
         let keeper = std::thread::Builder::new()
             .name("testhost-keeper".into())
-            .spawn(move || keep(dir, bin_dir, simulator, ready_tx, stop_rx))?;
+            .spawn(move || keep(dir, bin_dir, net, simulator, ready_tx, stop_rx))?;
         let host = match ready_rx.recv() {
             Ok(r) => r,
             Err(_) => Err(anyhow::anyhow!("test host keeper ended before reporting")),
@@ -115,14 +232,26 @@ impl TestHost {
             Err(e) => {
                 let _ = keeper.join();
                 let _ = std::fs::remove_dir_all(&data_dir);
+                net.release();
                 return Err(e);
             }
         };
-        Ok(TestHostGuard {
-            host,
-            stop: Some(stop_tx),
-            keeper: Some(keeper),
-        })
+        Ok(TestHostGuard { host, stop: Some(stop_tx), keeper: Some(keeper) })
+    }
+
+    /// Stops kube-apiserver, keeping etcd, kube-controller-manager and the
+    /// simulator running (an outage as clients see it). Blocks until it is down.
+    pub fn stop_api_server(&self) -> Result<()> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        self.commands.send(Command::StopApiServer(tx)).map_err(|_| anyhow::anyhow!("test host is gone"))?;
+        rx.recv().context("test host is gone")
+    }
+
+    /// Starts kube-apiserver again on the same port and data; blocks until ready.
+    pub fn start_api_server(&self) -> Result<()> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        self.commands.send(Command::StartApiServer(tx)).map_err(|_| anyhow::anyhow!("test host is gone"))?;
+        rx.recv().context("test host is gone")?
     }
 
     /// A client for this host (one per test: a client belongs to one runtime).
@@ -133,8 +262,7 @@ impl TestHost {
     /// A fresh namespace named `t-<prefix>-<random>`.
     pub async fn namespace(&self, client: &Client, prefix: &str) -> Result<String> {
         let api: Api<Namespace> = Api::all(client.clone());
-        let body: Namespace =
-            serde_json::from_value(json!({"metadata": {"generateName": format!("t-{prefix}-")}}))?;
+        let body: Namespace = serde_json::from_value(json!({"metadata": {"generateName": format!("t-{prefix}-")}}))?;
         let ns = api.create(&PostParams::default(), &body).await?;
         ns.metadata.name.context("created namespace has no name")
     }
@@ -154,15 +282,13 @@ pub async fn client_for(kubeconfig: &Path) -> Result<Client> {
 fn keep(
     data_dir: PathBuf,
     bin_dir: PathBuf,
+    net: Net,
     simulator: Option<Simulator>,
     ready: mpsc::Sender<Result<TestHost>>,
     stop: oneshot::Receiver<()>,
 ) {
     let begin = Instant::now();
-    let rt = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             let _ = ready.send(Err(e.into()));
@@ -176,20 +302,24 @@ fn keep(
             data_dir: data_dir.clone(),
             bin_dir,
             api_port: None,
+            node_port_range: controlplane::DEFAULT_NODE_PORT_RANGE.into(),
         })?);
         let kubeconfig = plane.admin.kubeconfig.clone();
         let client = rt.block_on(async {
             let client = client_for(&kubeconfig).await?;
-            crate::crd::register_helmchart(&client).await?;
+            crate::crd::register_all(&client).await?;
             anyhow::Ok(client)
         })?;
         match simulator {
             None => Ok(None),
             Some(Simulator::Process { bin, args }) => {
-                child = Some(start_simulator(&bin, &args, &kubeconfig, &data_dir)?);
+                let mut all = net.default_args();
+                all.extend(args);
+                child = Some(start_simulator(&bin, &all, &kubeconfig, &data_dir)?);
                 Ok(None)
             }
-            Some(Simulator::InProcess(cfg)) => {
+            Some(Simulator::InProcess(config)) => {
+                let cfg = config(net);
                 let creds = Credentials::from_file(&kubeconfig)?;
                 let (tx, rx) = oneshot::channel();
                 let task = rt.spawn(sim::run(client, creds, cfg, move || {
@@ -217,17 +347,40 @@ fn keep(
     if let Some(c) = &child {
         pids.push(("hostsim", c.id()));
     }
+    let (commands, mut inbox) = tokio::sync::mpsc::unbounded_channel();
     let host = TestHost {
         kubeconfig: data_dir.join("admin.kubeconfig"),
         data_dir,
         startup: begin.elapsed(),
         pids,
+        net,
+        commands,
     };
     if ready.send(Ok(host)).is_ok() {
-        // Drives the in-process simulator until the guard is dropped; the shared
-        // host's sender is never dropped.
+        // Drives the in-process simulator and serves commands until the guard is
+        // dropped; the shared host's sender is never dropped.
         rt.block_on(async {
-            let _ = stop.await;
+            tokio::pin!(stop);
+            loop {
+                tokio::select! {
+                    _ = &mut stop => break,
+                    Some(cmd) = inbox.recv() => match cmd {
+                        Command::StopApiServer(done) => {
+                            if let Some(p) = cp.as_mut() {
+                                p.stop_api_server();
+                            }
+                            let _ = done.send(());
+                        }
+                        Command::StartApiServer(done) => {
+                            let r = match cp.as_mut() {
+                                Some(p) => p.start_api_server_again(),
+                                None => Err(anyhow::anyhow!("no control plane")),
+                            };
+                            let _ = done.send(r);
+                        }
+                    },
+                }
+            }
         });
     }
     if let Some(task) = in_process {
@@ -242,12 +395,7 @@ fn keep(
     }
 }
 
-fn start_simulator(
-    bin: &Path,
-    extra: &[String],
-    kubeconfig: &Path,
-    data_dir: &Path,
-) -> Result<Child> {
+fn start_simulator(bin: &Path, extra: &[String], kubeconfig: &Path, data_dir: &Path) -> Result<Child> {
     let ready_file = data_dir.join("hostsim.ready");
     let kc = kubeconfig.display().to_string();
     let rf = ready_file.display().to_string();

@@ -27,10 +27,7 @@ fn node_port_service(name: &str) -> Service {
 #[tokio::test]
 async fn test_host_starts_quickly_and_serves_version() {
     let host = common::host();
-    eprintln!(
-        "test host startup: {:?}, processes: {:?}",
-        host.startup, host.pids
-    );
+    eprintln!("test host startup: {:?}, processes: {:?}", host.startup, host.pids);
     let client = host.client().await.unwrap();
     let v = client.apiserver_version().await.unwrap();
     assert_eq!((v.major.as_str(), v.minor.as_str()), ("1", "36"));
@@ -41,10 +38,7 @@ async fn test_host_starts_quickly_and_serves_version() {
 async fn node_port_is_allocated_and_type_switch_is_validated() {
     let (client, ns) = setup("svc").await;
     let api: Api<Service> = Api::namespaced(client, &ns);
-    let created = api
-        .create(&PostParams::default(), &node_port_service("np"))
-        .await
-        .unwrap();
+    let created = api.create(&PostParams::default(), &node_port_service("np")).await.unwrap();
     for port in ["https", "kubelet"] {
         let allocated = node_port(&created, port).expect("apiserver allocates a nodePort");
         assert!((30000..=32767).contains(&allocated), "{allocated}");
@@ -59,14 +53,10 @@ async fn node_port_is_allocated_and_type_switch_is_validated() {
         ]}})
     };
     let forbidden = |err: kube::Error| {
-        let kube::Error::Api(status) = err else {
-            panic!("not an API error: {err:?}")
-        };
+        let kube::Error::Api(status) = err else { panic!("not an API error: {err:?}") };
         assert_eq!(status.code, 422);
         assert!(
-            status
-                .message
-                .contains("nodePort: Forbidden: may not be used when `type` is 'ClusterIP'"),
+            status.message.contains("nodePort: Forbidden: may not be used when `type` is 'ClusterIP'"),
             "{}",
             status.message
         );
@@ -75,45 +65,26 @@ async fn node_port_is_allocated_and_type_switch_is_validated() {
 
     // A nodePort the Service does not have (a stale one): the API server's own error.
     let stale = if https == 32767 { 32766 } else { https + 1 };
-    let err = api
-        .patch("np", &merge, &Patch::Merge(&to_cluster_ip(stale, kubelet)))
-        .await;
+    let err = api.patch("np", &merge, &Patch::Merge(&to_cluster_ip(stale, kubelet))).await;
     forbidden(err.expect_err("ClusterIP with a new nodePort must be rejected"));
 
     // Resending the current nodePorts while switching: the server drops them itself.
-    let cip = api
-        .patch("np", &merge, &Patch::Merge(&to_cluster_ip(https, kubelet)))
-        .await
-        .unwrap();
-    assert_eq!(
-        cip.spec.as_ref().unwrap().type_.as_deref(),
-        Some("ClusterIP")
-    );
-    assert_eq!(
-        (node_port(&cip, "https"), node_port(&cip, "kubelet")),
-        (None, None)
-    );
+    let cip = api.patch("np", &merge, &Patch::Merge(&to_cluster_ip(https, kubelet))).await.unwrap();
+    assert_eq!(cip.spec.as_ref().unwrap().type_.as_deref(), Some("ClusterIP"));
+    assert_eq!((node_port(&cip, "https"), node_port(&cip, "kubelet")), (None, None));
 
     // Still sending the old nodePort once it is ClusterIP (the next upgrade): rejected.
-    let err = api
-        .patch("np", &merge, &Patch::Merge(&to_cluster_ip(https, kubelet)))
-        .await;
+    let err = api.patch("np", &merge, &Patch::Merge(&to_cluster_ip(https, kubelet))).await;
     forbidden(err.expect_err("ClusterIP keeping the old nodePort must be rejected"));
 
     // Back to NodePort (a new port is allocated) for the LoadBalancer step.
     let patch = json!({"spec": {"type": "NodePort"}});
-    let np = api
-        .patch("np", &merge, &Patch::Merge(&patch))
-        .await
-        .unwrap();
+    let np = api.patch("np", &merge, &Patch::Merge(&patch)).await.unwrap();
     let allocated = node_port(&np, "https").expect("allocated again");
 
     // NodePort -> LoadBalancer keeps the allocated port.
     let patch = json!({"spec": {"type": "LoadBalancer"}});
-    let lb = api
-        .patch("np", &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-        .unwrap();
+    let lb = api.patch("np", &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
     assert_eq!(node_port(&lb, "https"), Some(allocated));
 
     // Server-side apply without nodePort: the server drops it itself.
@@ -124,10 +95,7 @@ async fn node_port_is_allocated_and_type_switch_is_validated() {
     });
     let ssa = PatchParams::apply("kubebyon-test").force();
     let cip = api.patch("np", &ssa, &Patch::Apply(&apply)).await.unwrap();
-    assert_eq!(
-        cip.spec.as_ref().unwrap().type_.as_deref(),
-        Some("ClusterIP")
-    );
+    assert_eq!(cip.spec.as_ref().unwrap().type_.as_deref(), Some("ClusterIP"));
     assert_eq!(node_port(&cip, "https"), None);
 }
 
@@ -138,16 +106,8 @@ async fn explicit_node_port_outside_range_is_rejected() {
     let mut svc = node_port_service("bad");
     svc.spec.as_mut().unwrap().ports.as_mut().unwrap()[0].node_port = Some(80);
     let err = api.create(&PostParams::default(), &svc).await.unwrap_err();
-    let kube::Error::Api(status) = err else {
-        panic!("{err:?}")
-    };
-    assert!(
-        status
-            .message
-            .contains("provided port is not in the valid range"),
-        "{}",
-        status.message
-    );
+    let kube::Error::Api(status) = err else { panic!("{err:?}") };
+    assert!(status.message.contains("provided port is not in the valid range"), "{}", status.message);
 }
 
 /// Whether a process exists (a reaped child no longer does).
@@ -161,10 +121,7 @@ fn an_owned_host_stops_everything_when_dropped_even_on_panic() {
     let outcome = std::thread::spawn(move || {
         // An in-process simulator with its own pool (as another crate would run it).
         let cfg = hostsim::sim::Config {
-            lb: hostsim::lb::Config {
-                pools: vec!["own=127.0.0.240-127.0.0.241".parse().unwrap()],
-                class: None,
-            },
+            lb: hostsim::lb::Config { pools: vec!["own=127.0.0.240-127.0.0.241".parse().unwrap()], class: None },
             node_ips: vec![std::net::Ipv4Addr::LOCALHOST],
         };
         let guard = TestHost::start(Some(Simulator::InProcess(cfg))).expect("test host starts");
@@ -175,31 +132,22 @@ fn an_owned_host_stops_everything_when_dropped_even_on_panic() {
             common::apply_chart(&client, &ns, "own", &common::values_for("LoadBalancer", "")).await;
             let ip = common::wait_ingress(&client, &ns, "own").await;
             let addr = format!("{ip}:443");
-            common::eventually("LB answers", common::WAIT, || async {
-                (!common::refused(&addr).await).then_some(())
-            })
-            .await;
+            common::eventually("LB answers", common::WAIT, || async { (!common::refused(&addr).await).then_some(()) })
+                .await;
             addr
         });
         drop(rt);
-        tx.send((guard.host.pids.clone(), guard.host.data_dir.clone(), addr))
-            .unwrap();
+        tx.send((guard.host.pids.clone(), guard.host.data_dir.clone(), addr)).unwrap();
         panic!("a failing test");
     })
     .join();
     assert!(outcome.is_err(), "the thread panicked");
     let (pids, dir, addr) = rx.recv().unwrap();
-    assert_eq!(
-        pids.iter().map(|(n, _)| *n).collect::<Vec<_>>(),
-        ["etcd", "kube-apiserver"]
-    );
+    assert_eq!(pids.iter().map(|(n, _)| *n).collect::<Vec<_>>(), ["etcd", "kube-apiserver"]);
     for (name, pid) in pids {
         assert!(!alive(pid), "{name} ({pid}) still running");
     }
     assert!(!dir.exists(), "data folder removed");
     let closed = std::net::TcpStream::connect(&addr).is_err();
-    assert!(
-        closed,
-        "the in-process simulator's listener on {addr} is closed"
-    );
+    assert!(closed, "the in-process simulator's listener on {addr} is closed");
 }

@@ -20,35 +20,19 @@ fn kubectl_args(kubeconfig: &str, tag: &str, flags: &[&str]) -> Result<String, S
     let out = kubectl(kubeconfig, tag, &args);
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    if out.status.success() {
-        Ok(stdout)
-    } else {
-        Err(stderr)
-    }
+    if out.status.success() { Ok(stdout) } else { Err(stderr) }
 }
 
 #[tokio::test]
 async fn load_balancer_chart_gives_a_working_kubeconfig() {
     let (client, ns) = setup("lb").await;
     apply_chart(&client, &ns, "alpha", &values_for("LoadBalancer", "")).await;
-    assert_eq!(
-        failed_condition(&client, &ns, "alpha").await,
-        ("False".into(), String::new())
-    );
+    assert_eq!(failed_condition(&client, &ns, "alpha").await, ("False".into(), String::new()));
 
     let svc = service(&client, &ns, "alpha").await;
     let spec = svc.spec.as_ref().unwrap();
-    let ports: Vec<_> = spec
-        .ports
-        .iter()
-        .flatten()
-        .map(|p| (p.name.clone().unwrap(), p.port))
-        .collect();
-    assert_eq!(
-        ports,
-        vec![("https".to_owned(), 443)],
-        "no kubelet port with LoadBalancer"
-    );
+    let ports: Vec<_> = spec.ports.iter().flatten().map(|p| (p.name.clone().unwrap(), p.port)).collect();
+    assert_eq!(ports, vec![("https".to_owned(), 443)], "no kubelet port with LoadBalancer");
     let labels = svc.metadata.labels.clone().unwrap();
     assert_eq!(labels["app"], "vcluster");
     assert_eq!(labels["release"], "alpha");
@@ -59,42 +43,22 @@ async fn load_balancer_chart_gives_a_working_kubeconfig() {
 
     let kc = vc_kubeconfig(&client, &ns, "alpha").await;
     assert!(kc.contains("server: https://localhost:8443"), "{kc}");
-    let secret: Secret = Api::namespaced(client.clone(), &ns)
-        .get("vc-alpha")
-        .await
-        .unwrap();
+    let secret: Secret = Api::namespaced(client.clone(), &ns).get("vc-alpha").await.unwrap();
     let keys: Vec<_> = secret.data.unwrap().into_keys().collect();
-    assert_eq!(
-        keys,
-        [
-            "certificate-authority",
-            "client-certificate",
-            "client-key",
-            "config"
-        ]
-    );
+    assert_eq!(keys, ["certificate-authority", "client-certificate", "client-key", "config"]);
 
     let public = with_server(&kc, &format!("https://{ip}:443"));
-    let listed = eventually("kubectl through the LoadBalancer", WAIT, || async {
-        kubectl_ok(&public, "alpha").ok()
-    })
-    .await;
+    let listed =
+        eventually("kubectl through the LoadBalancer", WAIT, || async { kubectl_ok(&public, "alpha").ok() }).await;
     assert!(listed.contains(&format!("namespace/{ns}")), "{listed}");
-    let names = kube_rs_namespaces(&public)
-        .await
-        .expect("kube-rs through the LoadBalancer");
+    let names = kube_rs_namespaces(&public).await.expect("kube-rs through the LoadBalancer");
     assert!(names.contains(&ns));
 
     // Without a client certificate the request reaches the API server anonymously
     // (kube-rs: kubectl would prompt for a password instead).
-    let err = kube_rs_namespaces(&without_user(&public))
-        .await
-        .expect_err("anonymous is forbidden");
+    let err = kube_rs_namespaces(&without_user(&public)).await.expect_err("anonymous is forbidden");
     let chain = format!("{err:#}");
-    assert!(
-        chain.contains("User \"system:anonymous\" cannot list resource \"namespaces\""),
-        "{chain}"
-    );
+    assert!(chain.contains("User \"system:anonymous\" cannot list resource \"namespaces\""), "{chain}");
 }
 
 #[tokio::test]
@@ -105,21 +69,13 @@ async fn hostname_load_balancer_is_verified_by_name() {
     let api: Api<Service> = Api::namespaced(client.clone(), &ns);
     let hostname = eventually("ingress hostname", WAIT, || async {
         let svc = api.get("eta").await.ok()?;
-        svc.status?
-            .load_balancer?
-            .ingress?
-            .first()?
-            .hostname
-            .clone()
+        svc.status?.load_balancer?.ingress?.first()?.hostname.clone()
     })
     .await;
     assert_eq!(hostname, "127-0-0-231.lb.hostsim.test");
 
     // The name is in no DNS: connect to the address, verify the name.
-    let public = with_server(
-        &vc_kubeconfig(&client, &ns, "eta").await,
-        "https://127.0.0.231:443",
-    );
+    let public = with_server(&vc_kubeconfig(&client, &ns, "eta").await, "https://127.0.0.231:443");
     eventually("kubectl with tls-server-name", WAIT, || async {
         kubectl_args(&public, "eta", &["--tls-server-name", &hostname]).ok()
     })
@@ -138,41 +94,21 @@ async fn host_missing_from_certificate_fails_until_added_to_extra_sans() {
 
     // The vCluster pod's node (127.0.0.1) is in the certificate.
     let local = with_server(&kc, &format!("https://127.0.0.1:{np}"));
-    eventually("node port on the pod's node", WAIT, || async {
-        kubectl_ok(&local, "beta-local").ok()
-    })
-    .await;
+    eventually("node port on the pod's node", WAIT, || async { kubectl_ok(&local, "beta-local").ok() }).await;
 
     // Another node's address is not: a SAN error from kubectl and from kube-rs.
     let other = with_server(&kc, &format!("https://{OTHER_NODE}:{np}"));
-    let err = eventually("SAN error", WAIT, || async {
-        kubectl_ok(&other, "beta-other").err()
-    })
-    .await;
-    assert!(
-        err.contains("x509: certificate is valid for")
-            && err.contains(&format!("not {OTHER_NODE}")),
-        "{err}"
-    );
-    let err = kube_rs_namespaces(&other)
-        .await
-        .expect_err("kube-rs must reject the certificate");
+    let err = eventually("SAN error", WAIT, || async { kubectl_ok(&other, "beta-other").err() }).await;
+    assert!(err.contains("x509: certificate is valid for") && err.contains(&format!("not {OTHER_NODE}")), "{err}");
+    let err = kube_rs_namespaces(&other).await.expect_err("kube-rs must reject the certificate");
     let chain = format!("{err:#}");
-    assert!(
-        chain.contains("NotValidForName") || chain.contains("not valid for name"),
-        "{chain}"
-    );
+    assert!(chain.contains("NotValidForName") || chain.contains("not valid for name"), "{chain}");
 
     // Added to extraSANs and the values updated: the same kubeconfig works.
     let extra = format!("  proxy:\n    extraSANs:\n      - {OTHER_NODE}\n");
     apply_chart(&client, &ns, "beta", &values_for("NodePort", &extra)).await;
-    eventually("kubectl after extraSANs", WAIT, || async {
-        kubectl_ok(&other, "beta-other").ok()
-    })
-    .await;
-    kube_rs_namespaces(&other)
-        .await
-        .expect("kube-rs after extraSANs");
+    eventually("kubectl after extraSANs", WAIT, || async { kubectl_ok(&other, "beta-other").ok() }).await;
+    kube_rs_namespaces(&other).await.expect("kube-rs after extraSANs");
 }
 
 #[tokio::test]
@@ -180,19 +116,13 @@ async fn two_clusters_get_their_own_addresses_and_certificates() {
     let (client, ns) = setup("two").await;
     apply_chart(&client, &ns, "one", &values_for("LoadBalancer", "")).await;
     apply_chart(&client, &ns, "two", &values_for("LoadBalancer", "")).await;
-    let (ip1, ip2) = (
-        wait_ingress(&client, &ns, "one").await,
-        wait_ingress(&client, &ns, "two").await,
-    );
+    let (ip1, ip2) = (wait_ingress(&client, &ns, "one").await, wait_ingress(&client, &ns, "two").await);
     assert_ne!(ip1, ip2);
     let kc1 = vc_kubeconfig(&client, &ns, "one").await;
     let kc2 = vc_kubeconfig(&client, &ns, "two").await;
     for (kc, ip, tag) in [(&kc1, &ip1, "one"), (&kc2, &ip2, "two")] {
         let public = with_server(kc, &format!("https://{ip}:443"));
-        eventually(&format!("cluster {tag}"), WAIT, || async {
-            kubectl_ok(&public, tag).ok()
-        })
-        .await;
+        eventually(&format!("cluster {tag}"), WAIT, || async { kubectl_ok(&public, tag).ok() }).await;
     }
     // Addresses are stable once given.
     assert_eq!(wait_ingress(&client, &ns, "one").await, ip1);
@@ -200,10 +130,7 @@ async fn two_clusters_get_their_own_addresses_and_certificates() {
     // Cluster one's kubeconfig does not trust cluster two's endpoint: another cluster.
     let crossed = with_server(&kc1, &format!("https://{ip2}:443"));
     let err = kubectl_ok(&crossed, "crossed").expect_err("another cluster's CA");
-    assert!(
-        err.contains("certificate signed by unknown authority"),
-        "{err}"
-    );
+    assert!(err.contains("certificate signed by unknown authority"), "{err}");
 }
 
 #[tokio::test]
@@ -212,20 +139,11 @@ async fn switching_to_cluster_ip_closes_the_old_endpoints() {
     apply_chart(&client, &ns, "gamma", &values_for("NodePort", "")).await;
     let np = node_port(&service(&client, &ns, "gamma").await, "https").expect("nodePort");
     let addr = format!("127.0.0.1:{np}");
-    let kc = with_server(
-        &vc_kubeconfig(&client, &ns, "gamma").await,
-        &format!("https://{addr}"),
-    );
-    eventually("node port answers", WAIT, || async {
-        kubectl_ok(&kc, "gamma").ok()
-    })
-    .await;
+    let kc = with_server(&vc_kubeconfig(&client, &ns, "gamma").await, &format!("https://{addr}"));
+    eventually("node port answers", WAIT, || async { kubectl_ok(&kc, "gamma").ok() }).await;
 
     apply_chart(&client, &ns, "gamma", &values_for("ClusterIP", "")).await;
-    eventually("old node port refused", WAIT, || async {
-        refused(&addr).await.then_some(())
-    })
-    .await;
+    eventually("old node port refused", WAIT, || async { refused(&addr).await.then_some(()) }).await;
     let svc = service(&client, &ns, "gamma").await;
     assert_eq!(svc.spec.unwrap().type_.as_deref(), Some("ClusterIP"));
     assert_eq!(failed_condition(&client, &ns, "gamma").await.0, "False");
@@ -234,22 +152,12 @@ async fn switching_to_cluster_ip_closes_the_old_endpoints() {
     apply_chart(&client, &ns, "gamma", &values_for("LoadBalancer", "")).await;
     let ip = wait_ingress(&client, &ns, "gamma").await;
     let lb_addr = format!("{ip}:443");
-    eventually("LB answers", WAIT, || async {
-        (!refused(&lb_addr).await).then_some(())
-    })
-    .await;
+    eventually("LB answers", WAIT, || async { (!refused(&lb_addr).await).then_some(()) }).await;
     apply_chart(&client, &ns, "gamma", &values_for("ClusterIP", "")).await;
-    eventually("LB address refused", WAIT, || async {
-        refused(&lb_addr).await.then_some(())
-    })
-    .await;
+    eventually("LB address refused", WAIT, || async { refused(&lb_addr).await.then_some(()) }).await;
     let api: Api<Service> = Api::namespaced(client.clone(), &ns);
-    eventually("ingress cleared", WAIT, || async {
-        ingress_ip(&api.get("gamma").await.ok()?)
-            .is_none()
-            .then_some(())
-    })
-    .await;
+    eventually("ingress cleared", WAIT, || async { ingress_ip(&api.get("gamma").await.ok()?).is_none().then_some(()) })
+        .await;
 }
 
 #[tokio::test]
@@ -260,26 +168,14 @@ async fn bad_values_fail_like_helm_and_recover() {
     assert_eq!(status, "True");
     assert!(msg.contains("failed to parse"), "{msg}");
 
-    apply_chart(
-        &client,
-        &ns,
-        "delta",
-        "controlPlane:\n  service:\n    typo: 1\n    httpsNodePort: x\n",
-    )
-    .await;
+    apply_chart(&client, &ns, "delta", "controlPlane:\n  service:\n    typo: 1\n    httpsNodePort: x\n").await;
     let msg = eventually("schema failure", WAIT, || async {
         let (_, m) = failed_condition(&client, &ns, "delta").await;
         m.contains("Additional property").then_some(m)
     })
     .await;
-    assert!(
-        msg.contains("controlPlane.service: Additional property typo is not allowed"),
-        "{msg}"
-    );
-    assert!(
-        msg.contains("httpsNodePort: Invalid type. Expected: integer, given: string"),
-        "{msg}"
-    );
+    assert!(msg.contains("controlPlane.service: Additional property typo is not allowed"), "{msg}");
+    assert!(msg.contains("httpsNodePort: Invalid type. Expected: integer, given: string"), "{msg}");
 
     // Valid for the chart, invalid for the API server: its own message comes back.
     apply_chart(&client, &ns, "delta", &values_for("Bogus", "")).await;
@@ -288,15 +184,9 @@ async fn bad_values_fail_like_helm_and_recover() {
         m.contains("Unsupported value").then_some(m)
     })
     .await;
-    assert!(
-        msg.contains("spec.type: Unsupported value: \"Bogus\""),
-        "{msg}"
-    );
+    assert!(msg.contains("spec.type: Unsupported value: \"Bogus\""), "{msg}");
     let services: Api<Service> = Api::namespaced(client.clone(), &ns);
-    assert!(
-        services.get_opt("delta").await.unwrap().is_none(),
-        "nothing installed yet"
-    );
+    assert!(services.get_opt("delta").await.unwrap().is_none(), "nothing installed yet");
 
     // Fixed values: installed, the condition clears.
     apply_chart(&client, &ns, "delta", &values_for("ClusterIP", "")).await;
@@ -313,10 +203,7 @@ fn lb_service(name: &str, annotations: serde_json::Value, class: Option<&str>) -
     if let Some(c) = class {
         spec["loadBalancerClass"] = json!(c);
     }
-    serde_json::from_value(
-        json!({"metadata": {"name": name, "annotations": annotations}, "spec": spec}),
-    )
-    .unwrap()
+    serde_json::from_value(json!({"metadata": {"name": name, "annotations": annotations}, "spec": spec})).unwrap()
 }
 
 #[tokio::test]
@@ -325,15 +212,11 @@ async fn load_balancer_provider_pools_annotations_and_classes() {
     let api: Api<Service> = Api::namespaced(client.clone(), &ns);
     let pp = PostParams::default();
     let tiny = json!({"metallb.io/address-pool": "tiny"});
-    api.create(&pp, &lb_service("first", tiny.clone(), None))
-        .await
-        .unwrap();
+    api.create(&pp, &lb_service("first", tiny.clone(), None)).await.unwrap();
     assert_eq!(wait_ingress(&client, &ns, "first").await, "127.0.0.230");
 
     // The pool has one address: the second Service stays pending, with an Event.
-    api.create(&pp, &lb_service("second", tiny, None))
-        .await
-        .unwrap();
+    api.create(&pp, &lb_service("second", tiny, None)).await.unwrap();
     let ev = wait_event(&client, &ns, "second", "AllocationFailed").await;
     assert_eq!(
         ev.message.as_deref(),
@@ -342,26 +225,17 @@ async fn load_balancer_provider_pools_annotations_and_classes() {
     assert_eq!(ingress_ip(&api.get("second").await.unwrap()), None);
 
     // Another provider's class: left pending, and said so.
-    api.create(
-        &pp,
-        &lb_service("other", json!({}), Some("example.com/other")),
-    )
-    .await
-    .unwrap();
+    api.create(&pp, &lb_service("other", json!({}), Some("example.com/other"))).await.unwrap();
     let ev = wait_event(&client, &ns, "other", "LoadBalancerClassNotServed").await;
     assert!(ev.message.unwrap().contains("example.com/other"));
     assert_eq!(ingress_ip(&api.get("other").await.unwrap()), None);
 
     // An address asked for by annotation, and one outside every pool.
     let want = json!({"metallb.io/loadBalancerIPs": "127.0.0.229"});
-    api.create(&pp, &lb_service("wanted", want, None))
-        .await
-        .unwrap();
+    api.create(&pp, &lb_service("wanted", want, None)).await.unwrap();
     assert_eq!(wait_ingress(&client, &ns, "wanted").await, "127.0.0.229");
     let outside = json!({"metallb.io/loadBalancerIPs": "10.1.2.3"});
-    api.create(&pp, &lb_service("outside", outside, None))
-        .await
-        .unwrap();
+    api.create(&pp, &lb_service("outside", outside, None)).await.unwrap();
     let ev = wait_event(&client, &ns, "outside", "AllocationFailed").await;
     assert!(ev.message.unwrap().contains("is not allowed in config"));
 
@@ -379,30 +253,16 @@ async fn deleting_the_helm_chart_uninstalls_the_release() {
     vc_kubeconfig(&client, &ns, "omega").await;
     let charts = helmcharts(&client, &ns);
     let hc = charts.get("omega").await.unwrap();
-    assert!(
-        hc.metadata
-            .finalizers
-            .unwrap()
-            .contains(&"wrangler.cattle.io/on-helm-chart-remove".to_owned())
-    );
+    assert!(hc.metadata.finalizers.unwrap().contains(&"wrangler.cattle.io/on-helm-chart-remove".to_owned()));
 
-    charts
-        .delete("omega", &DeleteParams::default())
-        .await
-        .unwrap();
-    eventually("HelmChart gone", WAIT, || async {
-        charts.get_opt("omega").await.ok()?.is_none().then_some(())
-    })
-    .await;
+    charts.delete("omega", &DeleteParams::default()).await.unwrap();
+    eventually("HelmChart gone", WAIT, || async { charts.get_opt("omega").await.ok()?.is_none().then_some(()) }).await;
     let services: Api<Service> = Api::namespaced(client.clone(), &ns);
     let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns);
     assert!(services.get_opt("omega").await.unwrap().is_none());
     assert!(secrets.get_opt("vc-omega").await.unwrap().is_none());
     assert!(secrets.get_opt("omega-certs").await.unwrap().is_none());
-    eventually("endpoint closed", WAIT, || async {
-        refused(&addr).await.then_some(())
-    })
-    .await;
+    eventually("endpoint closed", WAIT, || async { refused(&addr).await.then_some(()) }).await;
 }
 
 #[tokio::test]
@@ -417,9 +277,7 @@ async fn a_direct_service_switch_stands_until_the_next_values_change() {
     let direct = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "theta"},
                         "spec": {"type": "LoadBalancer"}});
     let pp = kube::api::PatchParams::apply("kubebyon").force();
-    api.patch("theta", &pp, &kube::api::Patch::Apply(&direct))
-        .await
-        .unwrap();
+    api.patch("theta", &pp, &kube::api::Patch::Apply(&direct)).await.unwrap();
     let ip = wait_ingress(&client, &ns, "theta").await;
     // helm-controller does not run while the HelmChart is unchanged.
     tokio::time::sleep(std::time::Duration::from_secs(6)).await;
@@ -466,10 +324,5 @@ async fn keeping_https_node_port_in_cluster_ip_values_fails_on_the_next_upgrade(
         (status == "True").then_some(m)
     })
     .await;
-    assert!(
-        msg.contains(
-            "spec.ports[0].nodePort: Forbidden: may not be used when `type` is 'ClusterIP'"
-        ),
-        "{msg}"
-    );
+    assert!(msg.contains("spec.ports[0].nodePort: Forbidden: may not be used when `type` is 'ClusterIP'"), "{msg}");
 }

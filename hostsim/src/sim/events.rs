@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 
 use k8s_openapi::api::core::v1::{Event, ObjectReference};
-use kube::api::{Api, PostParams};
+use kube::api::{Api, DynamicObject, PostParams};
 use kube::{Client, Resource, ResourceExt};
 use serde_json::json;
 use time::OffsetDateTime;
@@ -16,47 +16,74 @@ pub struct Recorder {
     seen: HashSet<(String, String, String)>,
 }
 
+/// Objects an Event can be about.
+pub trait Involved {
+    fn reference(&self) -> ObjectReference;
+}
+
+impl<K: Resource<DynamicType = ()>> Involved for K {
+    fn reference(&self) -> ObjectReference {
+        ObjectReference {
+            api_version: Some(K::api_version(&()).into_owned()),
+            kind: Some(K::kind(&()).into_owned()),
+            name: Some(self.name_any()),
+            namespace: self.namespace(),
+            uid: self.uid(),
+            resource_version: self.resource_version(),
+            field_path: None,
+        }
+    }
+}
+
+/// A HelmChart (or any dynamic object), with the type it was read with.
+pub struct Dynamic<'a>(pub &'a DynamicObject);
+
+impl Involved for Dynamic<'_> {
+    fn reference(&self) -> ObjectReference {
+        let o = self.0;
+        let t = o.types.clone().unwrap_or_default();
+        ObjectReference {
+            api_version: Some(t.api_version),
+            kind: Some(t.kind),
+            name: Some(o.name_any()),
+            namespace: o.namespace(),
+            uid: o.uid(),
+            resource_version: o.resource_version(),
+            field_path: None,
+        }
+    }
+}
+
 impl Recorder {
     pub fn new(client: Client, component: &'static str) -> Self {
-        Self {
-            client,
-            component,
-            seen: HashSet::new(),
-        }
+        Self { client, component, seen: HashSet::new() }
     }
 
     /// Records a Warning Event about `obj`; failures to record are only logged.
-    pub async fn warn<K>(&mut self, obj: &K, reason: &str, message: &str)
-    where
-        K: Resource<DynamicType = ()>,
-    {
-        let uid = obj.uid().unwrap_or_default();
-        if !self
-            .seen
-            .insert((uid.clone(), reason.to_owned(), message.to_owned()))
-        {
+    pub async fn warn(&mut self, obj: &impl Involved, reason: &str, message: &str) {
+        self.record(obj.reference(), "Warning", reason, message).await;
+    }
+
+    /// Records a Normal Event about `obj`.
+    pub async fn normal(&mut self, obj: &impl Involved, reason: &str, message: &str) {
+        self.record(obj.reference(), "Normal", reason, message).await;
+    }
+
+    async fn record(&mut self, involved: ObjectReference, type_: &str, reason: &str, message: &str) {
+        let uid = involved.uid.clone().unwrap_or_default();
+        if !self.seen.insert((uid, reason.to_owned(), message.to_owned())) {
             return;
         }
-        tracing::warn!(object = %obj.name_any(), reason, message, "event");
-        let ns = obj.namespace().unwrap_or_else(|| "default".into());
-        let now = OffsetDateTime::now_utc()
-            .format(&Rfc3339)
-            .unwrap_or_default();
-        let involved = ObjectReference {
-            api_version: Some(K::api_version(&()).into_owned()),
-            kind: Some(K::kind(&()).into_owned()),
-            name: Some(obj.name_any()),
-            namespace: obj.namespace(),
-            uid: Some(uid),
-            resource_version: obj.resource_version(),
-            field_path: None,
-        };
+        let name = involved.name.clone().unwrap_or_default();
+        tracing::info!(object = %name, type_, reason, message, "event");
+        let ns = involved.namespace.clone().unwrap_or_else(|| "default".into());
+        let now = OffsetDateTime::now_utc().format(&Rfc3339).unwrap_or_default();
         let body = json!({
-            "metadata": {"generateName": format!("{}.", obj.name_any()), "namespace": ns},
+            "metadata": {"generateName": format!("{name}."), "namespace": ns},
             "involvedObject": involved,
             "reason": reason,
             "message": message,
-            "type": "Warning",
+            "type": type_,
             "source": {"component": self.component},
             "reportingComponent": self.component,
             "firstTimestamp": now,

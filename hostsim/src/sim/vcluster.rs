@@ -1,10 +1,15 @@
 //! What a running vCluster does on the host: keeps its PKI in Secret
 //! `<release>-certs`, publishes Secret `vc-<release>` (kubeconfig for
 //! `https://localhost:8443`), and serves its API endpoint with a certificate whose
-//! SANs follow vCluster's rules, regenerated when they change.
+//! SANs follow vCluster's rules (`pkg/server/cert/cert.go`, `syncer.go`):
+//! regenerated 2–4.5 s after a wanted name goes missing; names no longer wanted
+//! stay until then. The pod starts some seconds after install and restarts on every
+//! values change (the chart's `vClusterConfigHash` pod annotation), its endpoint
+//! refusing connections meanwhile (no ready endpoint: kube-proxy rejects).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use k8s_openapi::ByteString;
@@ -20,59 +25,118 @@ use crate::tls;
 
 /// The labels of the vCluster pod, which the chart's Service selects.
 pub fn pod_labels(release: &str) -> BTreeMap<String, String> {
-    BTreeMap::from([
-        ("app".into(), "vcluster".into()),
-        ("release".into(), release.into()),
-    ])
+    BTreeMap::from([("app".into(), "vcluster".into()), ("release".into(), release.into())])
 }
 
 /// The port the vCluster container serves its API on.
 pub const API_PORT: i32 = 8443;
 
+/// One release's vCluster "pod": starts (and restarts after every values change)
+/// after a delay, endpoint refusing meanwhile; refreshes its certificate a little
+/// after a wanted name goes missing from it, as vCluster's cert syncer does.
 pub struct VCluster {
     pub namespace: String,
     pub release: String,
+    /// The release revision the pod runs (a new one restarts it).
+    pub revision: u32,
     pub extra_sans: Vec<String>,
-    ca: Ca,
+    ready_at: Instant,
+    ca: Option<Ca>,
+    /// The names in the certificate being served.
     sans: Vec<String>,
-    pub listener: ApiListener,
+    /// When the certificate will be regenerated for names it lacks.
+    refresh_at: Option<Instant>,
+    pub listener: Option<ApiListener>,
 }
 
 impl VCluster {
-    /// Loads or creates its Secrets and starts its API endpoint.
-    pub async fn start(
-        client: &Client,
-        namespace: &str,
-        release: &str,
-        upstream: Arc<Upstream>,
-    ) -> Result<Self> {
-        let secrets: Api<Secret> = Api::namespaced(client.clone(), namespace);
-        let ca = load_or_create_ca(&secrets, release).await?;
-        ensure_kubeconfig_secret(&secrets, release, &ca).await?;
-        let sans = base_sans(namespace, release);
-        let serving = ca.issue_server("kube-apiserver", &sans)?;
-        let listener =
-            ApiListener::start(tls::server_config(&serving, &ca.pair.cert_pem)?, upstream).await?;
-        tracing::info!(namespace, release, addr = %listener.addr, "vcluster api endpoint up");
-        Ok(Self {
+    /// A pod that will be up after `start_delay`.
+    pub fn new(namespace: &str, release: &str, revision: u32, extra_sans: Vec<String>, start_delay: Duration) -> Self {
+        Self {
             namespace: namespace.into(),
             release: release.into(),
-            extra_sans: Vec::new(),
-            ca,
-            sans,
-            listener,
-        })
+            revision,
+            extra_sans,
+            ready_at: Instant::now() + start_delay,
+            ca: None,
+            sans: Vec::new(),
+            refresh_at: None,
+            listener: None,
+        }
     }
 
-    /// Re-issues the serving certificate when the SANs its Service implies change.
-    pub fn refresh_sans(&mut self, service: Option<&Service>, node_ip: &str) -> Result<()> {
+    /// A values change rolls the pod: the endpoint goes down until it is up again.
+    pub fn restart(&mut self, revision: u32, extra_sans: Vec<String>, start_delay: Duration) {
+        self.revision = revision;
+        self.extra_sans = extra_sans;
+        self.listener = None;
+        self.refresh_at = None;
+        self.ready_at = Instant::now() + start_delay;
+        tracing::info!(release = %self.release, revision, "vcluster pod restarting");
+    }
+
+    /// Advances the pod: starts it when due, refreshes its certificate when due.
+    /// Returns when it next needs a look.
+    pub async fn tick(
+        &mut self,
+        client: &Client,
+        upstream: &Arc<Upstream>,
+        service: Option<&Service>,
+        node_ip: &str,
+        cert_refresh: Duration,
+    ) -> Result<Option<Instant>> {
+        let now = Instant::now();
+        let wanted = self.wanted_sans(service, node_ip);
+        let Some(listener) = &self.listener else {
+            if now < self.ready_at {
+                return Ok(Some(self.ready_at));
+            }
+            let secrets: Api<Secret> = Api::namespaced(client.clone(), &self.namespace);
+            let ca = match &self.ca {
+                Some(ca) => ca.clone(),
+                None => load_or_create_ca(&secrets, &self.release).await?,
+            };
+            ensure_kubeconfig_secret(&secrets, &self.release, &ca).await?;
+            // A restarted pod finds its certificate on its volume: names only grow.
+            let mut sans = self.sans.clone();
+            sans.extend(wanted.iter().cloned());
+            sans.sort();
+            sans.dedup();
+            let serving = ca.issue_server("kube-apiserver", &sans)?;
+            let listener =
+                ApiListener::start(tls::server_config(&serving, &ca.pair.cert_pem)?, upstream.clone()).await?;
+            tracing::info!(namespace = %self.namespace, release = %self.release, addr = %listener.addr, "vcluster api endpoint up");
+            self.listener = Some(listener);
+            self.ca = Some(ca);
+            self.sans = sans;
+            return Ok(None);
+        };
+        // vCluster's syncer regenerates only when a wanted name is missing.
+        let missing = wanted.iter().any(|n| !self.sans.contains(n));
+        if !missing {
+            self.refresh_at = None;
+            return Ok(None);
+        }
+        let due = *self.refresh_at.get_or_insert(now + cert_refresh);
+        if now < due {
+            return Ok(Some(due));
+        }
+        if let Some(ca) = &self.ca {
+            let serving = ca.issue_server("kube-apiserver", &wanted)?;
+            listener.set_tls(tls::server_config(&serving, &ca.pair.cert_pem)?);
+            tracing::info!(release = %self.release, sans = ?wanted, "serving certificate regenerated");
+            self.sans = wanted;
+        }
+        self.refresh_at = None;
+        Ok(None)
+    }
+
+    /// The names vCluster wants in its certificate for this Service.
+    fn wanted_sans(&self, service: Option<&Service>, node_ip: &str) -> Vec<String> {
         let mut sans = base_sans(&self.namespace, &self.release);
         if let Some(svc) = service {
             let spec = svc.spec.as_ref();
-            if let Some(ip) = spec
-                .and_then(|s| s.cluster_ip.clone())
-                .filter(|ip| ip != "None")
-            {
+            if let Some(ip) = spec.and_then(|s| s.cluster_ip.clone()).filter(|ip| ip != "None") {
                 sans.push(ip);
             }
             if spec.and_then(|s| s.type_.as_deref()) == Some("NodePort") {
@@ -92,14 +156,7 @@ impl VCluster {
         sans.extend(self.extra_sans.iter().cloned());
         sans.sort();
         sans.dedup();
-        if sans != self.sans {
-            let serving = self.ca.issue_server("kube-apiserver", &sans)?;
-            self.listener
-                .set_tls(tls::server_config(&serving, &self.ca.pair.cert_pem)?);
-            tracing::info!(release = %self.release, ?sans, "serving certificate regenerated");
-            self.sans = sans;
-        }
-        Ok(())
+        sans
     }
 }
 
@@ -127,10 +184,8 @@ fn text(secret: &Secret, key: &str) -> Option<String> {
 }
 
 fn secret_body(name: &str, release: &str, data: &[(&str, &str)]) -> Result<Secret> {
-    let data: BTreeMap<String, ByteString> = data
-        .iter()
-        .map(|(k, v)| (k.to_string(), ByteString(v.as_bytes().to_vec())))
-        .collect();
+    let data: BTreeMap<String, ByteString> =
+        data.iter().map(|(k, v)| (k.to_string(), ByteString(v.as_bytes().to_vec()))).collect();
     Ok(serde_json::from_value(json!({
         "metadata": {"name": name, "labels": {"app": "vcluster", "release": release}},
         "type": "Opaque",
@@ -143,15 +198,10 @@ async fn load_or_create_ca(secrets: &Api<Secret>, release: &str) -> Result<Ca> {
     if let Some(s) = secrets.get_opt(&name).await?
         && let (Some(cert_pem), Some(key_pem)) = (text(&s, "ca.crt"), text(&s, "ca.key"))
     {
-        return Ca::from_pem(CertPair { cert_pem, key_pem })
-            .context("stored vCluster CA is unusable");
+        return Ca::from_pem(CertPair { cert_pem, key_pem }).context("stored vCluster CA is unusable");
     }
     let ca = Ca::generate(&format!("vcluster-{release}-ca"))?;
-    let body = secret_body(
-        &name,
-        release,
-        &[("ca.crt", &ca.pair.cert_pem), ("ca.key", &ca.pair.key_pem)],
-    )?;
+    let body = secret_body(&name, release, &[("ca.crt", &ca.pair.cert_pem), ("ca.key", &ca.pair.key_pem)])?;
     // Replace a damaged one; a concurrent create by another simulator loses cleanly.
     let _ = secrets.delete(&name, &DeleteParams::default()).await;
     secrets.create(&PostParams::default(), &body).await?;
@@ -169,12 +219,8 @@ async fn ensure_kubeconfig_secret(secrets: &Api<Secret>, release: &str, ca: &Ca)
         secrets.delete(&name, &DeleteParams::default()).await?;
     }
     let client = ca.issue_client("kube-admin", &["system:masters"])?;
-    let config = kubeconfig::render(
-        &format!("vcluster_{release}"),
-        "https://localhost:8443",
-        &ca.pair.cert_pem,
-        &client,
-    );
+    let config =
+        kubeconfig::render(&format!("vcluster_{release}"), "https://localhost:8443", &ca.pair.cert_pem, &client);
     let body = secret_body(
         &name,
         release,
@@ -194,22 +240,12 @@ pub async fn delete_release(client: &Client, namespace: &str, release: &str) -> 
     let secrets: Api<Secret> = Api::namespaced(client.clone(), namespace);
     let services: Api<Service> = Api::namespaced(client.clone(), namespace);
     for name in [format!("vc-{release}"), format!("{release}-certs")] {
-        ignore_not_found(
-            secrets
-                .delete(&name, &DeleteParams::default())
-                .await
-                .map(|_| ()),
-        )?;
+        ignore_not_found(secrets.delete(&name, &DeleteParams::default()).await.map(|_| ()))?;
     }
     if let Some(svc) = services.get_opt(release).await? {
         // Only the chart's own Service, never a same-named one someone else made.
         if svc.labels().get("heritage").map(String::as_str) == Some("Helm") {
-            ignore_not_found(
-                services
-                    .delete(release, &DeleteParams::default())
-                    .await
-                    .map(|_| ()),
-            )?;
+            ignore_not_found(services.delete(release, &DeleteParams::default()).await.map(|_| ()))?;
         }
     }
     Ok(())

@@ -1,263 +1,141 @@
 //! Shared helpers for the integration tests: one test host per test binary, with
-//! the simulator; waiting, HelmCharts, and kubeconfigs as a user would handle them.
+//! the simulator; thin panicking wrappers over [`hostsim::testsupport`].
 
 #![allow(dead_code)] // each test binary uses a different subset
 
 use std::future::Future;
 use std::path::PathBuf;
 use std::process::Output;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use anyhow::Result;
-use hostsim::testhost::{Simulator, TestHost};
-use k8s_openapi::api::core::v1::{Event, Namespace, Secret, Service};
-use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::{Client, Config};
-use serde_json::json;
-
-/// Pools of the tests' simulator; distinct from `hostsim up`'s default pool so a
-/// hand-started host can run at the same time.
-pub const POOL: &str = "default=127.0.0.200-127.0.0.229";
-pub const TINY_POOL: &str = "tiny=127.0.0.230,noauto";
-/// Answers with hostnames, as AWS load balancers do.
-pub const NAMED_POOL: &str = "named=127.0.0.231,noauto,hostname=lb.hostsim.test";
-/// A second node: node ports answer there too, but it is not in vCluster's SANs.
-pub const OTHER_NODE: &str = "127.0.0.2";
+use hostsim::testhost::{Net, Simulator, TestHost};
+use hostsim::testsupport as ts;
+pub use hostsim::testsupport::{JobOutcome, ingress_ip, kube_rs_namespaces, refused};
+use k8s_openapi::api::core::v1::{Event, Service};
+use kube::Client;
+use kube::api::{Api, DynamicObject};
+use serde_json::{Value, json};
 
 pub fn host() -> &'static TestHost {
-    TestHost::shared(Some(Simulator::Process {
-        bin: env!("CARGO_BIN_EXE_hostsim").into(),
-        args: [
-            "--pool",
-            POOL,
-            "--pool",
-            TINY_POOL,
-            "--pool",
-            NAMED_POOL,
-            "--node-ip",
-            "127.0.0.1",
-            "--node-ip",
-            OTHER_NODE,
-        ]
-        .map(String::from)
-        .into(),
-    }))
+    TestHost::shared(Some(Simulator::Process { bin: env!("CARGO_BIN_EXE_hostsim").into(), args: vec![] }))
+}
+
+/// This binary's host addresses.
+pub fn net() -> Net {
+    host().net
 }
 
 /// A client and a fresh namespace for one test.
 pub async fn setup(prefix: &str) -> (Client, String) {
     let host = host();
     let client = host.client().await.expect("client for the test host");
-    let ns = host
-        .namespace(&client, prefix)
-        .await
-        .expect("test namespace");
+    let ns = host.namespace(&client, prefix).await.expect("test namespace");
     (client, ns)
 }
 
-/// Polls `f` until it returns `Some`, failing with `what` after `timeout`.
-pub async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut f: F) -> T
+pub const WAIT: Duration = Duration::from_secs(30);
+
+/// Polls `f` until it returns `Some`, failing the test after `timeout`.
+pub async fn eventually<T, F, Fut>(what: &str, timeout: Duration, f: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Option<T>>,
 {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(v) = f().await {
-            return v;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {timeout:?} waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    ts::eventually(what, timeout, f).await.unwrap_or_else(|e| panic!("{e}"))
 }
 
-pub const WAIT: Duration = Duration::from_secs(20);
-
 pub fn helmcharts(client: &Client, ns: &str) -> Api<DynamicObject> {
-    let ar = ApiResource {
-        group: "helm.cattle.io".into(),
-        version: "v1".into(),
-        api_version: "helm.cattle.io/v1".into(),
-        kind: "HelmChart".into(),
-        plural: "helmcharts".into(),
-    };
-    Api::namespaced_with(client.clone(), ns, &ar)
+    ts::helmcharts(client, ns)
 }
 
 /// Applies a vcluster HelmChart as the console does (server-side apply).
 pub async fn apply_chart(client: &Client, ns: &str, name: &str, values: &str) {
-    let body = json!({
-        "apiVersion": "helm.cattle.io/v1",
-        "kind": "HelmChart",
-        "metadata": {"name": name, "namespace": ns},
-        "spec": {
-            "chart": "vcluster",
-            "repo": "https://charts.loft.sh",
-            "version": "0.30.0",
-            "targetNamespace": ns,
-            "valuesContent": values,
-        },
-    });
-    helmcharts(client, ns)
-        .patch(
-            name,
-            &PatchParams::apply("kubebyon-test").force(),
-            &Patch::Apply(&body),
-        )
-        .await
-        .expect("apply HelmChart");
+    apply_chart_with(client, ns, name, values, json!({})).await;
 }
 
-/// The HelmChart's `Failed` condition once the simulator has written one.
-pub async fn failed_condition(client: &Client, ns: &str, name: &str) -> (String, String) {
-    let api = helmcharts(client, ns);
-    eventually("HelmChart status", WAIT, || async {
-        let hc = api.get(name).await.ok()?;
-        let conds = hc
-            .data
-            .get("status")?
-            .get("conditions")?
-            .as_array()?
-            .clone();
-        let failed = conds.iter().find(|c| c["type"] == "Failed")?;
-        Some((
-            failed["status"].as_str()?.to_owned(),
-            failed["message"].as_str().unwrap_or_default().to_owned(),
-        ))
+/// The same with more HelmChart spec fields (failurePolicy, backOffLimit, …).
+pub async fn apply_chart_with(client: &Client, ns: &str, name: &str, values: &str, extra: Value) {
+    ts::apply_chart(client, ns, name, values, extra).await.expect("apply HelmChart");
+}
+
+/// Waits for the install Job of the chart's current spec to finish.
+pub async fn job_done(client: &Client, ns: &str, name: &str) -> JobOutcome {
+    ts::wait_install_job(client, ns, name, WAIT).await.unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The HelmChart's `Failed` condition as `(status, reason, message)`.
+pub async fn failed_condition(client: &Client, ns: &str, name: &str) -> (String, String, String) {
+    eventually("HelmChart Failed condition", WAIT, || async {
+        let conds = ts::chart_conditions(client, ns, name).await.ok()?;
+        let (_, s, r, m) = conds.into_iter().find(|c| c.0 == "Failed")?;
+        Some((s, r, m))
     })
     .await
 }
 
 pub async fn service(client: &Client, ns: &str, name: &str) -> Service {
     let api: Api<Service> = Api::namespaced(client.clone(), ns);
-    eventually(&format!("Service {name}"), WAIT, || async {
-        api.get(name).await.ok()
-    })
-    .await
-}
-
-pub fn ingress_ip(svc: &Service) -> Option<String> {
-    svc.status
-        .as_ref()?
-        .load_balancer
-        .as_ref()?
-        .ingress
-        .as_ref()?
-        .first()?
-        .ip
-        .clone()
+    eventually(&format!("Service {name}"), WAIT, || async { api.get(name).await.ok() }).await
 }
 
 pub async fn wait_ingress(client: &Client, ns: &str, name: &str) -> String {
-    let api: Api<Service> = Api::namespaced(client.clone(), ns);
-    eventually(&format!("ingress of {name}"), WAIT, || async {
-        ingress_ip(&api.get(name).await.ok()?)
-    })
-    .await
+    ts::wait_ingress(client, ns, name, WAIT).await.unwrap_or_else(|e| panic!("{e}"))
 }
 
 pub fn node_port(svc: &Service, port_name: &str) -> Option<i32> {
-    svc.spec
-        .as_ref()?
-        .ports
-        .as_ref()?
-        .iter()
-        .find(|p| p.name.as_deref() == Some(port_name))?
-        .node_port
+    svc.spec.as_ref()?.ports.as_ref()?.iter().find(|p| p.name.as_deref() == Some(port_name))?.node_port
 }
 
 /// The kubeconfig vCluster published in Secret `vc-<name>`.
 pub async fn vc_kubeconfig(client: &Client, ns: &str, name: &str) -> String {
-    let api: Api<Secret> = Api::namespaced(client.clone(), ns);
-    let secret = format!("vc-{name}");
-    eventually(&format!("Secret {secret}"), WAIT, || async {
-        let s = api.get(&secret).await.ok()?;
-        String::from_utf8(s.data?.get("config")?.0.clone()).ok()
-    })
-    .await
+    ts::vc_kubeconfig(client, ns, name, WAIT).await.unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// The kubeconfig with its server replaced, as the console does for the endpoint.
 pub fn with_server(kubeconfig: &str, server: &str) -> String {
-    let mut doc: serde_yaml::Value = serde_yaml::from_str(kubeconfig).expect("kubeconfig is YAML");
-    for c in doc["clusters"].as_sequence_mut().expect("clusters") {
-        c["cluster"]["server"] = server.into();
-    }
-    serde_yaml::to_string(&doc).expect("kubeconfig serialises")
+    ts::with_server(kubeconfig, server).expect("kubeconfig is YAML")
 }
 
-/// The kubeconfig without its client certificate (an anonymous user).
 pub fn without_user(kubeconfig: &str) -> String {
-    let mut doc: serde_yaml::Value = serde_yaml::from_str(kubeconfig).expect("kubeconfig is YAML");
-    for u in doc["users"].as_sequence_mut().expect("users") {
-        u["user"] = serde_yaml::Value::Mapping(Default::default());
-    }
-    serde_yaml::to_string(&doc).expect("kubeconfig serialises")
+    ts::without_user(kubeconfig).expect("kubeconfig is YAML")
 }
 
 /// Writes a kubeconfig into the test host's folder and returns its path.
 pub fn write_kubeconfig(content: &str, tag: &str) -> PathBuf {
-    let path = host().data_dir.join(format!("{tag}.kubeconfig"));
-    std::fs::write(&path, content).expect("write kubeconfig");
-    path
+    ts::write_kubeconfig(&host().data_dir, content, tag).expect("write kubeconfig")
 }
 
 /// `kubectl --kubeconfig <file> <args>` with a short timeout.
 pub fn kubectl(kubeconfig: &str, tag: &str, args: &[&str]) -> Output {
-    let path = write_kubeconfig(kubeconfig, tag);
-    std::process::Command::new("kubectl")
-        .arg("--kubeconfig")
-        .arg(&path)
-        .arg("--request-timeout=10s")
-        .args(args)
-        .output()
-        .expect("kubectl runs")
+    ts::kubectl(&write_kubeconfig(kubeconfig, tag), args).expect("kubectl runs")
 }
 
-/// Lists namespaces with a kube-rs client built from the kubeconfig text.
-pub async fn kube_rs_namespaces(kubeconfig: &str) -> Result<Vec<String>> {
-    let kc: Kubeconfig = serde_yaml::from_str(kubeconfig)?;
-    let mut cfg = Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await?;
-    cfg.connect_timeout = Some(Duration::from_secs(5));
-    cfg.read_timeout = Some(Duration::from_secs(10));
-    let client = Client::try_from(cfg)?;
-    let list = Api::<Namespace>::all(client)
-        .list(&ListParams::default())
-        .await?;
-    Ok(list
-        .items
-        .into_iter()
-        .filter_map(|n| n.metadata.name)
-        .collect())
+/// `kubectl logs job/<job>` as the host's admin: stdout, or stderr on failure.
+pub fn job_logs(ns: &str, job: &str, previous: bool) -> Result<String, String> {
+    let out = ts::job_logs(&host().kubeconfig, ns, job, previous).expect("kubectl runs");
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
 }
 
-/// Warning Events about one object.
-pub async fn events_for(client: &Client, ns: &str, name: &str) -> Vec<Event> {
-    let api: Api<Event> = Api::namespaced(client.clone(), ns);
-    let lp = ListParams::default().fields(&format!("involvedObject.name={name}"));
-    api.list(&lp).await.map(|l| l.items).unwrap_or_default()
-}
-
-pub async fn wait_event(client: &Client, ns: &str, name: &str, reason: &str) -> Event {
-    eventually(&format!("{reason} event on {name}"), WAIT, || async {
-        events_for(client, ns, name)
-            .await
-            .into_iter()
-            .find(|e| e.reason.as_deref() == Some(reason))
+/// Waits until the Job's log (current or previous run) contains `needle`.
+pub async fn wait_log(ns: &str, job: &str, needle: &str) -> String {
+    eventually(&format!("{needle:?} in the log of job/{job}"), WAIT, || async {
+        [false, true].into_iter().filter_map(|prev| job_logs(ns, job, prev).ok()).find(|l| l.contains(needle))
     })
     .await
 }
 
-/// Whether a TCP connection to `addr` is refused (nothing listens).
-pub async fn refused(addr: &str) -> bool {
-    matches!(
-        tokio::net::TcpStream::connect(addr).await,
-        Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused
-    )
+pub async fn events_for(client: &Client, ns: &str, name: &str) -> Vec<Event> {
+    ts::events_for(client, ns, name).await
+}
+
+pub async fn wait_event(client: &Client, ns: &str, name: &str, reason: &str) -> Event {
+    eventually(&format!("{reason} event on {name}"), WAIT, || async {
+        events_for(client, ns, name).await.into_iter().find(|e| e.reason.as_deref() == Some(reason))
+    })
+    .await
 }
 
 pub fn values_for(service_type: &str, extra: &str) -> String {

@@ -1,0 +1,134 @@
+//! How long the simulated components take, so no test passes by the luck of
+//! ordering: a helm Job's run, a vCluster pod's start (after install and after
+//! every values change, endpoint refusing meanwhile), the certificate refresh after
+//! the SAN set changes, and the Job controller's retry back-off. Pure.
+//!
+//! Upstream figures (see docs/testing.md for the sources): a klipper-helm Job pod
+//! needs a few seconds (image pull aside) to run `helm upgrade --install`; the
+//! vCluster pod needs tens of seconds before its readiness probe passes; vCluster
+//! checks its certificate every 2–4.5 s; the Job controller retries a failed pod
+//! after 10 s, doubling up to 6 min.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+/// A duration picked uniformly in `[min, max]` each time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Span {
+    pub min: Duration,
+    pub max: Duration,
+}
+
+impl Span {
+    pub const fn fixed(d: Duration) -> Self {
+        Self { min: d, max: d }
+    }
+
+    pub const fn millis(min: u64, max: u64) -> Self {
+        Self { min: Duration::from_millis(min), max: Duration::from_millis(max) }
+    }
+
+    pub fn sample(&self) -> Duration {
+        let (lo, hi) = (self.min.as_millis() as u64, self.max.as_millis() as u64);
+        Duration::from_millis(fastrand::u64(lo.min(hi)..=hi.max(lo)))
+    }
+}
+
+impl FromStr for Span {
+    type Err = String;
+
+    /// `2s-5s`, `300ms`, `1m`; `0` for none.
+    fn from_str(s: &str) -> Result<Self, String> {
+        let parse = |p: &str| {
+            let p = p.trim();
+            if p == "0" {
+                return Ok(Duration::ZERO);
+            }
+            humantime::parse_duration(p).map_err(|e| format!("{p:?}: {e}"))
+        };
+        let (min, max) = match s.split_once('-') {
+            Some((a, b)) => (parse(a)?, parse(b)?),
+            None => {
+                let d = parse(s)?;
+                (d, d)
+            }
+        };
+        if max < min {
+            return Err(format!("{s:?}: the maximum is below the minimum"));
+        }
+        Ok(Self { min, max })
+    }
+}
+
+/// Every delay the simulator adds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Latency {
+    /// From a helm Job pod's start to helm's result.
+    pub helm_job: Span,
+    /// From a release's install or values change to its endpoint answering.
+    pub vcluster_start: Span,
+    /// From the SAN set changing to the new certificate being served.
+    pub cert_refresh: Span,
+    /// The Job controller's first retry delay after a failed pod; it doubles per
+    /// failure, capped at 6 min (upstream: 10 s).
+    pub job_retry: Duration,
+}
+
+impl Latency {
+    /// Upstream-like figures, for `hostsim up` (`make run`).
+    pub const UPSTREAM: Self = Self {
+        helm_job: Span::millis(2_000, 5_000),
+        vcluster_start: Span::millis(5_000, 10_000),
+        cert_refresh: Span::millis(2_000, 4_500),
+        job_retry: Duration::from_secs(10),
+    };
+
+    /// Short but non-zero, for test hosts: every step still happens after the
+    /// step before it has been observed.
+    pub const TEST: Self = Self {
+        helm_job: Span::millis(300, 700),
+        vcluster_start: Span::millis(500, 1_000),
+        cert_refresh: Span::millis(300, 600),
+        job_retry: Duration::from_millis(500),
+    };
+
+    /// The retry delay after `failures` failed pods (10 s, 20 s, 40 s … ≤ 6 min).
+    pub fn retry_after(&self, failures: u32) -> Duration {
+        let cap = Duration::from_secs(360);
+        let factor = 1u32 << failures.saturating_sub(1).min(16);
+        self.job_retry.saturating_mul(factor).min(cap)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spans_parse() {
+        for (text, min, max) in
+            [("2s-5s", 2_000, 5_000), ("300ms", 300, 300), ("0", 0, 0), ("1s - 1500ms", 1_000, 1_500)]
+        {
+            assert_eq!(text.parse(), Ok(Span::millis(min, max)), "{text}");
+        }
+        for bad in ["5s-2s", "soon", "1s-", ""] {
+            assert!(bad.parse::<Span>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn samples_stay_in_their_span() {
+        let span = Span::millis(10, 20);
+        for _ in 0..200 {
+            let d = span.sample();
+            assert!(d >= span.min && d <= span.max, "{d:?}");
+        }
+    }
+
+    #[test]
+    fn retries_double_up_to_six_minutes() {
+        let l = Latency::UPSTREAM;
+        let secs: Vec<u64> = (1..=8).map(|n| l.retry_after(n).as_secs()).collect();
+        assert_eq!(secs, [10, 20, 40, 80, 160, 320, 360, 360]);
+    }
+}

@@ -1,0 +1,217 @@
+//! Helpers for tests that drive a test host ([`crate::testhost`]) as KubeBYON
+//! would: apply a vCluster HelmChart, wait for its helm Job (the one for the
+//! chart's current config hash) to finish, read a Service's ingress and the
+//! `vc-<name>` kubeconfig, read Events and a Job's log, run `kubectl`. Waiting
+//! helpers poll with a deadline and return an error naming what they waited for.
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{Event, Namespace, Secret, Service};
+use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config};
+use serde_json::{Value, json};
+
+use crate::sim::helm;
+
+/// Polls `f` every 100 ms until it returns `Some`, or fails after `timeout`.
+pub async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut f: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(v) = f().await {
+            return Ok(v);
+        }
+        if Instant::now() >= deadline {
+            bail!("timed out after {timeout:?} waiting for {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The HelmCharts of a namespace.
+pub fn helmcharts(client: &Client, ns: &str) -> Api<DynamicObject> {
+    Api::namespaced_with(client.clone(), ns, &helm::resource())
+}
+
+/// Applies a vcluster HelmChart as the console does (server-side apply), chart
+/// `vcluster` 0.30.0 from `https://charts.loft.sh` into `ns`; `extra_spec` fields
+/// (e.g. `failurePolicy`, `backOffLimit`, `version`) override those.
+pub async fn apply_chart(client: &Client, ns: &str, name: &str, values: &str, extra_spec: Value) -> Result<()> {
+    let mut spec = json!({
+        "chart": "vcluster",
+        "repo": crate::chart::REPO,
+        "version": "0.30.0",
+        "targetNamespace": ns,
+        "valuesContent": values,
+    });
+    if let (Some(s), Some(extra)) = (spec.as_object_mut(), extra_spec.as_object()) {
+        for (k, v) in extra {
+            s.insert(k.clone(), v.clone());
+        }
+    }
+    let body = json!({
+        "apiVersion": "helm.cattle.io/v1",
+        "kind": "HelmChart",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": spec,
+    });
+    helmcharts(client, ns)
+        .patch(name, &PatchParams::apply("kubebyon-test").force(), &Patch::Apply(&body))
+        .await
+        .context("applying the HelmChart")?;
+    Ok(())
+}
+
+/// The config hash helm-controller puts on the Job for the chart as it is now.
+pub fn expected_hash(hc: &DynamicObject) -> Result<String> {
+    let spec = helm::spec_of(hc).map_err(anyhow::Error::msg)?;
+    let job = helm::job_body(hc, &spec, false);
+    Ok(helm::config_hash(&job, &[("HelmChartValuesContent", spec.values_content.as_str())]))
+}
+
+/// How a helm Job ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum JobOutcome {
+    Complete,
+    Failed,
+}
+
+/// Waits until `helm-install-<chart>` for the chart's current spec (its config
+/// hash) has finished.
+pub async fn wait_install_job(client: &Client, ns: &str, chart: &str, timeout: Duration) -> Result<JobOutcome> {
+    let charts = helmcharts(client, ns);
+    let jobs: Api<Job> = Api::namespaced(client.clone(), ns);
+    let job_name = format!("helm-install-{chart}");
+    eventually(&format!("Job {job_name} for the current spec to finish"), timeout, || async {
+        let hc = charts.get(chart).await.ok()?;
+        let hash = expected_hash(&hc).ok()?;
+        let job = jobs.get(&job_name).await.ok()?;
+        let annotations = job.spec.as_ref()?.template.metadata.as_ref()?.annotations.clone()?;
+        if annotations.get(helm::CONFIG_HASH) != Some(&hash) {
+            return None;
+        }
+        let conds = job.status.as_ref()?.conditions.clone()?;
+        let is = |t: &str| conds.iter().any(|c| c.type_ == t && c.status == "True");
+        if is("Complete") {
+            Some(JobOutcome::Complete)
+        } else if is("Failed") {
+            Some(JobOutcome::Failed)
+        } else {
+            None
+        }
+    })
+    .await
+}
+
+/// A HelmChart's conditions as `(type, status, reason, message)`.
+pub async fn chart_conditions(client: &Client, ns: &str, chart: &str) -> Result<Vec<(String, String, String, String)>> {
+    let hc = helmcharts(client, ns).get(chart).await?;
+    let conds = hc.data.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
+    let s = |c: &Value, k: &str| c[k].as_str().unwrap_or_default().to_owned();
+    Ok(conds.iter().map(|c| (s(c, "type"), s(c, "status"), s(c, "reason"), s(c, "message"))).collect())
+}
+
+/// The first `status.loadBalancer.ingress` IP, once there is one.
+pub async fn wait_ingress(client: &Client, ns: &str, name: &str, timeout: Duration) -> Result<String> {
+    let api: Api<Service> = Api::namespaced(client.clone(), ns);
+    eventually(&format!("ingress of {name}"), timeout, || async { ingress_ip(&api.get(name).await.ok()?) }).await
+}
+
+pub fn ingress_ip(svc: &Service) -> Option<String> {
+    svc.status.as_ref()?.load_balancer.as_ref()?.ingress.as_ref()?.first()?.ip.clone()
+}
+
+/// The kubeconfig vCluster published in Secret `vc-<name>`.
+pub async fn vc_kubeconfig(client: &Client, ns: &str, name: &str, timeout: Duration) -> Result<String> {
+    let api: Api<Secret> = Api::namespaced(client.clone(), ns);
+    let secret = format!("vc-{name}");
+    eventually(&format!("Secret {secret}"), timeout, || async {
+        let s = api.get(&secret).await.ok()?;
+        String::from_utf8(s.data?.get("config")?.0.clone()).ok()
+    })
+    .await
+}
+
+/// The kubeconfig with its server replaced, as the console does for the endpoint.
+pub fn with_server(kubeconfig: &str, server: &str) -> Result<String> {
+    let mut doc: serde_yaml::Value = serde_yaml::from_str(kubeconfig)?;
+    for c in doc["clusters"].as_sequence_mut().context("no clusters")? {
+        c["cluster"]["server"] = server.into();
+    }
+    Ok(serde_yaml::to_string(&doc)?)
+}
+
+/// The kubeconfig without its client certificate (an anonymous user).
+pub fn without_user(kubeconfig: &str) -> Result<String> {
+    let mut doc: serde_yaml::Value = serde_yaml::from_str(kubeconfig)?;
+    for u in doc["users"].as_sequence_mut().context("no users")? {
+        u["user"] = serde_yaml::Value::Mapping(Default::default());
+    }
+    Ok(serde_yaml::to_string(&doc)?)
+}
+
+/// Events about one object (by name) in a namespace.
+pub async fn events_for(client: &Client, ns: &str, name: &str) -> Vec<Event> {
+    let api: Api<Event> = Api::namespaced(client.clone(), ns);
+    let lp = ListParams::default().fields(&format!("involvedObject.name={name}"));
+    api.list(&lp).await.map(|l| l.items).unwrap_or_default()
+}
+
+/// Writes a kubeconfig file (mode 0600) into `dir` and returns its path.
+pub fn write_kubeconfig(dir: &Path, content: &str, tag: &str) -> Result<PathBuf> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = dir.join(format!("{tag}.kubeconfig"));
+    let mut f = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&path)?;
+    std::io::Write::write_all(&mut f, content.as_bytes())?;
+    Ok(path)
+}
+
+/// `kubectl --kubeconfig <file> --request-timeout=10s <args>`.
+pub fn kubectl(kubeconfig: &Path, args: &[&str]) -> Result<Output> {
+    std::process::Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .arg("--request-timeout=10s")
+        .args(args)
+        .output()
+        .context("running kubectl")
+}
+
+/// `kubectl logs job/<job>` through the real API server (and the simulated
+/// kubelet); `previous` reads the container's run before its last restart.
+pub fn job_logs(kubeconfig: &Path, ns: &str, job: &str, previous: bool) -> Result<Output> {
+    let target = format!("job/{job}");
+    let mut args = vec!["logs", "-n", ns, target.as_str()];
+    if previous {
+        args.push("--previous");
+    }
+    kubectl(kubeconfig, &args)
+}
+
+/// Lists namespaces with a kube-rs client built from kubeconfig text.
+pub async fn kube_rs_namespaces(kubeconfig: &str) -> Result<Vec<String>> {
+    let kc: Kubeconfig = serde_yaml::from_str(kubeconfig)?;
+    let mut cfg = Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await?;
+    cfg.connect_timeout = Some(Duration::from_secs(5));
+    cfg.read_timeout = Some(Duration::from_secs(10));
+    let client = Client::try_from(cfg)?;
+    let list = Api::<Namespace>::all(client).list(&ListParams::default()).await?;
+    Ok(list.items.into_iter().filter_map(|n| n.metadata.name).collect())
+}
+
+/// Whether a TCP connection to `addr` is refused (nothing listens).
+pub async fn refused(addr: &str) -> bool {
+    matches!(
+        tokio::net::TcpStream::connect(addr).await,
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused
+    )
+}
