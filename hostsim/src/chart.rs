@@ -363,7 +363,7 @@ mod tests {
             "  - at '/controlPlane/service': validation failed",
             "    - at '/controlPlane/service/httpsNodePort': got string, want integer",
             "    - at '/controlPlane/service': additional properties 'typo' not allowed",
-            "  - at '/controlPlane/proxy/extraSANs/0': got number, want string",
+            "    - at '/controlPlane/proxy/extraSANs/0': got number, want string",
         ] {
             assert!(errs.contains(&want.to_owned()), "{want}\n{errs:#?}");
         }

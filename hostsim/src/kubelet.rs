@@ -26,9 +26,12 @@ struct ContainerLog {
     previous: Option<String>,
 }
 
+/// (namespace, pod, container).
+type ContainerKey = (String, String, String);
+
 /// Container logs by (namespace, pod, container).
 #[derive(Clone, Default)]
-pub struct Logs(Arc<Mutex<HashMap<(String, String, String), ContainerLog>>>);
+pub struct Logs(Arc<Mutex<HashMap<ContainerKey, ContainerLog>>>);
 
 impl Logs {
     pub fn append(&self, ns: &str, pod: &str, container: &str, text: &str) {

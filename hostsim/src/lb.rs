@@ -341,46 +341,102 @@ mod tests {
         s.parse().unwrap()
     }
 
-    #[test]
-    fn allocates_first_free_from_auto_pools_and_keeps_current() {
-        let c = cfg();
-        let used = BTreeSet::from([ip("127.0.0.10")]);
-        assert_eq!(c.decide(&req(), &used), Decision::Assign(ip("127.0.0.11")));
-        let keep = Request { current: Some(ip("127.0.0.10")), ..req() };
-        assert_eq!(c.decide(&keep, &BTreeSet::new()), Decision::Assign(ip("127.0.0.10")));
+    fn held(ips: &[&str]) -> InUse {
+        ips.iter().map(|a| (ip(a), vec![Holder { service: format!("ns/{a}"), sharing: Sharing::default() }])).collect()
+    }
+
+    fn fail_message(d: Decision) -> String {
+        match d {
+            Decision::Fail { reason, message } => {
+                assert_eq!(reason, "AllocationFailed");
+                message
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
-    fn exhausted_pool_fails_like_metallb() {
-        let used = BTreeSet::from([ip("127.0.0.10"), ip("127.0.0.11")]);
-        let Decision::Fail { reason, message } = cfg().decide(&req(), &used) else { panic!() };
-        assert_eq!(reason, "AllocationFailed");
-        assert_eq!(message, "Failed to allocate IP for \"ns/svc\": no available IPs");
+    fn allocates_first_free_from_auto_pools_and_keeps_current() {
+        let c = cfg();
+        assert_eq!(c.decide(&req(), &held(&["127.0.0.10"])), Decision::Assign(ip("127.0.0.11")));
+        let keep = Request { current: Some(ip("127.0.0.10")), ..req() };
+        assert_eq!(c.decide(&keep, &InUse::new()), Decision::Assign(ip("127.0.0.10")));
+    }
+
+    #[test]
+    fn failures_are_worded_like_metallb() {
+        let c = cfg();
+        let prefix = "Failed to allocate IP for \"ns/svc\": ";
+        for (r, used, want) in [
+            (req(), held(&["127.0.0.10", "127.0.0.11"]), "no available IPs"),
+            (
+                Request { pool_annotation: Some("tiny"), ..req() },
+                held(&["127.0.0.20"]),
+                "no available IPs in pool tiny",
+            ),
+            (Request { pool_annotation: Some("nope"), ..req() }, InUse::new(), "unknown pool \"nope\""),
+            (
+                Request { ips_annotation: Some("10.0.0.1"), ..req() },
+                InUse::new(),
+                "[\"10.0.0.1\"] is not allowed in config",
+            ),
+            (
+                Request { ips_annotation: Some("127.0.0.10"), load_balancer_ip: Some("127.0.0.10"), ..req() },
+                InUse::new(),
+                "service can not have both metallb.io/loadBalancerIPs and svc.Spec.LoadBalancerIP",
+            ),
+            (Request { ips_annotation: Some("x"), ..req() }, InUse::new(), "invalid metallb.io/loadBalancerIPs: \"x\""),
+            (
+                Request { ips_annotation: Some("127.0.0.10"), ..req() },
+                held(&["127.0.0.10"]),
+                "can't change sharing key for \"ns/svc\", address also in use by ns/127.0.0.10",
+            ),
+        ] {
+            assert_eq!(fail_message(c.decide(&r, &used)), format!("{prefix}{want}"), "{r:?}");
+        }
     }
 
     #[test]
     fn annotations_pick_pool_or_address() {
         let c = cfg();
         let by_pool = Request { pool_annotation: Some("tiny"), ..req() };
-        assert_eq!(c.decide(&by_pool, &BTreeSet::new()), Decision::Assign(ip("127.0.0.20")));
+        assert_eq!(c.decide(&by_pool, &InUse::new()), Decision::Assign(ip("127.0.0.20")));
+        // autoAssign does not apply to requested addresses.
         let by_ip = Request { ips_annotation: Some("127.0.0.20"), ..req() };
-        assert_eq!(c.decide(&by_ip, &BTreeSet::new()), Decision::Assign(ip("127.0.0.20")));
-        let outside = Request { ips_annotation: Some("10.0.0.1"), ..req() };
-        assert!(matches!(c.decide(&outside, &BTreeSet::new()), Decision::Fail { .. }));
-        let both = Request { ips_annotation: Some("127.0.0.10"), load_balancer_ip: Some("127.0.0.10"), ..req() };
-        assert!(matches!(c.decide(&both, &BTreeSet::new()), Decision::Fail { .. }));
-        let unknown = Request { pool_annotation: Some("nope"), ..req() };
-        assert!(matches!(c.decide(&unknown, &BTreeSet::new()), Decision::Fail { .. }));
+        assert_eq!(c.decide(&by_ip, &InUse::new()), Decision::Assign(ip("127.0.0.20")));
+    }
+
+    #[test]
+    fn sharing_follows_metallb_rules() {
+        let share = |key: &str, backend: &str, ports: &[i32]| Sharing {
+            key: key.into(),
+            backend: backend.into(),
+            ports: ports.iter().map(|p| ("TCP".to_owned(), *p)).collect(),
+        };
+        let a = ip("127.0.0.10");
+        let in_use: InUse = [(a, vec![Holder { service: "ns/a".into(), sharing: share("k", "", &[443]) }])].into();
+        let ok = |s: Sharing| check_sharing(a, "ns/b", &s, &in_use);
+        assert_eq!(ok(share("k", "", &[8443])), Ok(()));
+        assert_eq!(ok(share("k", "", &[443])), Err("port TCP/443 is already in use on \"127.0.0.10\"".into()));
+        let key_err = Err("can't change sharing key for \"ns/b\", address also in use by ns/a".to_owned());
+        assert_eq!(ok(share("other", "", &[8443])), key_err);
+        assert_eq!(ok(share("", "", &[8443])), key_err);
+        assert_eq!(ok(share("k", "app=x", &[8443])), key_err, "Local with another selector");
+        // Its own address is always its own.
+        assert_eq!(check_sharing(a, "ns/a", &share("", "", &[443]), &in_use), Ok(()));
+        // Auto-assignment reuses a compatibly shared address before a free one.
+        let r = Request { sharing: share("k", "", &[8443]), ..req() };
+        assert_eq!(cfg().decide(&r, &in_use), Decision::Assign(a));
     }
 
     #[test]
     fn class_must_match() {
         let c = cfg();
         let other = Request { class: Some("example.com/lb"), ..req() };
-        assert!(matches!(c.decide(&other, &BTreeSet::new()), Decision::NotServed(_)));
+        assert_eq!(c.decide(&other, &InUse::new()), Decision::NotServed);
         let c = Config { class: Some("example.com/lb".into()), ..cfg() };
-        assert!(matches!(c.decide(&req(), &BTreeSet::new()), Decision::NotServed(_)));
-        assert!(matches!(c.decide(&other, &BTreeSet::new()), Decision::Assign(_)));
+        assert_eq!(c.decide(&req(), &InUse::new()), Decision::NotServed);
+        assert!(matches!(c.decide(&other, &InUse::new()), Decision::Assign(_)));
     }
 
     #[test]
@@ -390,6 +446,20 @@ mod tests {
         assert!("x=127.0.0.5-127.0.0.1".parse::<Pool>().is_err());
         assert!("x=127.0.0.1,bogus".parse::<Pool>().is_err());
         assert!("x=127.0.0.1,hostname=".parse::<Pool>().is_err());
+    }
+
+    #[test]
+    fn pools_round_trip_through_ip_address_pool_objects() {
+        for text in ["default=127.0.0.10-127.0.0.11", "tiny=127.0.0.20,noauto", "aws=127.0.0.50,noauto,hostname=lb.x"] {
+            let pool: Pool = text.parse().unwrap();
+            assert_eq!(Pool::from_object(&pool.to_object()), Ok(pool), "{text}");
+        }
+        let cidr = serde_json::json!({"metadata": {"name": "c"}, "spec": {"addresses": ["10.0.0.0/30", "fd00::/64"]}});
+        let pool = Pool::from_object(&cidr).unwrap();
+        assert_eq!(pool.addresses.len(), 4, "CIDR network and broadcast count, IPv6 skipped");
+        assert!(pool.auto_assign);
+        let empty = serde_json::json!({"metadata": {"name": "e"}, "spec": {"addresses": []}});
+        assert!(Pool::from_object(&empty).is_err());
     }
 
     #[test]

@@ -119,12 +119,8 @@ fn alive(pid: u32) -> bool {
 fn an_owned_host_stops_everything_when_dropped_even_on_panic() {
     let (tx, rx) = std::sync::mpsc::channel();
     let outcome = std::thread::spawn(move || {
-        // An in-process simulator with its own pool (as another crate would run it).
-        let cfg = hostsim::sim::Config {
-            lb: hostsim::lb::Config { pools: vec!["own=127.0.0.240-127.0.0.241".parse().unwrap()], class: None },
-            node_ips: vec![std::net::Ipv4Addr::LOCALHOST],
-        };
-        let guard = TestHost::start(Some(Simulator::InProcess(cfg))).expect("test host starts");
+        // An in-process simulator on the host's own addresses (as another crate would run it).
+        let guard = TestHost::start(Some(Simulator::InProcess(|net| net.default_config()))).expect("test host starts");
         let rt = tokio::runtime::Runtime::new().unwrap();
         let addr = rt.block_on(async {
             let client = guard.host.client().await.unwrap();
@@ -143,7 +139,7 @@ fn an_owned_host_stops_everything_when_dropped_even_on_panic() {
     .join();
     assert!(outcome.is_err(), "the thread panicked");
     let (pids, dir, addr) = rx.recv().unwrap();
-    assert_eq!(pids.iter().map(|(n, _)| *n).collect::<Vec<_>>(), ["etcd", "kube-apiserver"]);
+    assert_eq!(pids.iter().map(|(n, _)| *n).collect::<Vec<_>>(), ["etcd", "kube-apiserver", "kube-controller-manager"]);
     for (name, pid) in pids {
         assert!(!alive(pid), "{name} ({pid}) still running");
     }

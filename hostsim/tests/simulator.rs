@@ -27,7 +27,8 @@ fn kubectl_args(kubeconfig: &str, tag: &str, flags: &[&str]) -> Result<String, S
 async fn load_balancer_chart_gives_a_working_kubeconfig() {
     let (client, ns) = setup("lb").await;
     apply_chart(&client, &ns, "alpha", &values_for("LoadBalancer", "")).await;
-    assert_eq!(failed_condition(&client, &ns, "alpha").await, ("False".into(), String::new()));
+    assert_eq!(job_done(&client, &ns, "alpha").await, JobOutcome::Complete);
+    assert_eq!(failed_condition(&client, &ns, "alpha").await, ("False".into(), String::new(), String::new()));
 
     let svc = service(&client, &ns, "alpha").await;
     let spec = svc.spec.as_ref().unwrap();
@@ -39,7 +40,8 @@ async fn load_balancer_chart_gives_a_working_kubeconfig() {
     assert_eq!(spec.selector.as_ref().unwrap()["release"], "alpha");
 
     let ip = wait_ingress(&client, &ns, "alpha").await;
-    assert!(ip.starts_with("127.0.0.2"), "{ip} from the test pool");
+    let pool: Vec<String> = (200..=229).map(|n| net().addr(n).to_string()).collect();
+    assert!(pool.contains(&ip), "{ip} from the test pool");
 
     let kc = vc_kubeconfig(&client, &ns, "alpha").await;
     assert!(kc.contains("server: https://localhost:8443"), "{kc}");
@@ -72,16 +74,17 @@ async fn hostname_load_balancer_is_verified_by_name() {
         svc.status?.load_balancer?.ingress?.first()?.hostname.clone()
     })
     .await;
-    assert_eq!(hostname, "127-0-0-231.lb.hostsim.test");
+    let named = net().addr(231);
+    assert_eq!(hostname, format!("{}.lb.hostsim.test", named.to_string().replace('.', "-")));
 
     // The name is in no DNS: connect to the address, verify the name.
-    let public = with_server(&vc_kubeconfig(&client, &ns, "eta").await, "https://127.0.0.231:443");
+    let public = with_server(&vc_kubeconfig(&client, &ns, "eta").await, &format!("https://{named}:443"));
     eventually("kubectl with tls-server-name", WAIT, || async {
         kubectl_args(&public, "eta", &["--tls-server-name", &hostname]).ok()
     })
     .await;
     let err = kubectl_ok(&public, "eta-ip").expect_err("the address itself is not a SAN");
-    assert!(err.contains("not 127.0.0.231"), "{err}");
+    assert!(err.contains(&format!("not {named}")), "{err}");
 }
 
 #[tokio::test]
@@ -92,20 +95,21 @@ async fn host_missing_from_certificate_fails_until_added_to_extra_sans() {
     let np = node_port(&svc, "https").expect("nodePort");
     let kc = vc_kubeconfig(&client, &ns, "beta").await;
 
-    // The vCluster pod's node (127.0.0.1) is in the certificate.
-    let local = with_server(&kc, &format!("https://127.0.0.1:{np}"));
+    // The vCluster pod's node is in the certificate.
+    let local = with_server(&kc, &format!("https://{}:{np}", net().node()));
     eventually("node port on the pod's node", WAIT, || async { kubectl_ok(&local, "beta-local").ok() }).await;
 
     // Another node's address is not: a SAN error from kubectl and from kube-rs.
-    let other = with_server(&kc, &format!("https://{OTHER_NODE}:{np}"));
+    let other_node = net().other_node();
+    let other = with_server(&kc, &format!("https://{other_node}:{np}"));
     let err = eventually("SAN error", WAIT, || async { kubectl_ok(&other, "beta-other").err() }).await;
-    assert!(err.contains("x509: certificate is valid for") && err.contains(&format!("not {OTHER_NODE}")), "{err}");
+    assert!(err.contains("x509: certificate is valid for") && err.contains(&format!("not {other_node}")), "{err}");
     let err = kube_rs_namespaces(&other).await.expect_err("kube-rs must reject the certificate");
     let chain = format!("{err:#}");
     assert!(chain.contains("NotValidForName") || chain.contains("not valid for name"), "{chain}");
 
     // Added to extraSANs and the values updated: the same kubeconfig works.
-    let extra = format!("  proxy:\n    extraSANs:\n      - {OTHER_NODE}\n");
+    let extra = format!("  proxy:\n    extraSANs:\n      - {other_node}\n");
     apply_chart(&client, &ns, "beta", &values_for("NodePort", &extra)).await;
     eventually("kubectl after extraSANs", WAIT, || async { kubectl_ok(&other, "beta-other").ok() }).await;
     kube_rs_namespaces(&other).await.expect("kube-rs after extraSANs");
@@ -138,7 +142,7 @@ async fn switching_to_cluster_ip_closes_the_old_endpoints() {
     let (client, ns) = setup("close").await;
     apply_chart(&client, &ns, "gamma", &values_for("NodePort", "")).await;
     let np = node_port(&service(&client, &ns, "gamma").await, "https").expect("nodePort");
-    let addr = format!("127.0.0.1:{np}");
+    let addr = format!("{}:{np}", net().node());
     let kc = with_server(&vc_kubeconfig(&client, &ns, "gamma").await, &format!("https://{addr}"));
     eventually("node port answers", WAIT, || async { kubectl_ok(&kc, "gamma").ok() }).await;
 
@@ -146,6 +150,7 @@ async fn switching_to_cluster_ip_closes_the_old_endpoints() {
     eventually("old node port refused", WAIT, || async { refused(&addr).await.then_some(()) }).await;
     let svc = service(&client, &ns, "gamma").await;
     assert_eq!(svc.spec.unwrap().type_.as_deref(), Some("ClusterIP"));
+    assert_eq!(job_done(&client, &ns, "gamma").await, JobOutcome::Complete);
     assert_eq!(failed_condition(&client, &ns, "gamma").await.0, "False");
 
     // LoadBalancer, then back to ClusterIP: the ingress address stops answering too.
@@ -160,40 +165,56 @@ async fn switching_to_cluster_ip_closes_the_old_endpoints() {
         .await;
 }
 
+/// helm's words are in the Job's log, never in the HelmChart's conditions:
+/// those say `Failed=False` while the Job retries, and `Failed=True` with
+/// helm-controller's fixed reason and message once its backoff limit is reached.
 #[tokio::test]
 async fn bad_values_fail_like_helm_and_recover() {
     let (client, ns) = setup("bad").await;
-    apply_chart(&client, &ns, "delta", "controlPlane: [unclosed\n").await;
-    let (status, msg) = failed_condition(&client, &ns, "delta").await;
-    assert_eq!(status, "True");
-    assert!(msg.contains("failed to parse"), "{msg}");
+    let limit = json!({"backOffLimit": 3});
+    apply_chart_with(&client, &ns, "delta", "controlPlane: [unclosed\n", limit).await;
+    let log = wait_log(&ns, "helm-install-delta", "failed to parse").await;
+    assert!(log.contains("error converting YAML to JSON"), "{log}");
+    // helm has failed, yet the chart still says only that its Job exists.
+    let conds = hostsim::testsupport::chart_conditions(&client, &ns, "delta").await.unwrap();
+    let created = (
+        "JobCreated".to_owned(),
+        "True".to_owned(),
+        "Job created".to_owned(),
+        format!("Applying HelmChart using Job {ns}/helm-install-delta"),
+    );
+    assert!(conds.contains(&created), "{conds:?}");
+    assert!(conds.iter().any(|c| c.0 == "Failed" && c.1 == "False" && c.3.is_empty()), "{conds:?}");
+    // After the backoff limit: helm-controller's words, not helm's.
+    assert_eq!(job_done(&client, &ns, "delta").await, JobOutcome::Failed);
+    let want = (
+        "True".to_owned(),
+        "Job failed".to_owned(),
+        "Job has reached configured number of retries without succeeding".to_owned(),
+    );
+    eventually("Failed=True", WAIT, || async { (failed_condition(&client, &ns, "delta").await == want).then_some(()) })
+        .await;
+    wait_event(&client, &ns, "delta", "JobFailed").await;
 
-    apply_chart(&client, &ns, "delta", "controlPlane:\n  service:\n    typo: 1\n    httpsNodePort: x\n").await;
-    let msg = eventually("schema failure", WAIT, || async {
-        let (_, m) = failed_condition(&client, &ns, "delta").await;
-        m.contains("Additional property").then_some(m)
-    })
-    .await;
-    assert!(msg.contains("controlPlane.service: Additional property typo is not allowed"), "{msg}");
-    assert!(msg.contains("httpsNodePort: Invalid type. Expected: integer, given: string"), "{msg}");
+    let typo = "controlPlane:\n  service:\n    typo: 1\n    httpsNodePort: x\n";
+    // The default backoff limit (1000): the Job keeps retrying, its log stays readable.
+    apply_chart(&client, &ns, "delta", typo).await;
+    let log = wait_log(&ns, "helm-install-delta", "additional properties 'typo' not allowed").await;
+    let head = "Error: INSTALLATION FAILED: values don't meet the specifications of the schema(s) in the following chart(s):\nvcluster:\n";
+    assert!(log.contains(head), "{log}");
+    assert!(log.contains("- at '/controlPlane/service/httpsNodePort': got string, want integer"), "{log}");
 
-    // Valid for the chart, invalid for the API server: its own message comes back.
+    // Valid for the chart, invalid for the API server: its own message, in the log.
     apply_chart(&client, &ns, "delta", &values_for("Bogus", "")).await;
-    let msg = eventually("API failure", WAIT, || async {
-        let (_, m) = failed_condition(&client, &ns, "delta").await;
-        m.contains("Unsupported value").then_some(m)
-    })
-    .await;
-    assert!(msg.contains("spec.type: Unsupported value: \"Bogus\""), "{msg}");
+    let log = wait_log(&ns, "helm-install-delta", "Unsupported value").await;
+    assert!(log.contains("spec.type: Unsupported value: \"Bogus\""), "{log}");
     let services: Api<Service> = Api::namespaced(client.clone(), &ns);
     assert!(services.get_opt("delta").await.unwrap().is_none(), "nothing installed yet");
 
     // Fixed values: installed, the condition clears.
     apply_chart(&client, &ns, "delta", &values_for("ClusterIP", "")).await;
-    eventually("recovery", WAIT, || async {
-        (failed_condition(&client, &ns, "delta").await.0 == "False").then_some(())
-    })
-    .await;
+    assert_eq!(job_done(&client, &ns, "delta").await, JobOutcome::Complete);
+    assert_eq!(failed_condition(&client, &ns, "delta").await.0, "False");
     service(&client, &ns, "delta").await;
 }
 
@@ -211,37 +232,74 @@ async fn load_balancer_provider_pools_annotations_and_classes() {
     let (client, ns) = setup("pool").await;
     let api: Api<Service> = Api::namespaced(client.clone(), &ns);
     let pp = PostParams::default();
+    let tiny_ip = net().addr(230).to_string();
     let tiny = json!({"metallb.io/address-pool": "tiny"});
     api.create(&pp, &lb_service("first", tiny.clone(), None)).await.unwrap();
-    assert_eq!(wait_ingress(&client, &ns, "first").await, "127.0.0.230");
+    assert_eq!(wait_ingress(&client, &ns, "first").await, tiny_ip);
+    let ev = wait_event(&client, &ns, "first", "IPAllocated").await;
+    assert_eq!(ev.type_.as_deref(), Some("Normal"));
+    assert_eq!(ev.message.unwrap(), format!("Assigned IP [\"{tiny_ip}\"]"));
 
     // The pool has one address: the second Service stays pending, with an Event.
     api.create(&pp, &lb_service("second", tiny, None)).await.unwrap();
     let ev = wait_event(&client, &ns, "second", "AllocationFailed").await;
     assert_eq!(
-        ev.message.as_deref(),
-        Some(format!("Failed to allocate IP for \"{ns}/second\": no available IPs").as_str())
+        ev.message.unwrap(),
+        format!("Failed to allocate IP for \"{ns}/second\": no available IPs in pool tiny")
     );
     assert_eq!(ingress_ip(&api.get("second").await.unwrap()), None);
 
-    // Another provider's class: left pending, and said so.
+    // Another provider's class: left pending; MetalLB only logs it (no Event).
     api.create(&pp, &lb_service("other", json!({}), Some("example.com/other"))).await.unwrap();
-    let ev = wait_event(&client, &ns, "other", "LoadBalancerClassNotServed").await;
-    assert!(ev.message.unwrap().contains("example.com/other"));
-    assert_eq!(ingress_ip(&api.get("other").await.unwrap()), None);
 
     // An address asked for by annotation, and one outside every pool.
-    let want = json!({"metallb.io/loadBalancerIPs": "127.0.0.229"});
+    let wanted_ip = net().addr(229).to_string();
+    let want = json!({"metallb.io/loadBalancerIPs": wanted_ip});
     api.create(&pp, &lb_service("wanted", want, None)).await.unwrap();
-    assert_eq!(wait_ingress(&client, &ns, "wanted").await, "127.0.0.229");
+    assert_eq!(wait_ingress(&client, &ns, "wanted").await, wanted_ip);
     let outside = json!({"metallb.io/loadBalancerIPs": "10.1.2.3"});
     api.create(&pp, &lb_service("outside", outside, None)).await.unwrap();
     let ev = wait_event(&client, &ns, "outside", "AllocationFailed").await;
-    assert!(ev.message.unwrap().contains("is not allowed in config"));
+    assert!(ev.message.unwrap().ends_with("[\"10.1.2.3\"] is not allowed in config"));
+    assert!(events_for(&client, &ns, "other").await.is_empty(), "no Event for a class not served");
+    assert_eq!(ingress_ip(&api.get("other").await.unwrap()), None);
 
     // Freeing the tiny pool's address lets the pending Service have it.
     api.delete("first", &DeleteParams::default()).await.unwrap();
-    assert_eq!(wait_ingress(&client, &ns, "second").await, "127.0.0.230");
+    assert_eq!(wait_ingress(&client, &ns, "second").await, tiny_ip);
+}
+
+/// `metallb.io/allow-shared-ip`: the same key and no port clash share an address;
+/// a clashing port, or no key, is refused in MetalLB's words.
+#[tokio::test]
+async fn services_with_the_same_sharing_key_share_an_address() {
+    let (client, ns) = setup("share").await;
+    let api: Api<Service> = Api::namespaced(client.clone(), &ns);
+    let pp = PostParams::default();
+    let ip = net().addr(228).to_string();
+    let svc = |name: &str, port: i32, key: Option<&str>| -> Service {
+        let mut annotations = json!({"metallb.io/loadBalancerIPs": ip});
+        if let Some(k) = key {
+            annotations["metallb.io/allow-shared-ip"] = json!(k);
+        }
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "annotations": annotations},
+            "spec": {"type": "LoadBalancer", "selector": {"app": name},
+                     "ports": [{"port": port, "targetPort": 8443}]},
+        }))
+        .unwrap()
+    };
+    api.create(&pp, &svc("web", 443, Some("k1"))).await.unwrap();
+    assert_eq!(wait_ingress(&client, &ns, "web").await, ip);
+    api.create(&pp, &svc("alt", 8443, Some("k1"))).await.unwrap();
+    assert_eq!(wait_ingress(&client, &ns, "alt").await, ip);
+    api.create(&pp, &svc("clash", 443, Some("k1"))).await.unwrap();
+    let ev = wait_event(&client, &ns, "clash", "AllocationFailed").await;
+    assert!(ev.message.unwrap().ends_with(&format!("port TCP/443 is already in use on \"{ip}\"")));
+    api.create(&pp, &svc("loner", 9443, None)).await.unwrap();
+    let ev = wait_event(&client, &ns, "loner", "AllocationFailed").await;
+    let msg = ev.message.unwrap();
+    assert!(msg.contains(&format!("can't change sharing key for \"{ns}/loner\", address also in use by")), "{msg}");
 }
 
 #[tokio::test]
@@ -270,7 +328,7 @@ async fn a_direct_service_switch_stands_until_the_next_values_change() {
     let (client, ns) = setup("fast").await;
     apply_chart(&client, &ns, "theta", &values_for("NodePort", "")).await;
     service(&client, &ns, "theta").await;
-    assert_eq!(failed_condition(&client, &ns, "theta").await.0, "False");
+    assert_eq!(job_done(&client, &ns, "theta").await, JobOutcome::Complete);
 
     // The console's fast switch: a direct server-side apply on the Service.
     let api: Api<Service> = Api::namespaced(client.clone(), &ns);
@@ -315,14 +373,11 @@ async fn keeping_https_node_port_in_cluster_ip_values_fails_on_the_next_upgrade(
         (svc.spec.as_ref()?.type_.as_deref()? == "ClusterIP").then_some(())
     })
     .await;
-    assert_eq!(failed_condition(&client, &ns, "iota").await.0, "False");
+    assert_eq!(job_done(&client, &ns, "iota").await, JobOutcome::Complete);
 
-    // Any later upgrade still sends nodePort with ClusterIP: the API server refuses.
+    // Any later upgrade still sends nodePort with ClusterIP: the API server refuses,
+    // and helm says so in the Job's log.
     apply_chart(&client, &ns, "iota", &values("ClusterIP", "2")).await;
-    let msg = eventually("upgrade failure", WAIT, || async {
-        let (status, m) = failed_condition(&client, &ns, "iota").await;
-        (status == "True").then_some(m)
-    })
-    .await;
-    assert!(msg.contains("spec.ports[0].nodePort: Forbidden: may not be used when `type` is 'ClusterIP'"), "{msg}");
+    let log = wait_log(&ns, "helm-install-iota", "UPGRADE FAILED").await;
+    assert!(log.contains("spec.ports[0].nodePort: Forbidden: may not be used when `type` is 'ClusterIP'"), "{log}");
 }

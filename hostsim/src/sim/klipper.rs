@@ -186,7 +186,7 @@ async fn execute(rt: &Runtime, job_ns: &str, inv: &Invocation) -> Run {
     let mut last = history.last().cloned();
     run.line(format!("+ helm status --namespace {target} {name} --output json"));
     if last.is_none() {
-        run.line(format!("Error: release: not found"));
+        run.line("Error: release: not found");
     }
     if inv.action == "delete" {
         let Some(_) = last else {

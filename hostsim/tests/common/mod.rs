@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use hostsim::testhost::{Net, Simulator, TestHost};
 use hostsim::testsupport as ts;
+#[allow(unused_imports)]
 pub use hostsim::testsupport::{JobOutcome, ingress_ip, kube_rs_namespaces, refused};
 use k8s_openapi::api::core::v1::{Event, Service};
 use kube::Client;
