@@ -1,5 +1,5 @@
 # The two commands of the README. Everything else is in scripts/.
-.PHONY: run test bench
+.PHONY: run test bench lint test-host
 
 run: ## Build and run the console on http://127.0.0.1:3000 (embedded SQLite in ./data)
 	bash scripts/run.sh
@@ -9,3 +9,9 @@ test: ## Every test: unit, storage (SQLite + PostgreSQL), HTTP, browser (Playwri
 
 bench: ## Bundle size and server memory figures
 	bash scripts/bench.sh
+
+lint: ## Formatting and clippy for the console and hostsim (part of `make test`)
+	bash scripts/install-tools.sh --test && bash scripts/lint.sh
+
+test-host: ## Only the host cluster tests: real etcd + kube-apiserver + kube-controller-manager, hostsim
+	bash scripts/hostsim-test.sh

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # `make test`: every test, against real parts.
-#   1. formatting and lints
+#   1. formatting and lints of both crates (scripts/lint.sh)
 #   2. Rust unit and integration tests (SQLite file + a throwaway PostgreSQL server)
 #   3. the release build, served on a free port, driven by Playwright in Debian's Chromium
-#   4. the host cluster tests (real etcd + kube-apiserver, hostsim)
+#   4. the host cluster tests (real etcd + kube-apiserver + kube-controller-manager, hostsim)
 # Everything it starts is stopped by PID on exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,13 +23,7 @@ cleanup() {
 trap cleanup EXIT
 step() { printf '\n==> %s\n' "$*" >&2; }
 
-step "rustfmt and leptosfmt (view! macros)"
-cargo fmt --check
-leptosfmt --check src >/dev/null || { echo "run: leptosfmt src && cargo fmt" >&2; exit 1; }
-
-step "clippy (server and browser builds)"
-cargo clippy --quiet --features ssr --all-targets -- -D warnings
-cargo clippy --quiet --lib --features hydrate --target wasm32-unknown-unknown -- -D warnings
+bash scripts/lint.sh
 
 step "PostgreSQL for the storage tests"
 KUBEBYON_TEST_POSTGRES_URL=$(bash scripts/test-postgres.sh start "$work/pg")

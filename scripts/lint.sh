@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# `make lint`: formatting and lints of every crate (the console and hostsim).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/env.sh
+step() { printf '\n==> %s\n' "$*" >&2; }
+
+step "rustfmt and leptosfmt (view! macros)"
+cargo fmt --check
+leptosfmt --check src >/dev/null || { echo "run: leptosfmt src && cargo fmt" >&2; exit 1; }
+cargo fmt --check --manifest-path hostsim/Cargo.toml
+
+step "clippy (server and browser builds)"
+cargo clippy --quiet --features ssr --all-targets -- -D warnings
+cargo clippy --quiet --lib --features hydrate --target wasm32-unknown-unknown -- -D warnings
+
+step "clippy (hostsim)"
+CARGO_TARGET_DIR="${HOSTSIM_TARGET_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kubebyon/target-hostsim}" \
+  cargo clippy --quiet --locked --manifest-path hostsim/Cargo.toml --all-targets -- -D warnings
