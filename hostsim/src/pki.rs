@@ -72,9 +72,25 @@ impl Ca {
         self.issue(params)
     }
 
+    /// A client certificate that expired yesterday (for tests of what a server
+    /// answers to stale credentials).
+    pub fn issue_expired_client(&self, user: &str, groups: &[&str]) -> Result<CertPair, PkiError> {
+        let mut params = CertificateParams::new(Vec::<String>::new())?;
+        params.distinguished_name = name(user, groups);
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        let now = OffsetDateTime::now_utc();
+        params.not_before = now - Duration::days(2);
+        params.not_after = now - Duration::days(1);
+        self.sign(params)
+    }
+
     fn issue(&self, mut params: CertificateParams) -> Result<CertPair, PkiError> {
-        params.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
         validity(&mut params, 365);
+        self.sign(params)
+    }
+
+    fn sign(&self, mut params: CertificateParams) -> Result<CertPair, PkiError> {
+        params.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
         let ca_key = KeyPair::from_pem(&self.pair.key_pem)?;
         let issuer = Issuer::from_ca_cert_pem(&self.pair.cert_pem, ca_key)?;
         let key = KeyPair::generate()?;

@@ -109,12 +109,10 @@ async fn a_values_change_restarts_the_vcluster_with_its_endpoint_down() {
     eventually("endpoint back", WAIT, || async { kube_rs_namespaces(&kc).await.ok() }).await;
 }
 
-fn foreign_client_kubeconfig(kubeconfig: &str) -> String {
-    let foreign = Ca::generate("someone-else").unwrap();
-    let pair = foreign.issue_client("mallory", &["system:masters"]).unwrap();
-    let mut doc: serde_yaml::Value = serde_yaml::from_str(kubeconfig).unwrap();
+fn with_client(kubeconfig: &str, pair: &hostsim::pki::CertPair) -> String {
     use base64::Engine;
     let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+    let mut doc: serde_yaml::Value = serde_yaml::from_str(kubeconfig).unwrap();
     for u in doc["users"].as_sequence_mut().unwrap() {
         u["user"]["client-certificate-data"] = b64(&pair.cert_pem).into();
         u["user"]["client-key-data"] = b64(&pair.key_pem).into();
@@ -122,25 +120,36 @@ fn foreign_client_kubeconfig(kubeconfig: &str) -> String {
     serde_yaml::to_string(&doc).unwrap()
 }
 
-/// A client certificate from another CA completes the TLS handshake and gets
-/// HTTP 401 with a `Status` body, from vCluster's endpoint as from kube-apiserver.
+/// A client certificate from another CA, or an expired one from the right CA,
+/// completes the TLS handshake and gets HTTP 401 with a `Status` body, from
+/// vCluster's endpoint as from kube-apiserver.
 #[tokio::test]
-async fn a_foreign_client_certificate_gets_401() {
+async fn a_foreign_or_expired_client_certificate_gets_401() {
     let (client, ns) = setup("auth").await;
     apply_chart(&client, &ns, "pi", &values_for("LoadBalancer", "")).await;
     let ip = wait_ingress(&client, &ns, "pi").await;
     let kc = with_server(&vc_kubeconfig(&client, &ns, "pi").await, &format!("https://{ip}:443"));
     eventually("endpoint answers", WAIT, || async { kube_rs_namespaces(&kc).await.ok() }).await;
+    let certs: k8s_openapi::api::core::v1::Secret = Api::namespaced(client.clone(), &ns).get("pi-certs").await.unwrap();
+    let text = |k: &str| String::from_utf8(certs.data.as_ref().unwrap()[k].0.clone()).unwrap();
+    let vc_ca = Ca::from_pem(hostsim::pki::CertPair { cert_pem: text("ca.crt"), key_pem: text("ca.key") }).unwrap();
+    let pki = host().data_dir.join("pki");
+    let read = |f: &str| std::fs::read_to_string(pki.join(f)).unwrap();
+    let host_ca = Ca::from_pem(hostsim::pki::CertPair { cert_pem: read("ca.crt"), key_pem: read("ca.key") }).unwrap();
     let host_kc = std::fs::read_to_string(&host().kubeconfig).unwrap();
-    for (what, kubeconfig) in [("vCluster", kc), ("kube-apiserver", host_kc)] {
-        let bad = foreign_client_kubeconfig(&kubeconfig);
-        let err = kube_rs_namespaces(&bad).await.expect_err("must be refused");
-        let chain = format!("{err:#}");
-        assert!(chain.contains("401") && chain.contains("Unauthorized"), "{what}: {chain}");
-        let out = kubectl(&bad, &format!("foreign-{}", what.len()), &["get", "ns"]);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        // kubectl's words for a 401.
-        assert!(stderr.contains("You must be logged in to the server"), "{what}: {stderr}");
+    let foreign = Ca::generate("someone-else").unwrap().issue_client("mallory", &["system:masters"]).unwrap();
+    for (what, kubeconfig, own_ca) in [("vcluster", kc, vc_ca), ("apiserver", host_kc, host_ca)] {
+        let expired = own_ca.issue_expired_client("admin", &["system:masters"]).unwrap();
+        for (how, pair) in [("foreign", &foreign), ("expired", &expired)] {
+            let bad = with_client(&kubeconfig, pair);
+            let err = kube_rs_namespaces(&bad).await.expect_err("must be refused");
+            let chain = format!("{err:#}");
+            assert!(chain.contains("401") && chain.contains("Unauthorized"), "{what} {how}: {chain}");
+            let out = kubectl(&bad, &format!("{what}-{how}"), &["get", "ns"]);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            // kubectl's words for a 401.
+            assert!(stderr.contains("You must be logged in to the server"), "{what} {how}: {stderr}");
+        }
     }
 }
 
