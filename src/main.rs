@@ -10,7 +10,7 @@ use kubebyon::server::cli::{Cli, Command};
 use kubebyon::server::config::Config;
 use kubebyon::server::service::accounts;
 use kubebyon::server::state::AppState;
-use kubebyon::server::{auth, db, http};
+use kubebyon::server::{auth, db, http, reconciler};
 use leptos::config::get_configuration;
 use sqlx::AnyPool;
 
@@ -90,16 +90,32 @@ async fn serve(pool: AnyPool, db_shown: String, config: Config) -> Result<(), St
     }
 
     let state_simulated = config.simulated_host;
+    let host = match reconciler::connect().await {
+        Ok(client) => {
+            let request = reconciler::detect_address_request(&client).await;
+            let ctx = Arc::new(reconciler::Context::new(client, pool.clone(), request));
+            tokio::spawn(reconciler::run(ctx.clone()));
+            Some(ctx)
+        }
+        Err(e) => {
+            // Said once; cluster requests stay queued until a host is configured.
+            tracing::warn!(reason = %e, "no host cluster configured (KUBECONFIG or in-cluster): cluster changes stay queued");
+            None
+        }
+    };
+    let host_shown = if host.is_some() { "connected" } else { "NOT CONFIGURED (set KUBECONFIG); changes stay queued" };
     let state = AppState {
         leptos_options: conf.leptos_options,
         pool: pool.clone(),
         limiter: Arc::default(),
         config: Arc::new(config),
+        host,
     };
     tokio::spawn(expire_sessions(pool));
     let app = http::router::router(state);
     let listener = tokio::net::TcpListener::bind(&addr).await.map_err(|e| format!("cannot listen on {addr}: {e}"))?;
     println!("\nKubeBYON console: http://{addr}   (database: {db_shown})");
+    println!("Host cluster: {host_shown}");
     if state_simulated {
         println!("Host cluster: SIMULATED (scripts/host-up.sh: real kube-apiserver + etcd, simulated k3s parts)");
     }

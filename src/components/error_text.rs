@@ -33,6 +33,7 @@ pub fn error_text(locale: Locale, code: ErrorCode) -> &'static str {
         E::UnsupportedMediaType => td_string!(locale, errors.unsupported_media_type),
         E::ClusterDeleting => td_string!(locale, errors.cluster_deleting),
         E::ChangedConcurrently => td_string!(locale, errors.changed_concurrently),
+        E::KubeconfigUnavailable => td_string!(locale, errors.kubeconfig_unavailable),
         E::ConfirmationMismatch => td_string!(locale, errors.confirmation_mismatch),
         E::LastAdmin => td_string!(locale, errors.last_admin),
         E::Internal => td_string!(locale, errors.internal),

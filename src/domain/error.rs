@@ -34,6 +34,7 @@ pub enum ErrorCode {
     UnsupportedMediaType,
     ClusterDeleting,
     ChangedConcurrently,
+    KubeconfigUnavailable,
     ConfirmationMismatch,
     LastAdmin,
     Internal,
@@ -41,7 +42,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, for the locale completeness test and the API docs.
-    pub const ALL: [ErrorCode; 28] = [
+    pub const ALL: [ErrorCode; 29] = [
         Self::NameInvalid,
         Self::NameTaken,
         Self::HostInvalid,
@@ -67,6 +68,7 @@ impl ErrorCode {
         Self::UnsupportedMediaType,
         Self::ClusterDeleting,
         Self::ChangedConcurrently,
+        Self::KubeconfigUnavailable,
         Self::ConfirmationMismatch,
         Self::LastAdmin,
         Self::Internal,
@@ -100,6 +102,7 @@ impl ErrorCode {
             Self::UnsupportedMediaType => "unsupported_media_type",
             Self::ClusterDeleting => "cluster_deleting",
             Self::ChangedConcurrently => "changed_concurrently",
+            Self::KubeconfigUnavailable => "kubeconfig_unavailable",
             Self::ConfirmationMismatch => "confirmation_mismatch",
             Self::LastAdmin => "last_admin",
             Self::Internal => "internal",
@@ -116,6 +119,7 @@ impl ErrorCode {
             | Self::UsernameTaken
             | Self::ClusterDeleting
             | Self::ChangedConcurrently
+            | Self::KubeconfigUnavailable
             | Self::LastAdmin => 409,
             Self::BadRequest => 400,
             Self::PayloadTooLarge => 413,

@@ -7,5 +7,6 @@ pub mod config;
 pub mod context;
 pub mod db;
 pub mod http;
+pub mod reconciler;
 pub mod service;
 pub mod state;

@@ -8,6 +8,7 @@ use sqlx::AnyPool;
 
 use super::auth::rate_limit::LoginLimiter;
 use super::config::Config;
+use super::reconciler;
 
 #[derive(Clone, FromRef)]
 pub struct AppState {
@@ -15,4 +16,6 @@ pub struct AppState {
     pub pool: AnyPool,
     pub limiter: Arc<LoginLimiter>,
     pub config: Arc<Config>,
+    /// The host cluster connection and its reconciler, when there is a host.
+    pub host: Option<Arc<reconciler::Context>>,
 }

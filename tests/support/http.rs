@@ -50,6 +50,11 @@ impl Reply {
 
 impl Console {
     pub fn new(pool: AnyPool) -> Self {
+        Self::with_host(pool, None)
+    }
+
+    /// The console with a host cluster connection (its reconciler is not run here).
+    pub fn with_host(pool: AnyPool, host: Option<Arc<kubebyon::server::reconciler::Context>>) -> Self {
         let conf = leptos::config::get_configuration(Some("Cargo.toml")).expect("leptos options");
         let state = AppState {
             leptos_options: conf.leptos_options,
@@ -62,6 +67,7 @@ impl Console {
                 admin_password: None,
                 simulated_host: false,
             }),
+            host,
         };
         Self { router: router(state), pool }
     }

@@ -226,3 +226,13 @@ pub async fn remembered_mode(pool: &AnyPool, id: i64) -> Result<PublicAccessMode
         .await?;
     Ok(mode.as_deref().and_then(PublicAccessMode::parse).unwrap_or_default())
 }
+
+/// Removes a cluster whose uninstall finished (its history goes with it); the
+/// name is free again. Only a cluster whose deletion was requested.
+pub async fn delete_row(pool: &AnyPool, id: i64) -> Result<bool, DbError> {
+    let done = sqlx::query("DELETE FROM clusters WHERE id = $1 AND deletion_requested_at IS NOT NULL")
+        .bind(id)
+        .execute(pool)
+        .await?;
+    Ok(done.rows_affected() == 1)
+}

@@ -118,3 +118,19 @@ pub async fn finish(pool: &AnyPool, id: i64, worker: &str, error: Option<&str>) 
     .await?;
     Ok(done.rows_affected() == 1)
 }
+
+/// Leaves a claimed operation to be tried again after `delay_secs` (its lease
+/// becomes the timer); only its current holder may.
+pub async fn retry_later(pool: &AnyPool, id: i64, worker: &str, delay_secs: i64, error: &str) -> Result<bool, DbError> {
+    let done = sqlx::query(
+        "UPDATE cluster_operations SET claimed_until = $1, last_error = $2 \
+         WHERE id = $3 AND claimed_by = $4 AND state = 'running'",
+    )
+    .bind(now() + delay_secs)
+    .bind(error)
+    .bind(id)
+    .bind(worker)
+    .execute(pool)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}

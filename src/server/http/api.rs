@@ -17,6 +17,7 @@ use crate::domain::settings::SettingsInput;
 use crate::domain::user::CurrentUser;
 use crate::domain::{AppError, ErrorCode, SystemSettings};
 use crate::server::auth::session;
+use crate::server::reconciler;
 use crate::server::service::{accounts, clusters, settings};
 use crate::server::state::AppState;
 
@@ -211,4 +212,58 @@ pub async fn logout(State(st): State<AppState>, headers: http::HeaderMap) -> Res
 /// Any other `/api/...` path: a JSON 404, not the HTML page.
 pub async fn not_found() -> ApiError {
     ApiError(AppError::new(ErrorCode::NotFound))
+}
+
+/// The kubeconfig of a cluster, read from the host now: owner or admin only,
+/// an attachment, never cached, never stored or logged. 409 when there is none.
+pub async fn cluster_kubeconfig(
+    State(st): State<AppState>,
+    ApiUser(u): ApiUser,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let cluster = clusters::get(&st.pool, &u, cluster_id(&id)?).await?;
+    let unavailable = || ApiError(AppError::new(ErrorCode::KubeconfigUnavailable));
+    let host = st.host.as_ref().ok_or_else(unavailable)?;
+    let text = match reconciler::download(&host.client, &cluster).await {
+        Ok(Some(text)) => text,
+        Ok(None) => return Err(unavailable()),
+        Err(e) => {
+            tracing::warn!(cluster = cluster.id, error = %e, "kubeconfig download failed");
+            return Err(unavailable());
+        }
+    };
+    let disposition = format!("attachment; filename=\"kubeconfig-{}.yaml\"", cluster.spec.name.as_str());
+    let headers = [
+        (header::CONTENT_TYPE, "application/yaml".to_owned()),
+        (header::CACHE_CONTROL, "no-store".to_owned()),
+        (header::CONTENT_DISPOSITION, disposition),
+    ];
+    Ok((headers, text).into_response())
+}
+
+/// The outcome of a connection check run now.
+#[derive(Serialize)]
+pub struct ProbeReply {
+    pub status: crate::domain::ConnectionStatus,
+    pub detail: Option<String>,
+}
+
+/// Runs the connection check now (owner or admin) and wakes the reconciler.
+pub async fn probe_cluster(
+    State(st): State<AppState>,
+    ApiUser(u): ApiUser,
+    Path(id): Path<String>,
+) -> ApiResult<ProbeReply> {
+    let cluster = clusters::get(&st.pool, &u, cluster_id(&id)?).await?;
+    let unavailable = || ApiError(AppError::new(ErrorCode::KubeconfigUnavailable));
+    let host = st.host.as_ref().ok_or_else(unavailable)?;
+    host.wake();
+    match reconciler::probe_now(host, &cluster).await {
+        Ok(Some(r)) => Ok(Json(ProbeReply { status: r.status, detail: r.detail })),
+        Ok(None) => Err(unavailable()),
+        Err(e) => {
+            tracing::warn!(cluster = cluster.id, error = %e, "probe failed");
+            Err(unavailable())
+        }
+    }
 }

@@ -24,6 +24,9 @@ pub fn router(state: AppState) -> Router {
             get(api::get_cluster).patch(api::update_cluster).delete(api::delete_cluster),
         )
         .route("/api/console/clusters/{id}/events", get(api::cluster_events))
+        .route("/api/console/clusters/{id}/kubeconfig", get(api::cluster_kubeconfig))
+        .route("/api/console/clusters/{id}/probe", post(api::probe_cluster))
+        .route("/clusters/{id}/kubeconfig", get(api::cluster_kubeconfig))
         .route("/api/admin/system-settings", get(api::get_settings).put(api::update_settings))
         .route("/api/auth/login", post(api::login))
         .route("/api/auth/logout", post(api::logout))

@@ -1,0 +1,209 @@
+//! Reads from the host what [`super::observe`] needs for one cluster: the
+//! HelmChart (and which generation it was rendered from), the install Job of the
+//! current values and helm's last error from its pod's log, the Service and its
+//! newest Warning Event, `vc-<name>`, the Ready nodes. Read-only.
+
+use std::collections::BTreeSet;
+
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{Event, Node, Pod, Secret, Service};
+use kube::api::{Api, ListParams, LogParams};
+use kube::{Client, ResourceExt};
+
+use super::apply::{FIELD_MANAGER, GENERATION_ANNOTATION, helm_charts};
+use super::error::{Result, ignore_not_found, kube};
+use super::observe::{JobState, NodeAddresses, Observation};
+use super::probe::Credentials;
+use super::render;
+use crate::domain::endpoint::{Ingress, ServiceObservation};
+
+/// What was read, beyond the pure observation.
+pub struct Gathered {
+    pub observation: Observation,
+    /// The spec generation the HelmChart on the host was rendered from.
+    pub chart_generation: Option<i64>,
+    /// The HelmChart's spec as the host holds it.
+    pub chart_spec: Option<serde_json::Value>,
+    /// The PEM credentials of `vc-<name>`, for the probe and the download.
+    pub credentials: Option<Credentials>,
+    /// vCluster's kubeconfig text (`vc-<name>` key `config`).
+    pub vcluster_config: Option<String>,
+}
+
+fn text(s: &Secret, key: &str) -> Option<String> {
+    String::from_utf8(s.data.as_ref()?.get(key)?.0.clone()).ok()
+}
+
+/// The Ready nodes' addresses, once per pass.
+pub async fn ready_nodes(client: &Client) -> Result<Vec<NodeAddresses>> {
+    let nodes = Api::<Node>::all(client.clone()).list(&ListParams::default()).await.map_err(kube("list nodes"))?;
+    Ok(nodes
+        .items
+        .iter()
+        .filter_map(|n| {
+            let st = n.status.as_ref()?;
+            let ready = st.conditions.iter().flatten().any(|c| c.type_ == "Ready" && c.status == "True");
+            let addr =
+                |t: &str| st.addresses.iter().flatten().find(|a| a.type_ == t).and_then(|a| a.address.parse().ok());
+            ready.then(|| NodeAddresses { external: addr("ExternalIP"), internal: addr("InternalIP") })
+        })
+        .collect())
+}
+
+/// Reads one cluster. `stale_jobs` are install Jobs known to predate the last
+/// values change (recorded when the HelmChart was applied).
+pub async fn gather(client: &Client, name: &str, stale_jobs: &BTreeSet<String>) -> Result<Gathered> {
+    let ns = render::namespace(name);
+    let hc = ignore_not_found(helm_charts(client, &ns).get(name).await).map_err(kube("read HelmChart"))?;
+    let chart_generation =
+        hc.as_ref().and_then(|h| h.annotations().get(GENERATION_ANNOTATION).and_then(|g| g.parse().ok()));
+    // When the console last changed the chart: a Job created before is stale.
+    let applied_at = hc.as_ref().and_then(|h| {
+        h.metadata
+            .managed_fields
+            .iter()
+            .flatten()
+            .filter(|m| m.manager.as_deref() == Some(FIELD_MANAGER))
+            .filter_map(|m| m.time.as_ref().map(|t| t.0))
+            .max()
+    });
+    let jobs: Api<Job> = Api::namespaced(client.clone(), &ns);
+    let job = ignore_not_found(jobs.get(&format!("helm-install-{name}")).await).map_err(kube("read Job"))?;
+    let job = job.filter(|j| {
+        let uid = j.uid().unwrap_or_default();
+        let created = j.metadata.creation_timestamp.as_ref().map(|t| t.0);
+        !stale_jobs.contains(&uid) && created.zip(applied_at).is_none_or(|(c, a)| c >= a)
+    });
+    let condition = |j: &Job, t: &str| {
+        j.status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|c| c.iter().any(|c| c.type_ == t && c.status == "True"))
+    };
+    let job_state = match &job {
+        None => JobState::NotStarted,
+        Some(j) if condition(j, "Complete") => JobState::Complete,
+        Some(j) if condition(j, "Failed") => JobState::Failed,
+        Some(_) => JobState::Running,
+    };
+    let helm_error = match (&job, &job_state) {
+        (Some(j), JobState::Running | JobState::Failed) => helm_error(client, &ns, j).await,
+        _ => None,
+    };
+    let services: Api<Service> = Api::namespaced(client.clone(), &ns);
+    let service = ignore_not_found(services.get(name).await).map_err(kube("read Service"))?;
+    let service_warning = match &service {
+        Some(_) => newest_warning(client, &ns, name).await,
+        None => None,
+    };
+    let service = service.map(|s| observe_service(&s));
+    let secret = ignore_not_found(Api::<Secret>::namespaced(client.clone(), &ns).get(&format!("vc-{name}")).await)
+        .map_err(kube("read vc Secret"))?;
+    let credentials = secret.as_ref().and_then(|s| {
+        Some(Credentials {
+            ca_pem: text(s, "certificate-authority")?,
+            cert_pem: text(s, "client-certificate")?,
+            key_pem: text(s, "client-key")?,
+        })
+    });
+    let vcluster_config = secret.as_ref().and_then(|s| text(s, "config"));
+    Ok(Gathered {
+        observation: Observation {
+            job: job_state,
+            helm_error,
+            service,
+            service_warning,
+            kubeconfig_secret: credentials.is_some() && vcluster_config.is_some(),
+            ready_nodes: Vec::new(),
+            probe: None,
+        },
+        chart_generation,
+        chart_spec: hc.as_ref().and_then(|h| h.data.get("spec").cloned()),
+        credentials,
+        vcluster_config,
+    })
+}
+
+fn observe_service(s: &Service) -> ServiceObservation {
+    let https_node_port = s
+        .spec
+        .as_ref()
+        .and_then(|sp| sp.ports.as_ref())
+        .and_then(|ports| ports.iter().find(|p| p.name.as_deref() == Some("https")))
+        .and_then(|p| p.node_port)
+        .and_then(|p| u16::try_from(p).ok());
+    let ingress = s
+        .status
+        .as_ref()
+        .and_then(|st| st.load_balancer.as_ref())
+        .and_then(|lb| lb.ingress.as_ref())
+        .map(|list| {
+            list.iter()
+                .filter_map(|i| match (&i.ip, &i.hostname) {
+                    (Some(ip), _) => ip.parse().ok().map(Ingress::Ip),
+                    (None, Some(h)) => Some(Ingress::Hostname(h.clone())),
+                    _ => None,
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    ServiceObservation { https_node_port, ingress }
+}
+
+/// The newest Warning Event about the Service (e.g. MetalLB's allocation failure).
+async fn newest_warning(client: &Client, ns: &str, name: &str) -> Option<String> {
+    let lp =
+        ListParams::default().fields(&format!("involvedObject.name={name},involvedObject.kind=Service,type=Warning"));
+    let events = Api::<Event>::namespaced(client.clone(), ns).list(&lp).await.ok()?;
+    events.items.into_iter().max_by_key(|e| e.last_timestamp.as_ref().map(|t| t.0)).and_then(|e| e.message)
+}
+
+/// helm's error from the Job's pod log (the failed run: `--previous` while the
+/// container waits to restart shows the same run as the current log does).
+async fn helm_error(client: &Client, ns: &str, job: &Job) -> Option<String> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let lp = ListParams::default().labels(&format!("batch.kubernetes.io/job-name={}", job.name_any()));
+    let pod = pods.list(&lp).await.ok()?.items.into_iter().next()?;
+    let restarted = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .is_some_and(|c| c.iter().any(|c| c.restart_count > 0));
+    let failed = pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Failed");
+    if !restarted && !failed {
+        return None;
+    }
+    let mut log =
+        pods.logs(&pod.name_any(), &LogParams { limit_bytes: Some(64 * 1024), ..LogParams::default() }).await.ok()?;
+    if !log.contains("Error:") && restarted {
+        let previous = LogParams { previous: true, limit_bytes: Some(64 * 1024), ..LogParams::default() };
+        log = pods.logs(&pod.name_any(), &previous).await.ok()?;
+    }
+    last_error(&log)
+}
+
+/// helm's last error: from the last line starting `Error:` (or klipper-helm's
+/// policy message) to the end of the log.
+pub fn last_error(log: &str) -> Option<String> {
+    let lines: Vec<&str> = log.lines().collect();
+    let start =
+        lines.iter().rposition(|l| l.starts_with("Error:") || l.contains("waiting for operator intervention"))?;
+    Some(lines[start..].iter().filter(|l| !l.starts_with("+ ")).copied().collect::<Vec<_>>().join("\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn helm_errors_are_cut_from_the_log() {
+        let log = "+ helm status\nError: release: not found\n+ helm install x\nError: INSTALLATION FAILED: values don't meet\nvcluster:\n- at '': bad\n";
+        assert_eq!(
+            last_error(log).as_deref(),
+            Some("Error: INSTALLATION FAILED: values don't meet\nvcluster:\n- at '': bad")
+        );
+        assert_eq!(last_error("NAME: x\nSTATUS: deployed\n"), None);
+        let abort = "Release status is 'failed' and failure policy is 'abort'; waiting for operator intervention\n";
+        assert!(last_error(abort).unwrap().contains("abort"));
+    }
+}

@@ -1,0 +1,76 @@
+//! The kubeconfig a user downloads, pure: vCluster's own (Secret `vc-<name>`,
+//! key `config`, server `https://localhost:8443`) with the server set to the
+//! public endpoint and the cluster, context and user named after the cluster. The
+//! CA and client credentials are kept as vCluster wrote them. Never stored, never
+//! logged: it is built on demand from the Secret.
+
+use serde_yaml::{Mapping, Value};
+
+/// Why no kubeconfig can be made from a Secret's text.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum KubeconfigError {
+    #[error("vCluster's kubeconfig is not YAML")]
+    NotYaml,
+    #[error("vCluster's kubeconfig has no cluster, user or credentials")]
+    Incomplete,
+}
+
+/// Rewrites vCluster's kubeconfig for `endpoint` (`https://host:port`).
+pub fn render(vcluster_config: &str, cluster_name: &str, endpoint: &str) -> Result<String, KubeconfigError> {
+    let doc: Value = serde_yaml::from_str(vcluster_config).map_err(|_| KubeconfigError::NotYaml)?;
+    let first = |key: &str, inner: &str| -> Option<Value> { doc.get(key)?.as_sequence()?.first()?.get(inner).cloned() };
+    let mut cluster = first("clusters", "cluster").ok_or(KubeconfigError::Incomplete)?;
+    let user = first("users", "user").ok_or(KubeconfigError::Incomplete)?;
+    let has = |v: &Value, k: &str| v.get(k).is_some_and(|x| !x.is_null());
+    if !has(&cluster, "certificate-authority-data")
+        || !(has(&user, "client-certificate-data") && has(&user, "client-key-data") || has(&user, "token"))
+    {
+        return Err(KubeconfigError::Incomplete);
+    }
+    cluster.as_mapping_mut().ok_or(KubeconfigError::Incomplete)?.insert("server".into(), endpoint.into());
+    let named = |name: &str, key: &str, body: Value| -> Value {
+        let mut m = Mapping::new();
+        m.insert("name".into(), name.into());
+        m.insert(key.into(), body);
+        Value::Mapping(m)
+    };
+    let mut context = Mapping::new();
+    context.insert("cluster".into(), cluster_name.into());
+    context.insert("user".into(), cluster_name.into());
+    let mut out = Mapping::new();
+    out.insert("apiVersion".into(), "v1".into());
+    out.insert("kind".into(), "Config".into());
+    out.insert("clusters".into(), Value::Sequence(vec![named(cluster_name, "cluster", cluster)]));
+    out.insert("contexts".into(), Value::Sequence(vec![named(cluster_name, "context", Value::Mapping(context))]));
+    out.insert("current-context".into(), cluster_name.into());
+    out.insert("users".into(), Value::Sequence(vec![named(cluster_name, "user", user)]));
+    out.insert("preferences".into(), Value::Mapping(Mapping::new()));
+    serde_yaml::to_string(&Value::Mapping(out)).map_err(|_| KubeconfigError::NotYaml)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const VC: &str = "apiVersion: v1\nkind: Config\nclusters:\n- name: vcluster_demo\n  cluster:\n    server: https://localhost:8443\n    certificate-authority-data: Q0E=\ncontexts:\n- name: vcluster_demo\n  context: {cluster: vcluster_demo, user: vcluster_demo}\ncurrent-context: vcluster_demo\nusers:\n- name: vcluster_demo\n  user:\n    client-certificate-data: Q0VSVA==\n    client-key-data: S0VZ\n";
+
+    #[test]
+    fn server_and_names_follow_the_cluster() {
+        let out = render(VC, "demo", "https://[2001:db8::7]:443").unwrap();
+        let v: Value = serde_yaml::from_str(&out).unwrap();
+        assert_eq!(v["clusters"][0]["cluster"]["server"], "https://[2001:db8::7]:443");
+        assert_eq!(v["clusters"][0]["cluster"]["certificate-authority-data"], "Q0E=");
+        assert_eq!(v["clusters"][0]["name"], "demo");
+        assert_eq!(v["users"][0]["user"]["client-key-data"], "S0VZ");
+        assert_eq!(v["current-context"], "demo");
+        assert_eq!(v["contexts"][0]["context"]["cluster"], "demo");
+    }
+
+    #[test]
+    fn broken_secrets_are_refused() {
+        assert_eq!(render("a: [", "demo", "https://x:1"), Err(KubeconfigError::NotYaml));
+        assert_eq!(render("clusters: []\n", "demo", "https://x:1"), Err(KubeconfigError::Incomplete));
+        let no_key = VC.replace("    client-key-data: S0VZ\n", "");
+        assert_eq!(render(&no_key, "demo", "https://x:1"), Err(KubeconfigError::Incomplete));
+    }
+}

@@ -1,0 +1,261 @@
+//! From what the host reports to a whole `ClusterStatus`, pure. Recomputed as a
+//! whole from one observation, never merged with the old status, so nothing of an
+//! old spec survives a change. "Ready" means the probe reached the API server
+//! through the public endpoint with the kubeconfig a user would download (a
+//! disabled cluster, which has no public endpoint, is ready once its install Job
+//! for the current values completed and vCluster published `vc-<name>`).
+
+use std::net::IpAddr;
+
+use crate::domain::endpoint::{self, ServiceObservation};
+use crate::domain::{ClusterSpec, ClusterStatus, ConnectionStatus, Host, Phase, PublicAccess, SystemSettings};
+
+/// The install Job for the current values (helm-controller's config hash).
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub enum JobState {
+    /// No Job for these values yet (helm-controller has not picked them up).
+    #[default]
+    NotStarted,
+    /// Created, suspended, running or retrying.
+    Running,
+    Complete,
+    /// Its backoff limit is exhausted (HelmChart `Failed=True`).
+    Failed,
+}
+
+/// A Ready node's addresses (`vcluster connect`'s fallback for NodePort).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeAddresses {
+    pub external: Option<IpAddr>,
+    pub internal: Option<IpAddr>,
+}
+
+/// Everything the status is computed from.
+#[derive(Clone, Debug, Default)]
+pub struct Observation {
+    pub job: JobState,
+    /// helm's own last error line, from the Job pod's log.
+    pub helm_error: Option<String>,
+    pub service: Option<ServiceObservation>,
+    /// The newest Warning Event on the Service (e.g. MetalLB's `AllocationFailed`).
+    pub service_warning: Option<String>,
+    /// `vc-<name>` exists.
+    pub kubeconfig_secret: bool,
+    pub ready_nodes: Vec<NodeAddresses>,
+    /// The last probe through the public endpoint, for this endpoint.
+    pub probe: Option<ConnectionStatus>,
+}
+
+/// What the status message says, as a code the pages translate, plus detail.
+pub mod message {
+    pub const INSTALLING: &str = "installing";
+    pub const HELM_FAILED: &str = "helm_failed";
+    pub const LB_PENDING: &str = "lb_pending";
+    pub const STARTING: &str = "starting";
+    pub const PROBE_FAILED: &str = "probe_failed";
+    pub const NODE_ADDRESS: &str = "node_address";
+    pub const NO_NODE_ADDRESS: &str = "no_node_address";
+    pub const READY: &str = "";
+}
+
+fn msg(code: &str, detail: Option<&str>) -> String {
+    match detail {
+        Some(d) if !d.is_empty() => format!("{code}: {d}"),
+        _ => code.to_owned(),
+    }
+}
+
+/// The endpoint (host first; for NodePort without any host, a Ready node's
+/// ExternalIP, else InternalIP) and port, and whether a node address was used.
+pub fn endpoint(
+    spec: &ClusterSpec,
+    settings: &SystemSettings,
+    svc: &ServiceObservation,
+    nodes: &[NodeAddresses],
+) -> (endpoint::ObservedAccess, bool) {
+    let mut seen = endpoint::observe(&spec.public_access, settings.nodeport_public_host.as_ref(), svc);
+    let own = spec.public_access.host().or(settings.nodeport_public_host.as_ref());
+    if let (PublicAccess::NodePort { .. }, None, Some(port)) = (&spec.public_access, own, svc.https_node_port) {
+        let node = nodes.iter().find_map(|n| n.external.or(n.internal));
+        if let Some(ip) = node {
+            let host = match ip {
+                IpAddr::V4(v4) => Host::Ipv4(v4),
+                IpAddr::V6(v6) => Host::Ipv6(v6),
+            };
+            seen.api_endpoint = Some(format!("https://{}:{port}", host.url_host()));
+            return (seen, true);
+        }
+    }
+    (seen, false)
+}
+
+/// The whole status for `generation` of `spec`.
+pub fn status(spec: &ClusterSpec, generation: i64, settings: &SystemSettings, obs: &Observation) -> ClusterStatus {
+    let svc = obs.service.clone().unwrap_or_default();
+    let (access, from_node) = endpoint(spec, settings, &svc, &obs.ready_nodes);
+    let enabled = spec.public_access.is_enabled();
+    let kubeconfig_available = enabled && obs.kubeconfig_secret && access.api_endpoint.is_some();
+    let probe = if kubeconfig_available { obs.probe.unwrap_or_default() } else { ConnectionStatus::Unknown };
+    let mut status = ClusterStatus {
+        phase: Phase::Provisioning,
+        message: String::new(),
+        public_access_port: access.public_access_port,
+        api_endpoint: access.api_endpoint.clone(),
+        kubeconfig_available,
+        connection_status: probe,
+        observed_generation: generation,
+    };
+    match &obs.job {
+        JobState::Failed => {
+            status.phase = Phase::Failed;
+            status.message = msg(message::HELM_FAILED, obs.helm_error.as_deref());
+            return status;
+        }
+        JobState::NotStarted | JobState::Running => {
+            status.phase = if obs.kubeconfig_secret { Phase::Updating } else { Phase::Provisioning };
+            // helm already failed once and retries: say why.
+            status.message = match &obs.helm_error {
+                Some(e) => msg(message::HELM_FAILED, Some(e)),
+                None => message::INSTALLING.to_owned(),
+            };
+            return status;
+        }
+        JobState::Complete => {}
+    }
+    if access.load_balancer_pending {
+        status.message = msg(message::LB_PENDING, obs.service_warning.as_deref());
+        return status;
+    }
+    if !obs.kubeconfig_secret {
+        status.message = message::STARTING.to_owned();
+        return status;
+    }
+    if !enabled {
+        status.phase = Phase::Ready;
+        return status;
+    }
+    if access.api_endpoint.is_none() {
+        // NodePort with no host and no Ready node: nothing to hand out.
+        status.phase = Phase::Failed;
+        status.message = message::NO_NODE_ADDRESS.to_owned();
+        return status;
+    }
+    match probe {
+        ConnectionStatus::Ok => {
+            status.phase = Phase::Ready;
+            status.message = if from_node { message::NODE_ADDRESS.to_owned() } else { message::READY.to_owned() };
+        }
+        ConnectionStatus::Unknown => status.message = message::STARTING.to_owned(),
+        other => status.message = msg(message::PROBE_FAILED, Some(other.as_str())),
+    }
+    status
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::endpoint::Ingress;
+    use crate::domain::{ClusterName, Resources};
+
+    fn spec(access: PublicAccess) -> ClusterSpec {
+        ClusterSpec {
+            name: ClusterName::parse("demo").unwrap(),
+            resources: Resources::default(),
+            public_access: access,
+        }
+    }
+
+    fn lb() -> PublicAccess {
+        PublicAccess::LoadBalancer { host: Host::parse("198.51.100.7").unwrap() }
+    }
+
+    fn installed(service: ServiceObservation, probe: Option<ConnectionStatus>) -> Observation {
+        Observation {
+            job: JobState::Complete,
+            service: Some(service),
+            kubeconfig_secret: true,
+            probe,
+            ..Observation::default()
+        }
+    }
+
+    fn lb_svc() -> ServiceObservation {
+        ServiceObservation { https_node_port: Some(31000), ingress: vec![Ingress::Ip([10, 0, 0, 9].into())] }
+    }
+
+    #[test]
+    fn phases_follow_the_job_the_service_and_the_probe() {
+        let s = SystemSettings::default();
+        let cases: Vec<(PublicAccess, Observation, Phase, &str)> = vec![
+            (lb(), Observation::default(), Phase::Provisioning, "installing"),
+            (
+                lb(),
+                Observation {
+                    job: JobState::Running,
+                    helm_error: Some("Error: UPGRADE FAILED: boom".into()),
+                    ..Observation::default()
+                },
+                Phase::Provisioning,
+                "helm_failed: Error: UPGRADE FAILED: boom",
+            ),
+            (
+                lb(),
+                Observation { job: JobState::Failed, helm_error: Some("Error: x".into()), ..Observation::default() },
+                Phase::Failed,
+                "helm_failed: Error: x",
+            ),
+            (
+                lb(),
+                Observation {
+                    service_warning: Some("no available IPs".into()),
+                    ..installed(ServiceObservation::default(), None)
+                },
+                Phase::Provisioning,
+                "lb_pending: no available IPs",
+            ),
+            (lb(), installed(lb_svc(), None), Phase::Provisioning, "starting"),
+            (lb(), installed(lb_svc(), Some(ConnectionStatus::Refused)), Phase::Provisioning, "probe_failed: refused"),
+            (lb(), installed(lb_svc(), Some(ConnectionStatus::Ok)), Phase::Ready, ""),
+            (PublicAccess::Disabled, installed(ServiceObservation::default(), None), Phase::Ready, ""),
+            (
+                PublicAccess::NodePort { host: None },
+                installed(ServiceObservation { https_node_port: Some(31000), ingress: vec![] }, None),
+                Phase::Failed,
+                "no_node_address",
+            ),
+        ];
+        for (access, obs, phase, message) in cases {
+            let st = status(&spec(access.clone()), 3, &s, &obs);
+            assert_eq!((st.phase, st.message.as_str()), (phase, message), "{access:?} {obs:?}");
+            assert_eq!(st.observed_generation, 3);
+        }
+    }
+
+    #[test]
+    fn fields_are_recomputed_as_a_whole() {
+        let s = SystemSettings::default();
+        // A disabled cluster shows no endpoint, port or kubeconfig, whatever the Service still says.
+        let st = status(&spec(PublicAccess::Disabled), 1, &s, &installed(lb_svc(), Some(ConnectionStatus::Ok)));
+        assert_eq!((st.api_endpoint, st.public_access_port, st.kubeconfig_available), (None, None, false));
+        assert_eq!(st.connection_status, ConnectionStatus::Unknown);
+        // LoadBalancer: the host, port 443, never the node port.
+        let st = status(&spec(lb()), 1, &s, &installed(lb_svc(), Some(ConnectionStatus::Ok)));
+        assert_eq!(st.api_endpoint.as_deref(), Some("https://198.51.100.7:443"));
+        assert_eq!(st.public_access_port, None);
+        assert!(st.kubeconfig_available);
+    }
+
+    #[test]
+    fn nodeport_falls_back_to_a_ready_nodes_address() {
+        let s = SystemSettings::default();
+        let svc = ServiceObservation { https_node_port: Some(31000), ingress: vec![] };
+        let nodes = vec![
+            NodeAddresses { external: None, internal: Some("2001:db8::5".parse().unwrap()) },
+            NodeAddresses { external: Some([203, 0, 113, 4].into()), internal: Some([10, 0, 0, 4].into()) },
+        ];
+        let obs = Observation { ready_nodes: nodes, ..installed(svc, Some(ConnectionStatus::Ok)) };
+        let st = status(&spec(PublicAccess::NodePort { host: None }), 1, &s, &obs);
+        assert_eq!(st.api_endpoint.as_deref(), Some("https://[2001:db8::5]:31000"));
+        assert_eq!((st.phase, st.message.as_str(), st.public_access_port), (Phase::Ready, "node_address", Some(31000)));
+    }
+}

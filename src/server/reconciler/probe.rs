@@ -1,0 +1,198 @@
+//! The connection check: what `kubectl version` does with the kubeconfig a user
+//! downloads — resolve the host, connect, verify the server certificate against
+//! the kubeconfig's CA **for that exact host** (DNS name or IP), present the client
+//! certificate, `GET /version` — with short timeouts, each failure told apart.
+//! DNS resolution is injectable ([`Resolver`]) so tests can map a DNS
+//! `control_plane_host` to an address.
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls::{CertificateError, ClientConfig, RootCertStore};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio_rustls::TlsConnector;
+
+use crate::domain::ConnectionStatus;
+
+/// Connect and read timeouts, each.
+pub const TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Names resolved by the probe: fixed entries first (tests, split-horizon DNS),
+/// then the system resolver.
+#[derive(Clone, Debug, Default)]
+pub struct Resolver {
+    pub fixed: BTreeMap<String, IpAddr>,
+}
+
+impl Resolver {
+    async fn resolve(&self, host: &str, port: u16) -> Option<Vec<SocketAddr>> {
+        if let Ok(ip) = host.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>() {
+            return Some(vec![SocketAddr::new(ip, port)]);
+        }
+        if let Some(ip) = self.fixed.get(&host.to_ascii_lowercase()) {
+            return Some(vec![SocketAddr::new(*ip, port)]);
+        }
+        let found: Vec<SocketAddr> = tokio::net::lookup_host((host, port)).await.ok()?.collect();
+        (!found.is_empty()).then_some(found)
+    }
+}
+
+/// What the probe found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Report {
+    pub status: ConnectionStatus,
+    /// The server's version when ok; the names the certificate covers on a host
+    /// mismatch; the HTTP status otherwise.
+    pub detail: Option<String>,
+}
+
+impl Report {
+    fn of(status: ConnectionStatus, detail: Option<String>) -> Self {
+        Self { status, detail }
+    }
+}
+
+/// The credentials of a kubeconfig, as PEM.
+pub struct Credentials {
+    pub ca_pem: String,
+    pub cert_pem: String,
+    pub key_pem: String,
+}
+
+/// Checks `endpoint` (`https://host:port`) with `creds`.
+pub async fn probe(endpoint: &str, creds: &Credentials, resolver: &Resolver) -> Report {
+    let Some((host, port)) = split_endpoint(endpoint) else {
+        return Report::of(ConnectionStatus::HttpError, Some("bad endpoint".into()));
+    };
+    let config = match client_config(creds) {
+        Ok(c) => c,
+        Err(_) => {
+            return Report::of(ConnectionStatus::CertificateUntrusted, Some("unusable kubeconfig credentials".into()));
+        }
+    };
+    let bare = host.trim_start_matches('[').trim_end_matches(']').to_owned();
+    let Ok(name) = ServerName::try_from(bare.clone()) else {
+        return Report::of(ConnectionStatus::HttpError, Some("bad host".into()));
+    };
+    let Some(addrs) = resolver.resolve(&bare, port).await else {
+        return Report::of(ConnectionStatus::DnsFailure, None);
+    };
+    let tcp = match tokio::time::timeout(TIMEOUT, TcpStream::connect(&addrs[..])).await {
+        Err(_) => return Report::of(ConnectionStatus::Timeout, None),
+        Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+            return Report::of(ConnectionStatus::Refused, None);
+        }
+        Ok(Err(e)) => return Report::of(ConnectionStatus::Refused, Some(e.kind().to_string())),
+        Ok(Ok(s)) => s,
+    };
+    let connector = TlsConnector::from(Arc::new(config));
+    let mut tls = match tokio::time::timeout(TIMEOUT, connector.connect(name, tcp)).await {
+        Err(_) => return Report::of(ConnectionStatus::Timeout, None),
+        Ok(Err(e)) => return tls_io_failure(&e),
+        Ok(Ok(s)) => s,
+    };
+    let request = format!(
+        "GET /version HTTP/1.1\r\nHost: {host}:{port}\r\nAccept: application/json\r\nConnection: close\r\n\r\n"
+    );
+    let exchange = async {
+        tls.write_all(request.as_bytes()).await?;
+        let mut buf = Vec::new();
+        // The server closes after answering; an unclean close still leaves the body.
+        let _ = tls.read_to_end(&mut buf).await;
+        Ok::<_, std::io::Error>(buf)
+    };
+    let response = match tokio::time::timeout(TIMEOUT, exchange).await {
+        Err(_) => return Report::of(ConnectionStatus::Timeout, None),
+        Ok(Err(e)) => return tls_io_failure(&e),
+        Ok(Ok(b)) => String::from_utf8_lossy(&b).into_owned(),
+    };
+    let code: u16 = response.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    match code {
+        200 => {
+            let body = response.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
+            let version = body
+                .find('{')
+                .and_then(|i| serde_json::from_str::<serde_json::Value>(&body[i..]).ok())
+                .and_then(|v| v["gitVersion"].as_str().map(str::to_owned));
+            Report::of(ConnectionStatus::Ok, version)
+        }
+        401 => Report::of(ConnectionStatus::Unauthorized, None),
+        other => Report::of(ConnectionStatus::HttpError, Some(other.to_string())),
+    }
+}
+
+/// `https://host:port` → (host, port); IPv6 stays in brackets.
+fn split_endpoint(endpoint: &str) -> Option<(String, u16)> {
+    let rest = endpoint.strip_prefix("https://")?.trim_end_matches('/');
+    let (host, port) = rest.rsplit_once(':')?;
+    Some((host.to_owned(), port.parse().ok()?))
+}
+
+fn client_config(creds: &Credentials) -> Result<ClientConfig, Box<dyn std::error::Error>> {
+    let mut roots = RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(creds.ca_pem.as_bytes()) {
+        roots.add(cert?)?;
+    }
+    let chain: Vec<CertificateDer<'static>> =
+        CertificateDer::pem_slice_iter(creds.cert_pem.as_bytes()).collect::<Result<_, _>>()?;
+    let key = PrivateKeyDer::from_pem_slice(creds.key_pem.as_bytes())?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_root_certificates(roots)
+        .with_client_auth_cert(chain, key)?;
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(config)
+}
+
+fn tls_io_failure(e: &std::io::Error) -> Report {
+    match e.get_ref().and_then(|inner| inner.downcast_ref::<rustls::Error>()) {
+        Some(tls) => tls_error(tls),
+        None => Report::of(ConnectionStatus::Refused, Some(e.kind().to_string())),
+    }
+}
+
+fn tls_error(e: &rustls::Error) -> Report {
+    match e {
+        rustls::Error::InvalidCertificate(CertificateError::NotValidForNameContext { presented, .. }) => {
+            Report::of(ConnectionStatus::CertificateHostMismatch, Some(presented.join(", ")))
+        }
+        rustls::Error::InvalidCertificate(CertificateError::NotValidForName) => {
+            Report::of(ConnectionStatus::CertificateHostMismatch, None)
+        }
+        rustls::Error::InvalidCertificate(_) => Report::of(ConnectionStatus::CertificateUntrusted, Some(e.to_string())),
+        other => Report::of(ConnectionStatus::HttpError, Some(other.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints_split_with_ipv6_brackets() {
+        assert_eq!(split_endpoint("https://[2001:db8::1]:443"), Some(("[2001:db8::1]".into(), 443)));
+        assert_eq!(split_endpoint("https://api.example.com:6443/"), Some(("api.example.com".into(), 6443)));
+        assert_eq!(split_endpoint("http://x:1"), None);
+    }
+
+    #[tokio::test]
+    async fn fixed_names_resolve_first_and_unknown_names_fail() {
+        let r = Resolver { fixed: BTreeMap::from([("api.example.test".into(), [127, 0, 0, 9].into())]) };
+        assert_eq!(r.resolve("API.example.test", 443).await, Some(vec!["127.0.0.9:443".parse().unwrap()]));
+        assert_eq!(r.resolve("[::1]", 443).await, Some(vec!["[::1]:443".parse().unwrap()]));
+        assert_eq!(r.resolve("does-not-exist.invalid", 443).await, None);
+        let unknown = probe(
+            "https://does-not-exist.invalid:443",
+            &Credentials { ca_pem: String::new(), cert_pem: String::new(), key_pem: String::new() },
+            &r,
+        )
+        .await;
+        assert_ne!(unknown.status, ConnectionStatus::Ok);
+    }
+}
