@@ -38,6 +38,8 @@ source scripts/console-env.sh
 
 step "console for the browser tests"
 port=$(bash scripts/free-port.sh)
+# No host cluster for these pages: requests stay queued (docs/testing.md).
+export KUBECONFIG="$work/no-host.kubeconfig"
 export LEPTOS_SITE_ADDR="127.0.0.1:$port" KUBEBYON_DATA_DIR="$work/data" KUBEBYON_ADMIN_PASSWORD="e2e-admin-password"
 "$KUBEBYON_BIN" serve >"$work/console.log" 2>&1 &
 server_pid=$!

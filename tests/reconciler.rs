@@ -21,11 +21,60 @@ fn host() -> &'static TestHost {
     TestHost::shared(Some(Simulator::InProcess(|net: Net| net.default_config())))
 }
 
+/// A client acting as user `kubebyon-console`, bound only to the ClusterRole in
+/// `deploy/rbac.yaml`: a permission the reconciler lacks fails these tests.
+async fn console_client(host: &TestHost) -> kube::Client {
+    use k8s_openapi::api::rbac::v1::ClusterRole;
+    use kube::api::{Api, Patch, PatchParams};
+    let admin = host.client().await.expect("admin client");
+    let role: ClusterRole = serde_yaml::from_str(include_str!("../deploy/rbac.yaml")).expect("deploy/rbac.yaml");
+    let pp = PatchParams::apply("kubebyon-test").force();
+    Api::<ClusterRole>::all(admin.clone())
+        .patch("kubebyon-console", &pp, &Patch::Apply(&role))
+        .await
+        .expect("apply the console's ClusterRole");
+    let binding = json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": "kubebyon-console"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "kubebyon-console"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "kubebyon-console"}],
+    });
+    Api::<k8s_openapi::api::rbac::v1::ClusterRoleBinding>::all(admin)
+        .patch("kubebyon-console", &pp, &Patch::Apply(&binding))
+        .await
+        .expect("bind it");
+    let pki = host.data_dir.join("pki");
+    let read = |f: &str| std::fs::read_to_string(pki.join(f)).expect("host CA");
+    let ca = hostsim::pki::Ca::from_pem(hostsim::pki::CertPair { cert_pem: read("ca.crt"), key_pem: read("ca.key") })
+        .expect("host CA");
+    let user = ca.issue_client("kubebyon-console", &[]).expect("console certificate");
+    let creds = hostsim::kubeconfig::Credentials::from_file(&host.kubeconfig).expect("host kubeconfig");
+    let text = hostsim::kubeconfig::render("console", &creds.server, &ca.pair.cert_pem, &user);
+    let path = ts::write_kubeconfig(&host.data_dir, &text, "kubebyon-console").unwrap();
+    hostsim::testhost::client_for(&path).await.expect("console client")
+}
+
 struct Env {
     console: Console,
     cookie: String,
     ctx: Arc<Context>,
     _db: tempfile::TempDir,
+}
+
+/// A reconciler as the tests run it: short resync, retry and lease.
+async fn context(pool: sqlx::AnyPool) -> Arc<Context> {
+    context_on(host(), pool).await
+}
+
+async fn context_on(host: &TestHost, pool: sqlx::AnyPool) -> Arc<Context> {
+    let client = console_client(host).await;
+    let request = reconciler::detect_address_request(&client).await;
+    assert_eq!(request, AddressRequest::MetalLb, "MetalLB's IPAddressPool CRD is detected");
+    let mut ctx = Context::new(client, pool, request);
+    ctx.resync = Duration::from_millis(500);
+    ctx.retry_base = Duration::from_millis(200);
+    ctx.lease = Duration::from_secs(2);
+    Arc::new(ctx)
 }
 
 /// A console on a fresh SQLite file, connected to the shared test host, with
@@ -34,13 +83,7 @@ async fn env() -> Env {
     let host = host();
     let (url, dir) = support::sqlite_url();
     let pool = kubebyon::server::db::connect(&url).await.expect("database");
-    let client = host.client().await.expect("host client");
-    let request = reconciler::detect_address_request(&client).await;
-    assert_eq!(request, AddressRequest::MetalLb, "MetalLB's IPAddressPool CRD is detected");
-    let mut ctx = Context::new(client, pool.clone(), request);
-    ctx.resync = Duration::from_millis(500);
-    ctx.retry_base = Duration::from_millis(200);
-    let ctx = Arc::new(ctx);
+    let ctx = context(pool.clone()).await;
     tokio::spawn(reconciler::run(ctx.clone()));
     let console = Console::with_host(pool, Some(ctx.clone()));
     console.user("root", "correct horse battery", true).await;
@@ -207,4 +250,260 @@ async fn deleting_a_cluster_uninstalls_it_and_frees_the_name() {
     assert!(!namespaces.contains(&"kubebyon-gone".to_owned()), "{namespaces:?}");
     let again = env.create("gone", json!({"enabled": false})).await;
     assert_ne!(again, id);
+}
+
+/// 2. A LoadBalancer cluster with a DNS host: the name is in `extraSANs` and the
+/// probe is ok through the injected resolver (the name is in no real DNS).
+#[tokio::test]
+async fn load_balancer_cluster_with_a_dns_host_probes_ok_through_the_resolver() {
+    let env = env().await;
+    let name = "api-dns.kubebyon.test";
+    let id = env.create("lb-dns", json!({"enabled": true, "mode": "loadbalancer", "control_plane_host": name})).await;
+    let client = host().client().await.unwrap();
+    let ip = ts::wait_ingress(&client, "kubebyon-lb-dns", "lb-dns", WAIT).await.unwrap();
+    let c = env.converge(id, "probe fails before the name resolves", |s| s["connection_status"] == "dns_failure").await;
+    assert_eq!(c["status"]["phase"], "provisioning");
+    env.ctx.resolver.insert(name, ip.parse().unwrap());
+    let c = env.converge(id, "Ready through the resolver", ready).await;
+    assert_eq!(c["status"]["api_endpoint"], format!("https://{name}:443"));
+    let hc = ts::helmcharts(&client, "kubebyon-lb-dns").get("lb-dns").await.unwrap();
+    let values = hc.data["spec"]["valuesContent"].as_str().unwrap().to_owned();
+    assert!(values.contains(&format!("- {name}")), "extraSANs: {values}");
+    assert!(!values.contains("loadBalancerIPs"), "a DNS host asks the provider for nothing: {values}");
+}
+
+/// 8. Every probe outcome, produced for real.
+#[tokio::test]
+async fn probe_outcomes_are_told_apart() {
+    use kubebyon::domain::ConnectionStatus as S;
+    use kubebyon::server::reconciler::probe::{Credentials, Resolver, probe};
+    let env = env().await;
+    let net = host().net;
+    let a_ip = net.addr(212).to_string();
+    let b_ip = net.addr(213).to_string();
+    let a = env.create("probe-a", json!({"enabled": true, "mode": "loadbalancer", "control_plane_host": a_ip})).await;
+    let b = env.create("probe-b", json!({"enabled": true, "mode": "nodeport"})).await;
+    env.converge(a, "a Ready", ready).await;
+    let cb = env.converge(b, "b Ready", ready).await;
+    let port = cb["status"]["public_access_port"].as_u64().unwrap();
+    let client = host().client().await.unwrap();
+    let creds = |ns: &str, name: &str| {
+        let client = client.clone();
+        let (ns, name) = (ns.to_owned(), name.to_owned());
+        async move {
+            let s: k8s_openapi::api::core::v1::Secret =
+                kube::Api::namespaced(client, &ns).get(&format!("vc-{name}")).await.unwrap();
+            let t = |k: &str| String::from_utf8(s.data.as_ref().unwrap()[k].0.clone()).unwrap();
+            Credentials {
+                ca_pem: t("certificate-authority"),
+                cert_pem: t("client-certificate"),
+                key_pem: t("client-key"),
+            }
+        }
+    };
+    let ca = creds("kubebyon-probe-a", "probe-a").await;
+    let cb_creds = creds("kubebyon-probe-b", "probe-b").await;
+    let r = Resolver::default();
+    let ok = probe(&format!("https://{a_ip}:443"), &ca, &r).await;
+    assert_eq!(ok.status, S::Ok, "{ok:?}");
+    assert_eq!(ok.detail.as_deref(), Some("v1.36.3"));
+    assert_eq!(probe(&format!("https://{b_ip}:443"), &ca, &r).await.status, S::Refused);
+    assert_eq!(probe("https://nowhere.invalid:443", &ca, &r).await.status, S::DnsFailure);
+    // Another node's address is not in b's certificate: the names it covers are listed.
+    let mismatch = probe(&format!("https://{}:{port}", net.other_node()), &cb_creds, &r).await;
+    assert_eq!(mismatch.status, S::CertificateHostMismatch, "{mismatch:?}");
+    assert!(mismatch.detail.as_deref().unwrap_or_default().contains(&net.node().to_string()), "{mismatch:?}");
+    // a's CA does not trust b's certificate.
+    let crossed = probe(&format!("https://{}:{port}", net.node()), &ca, &r).await;
+    assert_eq!(crossed.status, S::CertificateUntrusted, "{crossed:?}");
+    // A client certificate b's vCluster does not know: 401.
+    let foreign = Credentials { ca_pem: cb_creds.ca_pem.clone(), ..creds("kubebyon-probe-a", "probe-a").await };
+    let unauthorized = probe(&format!("https://{}:{port}", net.node()), &foreign, &r).await;
+    assert_eq!(unauthorized.status, S::Unauthorized, "{unauthorized:?}");
+    // A listener that never answers the handshake: timeout.
+    let silent = tokio::net::TcpListener::bind((net.node(), 0)).await.unwrap();
+    let addr = silent.local_addr().unwrap();
+    let held = tokio::spawn(async move {
+        let _conn = silent.accept().await;
+        tokio::time::sleep(Duration::from_secs(30)).await;
+    });
+    assert_eq!(probe(&format!("https://{addr}"), &ca, &r).await.status, S::Timeout);
+    held.abort();
+    // The JSON API runs it on demand.
+    let r = env.console.send("POST", &format!("/api/console/clusters/{a}/probe"), Some(&env.cookie), None, "").await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["status"], "ok");
+}
+
+/// 7. A helm failure says why in helm's words (from the Job's log); when the
+/// admin fixes the cause, the cluster recovers without user action.
+/// 14. Admin settings that change rendering re-render the clusters they touch.
+#[tokio::test]
+async fn helm_failures_say_why_and_settings_follow_through() {
+    let env = env().await;
+    let id = env.create("settle", json!({"enabled": true, "mode": "nodeport"})).await;
+    let c = env.converge(id, "Ready", ready).await;
+    let port = c["status"]["public_access_port"].as_u64().unwrap();
+    // The admin's NodePort host moves to the other node: values, SANs, endpoint follow.
+    let other = host().net.other_node().to_string();
+    let settings = json!({"default_cluster_public_access_mode": "nodeport", "nodeport_public_host": other,
+        "load_balancer_annotations": {}, "load_balancer_class": null});
+    let r = env.console.json("PUT", "/api/admin/system-settings", Some(&env.cookie), settings).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    env.ctx.wake();
+    let c = env
+        .converge(id, "endpoint on the new host", |s| {
+            s["api_endpoint"] == format!("https://{other}:{port}") && s["phase"] == "ready"
+        })
+        .await;
+    assert_eq!(c["status"]["public_access_port"], port, "the port stays");
+    kubectl_get_ns(&env.kubeconfig(id).await, "settle-other").expect("works on the new host");
+
+    // An annotation the API server refuses (written past the settings form's
+    // checks, as a hand-edited database would): helm fails, in its words.
+    let lb_ip = host().net.addr(214).to_string();
+    let lb =
+        env.create("settle-lb", json!({"enabled": true, "mode": "loadbalancer", "control_plane_host": lb_ip})).await;
+    env.converge(lb, "LB Ready", ready).await;
+    let pool = env.console.pool.clone();
+    let mut bad = kubebyon::server::db::settings::load(&pool).await.unwrap();
+    bad.load_balancer_annotations.insert("bad key!".into(), "x".into());
+    kubebyon::server::db::settings::save(&pool, &bad).await.unwrap();
+    env.ctx.wake();
+    let c =
+        env.converge(lb, "helm's words", |s| s["message"].as_str().is_some_and(|m| m.contains("UPGRADE FAILED"))).await;
+    let msg = c["status"]["message"].as_str().unwrap();
+    assert!(msg.starts_with("helm_failed: Error: UPGRADE FAILED:") && msg.contains("metadata.annotations"), "{msg}");
+    bad.load_balancer_annotations.remove("bad key!");
+    kubebyon::server::db::settings::save(&pool, &bad).await.unwrap();
+    env.ctx.wake();
+    env.converge(lb, "recovered", ready).await;
+}
+
+/// 11. A user edit while the first apply is in flight: the final status is the
+/// latest spec's. 5. Several clusters at once, mixed modes: each its own
+/// endpoint and certificate, no status crosstalk.
+#[tokio::test]
+async fn concurrent_clusters_and_edits_converge_to_the_latest_spec() {
+    let env = env().await;
+    let net = host().net;
+    let mut ids = Vec::new();
+    for i in 0..6u8 {
+        let access = if i % 2 == 0 {
+            json!({"enabled": true, "mode": "loadbalancer", "control_plane_host": net.addr(215 + i).to_string()})
+        } else {
+            json!({"enabled": true, "mode": "nodeport"})
+        };
+        ids.push((i, env.create(&format!("many-{i}"), access).await));
+    }
+    // An edit right away: many-0 becomes NodePort before its first converge.
+    env.patch(ids[0].1, json!({"enabled": true, "mode": "nodeport"})).await;
+    let mut endpoints = Vec::new();
+    for (i, id) in &ids {
+        let c = env.converge(*id, &format!("many-{i} Ready"), ready).await;
+        let endpoint = c["status"]["api_endpoint"].as_str().unwrap().to_owned();
+        if *i == 0 {
+            assert_eq!(c["generation"], 2);
+            assert!(c["status"]["public_access_port"].as_u64().is_some(), "the edit won: {c}");
+        } else if i % 2 == 0 {
+            assert_eq!(endpoint, format!("https://{}:443", net.addr(215 + i)));
+        }
+        endpoints.push((*id, endpoint));
+    }
+    let distinct: std::collections::BTreeSet<_> = endpoints.iter().map(|(_, e)| e.clone()).collect();
+    assert_eq!(distinct.len(), endpoints.len(), "each its own endpoint: {endpoints:?}");
+    // A kubeconfig works against its own endpoint only.
+    let (first, second) = (endpoints[1].0, endpoints[2].0);
+    let kc = env.kubeconfig(first).await;
+    kubectl_get_ns(&kc, "many-own").expect("own endpoint");
+    let crossed = kc.replace(&endpoints[1].1, &endpoints[2].1);
+    let err = kubectl_get_ns(&crossed, "many-crossed").expect_err("another cluster's endpoint");
+    assert!(err.contains("certificate signed by unknown authority"), "{err}");
+    let _ = second;
+}
+
+/// 9. The console dies (its reconciler is dropped mid-way, claims held) with
+/// operations in flight; a new process on the same database takes the expired
+/// claims over: all converge, each operation done exactly once.
+#[tokio::test]
+async fn work_in_flight_survives_a_crash() {
+    let host = host();
+    let (url, _dir) = support::sqlite_url();
+    let pool = kubebyon::server::db::connect(&url).await.expect("database");
+    let console = Console::with_host(pool.clone(), None);
+    console.user("crash", "correct horse battery", true).await;
+    let cookie = console.login("crash", "correct horse battery").await;
+    let settings = json!({"default_cluster_public_access_mode": "nodeport",
+        "nodeport_public_host": host.net.node().to_string(), "load_balancer_annotations": {}, "load_balancer_class": null});
+    assert_eq!(console.json("PUT", "/api/admin/system-settings", Some(&cookie), settings).await.status, 200);
+    let mut ids = Vec::new();
+    for i in 0..8 {
+        let body = json!({"name": format!("crash-{i}"), "resources": {"cpu": "1", "memory_gib": 1, "storage_gib": 1},
+            "public_access": {"enabled": i % 2 == 0, "mode": "nodeport"}});
+        let r = console.json("POST", "/api/console/clusters", Some(&cookie), body).await;
+        assert_eq!(r.status, 201, "{}", r.body);
+        ids.push(r.json()["id"].as_i64().unwrap());
+    }
+    // The first process claims and dies: its task is aborted mid-pass.
+    let first = context(pool.clone()).await;
+    let task = tokio::spawn(reconciler::run(first.clone()));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    task.abort();
+    // The second process.
+    let second = context(pool.clone()).await;
+    tokio::spawn(reconciler::run(second.clone()));
+    for id in &ids {
+        ts::eventually("converged after the crash", WAIT, || async {
+            let c = console.get(&format!("/api/console/clusters/{id}"), Some(&cookie)).await.json();
+            (c["status"]["phase"] == "ready" && c["status"]["observed_generation"] == 1).then_some(())
+        })
+        .await
+        .unwrap();
+        let events = console.get(&format!("/api/console/clusters/{id}/events"), Some(&cookie)).await.json();
+        let events = events.as_array().unwrap();
+        assert_eq!(events.len(), 1, "{events:?}");
+        assert_eq!(events[0]["state"], "done", "{events:?}");
+    }
+}
+
+/// 10. The host's API server stops: the console keeps serving and storing
+/// requests; work is retried with backoff and converges once it is back.
+#[tokio::test]
+async fn work_retries_through_an_api_server_outage() {
+    let guard = TestHost::start(Some(Simulator::InProcess(|net: Net| net.default_config()))).expect("own host");
+    let own = &guard.host;
+    let (url, _dir) = support::sqlite_url();
+    let pool = kubebyon::server::db::connect(&url).await.expect("database");
+    let ctx = context_on(own, pool.clone()).await;
+    tokio::spawn(reconciler::run(ctx.clone()));
+    let console = Console::with_host(pool, Some(ctx.clone()));
+    console.user("ops", "correct horse battery", true).await;
+    let cookie = console.login("ops", "correct horse battery").await;
+    let settings = json!({"default_cluster_public_access_mode": "nodeport",
+        "nodeport_public_host": own.net.node().to_string(), "load_balancer_annotations": {}, "load_balancer_class": null});
+    assert_eq!(console.json("PUT", "/api/admin/system-settings", Some(&cookie), settings).await.status, 200);
+
+    own.stop_api_server().expect("API server stopped");
+    let body = json!({"name": "outage", "resources": {"cpu": "1", "memory_gib": 1, "storage_gib": 1},
+        "public_access": {"enabled": true, "mode": "nodeport"}});
+    let r = console.json("POST", "/api/console/clusters", Some(&cookie), body).await;
+    assert_eq!(r.status, 201, "requests are stored while the host is down: {}", r.body);
+    let id = r.json()["id"].as_i64().unwrap();
+    assert_eq!(console.get("/api/console/clusters", Some(&cookie)).await.status, 200, "pages keep working");
+    ctx.wake();
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    let events = console.get(&format!("/api/console/clusters/{id}/events"), Some(&cookie)).await.json();
+    assert_ne!(events[0]["state"], "done", "nothing can be applied while the API server is down: {events}");
+    assert!(events[0]["attempts"].as_i64().unwrap_or(0) >= 2, "retried with backoff: {events}");
+
+    own.start_api_server().expect("API server back");
+    ctx.wake();
+    ts::eventually("converged after the outage", WAIT, || async {
+        let c = console.get(&format!("/api/console/clusters/{id}"), Some(&cookie)).await.json();
+        (c["status"]["phase"] == "ready").then_some(())
+    })
+    .await
+    .unwrap();
+    let events = console.get(&format!("/api/console/clusters/{id}/events"), Some(&cookie)).await.json();
+    assert_eq!(events[0]["state"], "done", "{events}");
 }

@@ -26,7 +26,11 @@ pub async fn save_settings(
         load_balancer_annotations: &load_balancer_annotations,
         load_balancer_class: &load_balancer_class,
     };
-    crate::server::service::settings::update(&state()?.pool, &require_admin()?, &input).await?;
+    let st = state()?;
+    crate::server::service::settings::update(&st.pool, &require_admin()?, &input).await?;
+    if let Some(host) = &st.host {
+        host.resync_all(); // re-render the clusters the change touches
+    }
     leptos_axum::redirect("/admin/settings?saved=1");
     Ok(())
 }

@@ -47,6 +47,43 @@ pub fn connection_text(locale: Locale, status: ConnectionStatus) -> &'static str
     }
 }
 
+/// The status message in words: the reconciler stores a code and, for some, the
+/// upstream component's own words (helm's error, the LoadBalancer provider's
+/// Event), which are shown as they are.
+pub fn reason_text(locale: Locale, message: &str) -> Option<String> {
+    if message.is_empty() {
+        return None;
+    }
+    let (code, detail) = match message.split_once(": ") {
+        Some((c, d)) => (c, Some(d)),
+        None => (message, None),
+    };
+    let text = match (code, detail) {
+        ("installing", _) => td_string!(locale, reason.installing),
+        ("starting", _) => td_string!(locale, reason.starting),
+        ("helm_failed", _) => td_string!(locale, reason.helm_failed),
+        ("lb_pending", None) => {
+            return Some(format!(
+                "{} {}",
+                td_string!(locale, reason.lb_pending),
+                td_string!(locale, reason.lb_pending_hint)
+            ));
+        }
+        ("lb_pending", Some(_)) => td_string!(locale, reason.lb_pending),
+        ("probe_failed", Some(status)) => {
+            let status = connection_text(locale, ConnectionStatus::parse(status));
+            return Some(format!("{} {status}", td_string!(locale, reason.probe_failed)));
+        }
+        ("node_address", _) => td_string!(locale, reason.node_address),
+        ("no_node_address", _) => td_string!(locale, reason.no_node_address),
+        _ => return Some(message.to_owned()),
+    };
+    Some(match detail {
+        Some(d) => format!("{text} {d}"),
+        None => text.to_owned(),
+    })
+}
+
 /// The phase a user should see: a requested deletion shows as deleting
 /// before the host cluster reports anything.
 pub fn shown_phase(c: &Cluster) -> Phase {

@@ -8,7 +8,9 @@ use super::problem::problem_view;
 use super::{route_id, url_error};
 use crate::actions::clusters::{ClusterPage, DeleteCluster, load_cluster};
 use crate::components::islands::delete_form::DeleteClusterForm;
-use crate::components::labels::{PhaseBadge, access_text, connection_text, format_time, mode_text, shown_phase};
+use crate::components::labels::{
+    PhaseBadge, access_text, connection_text, format_time, mode_text, reason_text, shown_phase,
+};
 use crate::components::layout::Layout;
 use crate::domain::change::{Change, ClusterEvent, Operation};
 use crate::domain::{AppError, ErrorCode, PublicAccessMode, Resources};
@@ -187,6 +189,15 @@ fn Overview(page: ClusterPage) -> impl IntoView {
                 {port_row}
                 <dt>{t!(i18n, detail.connection)}</dt>
                 <dd data-field="connection">{connection_text(locale, c.status.connection_status)}</dd>
+                {reason_text(locale, &c.status.message)
+                    .map(|reason| {
+                        view! {
+                            <dt>{t!(i18n, detail.reason)}</dt>
+                            <dd data-field="reason" class="whitespace-pre-line">
+                                {reason}
+                            </dd>
+                        }
+                    })}
                 <dt>{t!(i18n, detail.resources)}</dt>
                 <dd>{resources_text(i18n, &c.spec.resources)}</dd>
                 {page

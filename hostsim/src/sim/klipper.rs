@@ -293,6 +293,7 @@ async fn execute(rt: &Runtime, job_ns: &str, inv: &Invocation) -> Run {
         values: values_text,
         description: if upgrade { "Upgrade complete".into() } else { "Install complete".into() },
         config_hash: hash.to_owned(),
+        uid: String::new(),
     };
     if let Err(e) = apply_service(&rt.client, &name, &target, &version, &values).await {
         record.status = Status::Failed;

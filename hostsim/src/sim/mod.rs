@@ -221,10 +221,11 @@ impl Sim {
         for (key, rec) in &deployed {
             let extra_sans = chart::parse_values(&rec.values).map(|v| v.extra_sans).unwrap_or_default();
             match self.clusters.get_mut(key) {
-                Some(vc) if vc.revision == rec.revision => {}
-                Some(vc) => vc.restart(rec.revision, extra_sans, latency.vcluster_start.sample()),
+                Some(vc) if vc.revision == rec.uid => {}
+                Some(vc) => vc.restart(rec.uid.clone(), extra_sans, latency.vcluster_start.sample()),
                 None => {
-                    let vc = VCluster::new(&key.0, &key.1, rec.revision, extra_sans, latency.vcluster_start.sample());
+                    let vc =
+                        VCluster::new(&key.0, &key.1, rec.uid.clone(), extra_sans, latency.vcluster_start.sample());
                     self.clusters.insert(key.clone(), vc);
                 }
             }

@@ -50,6 +50,10 @@ pub struct Record {
     /// klipper-helm passes `--labels helmcharts.helm.cattle.io/configHash=<hash>`.
     #[serde(default)]
     pub config_hash: String,
+    /// The UID of the Secret holding this revision: a reinstall starts again at
+    /// revision 1, so the number alone does not tell two installs apart.
+    #[serde(skip)]
+    pub uid: String,
 }
 
 const DATA_KEY: &str = "release";
@@ -59,7 +63,9 @@ fn secret_name(name: &str, revision: u32) -> String {
 }
 
 fn decode(s: &Secret) -> Option<Record> {
-    serde_json::from_slice(&s.data.as_ref()?.get(DATA_KEY)?.0).ok()
+    let mut r: Record = serde_json::from_slice(&s.data.as_ref()?.get(DATA_KEY)?.0).ok()?;
+    r.uid = s.uid().unwrap_or_default();
+    Some(r)
 }
 
 /// Every revision of `name` in `namespace`, oldest first.

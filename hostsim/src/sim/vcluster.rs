@@ -37,8 +37,9 @@ pub const API_PORT: i32 = 8443;
 pub struct VCluster {
     pub namespace: String,
     pub release: String,
-    /// The release revision the pod runs (a new one restarts it).
-    pub revision: u32,
+    /// The release revision the pod runs (a new one restarts it): the record's
+    /// Secret UID, so a reinstall at revision 1 again is a new one too.
+    pub revision: String,
     pub extra_sans: Vec<String>,
     ready_at: Instant,
     ca: Option<Ca>,
@@ -51,7 +52,13 @@ pub struct VCluster {
 
 impl VCluster {
     /// A pod that will be up after `start_delay`.
-    pub fn new(namespace: &str, release: &str, revision: u32, extra_sans: Vec<String>, start_delay: Duration) -> Self {
+    pub fn new(
+        namespace: &str,
+        release: &str,
+        revision: String,
+        extra_sans: Vec<String>,
+        start_delay: Duration,
+    ) -> Self {
         Self {
             namespace: namespace.into(),
             release: release.into(),
@@ -66,13 +73,15 @@ impl VCluster {
     }
 
     /// A values change rolls the pod: the endpoint goes down until it is up again.
-    pub fn restart(&mut self, revision: u32, extra_sans: Vec<String>, start_delay: Duration) {
+    pub fn restart(&mut self, revision: String, extra_sans: Vec<String>, start_delay: Duration) {
+        tracing::info!(release = %self.release, %revision, "vcluster pod restarting");
         self.revision = revision;
         self.extra_sans = extra_sans;
         self.listener = None;
+        // The new pod reads its CA from `<name>-certs` (gone after an uninstall).
+        self.ca = None;
         self.refresh_at = None;
         self.ready_at = Instant::now() + start_delay;
-        tracing::info!(release = %self.release, revision, "vcluster pod restarting");
     }
 
     /// Advances the pod: starts it when due, refreshes its certificate when due.

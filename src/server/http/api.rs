@@ -167,7 +167,11 @@ pub async fn update_settings(
         load_balancer_annotations: &annotations,
         load_balancer_class: body.load_balancer_class.as_deref().unwrap_or_default(),
     };
-    Ok(Json(settings::update(&st.pool, &u, &input).await?))
+    let saved = settings::update(&st.pool, &u, &input).await?;
+    if let Some(host) = &st.host {
+        host.resync_all(); // re-render the clusters the change touches
+    }
+    Ok(Json(saved))
 }
 
 #[derive(Deserialize)]

@@ -54,23 +54,31 @@ pub struct Context {
     pub resync: Duration,
     /// The first retry delay of a failed operation (doubles per attempt).
     pub retry_base: Duration,
+    /// How long a claimed operation is ours; a crashed process's claims are
+    /// taken over after it.
+    pub lease: Duration,
     wake: Arc<Notify>,
+    full_requested: std::sync::atomic::AtomicBool,
     /// Install Jobs that predate the last values change, per cluster id.
     stale_jobs: Mutex<BTreeMap<i64, BTreeSet<String>>>,
 }
 
 impl Context {
     pub fn new(client: Client, pool: AnyPool, address_request: AddressRequest) -> Self {
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Self {
             client,
             pool,
             chart: ChartSource::default(),
             address_request,
             resolver: probe::Resolver::default(),
-            worker: format!("kubebyon-{}", std::process::id()),
+            worker: format!("kubebyon-{}-{n}", std::process::id()),
             resync: Duration::from_secs(60),
             retry_base: Duration::from_secs(2),
+            lease: Duration::from_secs(120),
             wake: Arc::new(Notify::new()),
+            full_requested: std::sync::atomic::AtomicBool::new(false),
             stale_jobs: Mutex::default(),
         }
     }
@@ -78,6 +86,12 @@ impl Context {
     /// Wakes the loop (a change was stored).
     pub fn wake(&self) {
         self.wake.notify_one();
+    }
+
+    /// Asks for a pass over every cluster (settings that affect rendering changed).
+    pub fn resync_all(&self) {
+        self.full_requested.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.wake();
     }
 }
 
@@ -92,16 +106,25 @@ pub async fn detect_address_request(client: &Client) -> AddressRequest {
     }
 }
 
+/// How often the queue is looked at without a wake (a cheap query).
+const QUEUE_POLL: Duration = Duration::from_secs(2);
+
 /// Runs until the process ends.
 pub async fn run(ctx: Arc<Context>) {
     spawn_watches(&ctx);
+    let mut last_full: Option<tokio::time::Instant> = None;
     loop {
-        if let Err(e) = pass(&ctx).await {
+        let full = ctx.full_requested.swap(false, std::sync::atomic::Ordering::Relaxed)
+            || last_full.is_none_or(|t| t.elapsed() >= ctx.resync);
+        if full {
+            last_full = Some(tokio::time::Instant::now());
+        }
+        if let Err(e) = pass(&ctx, full).await {
             tracing::warn!(error = %e, "reconcile pass failed; retrying");
         }
         tokio::select! {
             _ = ctx.wake.notified() => {}
-            _ = tokio::time::sleep(ctx.resync) => {}
+            _ = tokio::time::sleep(QUEUE_POLL.min(ctx.resync)) => {}
         }
         // Coalesce bursts of watch events into one pass.
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -131,19 +154,24 @@ where
     });
 }
 
-/// One pass: the queue, then the status of every cluster.
-pub async fn pass(ctx: &Context) -> Result<()> {
+/// One pass: the queue, then the status of the clusters that are not settled
+/// (all of them when `full`: the periodic pass repairs drift).
+pub async fn pass(ctx: &Context, full: bool) -> Result<()> {
     work(ctx).await?;
-    observe_all(ctx).await
+    observe_all(ctx, full).await
 }
 
-/// Lease of a claimed operation; also the retry timer of a failed attempt.
-const LEASE_SECS: i64 = 120;
+/// Settled: Ready for its current generation with a working connection.
+fn settled(c: &Cluster) -> bool {
+    c.status.phase == Phase::Ready
+        && c.status.observed_generation == c.generation
+        && (!c.spec.public_access.is_enabled() || c.status.connection_status == crate::domain::ConnectionStatus::Ok)
+}
 
 async fn work(ctx: &Context) -> Result<()> {
     // The claims made in this pass: an operation retried later is not re-run now.
     let mut seen = BTreeSet::new();
-    while let Some(op) = operations::claim_next(&ctx.pool, &ctx.worker, LEASE_SECS).await? {
+    while let Some(op) = operations::claim_next(&ctx.pool, &ctx.worker, ctx.lease.as_secs().max(1) as i64).await? {
         if !seen.insert(op.id) {
             break;
         }
@@ -223,9 +251,13 @@ async fn fail_status(ctx: &Context, cluster_id: i64, reason: &str) -> Result<()>
     Ok(())
 }
 
-/// Observes every cluster whose HelmChart carries its current generation.
-async fn observe_all(ctx: &Context) -> Result<()> {
-    let all = clusters::list(&ctx.pool, None).await?;
+/// Observes the clusters (all, or the unsettled ones) whose HelmChart carries
+/// their current generation.
+async fn observe_all(ctx: &Context, full: bool) -> Result<()> {
+    let mut all = clusters::list(&ctx.pool, None).await?;
+    if !full {
+        all.retain(|c| !settled(c));
+    }
     if all.is_empty() {
         return Ok(());
     }

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use rustls::pki_types::pem::PemObject;
@@ -26,16 +26,24 @@ pub const TIMEOUT: Duration = Duration::from_secs(5);
 /// then the system resolver.
 #[derive(Clone, Debug, Default)]
 pub struct Resolver {
-    pub fixed: BTreeMap<String, IpAddr>,
+    fixed: Arc<RwLock<BTreeMap<String, IpAddr>>>,
 }
 
 impl Resolver {
+    /// Answers `name` with `ip` from now on.
+    pub fn insert(&self, name: &str, ip: IpAddr) {
+        if let Ok(mut m) = self.fixed.write() {
+            m.insert(name.to_ascii_lowercase(), ip);
+        }
+    }
+
     async fn resolve(&self, host: &str, port: u16) -> Option<Vec<SocketAddr>> {
         if let Ok(ip) = host.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>() {
             return Some(vec![SocketAddr::new(ip, port)]);
         }
-        if let Some(ip) = self.fixed.get(&host.to_ascii_lowercase()) {
-            return Some(vec![SocketAddr::new(*ip, port)]);
+        let fixed = self.fixed.read().ok().and_then(|m| m.get(&host.to_ascii_lowercase()).copied());
+        if let Some(ip) = fixed {
+            return Some(vec![SocketAddr::new(ip, port)]);
         }
         let found: Vec<SocketAddr> = tokio::net::lookup_host((host, port)).await.ok()?.collect();
         (!found.is_empty()).then_some(found)
@@ -183,7 +191,8 @@ mod tests {
 
     #[tokio::test]
     async fn fixed_names_resolve_first_and_unknown_names_fail() {
-        let r = Resolver { fixed: BTreeMap::from([("api.example.test".into(), [127, 0, 0, 9].into())]) };
+        let r = Resolver::default();
+        r.insert("api.example.test", [127, 0, 0, 9].into());
         assert_eq!(r.resolve("API.example.test", 443).await, Some(vec!["127.0.0.9:443".parse().unwrap()]));
         assert_eq!(r.resolve("[::1]", 443).await, Some(vec!["[::1]:443".parse().unwrap()]));
         assert_eq!(r.resolve("does-not-exist.invalid", 443).await, None);
