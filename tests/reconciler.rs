@@ -507,3 +507,29 @@ async fn work_retries_through_an_api_server_outage() {
     let events = console.get(&format!("/api/console/clusters/{id}/events"), Some(&cookie)).await.json();
     assert_eq!(events[0]["state"], "done", "{events}");
 }
+
+/// 13. A cluster an older console installed with a fixed node port (pre-mode
+/// clusters read as NodePort: `tests/storage.rs`) keeps that port when this
+/// console takes the HelmChart over: the values never carry `httpsNodePort`,
+/// and the API server keeps an allocated port the update leaves unset.
+#[tokio::test]
+async fn a_legacy_node_port_keeps_its_port_when_the_console_takes_over() {
+    let env = env().await;
+    let client = host().client().await.unwrap();
+    let ns = "kubebyon-legacy";
+    let namespaces: kube::Api<k8s_openapi::api::core::v1::Namespace> = kube::Api::all(client.clone());
+    let body: k8s_openapi::api::core::v1::Namespace =
+        serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap();
+    namespaces.create(&Default::default(), &body).await.unwrap();
+    let old_values = "controlPlane:\n  service:\n    httpsNodePort: 31555\n    spec:\n      type: NodePort\n";
+    ts::apply_chart(&client, ns, "legacy", old_values, json!({})).await.unwrap();
+    assert_eq!(ts::wait_install_job(&client, ns, "legacy", WAIT).await.unwrap(), ts::JobOutcome::Complete);
+
+    let id = env.create("legacy", json!({"enabled": true, "mode": "nodeport"})).await;
+    let c = env.converge(id, "Ready under the console", ready).await;
+    assert_eq!(c["status"]["public_access_port"], 31555, "{c}");
+    let hc = ts::helmcharts(&client, ns).get("legacy").await.unwrap();
+    let values = hc.data["spec"]["valuesContent"].as_str().unwrap();
+    assert!(!values.contains("httpsNodePort"), "{values}");
+    kubectl_get_ns(&env.kubeconfig(id).await, "legacy").expect("the old port still works");
+}

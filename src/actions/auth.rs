@@ -44,10 +44,13 @@ pub async fn logout() -> Result<(), AppError> {
 pub struct Session {
     pub user: Option<CurrentUser>,
     pub simulated_host: bool,
+    /// No host cluster is configured: requests wait.
+    pub no_host: bool,
 }
 
 #[server(prefix = "/fn", endpoint = "whoami")]
 pub async fn whoami() -> Result<Session, AppError> {
     use crate::server::context::{current_user, state};
-    Ok(Session { user: current_user(), simulated_host: state()?.config.simulated_host })
+    let st = state()?;
+    Ok(Session { user: current_user(), simulated_host: st.config.simulated_host, no_host: st.host.is_none() })
 }

@@ -69,10 +69,18 @@ pub fn Layout(children: Children) -> impl IntoView {
     let user_area = Suspend::new(async move {
         let session = whoami().await.ok();
         let simulated = session.as_ref().is_some_and(|s| s.simulated_host);
+        let no_host = session.as_ref().is_some_and(|s| s.no_host);
         let banner = simulated.then(|| {
             view! {
                 <p class="sim-banner" role="note">
                     {t!(i18n, app.simulated_host)}
+                </p>
+            }
+        });
+        let host_banner = no_host.then(|| {
+            view! {
+                <p class="sim-banner" role="note" data-testid="no-host">
+                    {t!(i18n, app.no_host)}
                 </p>
             }
         });
@@ -103,7 +111,7 @@ pub fn Layout(children: Children) -> impl IntoView {
                 </div>
             }
         });
-        (user, banner)
+        (user, banner, host_banner)
     });
     view! {
         <a href="#main" class="skip-link">
