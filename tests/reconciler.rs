@@ -74,6 +74,7 @@ async fn context_on(host: &TestHost, pool: sqlx::AnyPool) -> Arc<Context> {
     ctx.resync = Duration::from_millis(500);
     ctx.retry_base = Duration::from_millis(200);
     ctx.lease = Duration::from_secs(2);
+    ctx.settle = Duration::from_secs(2);
     Arc::new(ctx)
 }
 

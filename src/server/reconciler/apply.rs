@@ -36,15 +36,19 @@ pub fn helm_charts(client: &Client, ns: &str) -> Api<DynamicObject> {
 pub struct Applied {
     /// The HelmChart's spec changed (helm-controller will run a new Job).
     pub changed: bool,
+    /// The spec as applied.
+    pub spec: serde_json::Value,
 }
 
 /// Applies the namespace and the HelmChart for the cluster's current spec.
+/// `cached` is the HelmChart as the watch cache holds it (else it is read).
 pub async fn apply(
     client: &Client,
     cluster: &Cluster,
     settings: &SystemSettings,
     request: AddressRequest,
     chart: &ChartSource,
+    cached: Option<Option<DynamicObject>>,
 ) -> Result<Applied> {
     let name = cluster.spec.name.as_str();
     let ns = render::namespace(name);
@@ -57,10 +61,13 @@ pub async fn apply(
     let mut body = render::helm_chart(cluster.id, &cluster.spec, &values, chart);
     body["metadata"]["annotations"] = serde_json::json!({GENERATION_ANNOTATION: cluster.generation.to_string()});
     let api = helm_charts(client, &ns);
-    let before = ignore_not_found(api.get(name).await).map_err(kube("read HelmChart"))?;
+    let before = match cached {
+        Some(c) => c,
+        None => ignore_not_found(api.get(name).await).map_err(kube("read HelmChart"))?,
+    };
     let after = api.patch(name, &pp, &Patch::Apply(&body)).await.map_err(kube("apply HelmChart"))?;
     let changed = before.is_none_or(|b| b.data.get("spec") != after.data.get("spec"));
-    Ok(Applied { changed })
+    Ok(Applied { changed, spec: body["spec"].clone() })
 }
 
 /// One step of the uninstall; `Err(NotYet)` while helm-controller or the

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Event, Node, Pod, Secret, Service};
-use kube::api::{Api, ListParams, LogParams};
+use kube::api::{Api, DynamicObject, ListParams, LogParams};
 use kube::{Client, ResourceExt};
 
 use super::apply::{FIELD_MANAGER, GENERATION_ANNOTATION, helm_charts};
@@ -28,17 +28,19 @@ pub struct Gathered {
     pub credentials: Option<Credentials>,
     /// vCluster's kubeconfig text (`vc-<name>` key `config`).
     pub vcluster_config: Option<String>,
+    /// The install Job of the current values, if any.
+    pub job_uid: Option<String>,
+    /// When that Job completed.
+    pub job_completed: Option<k8s_openapi::jiff::Timestamp>,
 }
 
 fn text(s: &Secret, key: &str) -> Option<String> {
     String::from_utf8(s.data.as_ref()?.get(key)?.0.clone()).ok()
 }
 
-/// The Ready nodes' addresses, once per pass.
-pub async fn ready_nodes(client: &Client) -> Result<Vec<NodeAddresses>> {
-    let nodes = Api::<Node>::all(client.clone()).list(&ListParams::default()).await.map_err(kube("list nodes"))?;
-    Ok(nodes
-        .items
+/// The Ready nodes' addresses.
+pub fn ready_nodes(nodes: &[Node]) -> Vec<NodeAddresses> {
+    nodes
         .iter()
         .filter_map(|n| {
             let st = n.status.as_ref()?;
@@ -47,14 +49,52 @@ pub async fn ready_nodes(client: &Client) -> Result<Vec<NodeAddresses>> {
                 |t: &str| st.addresses.iter().flatten().find(|a| a.type_ == t).and_then(|a| a.address.parse().ok());
             ready.then(|| NodeAddresses { external: addr("ExternalIP"), internal: addr("InternalIP") })
         })
-        .collect())
+        .collect()
 }
 
-/// Reads one cluster. `stale_jobs` are install Jobs known to predate the last
+/// The host objects of one cluster, however they were read.
+#[derive(Default, Clone)]
+pub struct Raw {
+    pub chart: Option<DynamicObject>,
+    pub job: Option<Job>,
+    /// The install Job's pods, when already known (watch cache); else listed
+    /// when helm's error is needed.
+    pub job_pods: Option<Vec<Pod>>,
+    pub service: Option<Service>,
+    pub secret: Option<Secret>,
+}
+
+/// Reads one cluster's objects with GETs (on-demand paths: download, probe API).
+pub async fn fetch(client: &Client, name: &str) -> Result<Raw> {
+    let ns = render::namespace(name);
+    let chart = ignore_not_found(helm_charts(client, &ns).get(name).await).map_err(kube("read HelmChart"))?;
+    let jobs: Api<Job> = Api::namespaced(client.clone(), &ns);
+    let job = ignore_not_found(jobs.get(&format!("helm-install-{name}")).await).map_err(kube("read Job"))?;
+    let services: Api<Service> = Api::namespaced(client.clone(), &ns);
+    let service = ignore_not_found(services.get(name).await).map_err(kube("read Service"))?;
+    let secret = read_secret(client, name).await?;
+    Ok(Raw { chart, job, job_pods: None, service, secret })
+}
+
+/// `vc-<name>`, read now.
+pub async fn read_secret(client: &Client, name: &str) -> Result<Option<Secret>> {
+    let ns = render::namespace(name);
+    ignore_not_found(Api::<Secret>::namespaced(client.clone(), &ns).get(&format!("vc-{name}")).await)
+        .map_err(kube("read vc Secret"))
+}
+
+/// Reads one cluster with GETs. `stale_jobs` are install Jobs known to predate the last
 /// values change (recorded when the HelmChart was applied).
 pub async fn gather(client: &Client, name: &str, stale_jobs: &BTreeSet<String>) -> Result<Gathered> {
+    let raw = fetch(client, name).await?;
+    Ok(assemble(client, name, raw, stale_jobs).await)
+}
+
+/// From the raw objects to what the status needs; reads the Job pod's log only
+/// while helm fails, and the Service's Events only while its address is pending.
+pub async fn assemble(client: &Client, name: &str, raw: Raw, stale_jobs: &BTreeSet<String>) -> Gathered {
     let ns = render::namespace(name);
-    let hc = ignore_not_found(helm_charts(client, &ns).get(name).await).map_err(kube("read HelmChart"))?;
+    let hc = raw.chart;
     let chart_generation =
         hc.as_ref().and_then(|h| h.annotations().get(GENERATION_ANNOTATION).and_then(|g| g.parse().ok()));
     // When the console last changed the chart: a Job created before is stale.
@@ -67,9 +107,7 @@ pub async fn gather(client: &Client, name: &str, stale_jobs: &BTreeSet<String>) 
             .filter_map(|m| m.time.as_ref().map(|t| t.0))
             .max()
     });
-    let jobs: Api<Job> = Api::namespaced(client.clone(), &ns);
-    let job = ignore_not_found(jobs.get(&format!("helm-install-{name}")).await).map_err(kube("read Job"))?;
-    let job = job.filter(|j| {
+    let job = raw.job.filter(|j| {
         let uid = j.uid().unwrap_or_default();
         let created = j.metadata.creation_timestamp.as_ref().map(|t| t.0);
         !stale_jobs.contains(&uid) && created.zip(applied_at).is_none_or(|(c, a)| c >= a)
@@ -87,18 +125,17 @@ pub async fn gather(client: &Client, name: &str, stale_jobs: &BTreeSet<String>) 
         Some(_) => JobState::Running,
     };
     let helm_error = match (&job, &job_state) {
-        (Some(j), JobState::Running | JobState::Failed) => helm_error(client, &ns, j).await,
+        (Some(j), JobState::Running | JobState::Failed) => helm_error(client, &ns, j, raw.job_pods).await,
         _ => None,
     };
-    let services: Api<Service> = Api::namespaced(client.clone(), &ns);
-    let service = ignore_not_found(services.get(name).await).map_err(kube("read Service"))?;
-    let service_warning = match &service {
-        Some(_) => newest_warning(client, &ns, name).await,
-        None => None,
+    let is_lb = raw.service.as_ref().and_then(|s| s.spec.as_ref()?.type_.as_deref()) == Some("LoadBalancer");
+    let service = raw.service.map(|s| observe_service(&s));
+    let pending = is_lb && service.as_ref().is_some_and(|s| s.ingress.is_empty());
+    let service_warning = match pending {
+        true => newest_warning(client, &ns, name).await,
+        false => None,
     };
-    let service = service.map(|s| observe_service(&s));
-    let secret = ignore_not_found(Api::<Secret>::namespaced(client.clone(), &ns).get(&format!("vc-{name}")).await)
-        .map_err(kube("read vc Secret"))?;
+    let secret = raw.secret;
     let credentials = secret.as_ref().and_then(|s| {
         Some(Credentials {
             ca_pem: text(s, "certificate-authority")?,
@@ -107,7 +144,7 @@ pub async fn gather(client: &Client, name: &str, stale_jobs: &BTreeSet<String>) 
         })
     });
     let vcluster_config = secret.as_ref().and_then(|s| text(s, "config"));
-    Ok(Gathered {
+    Gathered {
         observation: Observation {
             job: job_state,
             helm_error,
@@ -116,12 +153,15 @@ pub async fn gather(client: &Client, name: &str, stale_jobs: &BTreeSet<String>) 
             kubeconfig_secret: credentials.is_some() && vcluster_config.is_some(),
             ready_nodes: Vec::new(),
             probe: None,
+            settling: false,
         },
         chart_generation,
         chart_spec: hc.as_ref().and_then(|h| h.data.get("spec").cloned()),
         credentials,
         vcluster_config,
-    })
+        job_uid: job.as_ref().and_then(|j| j.uid()),
+        job_completed: job.as_ref().and_then(|j| j.status.as_ref()?.completion_time.as_ref().map(|t| t.0)),
+    }
 }
 
 fn observe_service(s: &Service) -> ServiceObservation {
@@ -160,10 +200,16 @@ async fn newest_warning(client: &Client, ns: &str, name: &str) -> Option<String>
 
 /// helm's error from the Job's pod log (the failed run: `--previous` while the
 /// container waits to restart shows the same run as the current log does).
-async fn helm_error(client: &Client, ns: &str, job: &Job) -> Option<String> {
+async fn helm_error(client: &Client, ns: &str, job: &Job, known: Option<Vec<Pod>>) -> Option<String> {
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
-    let lp = ListParams::default().labels(&format!("batch.kubernetes.io/job-name={}", job.name_any()));
-    let pod = pods.list(&lp).await.ok()?.items.into_iter().next()?;
+    let uid = job.uid().unwrap_or_default();
+    let pod = match known {
+        Some(list) => list.into_iter().find(|p| p.labels().get("batch.kubernetes.io/controller-uid") == Some(&uid))?,
+        None => {
+            let lp = ListParams::default().labels(&format!("batch.kubernetes.io/controller-uid={uid}"));
+            pods.list(&lp).await.ok()?.items.into_iter().next()?
+        }
+    };
     let restarted = pod
         .status
         .as_ref()

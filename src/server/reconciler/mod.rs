@@ -14,6 +14,7 @@
 //! wake it at once; a periodic pass repairs drift (level-triggered).
 
 pub mod apply;
+pub mod cache;
 pub mod error;
 pub mod gather;
 pub mod kubeconfig;
@@ -25,11 +26,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::StreamExt;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::Service;
 use kube::api::{Api, ListParams};
-use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 use sqlx::AnyPool;
 use tokio::sync::Notify;
@@ -39,6 +37,9 @@ use crate::domain::{ClusterStatus, Phase};
 use crate::server::db::{self, clusters, operations};
 use error::{Error, Result};
 use render::{AddressRequest, ChartSource};
+
+/// `vc-<name>` as read: for which install Job, when, and what.
+type SecretMemo = (Option<String>, std::time::Instant, Option<k8s_openapi::api::core::v1::Secret>);
 
 /// Everything the reconciler works with (not the web `AppState`).
 pub struct Context {
@@ -57,10 +58,20 @@ pub struct Context {
     /// How long a claimed operation is ours; a crashed process's claims are
     /// taken over after it.
     pub lease: Duration,
+    /// How long after helm's upgrade a probe may still reach the old vCluster pod.
+    pub settle: Duration,
     wake: Arc<Notify>,
     full_requested: std::sync::atomic::AtomicBool,
     /// Install Jobs that predate the last values change, per cluster id.
     stale_jobs: Mutex<BTreeMap<i64, BTreeSet<String>>>,
+    /// The HelmChart spec last applied per cluster: the watch cache may lag
+    /// behind an apply, which is no drift.
+    applied: Mutex<BTreeMap<i64, serde_json::Value>>,
+    /// The watch caches, once `run` started them.
+    caches: std::sync::OnceLock<cache::Caches>,
+    /// `vc-<name>` per cluster, as read for its install Job (it changes only
+    /// when vCluster restarts), with when it was read.
+    secrets: Mutex<BTreeMap<i64, SecretMemo>>,
 }
 
 impl Context {
@@ -77,9 +88,13 @@ impl Context {
             resync: Duration::from_secs(60),
             retry_base: Duration::from_secs(2),
             lease: Duration::from_secs(120),
+            settle: Duration::from_secs(5),
             wake: Arc::new(Notify::new()),
             full_requested: std::sync::atomic::AtomicBool::new(false),
             stale_jobs: Mutex::default(),
+            caches: std::sync::OnceLock::new(),
+            applied: Mutex::default(),
+            secrets: Mutex::default(),
         }
     }
 
@@ -111,7 +126,8 @@ const QUEUE_POLL: Duration = Duration::from_secs(2);
 
 /// Runs until the process ends.
 pub async fn run(ctx: Arc<Context>) {
-    spawn_watches(&ctx);
+    let caches = cache::Caches::start(&ctx.client, ctx.wake.clone()).await;
+    let _ = ctx.caches.set(caches);
     let mut last_full: Option<tokio::time::Instant> = None;
     loop {
         let full = ctx.full_requested.swap(false, std::sync::atomic::Ordering::Relaxed)
@@ -129,29 +145,6 @@ pub async fn run(ctx: Arc<Context>) {
         // Coalesce bursts of watch events into one pass.
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-}
-
-fn spawn_watches(ctx: &Arc<Context>) {
-    let managed = format!("{}={}", render::MANAGED_BY.0, render::MANAGED_BY.1);
-    let c = ctx.client.clone();
-    watch(Api::<kube::api::DynamicObject>::all_with(c.clone(), &apply::charts_resource()), &managed, ctx.wake.clone());
-    watch(Api::<Job>::all(c.clone()), "helmcharts.helm.cattle.io/chart", ctx.wake.clone());
-    watch(Api::<Service>::all(c), "app=vcluster", ctx.wake.clone());
-}
-
-fn watch<K>(api: Api<K>, labels: &str, wake: Arc<Notify>)
-where
-    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
-{
-    let cfg = watcher::Config::default().labels(labels);
-    tokio::spawn(async move {
-        let mut stream = watcher(api, cfg).default_backoff().boxed();
-        while let Some(ev) = stream.next().await {
-            if ev.is_ok() {
-                wake.notify_one();
-            }
-        }
-    });
 }
 
 /// One pass: the queue, then the status of the clusters that are not settled
@@ -223,7 +216,11 @@ async fn handle(ctx: &Context, cluster_id: i64) -> Result<()> {
 /// Applies, remembering the install Job that predates a values change.
 async fn apply_tracked(ctx: &Context, cluster: &Cluster, settings: &crate::domain::SystemSettings) -> Result<()> {
     let stale = current_job_uid(ctx, cluster).await;
-    let applied = apply::apply(&ctx.client, cluster, settings, ctx.address_request, &ctx.chart).await?;
+    let cached = ctx.caches.get().map(|c| c.raw(cluster.spec.name.as_str()).chart);
+    let applied = apply::apply(&ctx.client, cluster, settings, ctx.address_request, &ctx.chart, cached).await?;
+    if let Ok(mut m) = ctx.applied.lock() {
+        m.insert(cluster.id, applied.spec.clone());
+    }
     if applied.changed
         && let (Some(uid), Ok(mut map)) = (stale, ctx.stale_jobs.lock())
     {
@@ -234,8 +231,36 @@ async fn apply_tracked(ctx: &Context, cluster: &Cluster, settings: &crate::domai
 
 async fn current_job_uid(ctx: &Context, cluster: &Cluster) -> Option<String> {
     let name = cluster.spec.name.as_str();
+    if let Some(c) = ctx.caches.get() {
+        return c.raw(name).job.and_then(|j| j.uid());
+    }
     let jobs: Api<Job> = Api::namespaced(ctx.client.clone(), &render::namespace(name));
     jobs.get_opt(&format!("helm-install-{name}")).await.ok().flatten().and_then(|j| j.uid())
+}
+
+/// `vc-<name>`, read again only for a new install Job, or (while it does not
+/// exist yet) at most once a second.
+async fn cached_secret(
+    ctx: &Context,
+    id: i64,
+    name: &str,
+    job_uid: Option<String>,
+) -> Result<Option<k8s_openapi::api::core::v1::Secret>> {
+    let fresh = ctx.secrets.lock().ok().and_then(|m| {
+        let (uid, at, secret) = m.get(&id)?;
+        // No current install Job yet: nothing new to read.
+        let same_job = *uid == job_uid || job_uid.is_none();
+        let usable = secret.is_some() || at.elapsed() < Duration::from_secs(1);
+        (same_job && usable).then(|| secret.clone())
+    });
+    if let Some(secret) = fresh {
+        return Ok(secret);
+    }
+    let secret = gather::read_secret(&ctx.client, name).await?;
+    if let Ok(mut m) = ctx.secrets.lock() {
+        m.insert(id, (job_uid, std::time::Instant::now(), secret.clone()));
+    }
+    Ok(secret)
 }
 
 async fn fail_status(ctx: &Context, cluster_id: i64, reason: &str) -> Result<()> {
@@ -255,14 +280,31 @@ async fn fail_status(ctx: &Context, cluster_id: i64, reason: &str) -> Result<()>
 /// their current generation.
 async fn observe_all(ctx: &Context, full: bool) -> Result<()> {
     let mut all = clusters::list(&ctx.pool, None).await?;
-    if !full {
+    if full {
+        // The periodic pass trusts only the host: drift is repaired.
+        if let Ok(mut m) = ctx.applied.lock() {
+            m.clear();
+        }
+        if let Ok(mut m) = ctx.secrets.lock() {
+            m.clear();
+        }
+    } else {
         all.retain(|c| !settled(c));
     }
     if all.is_empty() {
         return Ok(());
     }
     let settings = db::settings::load(&ctx.pool).await?;
-    let nodes = gather::ready_nodes(&ctx.client).await?;
+    let nodes = match ctx.caches.get() {
+        Some(c) => gather::ready_nodes(&c.nodes()),
+        None => {
+            let list = Api::<k8s_openapi::api::core::v1::Node>::all(ctx.client.clone())
+                .list(&ListParams::default())
+                .await
+                .map_err(error::kube("list nodes"))?;
+            gather::ready_nodes(&list.items)
+        }
+    };
     for cluster in all.iter().filter(|c| !c.deletion_requested) {
         if let Err(e) = observe_one(ctx, cluster, &settings, &nodes).await {
             tracing::debug!(cluster = %cluster.spec.name.as_str(), error = %e, "observe failed");
@@ -278,7 +320,20 @@ async fn observe_one(
     nodes: &[observe::NodeAddresses],
 ) -> Result<()> {
     let stale = ctx.stale_jobs.lock().map(|m| m.get(&cluster.id).cloned().unwrap_or_default()).unwrap_or_default();
-    let mut g = gather::gather(&ctx.client, cluster.spec.name.as_str(), &stale).await?;
+    let name = cluster.spec.name.as_str();
+    // The watch cache, unless it lags behind what we applied (a watch in
+    // back-off after an outage): then read the host directly.
+    let cached = ctx.caches.get().map(|c| c.raw(name)).filter(|raw| {
+        let generation = raw.chart.as_ref().and_then(|h| h.annotations().get(apply::GENERATION_ANNOTATION).cloned());
+        generation == Some(cluster.generation.to_string())
+    });
+    let mut g = match cached {
+        Some(mut raw) => {
+            raw.secret = cached_secret(ctx, cluster.id, name, raw.job.as_ref().and_then(|j| j.uid())).await?;
+            gather::assemble(&ctx.client, name, raw, &stale).await
+        }
+        None => gather::gather(&ctx.client, name, &stale).await?,
+    };
     if g.chart_generation != Some(cluster.generation) {
         return Err(Error::NotYet("the HelmChart is not rendered from the current spec yet"));
     }
@@ -291,16 +346,30 @@ async fn observe_one(
         .into_iter()
         .flatten()
         .any(|(k, v)| g.chart_spec.as_ref().and_then(|s| s.get(k)) != Some(v));
-    if differs {
+    let just_applied =
+        ctx.applied.lock().ok().and_then(|m| m.get(&cluster.id).cloned()) == Some(wanted["spec"].clone());
+    if differs && !just_applied {
         tracing::info!(cluster = %cluster.spec.name.as_str(), "HelmChart differs from its rendering; applying again");
         apply_tracked(ctx, cluster, settings).await?;
         return Ok(());
     }
     g.observation.ready_nodes = nodes.to_vec();
+    g.observation.settling = g.job_completed.is_some_and(|t| {
+        let age = k8s_openapi::jiff::Timestamp::now().duration_since(t);
+        Duration::try_from(age).is_ok_and(|age| age < ctx.settle)
+    });
     // Probe the endpoint this observation leads to, with the kubeconfig a user gets.
     let draft = observe::status(&cluster.spec, cluster.generation, settings, &g.observation);
     if let (Some(endpoint), Some(creds), true) = (&draft.api_endpoint, &g.credentials, draft.kubeconfig_available) {
         let report = probe::probe(endpoint, creds, &ctx.resolver).await;
+        if matches!(
+            report.status,
+            crate::domain::ConnectionStatus::CertificateUntrusted | crate::domain::ConnectionStatus::Unauthorized
+        ) && let Ok(mut m) = ctx.secrets.lock()
+        {
+            // vCluster may have new credentials (a reinstall): read them again.
+            m.remove(&cluster.id);
+        }
         g.observation.probe = Some(report.status);
     }
     let status = observe::status(&cluster.spec, cluster.generation, settings, &g.observation);

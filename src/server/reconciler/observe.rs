@@ -44,6 +44,9 @@ pub struct Observation {
     pub ready_nodes: Vec<NodeAddresses>,
     /// The last probe through the public endpoint, for this endpoint.
     pub probe: Option<ConnectionStatus>,
+    /// The install Job completed only moments ago: the vCluster pod may still
+    /// be the old one (it rolls after helm's upgrade), so a probe proves nothing yet.
+    pub settling: bool,
 }
 
 /// What the status message says, as a code the pages translate, plus detail.
@@ -118,6 +121,10 @@ pub fn status(spec: &ClusterSpec, generation: i64, settings: &SystemSettings, ob
                 Some(e) => msg(message::HELM_FAILED, Some(e)),
                 None => message::INSTALLING.to_owned(),
             };
+            return status;
+        }
+        JobState::Complete if obs.settling => {
+            status.message = message::STARTING.to_owned();
             return status;
         }
         JobState::Complete => {}
@@ -216,6 +223,12 @@ mod tests {
             (lb(), installed(lb_svc(), None), Phase::Provisioning, "starting"),
             (lb(), installed(lb_svc(), Some(ConnectionStatus::Refused)), Phase::Provisioning, "probe_failed: refused"),
             (lb(), installed(lb_svc(), Some(ConnectionStatus::Ok)), Phase::Ready, ""),
+            (
+                lb(),
+                Observation { settling: true, ..installed(lb_svc(), Some(ConnectionStatus::Ok)) },
+                Phase::Provisioning,
+                "starting",
+            ),
             (PublicAccess::Disabled, installed(ServiceObservation::default(), None), Phase::Ready, ""),
             (
                 PublicAccess::NodePort { host: None },

@@ -1,0 +1,105 @@
+//! Watch caches (kube-rs reflectors) of what the loop reads on every pass: the
+//! console's HelmCharts (label `app.kubernetes.io/managed-by=kubebyon`),
+//! helm-controller's Jobs and their pods (label `helmcharts.helm.cattle.io/chart`), the vCluster
+//! Services (label `app=vcluster`) and the Nodes. One watch each; every event
+//! wakes the loop. Reading a cluster then costs no API call; only `vc-<name>`
+//! (read once per install Job), the Service's Events (while its address is
+//! pending) and helm's log (while helm fails) are fetched.
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{Node, Pod, Service};
+use kube::api::{Api, DynamicObject};
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Client, Resource};
+use tokio::sync::Notify;
+
+use super::apply::charts_resource;
+use super::gather::Raw;
+use super::render;
+
+pub struct Caches {
+    pub charts: Store<DynamicObject>,
+    pub jobs: Store<Job>,
+    /// The helm Jobs' pods (restarts tell when to read helm's log).
+    pub pods: Store<Pod>,
+    pub services: Store<Service>,
+    pub nodes: Store<Node>,
+}
+
+fn spawn<K>(api: Api<K>, labels: Option<&str>, dyntype: K::DynamicType, wake: Arc<Notify>) -> Store<K>
+where
+    K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
+    K::DynamicType: Clone + Eq + std::hash::Hash + Send + Sync,
+{
+    let writer = reflector::store::Writer::new(dyntype);
+    let reader = writer.as_reader();
+    let cfg = match labels {
+        Some(l) => watcher::Config::default().labels(l),
+        None => watcher::Config::default(),
+    };
+    tokio::spawn(async move {
+        let mut stream = reflector::reflector(writer, watcher(api, cfg)).default_backoff().boxed();
+        while let Some(ev) = stream.next().await {
+            if ev.is_ok() {
+                wake.notify_one();
+            }
+        }
+    });
+    reader
+}
+
+impl Caches {
+    /// Starts the watches and waits until each has listed once.
+    pub async fn start(client: &Client, wake: Arc<Notify>) -> Self {
+        let managed = format!("{}={}", render::MANAGED_BY.0, render::MANAGED_BY.1);
+        let ar = charts_resource();
+        let caches = Self {
+            charts: spawn(
+                Api::<DynamicObject>::all_with(client.clone(), &ar),
+                Some(&managed),
+                ar.clone(),
+                wake.clone(),
+            ),
+            jobs: spawn(Api::<Job>::all(client.clone()), Some("helmcharts.helm.cattle.io/chart"), (), wake.clone()),
+            pods: spawn(Api::<Pod>::all(client.clone()), Some("helmcharts.helm.cattle.io/chart"), (), wake.clone()),
+            services: spawn(Api::<Service>::all(client.clone()), Some("app=vcluster"), (), wake.clone()),
+            nodes: spawn(Api::<Node>::all(client.clone()), None, (), wake),
+        };
+        let _ = caches.charts.wait_until_ready().await;
+        let _ = caches.jobs.wait_until_ready().await;
+        let _ = caches.pods.wait_until_ready().await;
+        let _ = caches.services.wait_until_ready().await;
+        let _ = caches.nodes.wait_until_ready().await;
+        caches
+    }
+
+    /// A cluster's HelmChart, install Job and Service as the watches last saw them.
+    pub fn raw(&self, name: &str) -> Raw {
+        let ns = render::namespace(name);
+        let chart = self.charts.get(&ObjectRef::new_with(name, charts_resource()).within(&ns));
+        let job = self.jobs.get(&ObjectRef::new(&format!("helm-install-{name}")).within(&ns));
+        let service = self.services.get(&ObjectRef::new(name).within(&ns));
+        let job_pods = self
+            .pods
+            .state()
+            .iter()
+            .filter(|p| p.metadata.namespace.as_deref() == Some(ns.as_str()))
+            .map(|p| (**p).clone())
+            .collect();
+        Raw {
+            chart: chart.map(|c| (*c).clone()),
+            job: job.map(|j| (*j).clone()),
+            job_pods: Some(job_pods),
+            service: service.map(|s| (*s).clone()),
+            secret: None,
+        }
+    }
+
+    pub fn nodes(&self) -> Vec<Node> {
+        self.nodes.state().iter().map(|n| (**n).clone()).collect()
+    }
+}
