@@ -78,6 +78,21 @@ async fn context_on(host: &TestHost, pool: sqlx::AnyPool) -> Arc<Context> {
     Arc::new(ctx)
 }
 
+/// The system settings with `host` as the admin's NodePort public host.
+fn nodeport_settings(host: &str) -> Value {
+    json!({"default_cluster_public_access_mode": "nodeport", "nodeport_public_host": host,
+        "load_balancer_annotations": {}, "load_balancer_class": null})
+}
+
+/// Creates and signs in admin `name`, who sets `node_host` as the NodePort public host.
+async fn sign_in_admin(console: &Console, name: &str, node_host: &str) -> String {
+    console.user(name, "correct horse battery", true).await;
+    let cookie = console.login(name, "correct horse battery").await;
+    let r = console.json("PUT", "/api/admin/system-settings", Some(&cookie), nodeport_settings(node_host)).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    cookie
+}
+
 /// A console on a fresh SQLite file, connected to the shared test host, with
 /// its reconciler running; signed in as an admin.
 async fn env() -> Env {
@@ -87,13 +102,8 @@ async fn env() -> Env {
     let ctx = context(pool.clone()).await;
     tokio::spawn(reconciler::run(ctx.clone()));
     let console = Console::with_host(pool, Some(ctx.clone()));
-    console.user("root", "correct horse battery", true).await;
-    let cookie = console.login("root", "correct horse battery").await;
     // The admin's NodePort public host: the test host's first node.
-    let settings = json!({"default_cluster_public_access_mode": "nodeport",
-        "nodeport_public_host": host.net.node().to_string(), "load_balancer_annotations": {}, "load_balancer_class": null});
-    let r = console.json("PUT", "/api/admin/system-settings", Some(&cookie), settings).await;
-    assert_eq!(r.status, 200, "{}", r.body);
+    let cookie = sign_in_admin(&console, "root", &host.net.node().to_string()).await;
     Env { console, cookie, ctx, _db: dir }
 }
 
@@ -347,9 +357,7 @@ async fn helm_failures_say_why_and_settings_follow_through() {
     let port = c["status"]["public_access_port"].as_u64().unwrap();
     // The admin's NodePort host moves to the other node: values, SANs, endpoint follow.
     let other = host().net.other_node().to_string();
-    let settings = json!({"default_cluster_public_access_mode": "nodeport", "nodeport_public_host": other,
-        "load_balancer_annotations": {}, "load_balancer_class": null});
-    let r = env.console.json("PUT", "/api/admin/system-settings", Some(&env.cookie), settings).await;
+    let r = env.console.json("PUT", "/api/admin/system-settings", Some(&env.cookie), nodeport_settings(&other)).await;
     assert_eq!(r.status, 200, "{}", r.body);
     env.ctx.wake();
     let c = env
@@ -432,11 +440,7 @@ async fn work_in_flight_survives_a_crash() {
     let (url, _dir) = support::sqlite_url();
     let pool = kubebyon::server::db::connect(&url).await.expect("database");
     let console = Console::with_host(pool.clone(), None);
-    console.user("crash", "correct horse battery", true).await;
-    let cookie = console.login("crash", "correct horse battery").await;
-    let settings = json!({"default_cluster_public_access_mode": "nodeport",
-        "nodeport_public_host": host.net.node().to_string(), "load_balancer_annotations": {}, "load_balancer_class": null});
-    assert_eq!(console.json("PUT", "/api/admin/system-settings", Some(&cookie), settings).await.status, 200);
+    let cookie = sign_in_admin(&console, "crash", &host.net.node().to_string()).await;
     let mut ids = Vec::new();
     for i in 0..8 {
         let body = json!({"name": format!("crash-{i}"), "resources": {"cpu": "1", "memory_gib": 1, "storage_gib": 1},
@@ -478,11 +482,7 @@ async fn work_retries_through_an_api_server_outage() {
     let ctx = context_on(own, pool.clone()).await;
     tokio::spawn(reconciler::run(ctx.clone()));
     let console = Console::with_host(pool, Some(ctx.clone()));
-    console.user("ops", "correct horse battery", true).await;
-    let cookie = console.login("ops", "correct horse battery").await;
-    let settings = json!({"default_cluster_public_access_mode": "nodeport",
-        "nodeport_public_host": own.net.node().to_string(), "load_balancer_annotations": {}, "load_balancer_class": null});
-    assert_eq!(console.json("PUT", "/api/admin/system-settings", Some(&cookie), settings).await.status, 200);
+    let cookie = sign_in_admin(&console, "ops", &own.net.node().to_string()).await;
 
     own.stop_api_server().expect("API server stopped");
     let body = json!({"name": "outage", "resources": {"cpu": "1", "memory_gib": 1, "storage_gib": 1},

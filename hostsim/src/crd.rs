@@ -13,10 +13,6 @@ pub const HELMCHART_CRD_YAML: &str = include_str!("../crds/helm.cattle.io_helmch
 pub const METALLB_CRDS_YAML: [&str; 2] =
     [include_str!("../crds/metallb.io_ipaddresspools.yaml"), include_str!("../crds/metallb.io_l2advertisements.yaml")];
 
-pub async fn register_helmchart(client: &Client) -> Result<()> {
-    register(client, HELMCHART_CRD_YAML).await
-}
-
 /// Every CRD of the simulated host.
 pub async fn register_all(client: &Client) -> Result<()> {
     register(client, HELMCHART_CRD_YAML).await?;

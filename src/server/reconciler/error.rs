@@ -9,8 +9,6 @@ pub enum Error {
     Kube(&'static str, #[source] kube::Error),
     #[error("database: {0}")]
     Db(#[from] DbError),
-    #[error("stored cluster is unusable: {0}")]
-    Corrupt(String),
     #[error("waiting for the host: {0}")]
     NotYet(&'static str),
 }
@@ -23,7 +21,6 @@ impl Error {
     pub fn is_permanent(&self) -> bool {
         match self {
             Self::Kube(_, kube::Error::Api(s)) => (400..500).contains(&s.code) && ![404, 409, 429].contains(&s.code),
-            Self::Corrupt(_) => true,
             _ => false,
         }
     }
@@ -34,7 +31,6 @@ impl Error {
             Self::Kube(step, kube::Error::Api(s)) => format!("{step}: {}", s.message),
             Self::Kube(step, _) => format!("{step}: the host cluster did not answer"),
             Self::Db(_) => "database error".into(),
-            Self::Corrupt(e) => e.clone(),
             Self::NotYet(what) => (*what).into(),
         }
     }
