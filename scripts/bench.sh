@@ -3,7 +3,7 @@
 # (raw and gzip -9), the console's memory after start and after 200 page loads,
 # and the reconciler's switch figures on a test host (tests/reconciler_bench.rs:
 # N clusters NodePort -> LoadBalancer against a bare kube-rs client; N =
-# KUBEBYON_BENCH_CLUSTERS, default 100).
+# KUBEBYON_BENCH_CLUSTERS, default and at most 200).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh

@@ -106,8 +106,26 @@ async fn admin_default_mode_applies_to_creates_without_a_mode() {
     let r = c.json("PUT", "/api/admin/system-settings", Some(&admin), settings).await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     assert_eq!(r.json()["default_mode"], "loadbalancer");
+    assert_eq!(r.json()["clusters_rerendered"], 0, "no clusters yet");
     let got = c.get("/api/admin/system-settings", Some(&admin)).await.json();
     assert_eq!(got["load_balancer_annotations"]["metallb.io/address-pool"], "public");
+    // Fields added later keep their defaults when left out; no host, nothing detected.
+    assert_eq!(
+        (&got["load_balancer_address_request"], &got["chart_repo"], &got["chart_version"]),
+        (&json!("auto"), &json!("https://charts.loft.sh"), &json!("0.30.0"))
+    );
+    assert_eq!(got["detected_address_request"], Value::Null);
+    let mut changed = got.clone();
+    for key in ["default_mode", "detected_address_request"] {
+        changed.as_object_mut().unwrap().remove(key);
+    }
+    changed["default_cluster_public_access_mode"] = json!("loadbalancer");
+    changed["load_balancer_address_request"] = json!("kube-vip");
+    changed["chart_version"] = json!("0.30.5");
+    let r = c.json("PUT", "/api/admin/system-settings", Some(&admin), changed).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let got = c.get("/api/admin/system-settings", Some(&admin)).await.json();
+    assert_eq!((&got["load_balancer_address_request"], &got["chart_version"]), (&json!("kube-vip"), &json!("0.30.5")));
 
     // No mode given: the admin default (LoadBalancer) decides, so a host is needed.
     let r = c.json("POST", "/api/console/clusters", Some(&alice), cluster("d1", json!({"enabled": true}))).await;
@@ -267,6 +285,10 @@ async fn bad_input_gets_4xx_with_a_code_and_changes_nothing() {
         json!({"default_cluster_public_access_mode": mode, "nodeport_public_host": host,
                "load_balancer_annotations": ann, "load_balancer_class": class})
     };
+    let with = |mut body: Value, key: &str, value: Value| {
+        body[key] = value;
+        body
+    };
     let mut missing = settings("nodeport", Value::Null, Value::Null, Value::Null);
     missing.as_object_mut().unwrap().remove("load_balancer_class");
     let mut extra = settings("nodeport", Value::Null, Value::Null, Value::Null);
@@ -276,6 +298,23 @@ async fn bad_input_gets_4xx_with_a_code_and_changes_nothing() {
         (settings("nodeport", json!("a b"), Value::Null, Value::Null), "host_invalid"),
         (settings("nodeport", Value::Null, json!({"bad key": "x"}), Value::Null), "annotations_invalid"),
         (settings("nodeport", Value::Null, Value::Null, json!("no way")), "load_balancer_class_invalid"),
+        (
+            with(
+                settings("nodeport", Value::Null, Value::Null, Value::Null),
+                "load_balancer_address_request",
+                json!("cilium"),
+            ),
+            "address_request_invalid",
+        ),
+        (
+            with(settings("nodeport", Value::Null, Value::Null, Value::Null), "chart_repo", json!("charts.loft.sh")),
+            "chart_repo_invalid",
+        ),
+        (
+            with(settings("nodeport", Value::Null, Value::Null, Value::Null), "chart_version", json!(">=0.30.0")),
+            "chart_version_invalid",
+        ),
+        (with(settings("nodeport", Value::Null, Value::Null, Value::Null), "chart_version", json!(30)), "bad_request"),
         (missing, "bad_request"),
         (extra, "bad_request"),
     ] {

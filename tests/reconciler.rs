@@ -387,6 +387,49 @@ async fn helm_failures_say_why_and_settings_follow_through() {
     kubebyon::server::db::settings::save(&pool, &bad).await.unwrap();
     env.ctx.wake();
     env.converge(lb, "recovered", ready).await;
+
+    // The admin asks kube-vip for addresses: only the LoadBalancer cluster with
+    // an IP host renders differently. MetalLB does not read kube-vip's
+    // annotation, so the Service gets another address and the endpoint stops
+    // answering: the cluster is no longer Ready, as on a real host.
+    let mut body = nodeport_settings(&other);
+    body["load_balancer_address_request"] = json!("kube-vip");
+    let r = env.console.json("PUT", "/api/admin/system-settings", Some(&env.cookie), body.clone()).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        (r.json()["clusters_rerendered"].clone(), r.json()["detected_address_request"].clone()),
+        (json!(1), json!("metallb"))
+    );
+    env.ctx.wake();
+    let admin = host().client().await.unwrap();
+    let chart = |ns: &'static str, name: &'static str| {
+        let admin = admin.clone();
+        async move { reconciler::apply::helm_charts(&admin, ns).get(name).await.ok().map(|hc| hc.data["spec"].clone()) }
+    };
+    ts::eventually("kube-vip's annotation in the values", WAIT, || async {
+        let v = chart("kubebyon-settle-lb", "settle-lb").await?["valuesContent"].as_str()?.to_owned();
+        (v.contains("kube-vip.io/loadbalancerIPs") && !v.contains("metallb.io/loadBalancerIPs")).then_some(())
+    })
+    .await
+    .unwrap();
+    env.converge(lb, "not Ready without its address", |s| s["phase"] != "ready").await;
+
+    // Back to auto (MetalLB detected) and a newer chart: both clusters re-rendered, both Ready on it.
+    body["load_balancer_address_request"] = json!("auto");
+    body["chart_version"] = json!("0.30.5");
+    let r = env.console.json("PUT", "/api/admin/system-settings", Some(&env.cookie), body).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["clusters_rerendered"], 2);
+    env.ctx.wake();
+    for (ns, name) in [("kubebyon-settle", "settle"), ("kubebyon-settle-lb", "settle-lb")] {
+        ts::eventually("chart 0.30.5 applied", WAIT, || async {
+            (chart(ns, name).await?["version"] == "0.30.5").then_some(())
+        })
+        .await
+        .unwrap();
+    }
+    env.converge(lb, "Ready on MetalLB's address again", ready).await;
+    env.converge(id, "NodePort Ready on the new chart", ready).await;
 }
 
 /// 11. A user edit while the first apply is in flight: the final status is the

@@ -5,7 +5,8 @@
 //! the same TLS probe). Prints wall-time ratio, API calls per cluster per switch
 //! (counted by a client-side layer), and this process's RSS (the console; the
 //! simulator runs as its own process). N = `KUBEBYON_BENCH_CLUSTERS` (default
-//! 100: the host's /24 has room for 2 × 100 LoadBalancer addresses).
+//! and at most 200: the console's addresses come from the host's /24, the bare
+//! client's from a second /24).
 
 mod support;
 
@@ -28,12 +29,31 @@ use serde_json::json;
 
 static CONSOLE_CALLS: AtomicUsize = AtomicUsize::new(0);
 static BARE_CALLS: AtomicUsize = AtomicUsize::new(0);
+/// The console's calls by verb and resource, e.g. `PATCH helmcharts`, `GET secrets`.
+static CONSOLE_KINDS: std::sync::Mutex<std::collections::BTreeMap<String, usize>> =
+    std::sync::Mutex::new(std::collections::BTreeMap::new());
+
+/// `VERB resource` of a request (`WATCH` for watches).
+fn call_kind<B>(req: &http::Request<B>) -> String {
+    let uri = req.uri();
+    let parts: Vec<&str> = uri.path().trim_start_matches('/').split('/').collect();
+    // /api/v1/<res>[/..] or /apis/<group>/<version>/<res>[/..], with namespaces/<ns>/ after the version.
+    let rest = if parts.first() == Some(&"api") { &parts[2.min(parts.len())..] } else { &parts[3.min(parts.len())..] };
+    let rest = if rest.len() > 2 && rest[0] == "namespaces" { &rest[2..] } else { rest };
+    let resource = rest.first().copied().unwrap_or("?");
+    let sub = if rest.len() > 2 { format!("/{}", rest[2]) } else { String::new() };
+    let verb = if uri.query().is_some_and(|q| q.contains("watch=true")) { "WATCH" } else { req.method().as_str() };
+    format!("{verb} {resource}{sub}")
+}
 
 async fn counting_client(host: &TestHost, counter: &'static AtomicUsize) -> kube::Client {
     let kc = Kubeconfig::read_from(&host.kubeconfig).unwrap();
     let config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await.unwrap();
-    let layer = tower::util::MapRequestLayer::new(move |req| {
+    let layer = tower::util::MapRequestLayer::new(move |req: http::Request<kube::client::Body>| {
         counter.fetch_add(1, Ordering::Relaxed);
+        if std::ptr::eq(counter, &CONSOLE_CALLS) {
+            *CONSOLE_KINDS.lock().unwrap().entry(call_kind(&req)).or_default() += 1;
+        }
         req
     });
     kube::client::ClientBuilder::try_from(config).unwrap().with_layer(&layer).build()
@@ -50,20 +70,19 @@ fn rss_kib() -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "benchmark: run by scripts/bench.sh"]
 async fn switch_node_port_to_load_balancer() {
-    let n: usize = std::env::var("KUBEBYON_BENCH_CLUSTERS").ok().and_then(|v| v.parse().ok()).unwrap_or(100).min(100);
+    let n: usize = std::env::var("KUBEBYON_BENCH_CLUSTERS").ok().and_then(|v| v.parse().ok()).unwrap_or(200).min(200);
     let bin = std::env::var("HOSTSIM_BIN").expect("HOSTSIM_BIN: the hostsim binary (scripts/bench.sh builds it)");
     let guard = tokio::task::spawn_blocking(move || {
-        // 127.A.B.10-209: 200 LoadBalancer addresses besides the default pools.
         TestHost::start(Some(Simulator::Process { bin: bin.into(), args: vec![] })).expect("test host")
     })
     .await
     .unwrap();
     let host = &guard.host;
     let net = host.net;
-    let pool_args = format!("bench={}-{}", net.addr(10), net.addr(199));
-    // The extra pool, as an admin would add it: an IPAddressPool object.
+    // The console's addresses: 127.A.B.10-209 (the pool below, then the default
+    // pool's first ten); the bare client's: 127.C.D.10-209 of a second /24.
+    let other = hostsim::testhost::NetLease::claim().expect("a second /24");
     let admin = host.client().await.unwrap();
-    let pool: hostsim::lb::Pool = pool_args.parse().unwrap();
     let pools: Api<kube::api::DynamicObject> = Api::namespaced_with(
         admin.clone(),
         "metallb-system",
@@ -75,9 +94,17 @@ async fn switch_node_port_to_load_balancer() {
             plural: "ipaddresspools".into(),
         },
     );
-    let body: kube::api::DynamicObject = serde_json::from_value(pool.to_object()).unwrap();
-    pools.create(&PostParams::default(), &body).await.unwrap();
+    // The extra pools, as an admin would add them: IPAddressPool objects.
+    for pool_args in [
+        format!("bench={}-{}", net.addr(10), net.addr(199)),
+        format!("bare={}-{}", other.0.addr(10), other.0.addr(209)),
+    ] {
+        let pool: hostsim::lb::Pool = pool_args.parse().unwrap();
+        let body: kube::api::DynamicObject = serde_json::from_value(pool.to_object()).unwrap();
+        pools.create(&PostParams::default(), &body).await.unwrap();
+    }
     let lb_ip = |i: usize| net.addr(10 + i as u8).to_string();
+    let bare_ip = |i: usize| other.0.addr(10 + i as u8).to_string();
 
     // --- the console ---
     let (url, _dir) = support::sqlite_url();
@@ -119,6 +146,7 @@ async fn switch_node_port_to_load_balancer() {
     println!("created {n} NodePort clusters, all Ready, in {:.1} s", started.elapsed().as_secs_f64());
 
     CONSOLE_CALLS.store(0, Ordering::Relaxed);
+    CONSOLE_KINDS.lock().unwrap().clear();
     let t0 = Instant::now();
     for (i, id) in ids.iter().enumerate() {
         let patch: clusters::ClusterPatch = serde_json::from_value(
@@ -131,6 +159,7 @@ async fn switch_node_port_to_load_balancer() {
     ts::eventually("all switched and Ready", Duration::from_secs(900), || all_ready(true)).await.unwrap();
     let console_time = t0.elapsed();
     let console_calls = CONSOLE_CALLS.load(Ordering::Relaxed);
+    let console_kinds = std::mem::take(&mut *CONSOLE_KINDS.lock().unwrap());
     let rss = rss_kib();
 
     // --- a bare kube-rs client, the same switches ---
@@ -149,7 +178,7 @@ async fn switch_node_port_to_load_balancer() {
     BARE_CALLS.store(0, Ordering::Relaxed);
     let t1 = Instant::now();
     for i in 0..n {
-        let ip = lb_ip(n + i);
+        let ip = bare_ip(i);
         let values = format!(
             "controlPlane:\n  service:\n    annotations:\n      metallb.io/loadBalancerIPs: \"{ip}\"\n    spec:\n      type: LoadBalancer\n  proxy:\n    extraSANs: [\"{ip}\"]\n"
         );
@@ -177,7 +206,7 @@ async fn switch_node_port_to_load_balancer() {
             cert_pem: t("client-certificate"),
             key_pem: t("client-key"),
         };
-        let endpoint = format!("https://{}:443", lb_ip(n + i));
+        let endpoint = format!("https://{}:443", bare_ip(i));
         ts::eventually("bare endpoint answers", Duration::from_secs(300), || async {
             (probe(&endpoint, &creds, &Resolver::default()).await.status == kubebyon::domain::ConnectionStatus::Ok)
                 .then_some(())
@@ -195,6 +224,8 @@ async fn switch_node_port_to_load_balancer() {
         console_calls,
         console_calls as f64 / n as f64
     );
+    let kinds: Vec<String> = console_kinds.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    println!("console calls by kind: {}", kinds.join(", "));
     println!(
         "bare kube-rs:       {:.1} s, {} API calls ({:.1} per cluster)",
         bare_time.as_secs_f64(),

@@ -144,6 +144,23 @@ impl Net {
     }
 }
 
+/// A `127.A.B.0/24` held until dropped: addresses a test needs beside its
+/// host's own (e.g. a second LoadBalancer pool), claimed like a host's.
+#[derive(Debug)]
+pub struct NetLease(pub Net);
+
+impl NetLease {
+    pub fn claim() -> Result<Self> {
+        Net::claim().map(Self)
+    }
+}
+
+impl Drop for NetLease {
+    fn drop(&mut self) {
+        self.0.release();
+    }
+}
+
 /// What a test can ask of a running host's processes.
 #[derive(Debug)]
 enum Command {

@@ -169,9 +169,15 @@ pub async fn events_for(client: &Client, ns: &str, name: &str) -> Vec<Event> {
 /// Writes a kubeconfig file (mode 0600) into `dir` and returns its path.
 pub fn write_kubeconfig(dir: &Path, content: &str, tag: &str) -> Result<PathBuf> {
     use std::os::unix::fs::OpenOptionsExt;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
     let path = dir.join(format!("{tag}.kubeconfig"));
-    let mut f = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&path)?;
+    // Written aside, then renamed: a concurrent reader of the same tag sees the
+    // old file or the new one, never a half-written one.
+    let tmp = dir.join(format!(".{tag}.{}.{}.tmp", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
+    let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp)?;
     std::io::Write::write_all(&mut f, content.as_bytes())?;
+    std::fs::rename(&tmp, &path)?;
     Ok(path)
 }
 

@@ -19,6 +19,9 @@ pub enum ErrorCode {
     StorageInvalid,
     AnnotationsInvalid,
     LoadBalancerClassInvalid,
+    AddressRequestInvalid,
+    ChartRepoInvalid,
+    ChartVersionInvalid,
     UsernameInvalid,
     UsernameTaken,
     PasswordTooShort,
@@ -42,7 +45,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, for the locale completeness test and the API docs.
-    pub const ALL: [ErrorCode; 29] = [
+    pub const ALL: [ErrorCode; 32] = [
         Self::NameInvalid,
         Self::NameTaken,
         Self::HostInvalid,
@@ -53,6 +56,9 @@ impl ErrorCode {
         Self::StorageInvalid,
         Self::AnnotationsInvalid,
         Self::LoadBalancerClassInvalid,
+        Self::AddressRequestInvalid,
+        Self::ChartRepoInvalid,
+        Self::ChartVersionInvalid,
         Self::UsernameInvalid,
         Self::UsernameTaken,
         Self::PasswordTooShort,
@@ -87,6 +93,9 @@ impl ErrorCode {
             Self::StorageInvalid => "storage_invalid",
             Self::AnnotationsInvalid => "annotations_invalid",
             Self::LoadBalancerClassInvalid => "load_balancer_class_invalid",
+            Self::AddressRequestInvalid => "address_request_invalid",
+            Self::ChartRepoInvalid => "chart_repo_invalid",
+            Self::ChartVersionInvalid => "chart_version_invalid",
             Self::UsernameInvalid => "username_invalid",
             Self::UsernameTaken => "username_taken",
             Self::PasswordTooShort => "password_too_short",
@@ -147,6 +156,9 @@ pub enum Field {
     NodeportPublicHost,
     LoadBalancerAnnotations,
     LoadBalancerClass,
+    LoadBalancerAddressRequest,
+    ChartRepo,
+    ChartVersion,
     Username,
     Password,
     Role,
@@ -154,7 +166,7 @@ pub enum Field {
 }
 
 impl Field {
-    pub const ALL: [Field; 14] = [
+    pub const ALL: [Field; 17] = [
         Self::Name,
         Self::Cpu,
         Self::Memory,
@@ -165,6 +177,9 @@ impl Field {
         Self::NodeportPublicHost,
         Self::LoadBalancerAnnotations,
         Self::LoadBalancerClass,
+        Self::LoadBalancerAddressRequest,
+        Self::ChartRepo,
+        Self::ChartVersion,
         Self::Username,
         Self::Password,
         Self::Role,
@@ -183,6 +198,9 @@ impl Field {
             Self::NodeportPublicHost => "nodeport_public_host",
             Self::LoadBalancerAnnotations => "load_balancer_annotations",
             Self::LoadBalancerClass => "load_balancer_class",
+            Self::LoadBalancerAddressRequest => "load_balancer_address_request",
+            Self::ChartRepo => "chart_repo",
+            Self::ChartVersion => "chart_version",
             Self::Username => "username",
             Self::Password => "password",
             Self::Role => "role",

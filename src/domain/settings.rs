@@ -1,5 +1,6 @@
 //! Platform defaults an admin sets: the public access mode for new clusters, the
-//! NodePort public host, and what LoadBalancer Services carry (annotations, class).
+//! NodePort public host, what LoadBalancer Services carry (annotations, class,
+//! how the host's address is asked for) and which vCluster chart is installed.
 
 use std::collections::BTreeMap;
 
@@ -7,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{AppError, ErrorCode, Field, Host, PublicAccessMode};
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SystemSettings {
     /// `default_cluster_public_access_mode`.
     pub default_mode: PublicAccessMode,
@@ -15,6 +16,123 @@ pub struct SystemSettings {
     pub nodeport_public_host: Option<Host>,
     pub load_balancer_annotations: BTreeMap<String, String>,
     pub load_balancer_class: Option<String>,
+    /// How a LoadBalancer Service asks its provider for a cluster's IP host.
+    pub load_balancer_address_request: AddressStyle,
+    /// The vCluster chart's Helm repository and version.
+    pub chart_repo: String,
+    pub chart_version: String,
+}
+
+/// The vCluster chart installed unless the admin picks another.
+pub const DEFAULT_CHART_REPO: &str = "https://charts.loft.sh";
+pub const DEFAULT_CHART_VERSION: &str = "0.30.0";
+
+impl Default for SystemSettings {
+    fn default() -> Self {
+        Self {
+            default_mode: PublicAccessMode::default(),
+            nodeport_public_host: None,
+            load_balancer_annotations: BTreeMap::new(),
+            load_balancer_class: None,
+            load_balancer_address_request: AddressStyle::Auto,
+            chart_repo: DEFAULT_CHART_REPO.to_owned(),
+            chart_version: DEFAULT_CHART_VERSION.to_owned(),
+        }
+    }
+}
+
+/// How a LoadBalancer provider is asked for a specific address (the cluster's
+/// IP `control_plane_host`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AddressRequest {
+    /// The `metallb.io/loadBalancerIPs` annotation.
+    #[serde(rename = "metallb")]
+    MetalLb,
+    /// The `kube-vip.io/loadbalancerIPs` annotation.
+    #[serde(rename = "kube-vip")]
+    KubeVip,
+    /// Not asked: the provider picks (the host must then point at what it picks).
+    #[serde(rename = "none")]
+    None,
+}
+
+/// The admin's choice: one of the [`AddressRequest`]s, or `auto` (what the
+/// console detects on the host: MetalLB when its `IPAddressPool` CRD is served).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub enum AddressStyle {
+    #[default]
+    #[serde(rename = "auto")]
+    Auto,
+    #[serde(rename = "metallb")]
+    MetalLb,
+    #[serde(rename = "kube-vip")]
+    KubeVip,
+    #[serde(rename = "none")]
+    None,
+}
+
+impl AddressStyle {
+    pub const ALL: [AddressStyle; 4] = [Self::Auto, Self::MetalLb, Self::KubeVip, Self::None];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::MetalLb => "metallb",
+            Self::KubeVip => "kube-vip",
+            Self::None => "none",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|a| a.as_str() == s.trim())
+    }
+
+    /// The request made, given what was detected on the host (if a host is connected).
+    pub fn resolve(self, detected: Option<AddressRequest>) -> AddressRequest {
+        match self {
+            Self::Auto => detected.unwrap_or(AddressRequest::None),
+            Self::MetalLb => AddressRequest::MetalLb,
+            Self::KubeVip => AddressRequest::KubeVip,
+            Self::None => AddressRequest::None,
+        }
+    }
+}
+
+/// A Helm chart repository: an `http(s)://` or `oci://` URL with a host and no
+/// spaces, quotes or query.
+pub fn is_chart_repo(s: &str) -> bool {
+    let rest = ["https://", "http://", "oci://"].iter().find_map(|p| s.strip_prefix(p));
+    rest.is_some_and(|r| {
+        let host = r.split('/').next().unwrap_or_default();
+        s.len() <= 512
+            && !host.is_empty()
+            && r.bytes().all(|b| b.is_ascii_graphic() && !matches!(b, b'"' | b'\'' | b'?' | b'#' | b'\\' | b'`'))
+    })
+}
+
+/// A chart version as Helm takes it exactly: SemVer 2 `MAJOR.MINOR.PATCH`, with
+/// an optional pre-release and build (no ranges: a range would let helm upgrade
+/// every cluster on its own).
+pub fn is_chart_version(s: &str) -> bool {
+    let (core, build) = s.split_once('+').map_or((s, None), |(c, b)| (c, Some(b)));
+    let (core, pre) = core.split_once('-').map_or((core, None), |(c, p)| (c, Some(p)));
+    let ident = |x: &str| !x.is_empty() && x.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
+    let nums: Vec<&str> = core.split('.').collect();
+    s.len() <= 64
+        && nums.len() == 3
+        && nums
+            .iter()
+            .all(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) && (n.len() == 1 || !n.starts_with('0')))
+        && pre.is_none_or(|p| p.split('.').all(ident))
+        && build.is_none_or(|b| b.split('.').all(ident))
+}
+
+/// The settings page's data: the settings and what was detected on the host
+/// (`None` when no host is connected).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SettingsView {
+    pub settings: SystemSettings,
+    pub detected: Option<AddressRequest>,
 }
 
 /// Submitted settings text, before validation.
@@ -25,6 +143,9 @@ pub struct SettingsInput<'a> {
     /// One `key: value` (or `key=value`) per line.
     pub load_balancer_annotations: &'a str,
     pub load_balancer_class: &'a str,
+    pub load_balancer_address_request: &'a str,
+    pub chart_repo: &'a str,
+    pub chart_version: &'a str,
 }
 
 impl SystemSettings {
@@ -43,7 +164,25 @@ impl SystemSettings {
         } else {
             return Err(AppError::at(ErrorCode::LoadBalancerClassInvalid, Field::LoadBalancerClass));
         };
-        Ok(Self { default_mode, nodeport_public_host, load_balancer_annotations, load_balancer_class })
+        let load_balancer_address_request = AddressStyle::parse(input.load_balancer_address_request)
+            .ok_or(AppError::at(ErrorCode::AddressRequestInvalid, Field::LoadBalancerAddressRequest))?;
+        let chart_repo = input.chart_repo.trim();
+        if !is_chart_repo(chart_repo) {
+            return Err(AppError::at(ErrorCode::ChartRepoInvalid, Field::ChartRepo));
+        }
+        let chart_version = input.chart_version.trim();
+        if !is_chart_version(chart_version) {
+            return Err(AppError::at(ErrorCode::ChartVersionInvalid, Field::ChartVersion));
+        }
+        Ok(Self {
+            default_mode,
+            nodeport_public_host,
+            load_balancer_annotations,
+            load_balancer_class,
+            load_balancer_address_request,
+            chart_repo: chart_repo.to_owned(),
+            chart_version: chart_version.to_owned(),
+        })
     }
 
     /// The annotations as the settings form shows them, one per line.
@@ -107,6 +246,66 @@ mod tests {
             nodeport_public_host: host,
             load_balancer_annotations: ann,
             load_balancer_class: class,
+            load_balancer_address_request: "auto",
+            chart_repo: DEFAULT_CHART_REPO,
+            chart_version: DEFAULT_CHART_VERSION,
+        }
+    }
+
+    #[test]
+    fn address_style_and_chart_table() {
+        let with = |style: &'static str, repo: &'static str, version: &'static str| SettingsInput {
+            load_balancer_address_request: style,
+            chart_repo: repo,
+            chart_version: version,
+            ..input("nodeport", "", "", "")
+        };
+        let ok = SystemSettings::parse(&with("kube-vip", " oci://registry.example/charts ", "0.31.0-rc.1+b7")).unwrap();
+        assert_eq!(ok.load_balancer_address_request, AddressStyle::KubeVip);
+        assert_eq!(
+            (ok.chart_repo.as_str(), ok.chart_version.as_str()),
+            ("oci://registry.example/charts", "0.31.0-rc.1+b7")
+        );
+        let err = |code, field| Err(AppError::at(code, field));
+        let style = err(ErrorCode::AddressRequestInvalid, Field::LoadBalancerAddressRequest);
+        let repo = err(ErrorCode::ChartRepoInvalid, Field::ChartRepo);
+        let version = err(ErrorCode::ChartVersionInvalid, Field::ChartVersion);
+        let bad = [
+            (with("", DEFAULT_CHART_REPO, "0.30.0"), style.clone()),
+            (with("cilium", DEFAULT_CHART_REPO, "0.30.0"), style),
+            (with("auto", "", "0.30.0"), repo.clone()),
+            (with("auto", "charts.loft.sh", "0.30.0"), repo.clone()),
+            (with("auto", "https://", "0.30.0"), repo.clone()),
+            (with("auto", "https://a b", "0.30.0"), repo.clone()),
+            (with("auto", "https://x/?q=1", "0.30.0"), repo),
+            (with("auto", DEFAULT_CHART_REPO, ""), version.clone()),
+            (with("auto", DEFAULT_CHART_REPO, "v0.30.0"), version.clone()),
+            (with("auto", DEFAULT_CHART_REPO, "0.30"), version.clone()),
+            (with("auto", DEFAULT_CHART_REPO, "^0.30.0"), version.clone()),
+            (with("auto", DEFAULT_CHART_REPO, "0.030.0"), version.clone()),
+            (with("auto", DEFAULT_CHART_REPO, "0.30.0-"), version),
+        ];
+        for (inp, want) in bad {
+            assert_eq!(SystemSettings::parse(&inp), want, "{inp:?}");
+        }
+    }
+
+    #[test]
+    fn auto_follows_what_was_detected() {
+        let table = [
+            (AddressStyle::Auto, Some(AddressRequest::MetalLb), AddressRequest::MetalLb),
+            (AddressStyle::Auto, Some(AddressRequest::None), AddressRequest::None),
+            (AddressStyle::Auto, None, AddressRequest::None),
+            (AddressStyle::KubeVip, Some(AddressRequest::MetalLb), AddressRequest::KubeVip),
+            (AddressStyle::None, Some(AddressRequest::MetalLb), AddressRequest::None),
+            (AddressStyle::MetalLb, None, AddressRequest::MetalLb),
+        ];
+        for (style, detected, want) in table {
+            assert_eq!(style.resolve(detected), want, "{style:?} {detected:?}");
+        }
+        for s in AddressStyle::ALL {
+            assert_eq!(AddressStyle::parse(s.as_str()), Some(s));
+            assert_eq!(serde_json::to_string(&s).unwrap(), format!("\"{}\"", s.as_str()));
         }
     }
 

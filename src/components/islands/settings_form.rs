@@ -6,11 +6,16 @@ use crate::actions::settings::SaveSettings;
 use crate::components::error_text::{FieldError, action_error};
 use crate::components::field::TextField;
 use crate::components::island_form::IslandForm;
+use crate::domain::settings::{AddressRequest, AddressStyle};
 use crate::domain::{AppError, Field, PublicAccessMode, SystemSettings};
 use crate::i18n::*;
 
 #[island]
-pub fn SettingsForm(settings: SystemSettings, url_error: Option<AppError>) -> impl IntoView {
+pub fn SettingsForm(
+    settings: SystemSettings,
+    detected: Option<AddressRequest>,
+    url_error: Option<AppError>,
+) -> impl IntoView {
     let i18n = use_i18n();
     let action = ServerAction::<SaveSettings>::new();
     let error = action_error(action.value(), url_error);
@@ -82,6 +87,76 @@ pub fn SettingsForm(settings: SystemSettings, url_error: Option<AppError>) -> im
                 error
                 autocomplete="off"
             />
+            <div class="field">
+                <label for="load_balancer_address_request" class="field-label">
+                    {t!(i18n, settings.address_request)}
+                </label>
+                <select
+                    id="load_balancer_address_request"
+                    name="load_balancer_address_request"
+                    class="field-input"
+                    aria-describedby="load_balancer_address_request-hint load_balancer_address_request-detected"
+                >
+                    {AddressStyle::ALL
+                        .into_iter()
+                        .map(|style| {
+                            let label = match style {
+                                AddressStyle::Auto => t_string!(i18n, settings.address_auto),
+                                AddressStyle::MetalLb => t_string!(i18n, settings.address_metallb),
+                                AddressStyle::KubeVip => t_string!(i18n, settings.address_kube_vip),
+                                AddressStyle::None => t_string!(i18n, settings.address_none),
+                            };
+                            view! {
+                                <option value=style.as_str() selected=settings.load_balancer_address_request == style>
+                                    {label}
+                                </option>
+                            }
+                        })
+                        .collect_view()}
+                </select>
+                <p id="load_balancer_address_request-hint" class="field-hint">
+                    {t!(i18n, settings.address_request_hint)}
+                </p>
+                <p
+                    id="load_balancer_address_request-detected"
+                    class="note"
+                    data-detected=detected
+                        .map_or(
+                            "no-host",
+                            |d| match d {
+                                AddressRequest::MetalLb => "metallb",
+                                AddressRequest::KubeVip => "kube-vip",
+                                AddressRequest::None => "none",
+                            },
+                        )
+                >
+                    {match detected {
+                        Some(AddressRequest::MetalLb) => t_string!(i18n, settings.detected_metallb),
+                        Some(_) => t_string!(i18n, settings.detected_none),
+                        None => t_string!(i18n, settings.detected_no_host),
+                    }}
+                </p>
+                <FieldError field=Field::LoadBalancerAddressRequest error />
+            </div>
+            <fieldset class="card-section">
+                <legend class="section-title">{t!(i18n, settings.chart)}</legend>
+                <TextField
+                    field=Field::ChartRepo
+                    label=t_string!(i18n, settings.chart_repo)
+                    hint=t_string!(i18n, settings.chart_repo_hint)
+                    value=settings.chart_repo.clone()
+                    error
+                    autocomplete="off"
+                />
+                <TextField
+                    field=Field::ChartVersion
+                    label=t_string!(i18n, settings.chart_version)
+                    hint=t_string!(i18n, settings.chart_version_hint)
+                    value=settings.chart_version.clone()
+                    error
+                    autocomplete="off"
+                />
+            </fieldset>
             <div class="form-actions">
                 <button type="submit" class="btn btn-primary" disabled=move || action.pending().get()>
                     {t!(i18n, settings.submit)}

@@ -81,13 +81,19 @@ pub async fn for_cluster(pool: &AnyPool, cluster_id: i64) -> Result<Vec<Operatio
 /// When another worker takes the chosen row first, the conditional UPDATE
 /// matches nothing; then we look again while runnable rows remain.
 pub async fn claim_next(pool: &AnyPool, worker: &str, lease_secs: i64) -> Result<Option<OperationRow>, DbError> {
-    const RUNNABLE: &str = "(state = 'pending' OR (state = 'running' AND claimed_until < $3))";
+    // Runnable: pending, or claimed by a worker whose lease ran out; and the
+    // oldest unfinished operation of its cluster, so one cluster's operations
+    // run in order and never two at once, across every console process.
+    const RUNNABLE: &str = "(q.state = 'pending' OR (q.state = 'running' AND q.claimed_until < $3)) \
+         AND NOT EXISTS (SELECT 1 FROM cluster_operations e WHERE e.cluster_id = q.cluster_id AND e.id < q.id \
+         AND e.state IN ('pending', 'running'))";
     let sql = format!(
         "UPDATE cluster_operations SET state = 'running', claimed_by = $1, claimed_until = $2, attempts = attempts + 1 \
-         WHERE id = (SELECT id FROM cluster_operations WHERE {RUNNABLE} ORDER BY id LIMIT 1) AND {RUNNABLE} \
+         WHERE id = (SELECT q.id FROM cluster_operations q WHERE {RUNNABLE} ORDER BY q.id LIMIT 1) \
+         AND (state = 'pending' OR (state = 'running' AND claimed_until < $3)) \
          RETURNING {COLUMNS}"
     );
-    let runnable = format!("SELECT COUNT(*) FROM cluster_operations WHERE {}", RUNNABLE.replace("$3", "$1"));
+    let runnable = format!("SELECT COUNT(*) FROM cluster_operations q WHERE {}", RUNNABLE.replace("$3", "$1"));
     for _ in 0..16 {
         let t = now();
         let claimed = sqlx::query_as(&sql).bind(worker).bind(t + lease_secs).bind(t).fetch_optional(pool).await?;

@@ -5,18 +5,31 @@ use std::collections::BTreeMap;
 use sqlx::AnyPool;
 
 use super::{DbError, now};
+use crate::domain::settings::AddressStyle;
 use crate::domain::{Host, PublicAccessMode, SystemSettings};
 
 const DEFAULT_MODE: &str = "default_cluster_public_access_mode";
 const NODEPORT_HOST: &str = "nodeport_public_host";
 const LB_ANNOTATIONS: &str = "load_balancer_annotations";
 const LB_CLASS: &str = "load_balancer_class";
+const LB_ADDRESS: &str = "load_balancer_address_request";
+const CHART_REPO: &str = "chart_repo";
+const CHART_VERSION: &str = "chart_version";
 
-/// Missing or unreadable keys take their defaults (`nodeport`, none, empty).
+/// Missing or unreadable keys take their defaults (`nodeport`, none, empty,
+/// `auto`, the default chart).
 pub async fn load(pool: &AnyPool) -> Result<SystemSettings, DbError> {
     let rows: Vec<(String, String)> = sqlx::query_as("SELECT key, value FROM system_settings").fetch_all(pool).await?;
     let get = |key: &str| rows.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str());
+    let defaults = SystemSettings::default();
     Ok(SystemSettings {
+        load_balancer_address_request: get(LB_ADDRESS).and_then(AddressStyle::parse).unwrap_or_default(),
+        chart_repo: get(CHART_REPO)
+            .filter(|r| crate::domain::settings::is_chart_repo(r))
+            .map_or(defaults.chart_repo, str::to_owned),
+        chart_version: get(CHART_VERSION)
+            .filter(|v| crate::domain::settings::is_chart_version(v))
+            .map_or(defaults.chart_version, str::to_owned),
         default_mode: get(DEFAULT_MODE).and_then(PublicAccessMode::parse).unwrap_or_default(),
         nodeport_public_host: get(NODEPORT_HOST).and_then(|h| Host::parse(h).ok()),
         load_balancer_annotations: get(LB_ANNOTATIONS)
@@ -35,6 +48,9 @@ pub async fn save(pool: &AnyPool, settings: &SystemSettings) -> Result<(), DbErr
         (NODEPORT_HOST, settings.nodeport_public_host.as_ref().map(ToString::to_string).unwrap_or_default()),
         (LB_ANNOTATIONS, annotations),
         (LB_CLASS, settings.load_balancer_class.clone().unwrap_or_default()),
+        (LB_ADDRESS, settings.load_balancer_address_request.as_str().to_owned()),
+        (CHART_REPO, settings.chart_repo.clone()),
+        (CHART_VERSION, settings.chart_version.clone()),
     ];
     let t = now();
     let mut tx = pool.begin().await?;

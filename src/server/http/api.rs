@@ -120,15 +120,32 @@ pub async fn cluster_events(
     Ok(Json(clusters::events(&st.pool, &u, cluster_id(&id)?).await?))
 }
 
-pub async fn get_settings(State(st): State<AppState>, ApiUser(u): ApiUser) -> ApiResult<SystemSettings> {
+/// The settings as the API shows them: every stored field, what the console
+/// detected on the host (`null` without a host) and, after a change, how many
+/// clusters are re-rendered.
+#[derive(Serialize)]
+pub struct SettingsReply {
+    #[serde(flatten)]
+    settings: SystemSettings,
+    detected_address_request: Option<crate::domain::settings::AddressRequest>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    clusters_rerendered: Option<usize>,
+}
+
+pub async fn get_settings(State(st): State<AppState>, ApiUser(u): ApiUser) -> ApiResult<SettingsReply> {
     if !u.is_admin() {
         return Err(ApiError(AppError::new(ErrorCode::Forbidden)));
     }
-    Ok(Json(settings::get(&st.pool).await?))
+    Ok(Json(SettingsReply {
+        settings: settings::get(&st.pool).await?,
+        detected_address_request: st.host.as_ref().map(|h| h.detected()),
+        clusters_rerendered: None,
+    }))
 }
 
-/// The settings body: every field is required (a PUT replaces the whole set);
-/// `null` clears the optional ones.
+/// The settings body: the four original fields are required (a PUT replaces
+/// the whole set; `null` clears the optional ones); the address request and
+/// chart fields, added later, keep their stored value when left out.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SettingsBody {
@@ -139,6 +156,12 @@ pub struct SettingsBody {
     load_balancer_annotations: Option<std::collections::BTreeMap<String, String>>,
     #[serde(deserialize_with = "present")]
     load_balancer_class: Option<String>,
+    #[serde(default)]
+    load_balancer_address_request: Option<String>,
+    #[serde(default)]
+    chart_repo: Option<String>,
+    #[serde(default)]
+    chart_version: Option<String>,
 }
 
 /// A nullable field that must still be present: serde treats a missing
@@ -151,7 +174,7 @@ pub async fn update_settings(
     State(st): State<AppState>,
     ApiUser(u): ApiUser,
     ApiJson(body): ApiJson<SettingsBody>,
-) -> ApiResult<SystemSettings> {
+) -> ApiResult<SettingsReply> {
     // Annotations go through the same text parser as the form, so the rules are one.
     let annotations = body.load_balancer_annotations.unwrap_or_default();
     if annotations.values().any(|v| v.contains('\n')) || annotations.keys().any(|k| k.contains([':', '=', '\n'])) {
@@ -161,17 +184,32 @@ pub async fn update_settings(
         )));
     }
     let annotations: String = annotations.iter().map(|(k, v)| format!("{k}: {v}\n")).collect();
+    if !u.is_admin() {
+        return Err(ApiError(AppError::new(ErrorCode::Forbidden)));
+    }
+    let current = settings::get(&st.pool).await?;
     let input = SettingsInput {
         default_mode: &body.default_cluster_public_access_mode,
         nodeport_public_host: body.nodeport_public_host.as_deref().unwrap_or_default(),
         load_balancer_annotations: &annotations,
         load_balancer_class: body.load_balancer_class.as_deref().unwrap_or_default(),
+        load_balancer_address_request: body
+            .load_balancer_address_request
+            .as_deref()
+            .unwrap_or(current.load_balancer_address_request.as_str()),
+        chart_repo: body.chart_repo.as_deref().unwrap_or(&current.chart_repo),
+        chart_version: body.chart_version.as_deref().unwrap_or(&current.chart_version),
     };
-    let saved = settings::update(&st.pool, &u, &input).await?;
+    let detected = st.host.as_ref().map(|h| h.detected());
+    let (saved, rerendered) = settings::update(&st.pool, &u, &input, detected).await?;
     if let Some(host) = &st.host {
         host.resync_all(); // re-render the clusters the change touches
     }
-    Ok(Json(saved))
+    Ok(Json(SettingsReply {
+        settings: saved,
+        detected_address_request: detected,
+        clusters_rerendered: Some(rerendered),
+    }))
 }
 
 #[derive(Deserialize)]

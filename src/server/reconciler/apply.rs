@@ -8,7 +8,7 @@ use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
 use kube::{Client, ResourceExt};
 
 use super::error::{Error, Result, ignore_not_found, kube};
-use super::render::{self, AddressRequest, ChartSource};
+use super::render::{self, AddressRequest};
 use crate::domain::SystemSettings;
 use crate::domain::cluster::Cluster;
 
@@ -41,30 +41,31 @@ pub struct Applied {
 }
 
 /// Applies the namespace and the HelmChart for the cluster's current spec.
-/// `cached` is the HelmChart as the watch cache holds it (else it is read).
+/// `cached` is the HelmChart as the watch cache holds it (else it is read);
+/// while it exists, so does its namespace, which is then not applied again.
 pub async fn apply(
     client: &Client,
     cluster: &Cluster,
     settings: &SystemSettings,
     request: AddressRequest,
-    chart: &ChartSource,
     cached: Option<Option<DynamicObject>>,
 ) -> Result<Applied> {
     let name = cluster.spec.name.as_str();
     let ns = render::namespace(name);
     let pp = PatchParams::apply(FIELD_MANAGER).force();
-    Api::<Namespace>::all(client.clone())
-        .patch(&ns, &pp, &Patch::Apply(render::namespace_object(cluster.id, name)))
-        .await
-        .map_err(kube("apply namespace"))?;
-    let values = render::values_yaml(&render::values(&cluster.spec, settings, request));
-    let mut body = render::helm_chart(cluster.id, &cluster.spec, &values, chart);
-    body["metadata"]["annotations"] = serde_json::json!({GENERATION_ANNOTATION: cluster.generation.to_string()});
     let api = helm_charts(client, &ns);
     let before = match cached {
         Some(c) => c,
         None => ignore_not_found(api.get(name).await).map_err(kube("read HelmChart"))?,
     };
+    if before.is_none() {
+        Api::<Namespace>::all(client.clone())
+            .patch(&ns, &pp, &Patch::Apply(render::namespace_object(cluster.id, name)))
+            .await
+            .map_err(kube("apply namespace"))?;
+    }
+    let mut body = render::desired(cluster.id, &cluster.spec, settings, request);
+    body["metadata"]["annotations"] = serde_json::json!({GENERATION_ANNOTATION: cluster.generation.to_string()});
     let after = api.patch(name, &pp, &Patch::Apply(&body)).await.map_err(kube("apply HelmChart"))?;
     let changed = before.is_none_or(|b| b.data.get("spec") != after.data.get("spec"));
     Ok(Applied { changed, spec: body["spec"].clone() })

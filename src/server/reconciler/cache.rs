@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{Node, Pod, Service};
+use k8s_openapi::api::core::v1::{Event, Node, Pod, Service};
 use kube::api::{Api, DynamicObject};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -27,20 +27,18 @@ pub struct Caches {
     /// The helm Jobs' pods (restarts tell when to read helm's log).
     pub pods: Store<Pod>,
     pub services: Store<Service>,
+    /// Warning Events about Services (why a LoadBalancer address is pending).
+    pub events: Store<Event>,
     pub nodes: Store<Node>,
 }
 
-fn spawn<K>(api: Api<K>, labels: Option<&str>, dyntype: K::DynamicType, wake: Arc<Notify>) -> Store<K>
+fn spawn<K>(api: Api<K>, cfg: watcher::Config, dyntype: K::DynamicType, wake: Arc<Notify>) -> Store<K>
 where
     K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
     K::DynamicType: Clone + Eq + std::hash::Hash + Send + Sync,
 {
     let writer = reflector::store::Writer::new(dyntype);
     let reader = writer.as_reader();
-    let cfg = match labels {
-        Some(l) => watcher::Config::default().labels(l),
-        None => watcher::Config::default(),
-    };
     tokio::spawn(async move {
         let mut stream = reflector::reflector(writer, watcher(api, cfg)).default_backoff().boxed();
         while let Some(ev) = stream.next().await {
@@ -56,23 +54,32 @@ impl Caches {
     /// Starts the watches and waits until each has listed once.
     pub async fn start(client: &Client, wake: Arc<Notify>) -> Self {
         let managed = format!("{}={}", render::MANAGED_BY.0, render::MANAGED_BY.1);
+        let labels = |l: &str| watcher::Config::default().labels(l);
+        let helm = "helmcharts.helm.cattle.io/chart";
         let ar = charts_resource();
         let caches = Self {
             charts: spawn(
                 Api::<DynamicObject>::all_with(client.clone(), &ar),
-                Some(&managed),
+                labels(&managed),
                 ar.clone(),
                 wake.clone(),
             ),
-            jobs: spawn(Api::<Job>::all(client.clone()), Some("helmcharts.helm.cattle.io/chart"), (), wake.clone()),
-            pods: spawn(Api::<Pod>::all(client.clone()), Some("helmcharts.helm.cattle.io/chart"), (), wake.clone()),
-            services: spawn(Api::<Service>::all(client.clone()), Some("app=vcluster"), (), wake.clone()),
-            nodes: spawn(Api::<Node>::all(client.clone()), None, (), wake),
+            jobs: spawn(Api::<Job>::all(client.clone()), labels(helm), (), wake.clone()),
+            pods: spawn(Api::<Pod>::all(client.clone()), labels(helm), (), wake.clone()),
+            services: spawn(Api::<Service>::all(client.clone()), labels("app=vcluster"), (), wake.clone()),
+            events: spawn(
+                Api::<Event>::all(client.clone()),
+                watcher::Config::default().fields("involvedObject.kind=Service,type=Warning"),
+                (),
+                wake.clone(),
+            ),
+            nodes: spawn(Api::<Node>::all(client.clone()), watcher::Config::default(), (), wake),
         };
         let _ = caches.charts.wait_until_ready().await;
         let _ = caches.jobs.wait_until_ready().await;
         let _ = caches.pods.wait_until_ready().await;
         let _ = caches.services.wait_until_ready().await;
+        let _ = caches.events.wait_until_ready().await;
         let _ = caches.nodes.wait_until_ready().await;
         caches
     }
@@ -90,7 +97,16 @@ impl Caches {
             .filter(|p| p.metadata.namespace.as_deref() == Some(ns.as_str()))
             .map(|p| (**p).clone())
             .collect();
+        let service_events = self
+            .events
+            .state()
+            .iter()
+            .filter(|e| e.metadata.namespace.as_deref() == Some(ns.as_str()))
+            .filter(|e| e.involved_object.name.as_deref() == Some(name))
+            .map(|e| (**e).clone())
+            .collect();
         Raw {
+            service_events: Some(service_events),
             chart: chart.map(|c| (*c).clone()),
             job: job.map(|j| (*j).clone()),
             job_pods: Some(job_pods),

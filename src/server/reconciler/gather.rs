@@ -61,6 +61,9 @@ pub struct Raw {
     /// when helm's error is needed.
     pub job_pods: Option<Vec<Pod>>,
     pub service: Option<Service>,
+    /// The Service's Warning Events, when already known (watch cache); else
+    /// listed while its address is pending.
+    pub service_events: Option<Vec<Event>>,
     pub secret: Option<Secret>,
 }
 
@@ -73,7 +76,7 @@ pub async fn fetch(client: &Client, name: &str) -> Result<Raw> {
     let services: Api<Service> = Api::namespaced(client.clone(), &ns);
     let service = ignore_not_found(services.get(name).await).map_err(kube("read Service"))?;
     let secret = read_secret(client, name).await?;
-    Ok(Raw { chart, job, job_pods: None, service, secret })
+    Ok(Raw { chart, job, job_pods: None, service, service_events: None, secret })
 }
 
 /// `vc-<name>`, read now.
@@ -132,7 +135,7 @@ pub async fn assemble(client: &Client, name: &str, raw: Raw, stale_jobs: &BTreeS
     let service = raw.service.map(|s| observe_service(&s));
     let pending = is_lb && service.as_ref().is_some_and(|s| s.ingress.is_empty());
     let service_warning = match pending {
-        true => newest_warning(client, &ns, name).await,
+        true => newest_warning(client, &ns, name, raw.service_events).await,
         false => None,
     };
     let secret = raw.secret;
@@ -191,11 +194,16 @@ fn observe_service(s: &Service) -> ServiceObservation {
 }
 
 /// The newest Warning Event about the Service (e.g. MetalLB's allocation failure).
-async fn newest_warning(client: &Client, ns: &str, name: &str) -> Option<String> {
-    let lp =
-        ListParams::default().fields(&format!("involvedObject.name={name},involvedObject.kind=Service,type=Warning"));
-    let events = Api::<Event>::namespaced(client.clone(), ns).list(&lp).await.ok()?;
-    events.items.into_iter().max_by_key(|e| e.last_timestamp.as_ref().map(|t| t.0)).and_then(|e| e.message)
+async fn newest_warning(client: &Client, ns: &str, name: &str, known: Option<Vec<Event>>) -> Option<String> {
+    let events = match known {
+        Some(events) => events,
+        None => {
+            let lp = ListParams::default()
+                .fields(&format!("involvedObject.name={name},involvedObject.kind=Service,type=Warning"));
+            Api::<Event>::namespaced(client.clone(), ns).list(&lp).await.ok()?.items
+        }
+    };
+    events.into_iter().max_by_key(|e| e.last_timestamp.as_ref().map(|t| t.0)).and_then(|e| e.message)
 }
 
 /// helm's error from the Job's pod log (the failed run: `--previous` while the

@@ -36,18 +36,22 @@ use crate::domain::cluster::Cluster;
 use crate::domain::{ClusterStatus, Phase};
 use crate::server::db::{self, clusters, operations};
 use error::{Error, Result};
-use render::{AddressRequest, ChartSource};
+use render::AddressRequest;
 
-/// `vc-<name>` as read: for which install Job, when, and what.
-type SecretMemo = (Option<String>, std::time::Instant, Option<k8s_openapi::api::core::v1::Secret>);
+/// `vc-<name>` as read: when, what, and whether a probe has since doubted it.
+struct SecretMemo {
+    read_at: std::time::Instant,
+    secret: Option<k8s_openapi::api::core::v1::Secret>,
+    doubted: bool,
+}
 
 /// Everything the reconciler works with (not the web `AppState`).
 pub struct Context {
     pub client: Client,
     pub pool: AnyPool,
-    pub chart: ChartSource,
-    /// How to ask the LoadBalancer provider for an address; detected at start.
-    pub address_request: AddressRequest,
+    /// What the host's LoadBalancer provider was detected as (at start and on
+    /// every periodic pass): the admin's `auto` follows it.
+    detected: Mutex<AddressRequest>,
     pub resolver: probe::Resolver,
     /// This process's name in the queue's claims.
     pub worker: String,
@@ -69,20 +73,22 @@ pub struct Context {
     applied: Mutex<BTreeMap<i64, serde_json::Value>>,
     /// The watch caches, once `run` started them.
     caches: std::sync::OnceLock<cache::Caches>,
-    /// `vc-<name>` per cluster, as read for its install Job (it changes only
-    /// when vCluster restarts), with when it was read.
+    /// `vc-<name>` per cluster. Its CA and client certificate change only when
+    /// vCluster is installed anew (a values upgrade keeps them), which a probe
+    /// sees as untrusted or unauthorized: only then, or on the periodic pass, is
+    /// it read again. (Watching Secrets would need list/watch on every Secret of
+    /// the host: `vc-<name>` carries no label to select it by.)
     secrets: Mutex<BTreeMap<i64, SecretMemo>>,
 }
 
 impl Context {
-    pub fn new(client: Client, pool: AnyPool, address_request: AddressRequest) -> Self {
+    pub fn new(client: Client, pool: AnyPool, detected: AddressRequest) -> Self {
         static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Self {
             client,
             pool,
-            chart: ChartSource::default(),
-            address_request,
+            detected: Mutex::new(detected),
             resolver: probe::Resolver::default(),
             worker: format!("kubebyon-{}-{n}", std::process::id()),
             resync: Duration::from_secs(60),
@@ -103,6 +109,29 @@ impl Context {
         self.wake.notify_one();
     }
 
+    /// Drops what is remembered about a removed cluster.
+    fn forget(&self, id: i64) {
+        if let Ok(mut m) = self.secrets.lock() {
+            m.remove(&id);
+        }
+        if let Ok(mut m) = self.applied.lock() {
+            m.remove(&id);
+        }
+        if let Ok(mut m) = self.stale_jobs.lock() {
+            m.remove(&id);
+        }
+    }
+
+    /// The LoadBalancer provider as last detected on the host.
+    pub fn detected(&self) -> AddressRequest {
+        self.detected.lock().map(|d| *d).unwrap_or(AddressRequest::None)
+    }
+
+    /// How LoadBalancer Services ask for an address under these settings.
+    pub fn address_request(&self, settings: &crate::domain::SystemSettings) -> AddressRequest {
+        settings.load_balancer_address_request.resolve(Some(self.detected()))
+    }
+
     /// Asks for a pass over every cluster (settings that affect rendering changed).
     pub fn resync_all(&self) {
         self.full_requested.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -113,11 +142,16 @@ impl Context {
 /// How the LoadBalancer provider is asked for an address: MetalLB when its
 /// `IPAddressPool` CRD is served, else none (the provider picks).
 pub async fn detect_address_request(client: &Client) -> AddressRequest {
+    try_detect_address_request(client).await.unwrap_or(AddressRequest::None)
+}
+
+/// As [`detect_address_request`]; `None` when the host did not answer.
+async fn try_detect_address_request(client: &Client) -> Option<AddressRequest> {
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    match crds.get_opt("ipaddresspools.metallb.io").await {
-        Ok(Some(_)) => AddressRequest::MetalLb,
-        _ => AddressRequest::None,
+    match crds.get_opt("ipaddresspools.metallb.io").await.ok()? {
+        Some(_) => Some(AddressRequest::MetalLb),
+        None => Some(AddressRequest::None),
     }
 }
 
@@ -206,6 +240,7 @@ async fn handle(ctx: &Context, cluster_id: i64) -> Result<()> {
     if cluster.deletion_requested {
         apply::uninstall(&ctx.client, &cluster).await?;
         clusters::delete_row(&ctx.pool, cluster.id).await?;
+        ctx.forget(cluster.id);
         tracing::info!(cluster = %cluster.spec.name.as_str(), "uninstalled and removed");
         return Ok(());
     }
@@ -217,7 +252,7 @@ async fn handle(ctx: &Context, cluster_id: i64) -> Result<()> {
 async fn apply_tracked(ctx: &Context, cluster: &Cluster, settings: &crate::domain::SystemSettings) -> Result<()> {
     let stale = current_job_uid(ctx, cluster).await;
     let cached = ctx.caches.get().map(|c| c.raw(cluster.spec.name.as_str()).chart);
-    let applied = apply::apply(&ctx.client, cluster, settings, ctx.address_request, &ctx.chart, cached).await?;
+    let applied = apply::apply(&ctx.client, cluster, settings, ctx.address_request(settings), cached).await?;
     if let Ok(mut m) = ctx.applied.lock() {
         m.insert(cluster.id, applied.spec.clone());
     }
@@ -238,27 +273,25 @@ async fn current_job_uid(ctx: &Context, cluster: &Cluster) -> Option<String> {
     jobs.get_opt(&format!("helm-install-{name}")).await.ok().flatten().and_then(|j| j.uid())
 }
 
-/// `vc-<name>`, read again only for a new install Job, or (while it does not
-/// exist yet) at most once a second.
-async fn cached_secret(
-    ctx: &Context,
-    id: i64,
-    name: &str,
-    job_uid: Option<String>,
-) -> Result<Option<k8s_openapi::api::core::v1::Secret>> {
+/// `vc-<name>`: read while it does not exist yet (at most once a second), or
+/// once a probe doubted it (at most once every 5 s), else remembered.
+async fn cached_secret(ctx: &Context, id: i64, name: &str) -> Result<Option<k8s_openapi::api::core::v1::Secret>> {
     let fresh = ctx.secrets.lock().ok().and_then(|m| {
-        let (uid, at, secret) = m.get(&id)?;
-        // No current install Job yet: nothing new to read.
-        let same_job = *uid == job_uid || job_uid.is_none();
-        let usable = secret.is_some() || at.elapsed() < Duration::from_secs(1);
-        (same_job && usable).then(|| secret.clone())
+        let memo = m.get(&id)?;
+        let age = memo.read_at.elapsed();
+        let stale = match (&memo.secret, memo.doubted) {
+            (None, _) => age >= Duration::from_secs(1),
+            (Some(_), true) => age >= Duration::from_secs(5),
+            (Some(_), false) => false,
+        };
+        (!stale).then(|| memo.secret.clone())
     });
     if let Some(secret) = fresh {
         return Ok(secret);
     }
     let secret = gather::read_secret(&ctx.client, name).await?;
     if let Ok(mut m) = ctx.secrets.lock() {
-        m.insert(id, (job_uid, std::time::Instant::now(), secret.clone()));
+        m.insert(id, SecretMemo { read_at: std::time::Instant::now(), secret: secret.clone(), doubted: false });
     }
     Ok(secret)
 }
@@ -281,11 +314,16 @@ async fn fail_status(ctx: &Context, cluster_id: i64, reason: &str) -> Result<()>
 async fn observe_all(ctx: &Context, full: bool) -> Result<()> {
     let mut all = clusters::list(&ctx.pool, None).await?;
     if full {
+        // A host that does not answer keeps what was detected before.
+        if let Some(detected) = try_detect_address_request(&ctx.client).await
+            && let Ok(mut d) = ctx.detected.lock()
+            && *d != detected
+        {
+            tracing::info!(?detected, "LoadBalancer provider detected");
+            *d = detected;
+        }
         // The periodic pass trusts only the host: drift is repaired.
         if let Ok(mut m) = ctx.applied.lock() {
-            m.clear();
-        }
-        if let Ok(mut m) = ctx.secrets.lock() {
             m.clear();
         }
     } else {
@@ -329,7 +367,7 @@ async fn observe_one(
     });
     let mut g = match cached {
         Some(mut raw) => {
-            raw.secret = cached_secret(ctx, cluster.id, name, raw.job.as_ref().and_then(|j| j.uid())).await?;
+            raw.secret = cached_secret(ctx, cluster.id, name).await?;
             gather::assemble(&ctx.client, name, raw, &stale).await
         }
         None => gather::gather(&ctx.client, name, &stale).await?,
@@ -338,9 +376,7 @@ async fn observe_one(
         return Err(Error::NotYet("the HelmChart is not rendered from the current spec yet"));
     }
     // Settings changed, or someone edited the chart: render again (level-triggered).
-    let request = ctx.address_request;
-    let values = render::values_yaml(&render::values(&cluster.spec, settings, request));
-    let wanted = render::helm_chart(cluster.id, &cluster.spec, &values, &ctx.chart);
+    let wanted = render::desired(cluster.id, &cluster.spec, settings, ctx.address_request(settings));
     let differs = wanted["spec"]
         .as_object()
         .into_iter()
@@ -368,7 +404,9 @@ async fn observe_one(
         ) && let Ok(mut m) = ctx.secrets.lock()
         {
             // vCluster may have new credentials (a reinstall): read them again.
-            m.remove(&cluster.id);
+            if let Some(memo) = m.get_mut(&cluster.id) {
+                memo.doubted = true;
+            }
         }
         g.observation.probe = Some(report.status);
     }

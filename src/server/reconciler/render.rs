@@ -11,29 +11,7 @@ use serde_json::{Value, json};
 
 use crate::domain::{ClusterSpec, Host, PublicAccess, SystemSettings};
 
-/// The chart the console installs.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ChartSource {
-    pub repo: String,
-    pub version: String,
-}
-
-impl Default for ChartSource {
-    fn default() -> Self {
-        Self { repo: "https://charts.loft.sh".into(), version: "0.30.0".into() }
-    }
-}
-
-/// How to ask the LoadBalancer provider for the address the user chose.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AddressRequest {
-    /// `metallb.io/loadBalancerIPs`.
-    MetalLb,
-    /// `kube-vip.io/loadbalancerIPs`.
-    KubeVip,
-    /// The provider picks; the host must then be a DNS name or VIP pointing there.
-    None,
-}
+pub use crate::domain::settings::AddressRequest;
 
 /// The label every host object of the console carries.
 pub const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "kubebyon");
@@ -168,8 +146,14 @@ pub fn values_yaml(values: &Values) -> String {
     serde_yaml::to_string(values).unwrap_or_default()
 }
 
+/// The whole HelmChart a cluster should have on the host: values rendered
+/// for the spec and settings, the admin's chart.
+pub fn desired(cluster_id: i64, spec: &ClusterSpec, settings: &SystemSettings, request: AddressRequest) -> Value {
+    helm_chart(cluster_id, spec, &values_yaml(&values(spec, settings, request)), settings)
+}
+
 /// The cluster's HelmChart, as a server-side apply body.
-pub fn helm_chart(cluster_id: i64, spec: &ClusterSpec, values_content: &str, chart: &ChartSource) -> Value {
+pub fn helm_chart(cluster_id: i64, spec: &ClusterSpec, values_content: &str, chart: &SystemSettings) -> Value {
     let name = spec.name.as_str();
     let ns = namespace(name);
     json!({
@@ -182,8 +166,8 @@ pub fn helm_chart(cluster_id: i64, spec: &ClusterSpec, values_content: &str, cha
         },
         "spec": {
             "chart": "vcluster",
-            "repo": chart.repo,
-            "version": chart.version,
+            "repo": chart.chart_repo,
+            "version": chart.chart_version,
             "targetNamespace": ns,
             "valuesContent": values_content,
         },
@@ -328,7 +312,7 @@ mod tests {
         let b = values_yaml(&values(&sp, &settings(), AddressRequest::MetalLb));
         assert_eq!(a, b);
         assert!(a.contains("cpu: 2000m") && a.contains("memory: 4Gi") && a.contains("size: 20Gi"), "{a}");
-        let hc = helm_chart(7, &sp, &a, &ChartSource::default());
+        let hc = helm_chart(7, &sp, &a, &SystemSettings::default());
         assert_eq!(hc["metadata"]["namespace"], "kubebyon-demo");
         assert_eq!(hc["spec"]["targetNamespace"], "kubebyon-demo");
         assert_eq!(hc["spec"]["valuesContent"], a);

@@ -2,21 +2,47 @@
 
 use sqlx::AnyPool;
 
-use crate::domain::settings::SettingsInput;
+use crate::domain::cluster::Cluster;
+use crate::domain::settings::{AddressRequest, SettingsInput};
 use crate::domain::user::CurrentUser;
 use crate::domain::{AppError, ErrorCode, SystemSettings};
 use crate::server::db;
+use crate::server::reconciler::render;
 
 pub async fn get(pool: &AnyPool) -> Result<SystemSettings, AppError> {
     Ok(db::settings::load(pool).await?)
 }
 
-pub async fn update(pool: &AnyPool, user: &CurrentUser, input: &SettingsInput<'_>) -> Result<SystemSettings, AppError> {
+/// Validates and stores the settings; returns them and how many clusters'
+/// HelmCharts render differently under them (the reconciler re-applies those).
+/// `detected` is the host's LoadBalancer provider, when a host is connected.
+pub async fn update(
+    pool: &AnyPool,
+    user: &CurrentUser,
+    input: &SettingsInput<'_>,
+    detected: Option<AddressRequest>,
+) -> Result<(SystemSettings, usize), AppError> {
     if !user.is_admin() {
         return Err(AppError::new(ErrorCode::Forbidden));
     }
     let settings = SystemSettings::parse(input)?;
+    let before = db::settings::load(pool).await?;
     db::settings::save(pool, &settings).await?;
-    tracing::info!(admin = %user.username, default_mode = %settings.default_mode, "system settings changed");
-    Ok(settings)
+    let clusters = db::clusters::list(pool, None).await?;
+    let rerendered = rerendered(&clusters, &before, &settings, detected);
+    tracing::info!(admin = %user.username, default_mode = %settings.default_mode, rerendered, "system settings changed");
+    Ok((settings, rerendered))
+}
+
+/// The clusters (not being deleted) whose HelmChart differs between two settings.
+pub fn rerendered(
+    clusters: &[Cluster],
+    before: &SystemSettings,
+    after: &SystemSettings,
+    detected: Option<AddressRequest>,
+) -> usize {
+    let chart = |c: &Cluster, s: &SystemSettings| {
+        render::desired(c.id, &c.spec, s, s.load_balancer_address_request.resolve(detected))
+    };
+    clusters.iter().filter(|c| !c.deletion_requested && chart(c, before) != chart(c, after)).count()
 }
