@@ -2,7 +2,9 @@
 # `make test`: every test, against real parts.
 #   1. formatting and lints of both crates (scripts/lint.sh)
 #   2. Rust unit and integration tests (SQLite file + a throwaway PostgreSQL server)
-#   3. the release build, served on a free port, driven by Playwright in Debian's Chromium
+#   3. the release build, served twice on free ports — once without a host
+#      cluster, once connected to a simulated k3s host (real kube-apiserver +
+#      etcd, hostsim) — driven by Playwright in Debian's Chromium
 #   4. the host cluster tests (real etcd + kube-apiserver + kube-controller-manager, hostsim)
 # Everything it starts is stopped by PID on exit.
 set -euo pipefail
@@ -13,15 +15,27 @@ bash scripts/install-tools.sh --test
 work=$(mktemp -d /tmp/kubebyon-test.XXXXXX)
 chmod 755 "$work"
 server_pid=""
+host_console_pid=""
+net_lock=""
 cleanup() {
   status=$?
-  if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
+  for pid in $server_pid $host_console_pid; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
+  KUBEBYON_HOST_DIR="$work/host" bash scripts/host-down.sh 2>/dev/null || true
+  [ -n "$net_lock" ] && rm -f "$net_lock"
   bash scripts/test-postgres.sh stop "$work/pg" || true
   rm -rf "$work"
   exit "$status"
 }
 trap cleanup EXIT
 step() { printf '\n==> %s\n' "$*" >&2; }
+# wait_healthy PORT PID LOG: until the console answers /healthz (its log shown if it died).
+wait_healthy() {
+  for _ in $(seq 1 100); do
+    curl -fsS "http://127.0.0.1:$1/healthz" >/dev/null 2>&1 && return 0
+    kill -0 "$2" 2>/dev/null || { cat "$3" >&2; exit 1; }
+    sleep 0.2
+  done
+}
 
 bash scripts/lint.sh
 
@@ -43,21 +57,39 @@ export KUBECONFIG="$work/no-host.kubeconfig"
 export LEPTOS_SITE_ADDR="127.0.0.1:$port" KUBEBYON_DATA_DIR="$work/data" KUBEBYON_ADMIN_PASSWORD="e2e-admin-password"
 "$KUBEBYON_BIN" serve >"$work/console.log" 2>&1 &
 server_pid=$!
-for _ in $(seq 1 100); do
-  curl -fsS "http://127.0.0.1:$port/healthz" >/dev/null 2>&1 && break
-  kill -0 "$server_pid" 2>/dev/null || { cat "$work/console.log" >&2; exit 1; }
-  sleep 0.2
-done
+wait_healthy "$port" "$server_pid" "$work/console.log"
 if grep -q -i -E "e2e-admin-password|kubebyon_session=" "$work/console.log"; then
   echo "a secret reached the console log" >&2; exit 1
 fi
 
+step "a simulated host cluster and a console connected to it (live pages)"
+# A 127.A.B.0/24 of its own, claimed with the same lock files as the Rust test
+# hosts (hostsim::testhost::Net), so nothing shares an address or port 443.
+tmp="${TMPDIR:-/tmp}"
+for _ in $(seq 1 500); do
+  a=$((250 + RANDOM % 5)); b=$((RANDOM % 256))
+  lock="$tmp/kubebyon-testhost-net-$a-$b"
+  if (set -o noclobber; echo "$$" >"$lock") 2>/dev/null; then net_lock="$lock"; break; fi
+done
+[ -n "$net_lock" ] || { echo "no free 127.x.y.0/24 for the e2e host" >&2; exit 1; }
+host_net="127.$a.$b"
+host_kubeconfig=$(KUBEBYON_HOST_DIR="$work/host" KUBEBYON_HOST_API_PORT=$(bash scripts/free-port.sh) \
+  bash scripts/host-up.sh --test-latency --node-ip "$host_net.1" --pool "default=$host_net.200-$host_net.229" | tail -n 1)
+host_port=$(bash scripts/free-port.sh)
+KUBECONFIG="$host_kubeconfig" LEPTOS_SITE_ADDR="127.0.0.1:$host_port" KUBEBYON_DATA_DIR="$work/data-host" \
+  "$KUBEBYON_BIN" serve >"$work/console-host.log" 2>&1 &
+host_console_pid=$!
+wait_healthy "$host_port" "$host_console_pid" "$work/console-host.log"
+
 step "Playwright (Debian Chromium)"
 KUBEBYON_URL="http://127.0.0.1:$port" KUBEBYON_ADMIN_PASSWORD="e2e-admin-password" \
+  KUBEBYON_HOST_CONSOLE_URL="http://127.0.0.1:$host_port" KUBEBYON_HOST_NET="$host_net" \
   npx playwright test --config end2end/playwright.config.ts
-if grep -q -i -E "e2e-admin-password|kubebyon_session=|correct horse" "$work/console.log"; then
-  echo "a secret reached the console log" >&2; exit 1
-fi
+for log in "$work/console.log" "$work/console-host.log"; do
+  if grep -q -i -E "e2e-admin-password|kubebyon_session=|correct horse|BEGIN [A-Z ]*PRIVATE KEY|client-key-data" "$log"; then
+    echo "a secret reached the console log ($log)" >&2; exit 1
+  fi
+done
 
 step "host cluster (kube-apiserver + etcd + hostsim)"
 bash scripts/hostsim-test.sh

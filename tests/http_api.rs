@@ -88,6 +88,39 @@ async fn loadbalancer_rules_and_mode_switches() {
     assert_eq!(events[3]["operation"]["changes"][0]["from"]["mode"], "loadbalancer");
     assert_eq!(events[3]["operation"]["changes"][0]["to"]["mode"], "nodeport");
 
+    // The host reports NodePort for generation 5; then the user switches to
+    // LoadBalancer: until the host catches up, the old port, endpoint and
+    // kubeconfig are withheld (null/false) on the cluster and in the list.
+    let observed = kubebyon::domain::ClusterStatus {
+        phase: kubebyon::domain::Phase::Ready,
+        public_access_port: Some(31000),
+        api_endpoint: Some("https://[2001:db8::1]:31000".into()),
+        kubeconfig_available: true,
+        connection_status: kubebyon::domain::ConnectionStatus::Ok,
+        observed_generation: 5,
+        ..Default::default()
+    };
+    assert!(kubebyon::server::db::clusters::write_status(&c.pool, id, &observed).await.unwrap());
+    let now = c.get(&path, a).await.json();
+    assert_eq!(
+        (&now["status"]["public_access_port"], &now["status"]["kubeconfig_available"]),
+        (&json!(31000), &json!(true))
+    );
+    let lb = json!({"enabled": true, "mode": "loadbalancer", "control_plane_host": "10.0.0.50"});
+    assert_eq!(c.json("PATCH", &path, a, json!({"public_access": lb})).await.status, StatusCode::OK);
+    let list = c.get("/api/console/clusters", a).await.json();
+    for shown in [c.get(&path, a).await.json(), list[0].clone()] {
+        let st = &shown["status"];
+        assert_eq!((&shown["generation"], &st["observed_generation"]), (&json!(6), &json!(5)));
+        assert_eq!(
+            (&st["public_access_port"], &st["api_endpoint"], &st["kubeconfig_available"], &st["connection_status"]),
+            (&Value::Null, &Value::Null, &json!(false), &json!("unknown")),
+            "{shown}"
+        );
+    }
+    let r = c.get(&format!("{path}/kubeconfig"), a).await;
+    assert_eq!((r.status, r.code()), (StatusCode::CONFLICT, "kubeconfig_unavailable".into()));
+
     // Delete is accepted, recorded, and blocks further edits.
     let r = c.send("DELETE", &path, a, None, "").await;
     assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);

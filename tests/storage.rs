@@ -140,6 +140,10 @@ async fn spec_and_status_writers_do_not_overwrite_each_other() {
         assert_eq!(c.spec, new);
         assert_eq!(c.status, status, "{}: user edit left status alone", t.backend);
         assert!(c.waiting_for_host());
+        // Stored as observed, but never shown as current: the old NodePort port
+        // and endpoint are withheld from pages and the API until the host catches up.
+        let shown = c.clone().shown().status;
+        assert_eq!((shown.public_access_port, shown.api_endpoint, shown.kubeconfig_available), (None, None, false));
 
         // A stale writer (expected generation 1) loses; nothing changes.
         let stale = db::clusters::update_spec(

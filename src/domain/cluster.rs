@@ -111,6 +111,111 @@ pub struct ClusterStatus {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::{ClusterName, Host};
+
+    fn cluster(access: PublicAccess, status: ClusterStatus, generation: i64) -> Cluster {
+        Cluster {
+            id: 1,
+            owner_id: 1,
+            owner: "o".into(),
+            spec: ClusterSpec {
+                name: ClusterName::parse("c").unwrap(),
+                resources: Resources::default(),
+                public_access: access,
+            },
+            status,
+            generation,
+            deletion_requested: false,
+            created_at: 0,
+            updated_at: 0,
+        }
+    }
+
+    #[test]
+    fn progress_steps() {
+        let st = |phase, message: &str, observed| ClusterStatus {
+            phase,
+            message: message.into(),
+            observed_generation: observed,
+            ..ClusterStatus::default()
+        };
+        let table = [
+            (st(Phase::Pending, "", 0), (Step::Stored, false), true),
+            (st(Phase::Ready, "", 1), (Step::Stored, false), true), // an edit waits (generation 2)
+            (st(Phase::Provisioning, "installing", 2), (Step::Installing, false), true),
+            (st(Phase::Failed, "helm_failed: Error: x", 2), (Step::Installing, true), false),
+            (st(Phase::Provisioning, "lb_pending: no pool", 2), (Step::Starting, false), true),
+            (st(Phase::Provisioning, "starting", 2), (Step::Starting, false), true),
+            (st(Phase::Failed, "probe_failed: refused", 2), (Step::Starting, true), false),
+            (st(Phase::Ready, "", 2), (Step::Ready, false), false),
+            (st(Phase::Ready, "node_address", 2), (Step::Ready, false), false),
+        ];
+        for (i, (status, want, busy)) in table.into_iter().enumerate() {
+            let c = cluster(PublicAccess::Disabled, status, 2);
+            assert_eq!((c.progress(), c.in_progress()), (want, busy), "row {i}");
+        }
+    }
+
+    /// Defect 1: what an old spec's observation left is never shown as current.
+    #[test]
+    fn old_observations_are_withheld_until_the_host_catches_up() {
+        let np = |host: Option<&str>| PublicAccess::NodePort { host: host.map(|h| Host::parse(h).unwrap()) };
+        let lb = |host: &str| PublicAccess::LoadBalancer { host: Host::parse(host).unwrap() };
+        let seen = |endpoint: &str, port: Option<u16>| ClusterStatus {
+            phase: Phase::Ready,
+            public_access_port: port,
+            api_endpoint: Some(endpoint.into()),
+            kubeconfig_available: true,
+            connection_status: ConnectionStatus::Ok,
+            observed_generation: 1,
+            ..ClusterStatus::default()
+        };
+        // (spec now, what was observed for generation 1, generation now, endpoint shown, port shown)
+        type Row<'a> = (PublicAccess, ClusterStatus, i64, Option<&'a str>, Option<u16>);
+        let table: Vec<Row> = vec![
+            // settled: everything shown
+            (
+                np(None),
+                seen("https://203.0.113.9:31000", Some(31000)),
+                1,
+                Some("https://203.0.113.9:31000"),
+                Some(31000),
+            ),
+            (lb("203.0.113.50"), seen("https://203.0.113.50:443", None), 1, Some("https://203.0.113.50:443"), None),
+            (
+                np(Some("2001:db8::1")),
+                seen("https://[2001:db8::1]:31000", Some(31000)),
+                1,
+                Some("https://[2001:db8::1]:31000"),
+                Some(31000),
+            ),
+            // NodePort → LoadBalancer waiting: old port and endpoint gone
+            (lb("203.0.113.50"), seen("https://203.0.113.9:31000", Some(31000)), 2, None, None),
+            // LoadBalancer → NodePort waiting: old :443 endpoint gone, no port yet
+            (np(None), seen("https://203.0.113.50:443", None), 2, None, None),
+            // LoadBalancer host change waiting
+            (lb("203.0.113.51"), seen("https://203.0.113.50:443", None), 2, None, None),
+            // NodePort own host change waiting: the old host's endpoint and its port withheld
+            (np(Some("a.example.com")), seen("https://203.0.113.9:31000", Some(31000)), 2, None, None),
+            // disabled waiting: nothing public
+            (PublicAccess::Disabled, seen("https://203.0.113.9:31000", Some(31000)), 2, None, None),
+            // a resources-only change waiting: the endpoint still fits and stays
+            (
+                np(None),
+                seen("https://203.0.113.9:31000", Some(31000)),
+                2,
+                Some("https://203.0.113.9:31000"),
+                Some(31000),
+            ),
+        ];
+        for (i, (access, status, generation, endpoint, port)) in table.into_iter().enumerate() {
+            let c = cluster(access, status, generation).shown();
+            assert_eq!(c.status.api_endpoint.as_deref(), endpoint, "row {i}");
+            assert_eq!(c.status.public_access_port, port, "row {i}");
+            assert_eq!(c.status.kubeconfig_available, endpoint.is_some(), "row {i}");
+            assert_eq!(c.status.connection_status == ConnectionStatus::Ok, endpoint.is_some(), "row {i}");
+        }
+    }
 
     #[test]
     fn enums_round_trip_and_unknown_reads_as_default() {
@@ -123,6 +228,39 @@ mod tests {
         assert_eq!(Phase::parse("??"), Phase::Pending);
         assert_eq!(ConnectionStatus::parse("??"), ConnectionStatus::Unknown);
     }
+}
+
+/// Where a cluster's latest request is, as the detail page's progress shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Step {
+    /// Stored; the host has not reported on this request yet.
+    Stored,
+    /// helm-controller's install Job runs (or fails: then with `Failed`).
+    Installing,
+    /// Installed; the endpoint (address, certificate, vCluster) is coming up.
+    Starting,
+    Ready,
+}
+
+impl Step {
+    pub const ALL: [Step; 4] = [Self::Stored, Self::Installing, Self::Starting, Self::Ready];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Stored => "stored",
+            Self::Installing => "installing",
+            Self::Starting => "starting",
+            Self::Ready => "ready",
+        }
+    }
+}
+
+/// The outcome of a connection test run on request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProbeOutcome {
+    pub status: ConnectionStatus,
+    /// Beyond the status: the server version, or the names a certificate covers.
+    pub detail: Option<String>,
 }
 
 /// A stored cluster: who owns it, what they asked, what the host reports.
@@ -144,6 +282,55 @@ impl Cluster {
     /// The host cluster has not yet caught up with the latest request.
     pub fn waiting_for_host(&self) -> bool {
         self.deletion_requested || self.status.observed_generation < self.generation
+    }
+
+    /// The step the latest request is at; `failed` when it stopped there.
+    pub fn progress(&self) -> (Step, bool) {
+        let code = self.status.message.split(':').next().unwrap_or_default();
+        let failed = self.status.phase == Phase::Failed;
+        let step = if self.status.observed_generation < self.generation {
+            Step::Stored
+        } else if self.status.phase == Phase::Ready {
+            Step::Ready
+        } else if matches!(code, "installing" | "helm_failed") || (failed && code.is_empty()) {
+            Step::Installing
+        } else if code.is_empty() && self.status.phase == Phase::Pending {
+            Step::Stored
+        } else {
+            Step::Starting
+        };
+        (step, failed && step != Step::Stored)
+    }
+
+    /// Work is under way: the page keeps watching (stops when settled).
+    pub fn in_progress(&self) -> bool {
+        self.deletion_requested || !matches!(self.progress(), (Step::Ready, _) | (_, true))
+    }
+
+    /// The status as users see it (pages, JSON API, downloads): while a spec
+    /// change waits for the host (`observed_generation < generation`), what
+    /// belonged to the old spec is withheld — the port outside NodePort, an
+    /// endpoint the new mode or host would not give, and with it the
+    /// kubeconfig and the connection outcome. Settled clusters show it all.
+    pub fn shown(mut self) -> Self {
+        let access = &self.spec.public_access;
+        let st = &mut self.status;
+        if access.mode() != Some(super::PublicAccessMode::NodePort) {
+            st.public_access_port = None;
+        }
+        let fits = st.api_endpoint.as_deref().is_some_and(|e| super::endpoint::fits(access, e, st.public_access_port));
+        if !fits {
+            st.api_endpoint = None;
+            st.kubeconfig_available = false;
+            st.connection_status = ConnectionStatus::Unknown;
+            if access.mode() != Some(super::PublicAccessMode::NodePort) || st.observed_generation < self.generation {
+                st.public_access_port = None;
+            }
+        }
+        if self.deletion_requested {
+            st.kubeconfig_available = false;
+        }
+        self
     }
 
     /// The kubeconfig can be downloaded only when the host says it exists and

@@ -55,6 +55,21 @@ pub fn observe(access: &PublicAccess, nodeport_public_host: Option<&Host>, svc: 
     }
 }
 
+/// Whether an observed endpoint (and port) can belong to this spec: a
+/// LoadBalancer cluster's is `https://<host>:443`; a NodePort cluster's names
+/// its own host when it has one and the observed node port; a disabled
+/// cluster has none. An observation from before a mode or host change fails.
+pub fn fits(access: &PublicAccess, endpoint: &str, port: Option<u16>) -> bool {
+    match access {
+        PublicAccess::Disabled => false,
+        PublicAccess::LoadBalancer { host } => endpoint == url(&host.url_host(), HTTPS_PORT),
+        PublicAccess::NodePort { host } => port.is_some_and(|p| match host {
+            Some(h) => endpoint == url(&h.url_host(), p),
+            None => endpoint.ends_with(&format!(":{p}")),
+        }),
+    }
+}
+
 fn url(host: &str, port: u16) -> String {
     format!("https://{host}:{port}")
 }

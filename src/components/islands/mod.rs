@@ -3,6 +3,7 @@
 //! HTML form that works with JavaScript off.
 
 pub mod cluster_forms;
+pub mod cluster_live;
 pub mod delete_form;
 pub mod login_form;
 pub mod settings_form;

@@ -283,29 +283,11 @@ pub async fn cluster_kubeconfig(
     Ok((headers, text).into_response())
 }
 
-/// The outcome of a connection check run now.
-#[derive(Serialize)]
-pub struct ProbeReply {
-    pub status: crate::domain::ConnectionStatus,
-    pub detail: Option<String>,
-}
-
 /// Runs the connection check now (owner or admin) and wakes the reconciler.
 pub async fn probe_cluster(
     State(st): State<AppState>,
     ApiUser(u): ApiUser,
     Path(id): Path<String>,
-) -> ApiResult<ProbeReply> {
-    let cluster = clusters::get(&st.pool, &u, cluster_id(&id)?).await?;
-    let unavailable = || ApiError(AppError::new(ErrorCode::KubeconfigUnavailable));
-    let host = st.host.as_ref().ok_or_else(unavailable)?;
-    host.wake();
-    match reconciler::probe_now(host, &cluster).await {
-        Ok(Some(r)) => Ok(Json(ProbeReply { status: r.status, detail: r.detail })),
-        Ok(None) => Err(unavailable()),
-        Err(e) => {
-            tracing::warn!(cluster = cluster.id, error = %e, "probe failed");
-            Err(unavailable())
-        }
-    }
+) -> ApiResult<crate::domain::cluster::ProbeOutcome> {
+    Ok(Json(clusters::probe(&st.pool, st.host.as_ref(), &u, cluster_id(&id)?).await?))
 }

@@ -30,15 +30,17 @@ pub struct ClusterPatch {
     pub public_access: Option<PublicAccessRequest>,
 }
 
+/// Users' reads go through here: each cluster as [`Cluster::shown`] (nothing
+/// observed for an old spec is presented as current).
 pub async fn list(pool: &AnyPool, user: &CurrentUser) -> Result<Vec<Cluster>, AppError> {
     let owner = (!user.is_admin()).then_some(user.id);
-    Ok(db::clusters::list(pool, owner).await?)
+    Ok(db::clusters::list(pool, owner).await?.into_iter().map(Cluster::shown).collect())
 }
 
 /// The cluster if `user` may see it; `NotFound` otherwise (no existence leak).
 pub async fn get(pool: &AnyPool, user: &CurrentUser, id: i64) -> Result<Cluster, AppError> {
     match db::clusters::get(pool, id).await? {
-        Some(c) if user.is_admin() || c.owner_id == user.id => Ok(c),
+        Some(c) if user.is_admin() || c.owner_id == user.id => Ok(c.shown()),
         _ => Err(AppError::new(ErrorCode::NotFound)),
     }
 }
@@ -105,4 +107,27 @@ pub async fn events(pool: &AnyPool, user: &CurrentUser, id: i64) -> Result<Vec<C
 pub async fn history(pool: &AnyPool, cluster: &Cluster) -> Result<Vec<ClusterEvent>, AppError> {
     let rows = db::operations::for_cluster(pool, cluster.id).await?;
     Ok(rows.into_iter().map(db::operations::OperationRow::into_event).collect::<Result<_, _>>()?)
+}
+
+/// Tests the cluster's public endpoint now, as `kubectl version` would with its
+/// kubeconfig (owner or admin), and wakes the reconciler. No endpoint, no host
+/// or nothing readable on the host: `kubeconfig_unavailable`.
+pub async fn probe(
+    pool: &AnyPool,
+    host: Option<&std::sync::Arc<crate::server::reconciler::Context>>,
+    user: &CurrentUser,
+    id: i64,
+) -> Result<crate::domain::cluster::ProbeOutcome, AppError> {
+    let cluster = get(pool, user, id).await?;
+    let unavailable = || AppError::new(ErrorCode::KubeconfigUnavailable);
+    let host = host.ok_or_else(unavailable)?;
+    host.wake();
+    match crate::server::reconciler::probe_now(host, &cluster).await {
+        Ok(Some(r)) => Ok(crate::domain::cluster::ProbeOutcome { status: r.status, detail: r.detail }),
+        Ok(None) => Err(unavailable()),
+        Err(e) => {
+            tracing::warn!(cluster = cluster.id, error = %e, "probe failed");
+            Err(unavailable())
+        }
+    }
 }

@@ -1,0 +1,185 @@
+// The detail page against a real host (scripts/test.sh starts a simulated k3s
+// host — real kube-apiserver + etcd, hostsim — and a second console connected
+// to it): progress arrives without a reload, the downloaded kubeconfig works
+// with kubectl, mode switches show up live, the same with JavaScript off, and
+// a failing install shows helm's own words.
+import { test, expect, type Page } from '@playwright/test';
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { t, signIn, hydrated, unique, shot, accessible, chooseAccess, newPage, ADMIN_PASSWORD } from './helpers';
+
+const url = process.env.KUBEBYON_HOST_CONSOLE_URL;
+const lbPrefix = process.env.KUBEBYON_HOST_NET; // e.g. 127.12.34 (the host's /24)
+if (!url || !lbPrefix) {
+  throw new Error('KUBEBYON_HOST_CONSOLE_URL and KUBEBYON_HOST_NET are set by scripts/test.sh');
+}
+const nodeHost = `${lbPrefix}.1`;
+const READY = 90_000;
+
+test.use({ baseURL: url });
+test.describe.configure({ mode: 'serial', timeout: 240_000 });
+
+/** kubectl with a kubeconfig file: `get ns` must list `default`. */
+function kubectlGetNs(file: string): string {
+  return execFileSync('kubectl', ['--kubeconfig', file, '--request-timeout=10s', 'get', 'ns'], { encoding: 'utf8' });
+}
+
+/** Clicks the download link and returns the saved file's path. */
+async function downloadKubeconfig(page: Page): Promise<string> {
+  const [download] = await Promise.all([page.waitForEvent('download'), page.getByTestId('kubeconfig').click()]);
+  const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'kubebyon-e2e-')), 'kubeconfig');
+  await download.saveAs(file);
+  return file;
+}
+
+/** Marks the document; the mark is gone if the page reloads or navigates. */
+async function mark(page: Page) {
+  await page.evaluate(() => ((window as any).__sameDocument = true));
+}
+async function expectSameDocument(page: Page) {
+  expect(await page.evaluate(() => (window as any).__sameDocument === true)).toBe(true);
+}
+
+async function editAccess(page: Page, detailUrl: string, mode: 'off' | 'nodeport' | 'loadbalancer', host = '') {
+  await page.goto(`${detailUrl}/edit`);
+  await hydrated(page);
+  await chooseAccess(page, 'en', mode, host);
+  await page.getByRole('button', { name: t('en', 'form.save_submit') }).click();
+  await expect(page).toHaveURL(new RegExp(`${detailUrl}$`));
+  await hydrated(page);
+  await expect(page.getByTestId('live')).toHaveAttribute('data-live', 'true');
+  await mark(page);
+}
+
+async function setNodePortHost(page: Page) {
+  await page.goto('/admin/settings');
+  await hydrated(page);
+  await page.getByLabel(t('en', 'settings.nodeport_host')).fill(nodeHost);
+  await page.getByRole('button', { name: t('en', 'settings.submit') }).click();
+  await expect(page.getByRole('status').first()).toBeVisible();
+}
+
+test('LoadBalancer cluster: Ready without a reload, kubeconfig works, switches show live', async ({ page }) => {
+  await signIn(page, 'admin', ADMIN_PASSWORD);
+  await setNodePortHost(page);
+  // The settings page says what it found on the host.
+  await page.goto('/admin/settings');
+  await expect(page.locator('#load_balancer_address_request-detected')).toHaveAttribute('data-detected', 'metallb');
+
+  const name = unique('live');
+  const lbIp = `${lbPrefix}.210`;
+  await page.goto('/clusters/new');
+  await hydrated(page);
+  await page.getByLabel(t('en', 'form.name')).fill(name);
+  await chooseAccess(page, 'en', 'loadbalancer', lbIp);
+  await page.getByRole('button', { name: t('en', 'form.create_submit') }).click();
+  await expect(page).toHaveURL(/\/clusters\/\d+$/);
+  const detailUrl = page.url();
+  await hydrated(page);
+  await expect(page.getByTestId('live')).toHaveAttribute('data-live', 'true');
+  await mark(page);
+
+  // Progress as it happens, then Ready — all in this same document.
+  await expect(page.locator('.progress')).toBeVisible();
+  await expect(page.locator('[data-phase]').first()).toHaveAttribute('data-phase', 'ready', { timeout: READY });
+  await expectSameDocument(page);
+  await expect(page.locator('.progress')).toHaveAttribute('data-step', 'ready');
+  await expect(page.locator('[data-field=endpoint]')).toHaveText(`https://${lbIp}:443`);
+  await expect(page.locator('[data-field=port]')).toHaveCount(0);
+  await expect(page.locator('#cluster-live')).toHaveAttribute('data-in-progress', 'false');
+  await shot(page, 'live-ready-en');
+  await accessible(page);
+
+  const file = await downloadKubeconfig(page);
+  expect(kubectlGetNs(file)).toContain('default');
+
+  // Test connection: the server probes with this kubeconfig and shows the outcome.
+  await page.getByRole('button', { name: t('en', 'detail.test_connection') }).click();
+  await expect(page).toHaveURL(/\?probe=ok&probe_detail=/);
+  await expect(page.getByTestId('probe-outcome')).toHaveAttribute('data-status', 'ok');
+  await expect(page.getByTestId('probe-outcome')).toContainText(t('en', 'connection.ok'));
+
+  // The same page in Chinese.
+  await page.getByRole('link', { name: t('zh-CN', 'languages.zh_CN') }).click();
+  await expect(page.locator('html')).toHaveAttribute('lang', 'zh-CN');
+  await expect(page.locator('[data-field=connection]')).toHaveText(t('zh-CN', 'connection.ok'));
+  await expect(page.locator('.progress')).toContainText(t('zh-CN', 'detail.step_ready'));
+  await shot(page, 'live-ready-zh');
+  await accessible(page);
+  await page.getByRole('link', { name: t('zh-CN', 'languages.en') }).click();
+  await expect(page.locator('html')).toHaveAttribute('lang', 'en');
+
+  // → NodePort: the port appears live, the new kubeconfig works.
+  await editAccess(page, detailUrl, 'nodeport');
+  await expect(page.locator('[data-field=port]')).toHaveText(/^\d{5}$/, { timeout: READY });
+  await expect(page.locator('[data-phase]').first()).toHaveAttribute('data-phase', 'ready', { timeout: READY });
+  await expectSameDocument(page);
+  const port = await page.locator('[data-field=port]').textContent();
+  await expect(page.locator('[data-field=endpoint]')).toHaveText(`https://${nodeHost}:${port}`);
+  expect(kubectlGetNs(await downloadKubeconfig(page))).toContain('default');
+  // The LoadBalancer kubeconfig no longer reaches it.
+  expect(() => kubectlGetNs(file)).toThrow();
+
+  // → off: endpoint and download disappear.
+  await editAccess(page, detailUrl, 'off');
+  await expect(page.locator('[data-phase]').first()).toHaveAttribute('data-phase', 'ready', { timeout: READY });
+  await expect(page.locator('[data-field=endpoint]')).toHaveText(t('en', 'app.none'));
+  await expect(page.getByTestId('kubeconfig')).toBeDisabled();
+  await expectSameDocument(page);
+});
+
+test('NodePort cluster with JavaScript off: complete on each reload, kubeconfig works', async ({ browser }) => {
+  const page = await newPage(browser, { js: false });
+  await signIn(page, 'admin', ADMIN_PASSWORD, false);
+  const name = unique('nojs');
+  await page.goto('/clusters/new');
+  await page.getByLabel(t('en', 'form.name')).fill(name);
+  await chooseAccess(page, 'en', 'nodeport');
+  await page.getByRole('button', { name: t('en', 'form.create_submit') }).click();
+  await expect(page).toHaveURL(/\/clusters\/\d+$/);
+  await expect(async () => {
+    await page.reload();
+    await expect(page.locator('[data-phase]').first()).toHaveAttribute('data-phase', 'ready', { timeout: 1000 });
+  }).toPass({ timeout: READY, intervals: [1000] });
+  await expect(page.locator('[data-field=port]')).toHaveText(/^\d{5}$/);
+  await expect(page.locator('.progress')).toHaveAttribute('data-step', 'ready');
+  const file = await downloadKubeconfig(page);
+  expect(kubectlGetNs(file)).toContain('default');
+  // Test connection posts the form and lands back with the outcome.
+  await page.getByRole('button', { name: t('en', 'detail.test_connection') }).click();
+  await expect(page).toHaveURL(/\?probe=ok/);
+  await expect(page.getByTestId('probe-outcome')).toHaveAttribute('data-status', 'ok');
+  await shot(page, 'live-nojs-en');
+});
+
+test('a failing install shows helm\'s own words, and recovers', async ({ page }) => {
+  await signIn(page, 'admin', ADMIN_PASSWORD);
+  // A chart version the repository does not have: helm fails, in its words.
+  const setVersion = async (version: string) => {
+    await page.goto('/admin/settings');
+    await hydrated(page);
+    await page.getByLabel(t('en', 'settings.chart_version')).fill(version);
+    await page.getByRole('button', { name: t('en', 'settings.submit') }).click();
+    await expect(page.getByRole('status').first()).toBeVisible();
+  };
+  await setVersion('0.29.0');
+  const name = unique('broken');
+  await page.goto('/clusters/new');
+  await hydrated(page);
+  await page.getByLabel(t('en', 'form.name')).fill(name);
+  await chooseAccess(page, 'en', 'off');
+  await page.getByRole('button', { name: t('en', 'form.create_submit') }).click();
+  await expect(page).toHaveURL(/\/clusters\/\d+$/);
+  const detailUrl = page.url();
+  await hydrated(page);
+  await mark(page);
+  await expect(page.locator('[data-field=reason]')).toContainText('0.29.0', { timeout: READY });
+  await expect(page.locator('[data-field=reason]')).toContainText('Error:');
+  await expectSameDocument(page);
+  await shot(page, 'live-helm-failed-en');
+  await setVersion('0.30.0');
+  await page.goto(detailUrl);
+  await expect(page.locator('[data-phase]').first()).toHaveAttribute('data-phase', 'ready', { timeout: READY });
+});

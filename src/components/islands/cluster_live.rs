@@ -1,0 +1,508 @@
+//! A cluster's page, live: phase and progress, the reason in words, endpoint
+//! (with a copy button), port (NodePort only), connection, the kubeconfig
+//! download and the request history are rendered on the server
+//! ([`Overview`]), with a plain "Test connection" form; the [`LiveRegion`]
+//! island keeps them current while work is in progress. With JavaScript off
+//! the same page is complete at each reload.
+
+use leptos::prelude::*;
+use leptos_i18n::I18nContext;
+use server_fn::ServerFn;
+
+use crate::actions::clusters::{ClusterPage, ProbeCluster};
+use crate::components::hydration::hydration_flag;
+use crate::components::labels::{
+    PhaseBadge, access_text, connection_text, format_time, mode_text, reason_text, shown_phase,
+};
+use crate::domain::change::{Change, ClusterEvent, Operation};
+use crate::domain::cluster::{Cluster, ProbeOutcome, Step};
+use crate::domain::{AppError, ConnectionStatus, PublicAccessMode, Resources};
+use crate::i18n::*;
+
+pub fn resources_text(i18n: I18nContext<Locale>, r: &Resources) -> String {
+    format!(
+        "{} {} · {} {} · {} {}",
+        r.cpu_cores(),
+        t_string!(i18n, detail.cpu_unit),
+        r.memory_gib,
+        t_string!(i18n, detail.gib_unit),
+        r.storage_gib,
+        t_string!(i18n, detail.gib_unit)
+    )
+}
+
+fn event_text(i18n: I18nContext<Locale>, op: &Operation) -> String {
+    let locale = i18n.get_locale_untracked();
+    match op {
+        Operation::Create { spec } => format!(
+            "{} — {}, {}",
+            t_string!(i18n, detail.event_create),
+            access_text(locale, &spec.public_access),
+            resources_text(i18n, &spec.resources)
+        ),
+        Operation::Delete => t_string!(i18n, detail.event_delete).to_owned(),
+        Operation::Update { changes } => {
+            let parts: Vec<String> = changes
+                .iter()
+                .map(|c| match c {
+                    Change::PublicAccess { from, to } => format!(
+                        "{}: {} → {}",
+                        t_string!(i18n, detail.event_public_access),
+                        access_text(locale, from),
+                        access_text(locale, to)
+                    ),
+                    Change::Resources { from, to } => format!(
+                        "{}: {} → {}",
+                        t_string!(i18n, detail.event_resources),
+                        resources_text(i18n, from),
+                        resources_text(i18n, to)
+                    ),
+                })
+                .collect();
+            format!("{} — {}", t_string!(i18n, detail.event_update), parts.join("; "))
+        }
+    }
+}
+
+fn state_text(i18n: I18nContext<Locale>, state: &str) -> &'static str {
+    match state {
+        "running" => t_string!(i18n, detail.state_running),
+        "done" => t_string!(i18n, detail.state_done),
+        "failed" => t_string!(i18n, detail.state_failed),
+        _ => t_string!(i18n, detail.state_pending),
+    }
+}
+
+fn step_text(i18n: I18nContext<Locale>, step: Step) -> &'static str {
+    match step {
+        Step::Stored => t_string!(i18n, detail.step_stored),
+        Step::Installing => t_string!(i18n, detail.step_installing),
+        Step::Starting => t_string!(i18n, detail.step_starting),
+        Step::Ready => t_string!(i18n, detail.step_ready),
+    }
+}
+
+/// A time as UTC text; [`LiveRegion`] shows it in the viewer's locale and time zone.
+#[component]
+fn Time(secs: i64) -> impl IntoView {
+    view! {
+        <time datetime=format_time(secs) data-epoch=secs>
+            {format_time(secs)}
+        </time>
+    }
+}
+
+#[component]
+fn Progress(cluster: Cluster) -> impl IntoView {
+    let i18n = use_i18n();
+    let (current, failed) = cluster.progress();
+    let at = Step::ALL.iter().position(|s| *s == current).unwrap_or(0);
+    view! {
+        <ol
+            class="progress"
+            aria-label=t_string!(i18n, detail.progress_label)
+            data-step=current.as_str()
+            data-failed=failed.to_string()
+        >
+            {Step::ALL
+                .into_iter()
+                .enumerate()
+                .map(|(i, step)| {
+                    let state = match i.cmp(&at) {
+                        std::cmp::Ordering::Less => "done",
+                        std::cmp::Ordering::Equal if failed => "failed",
+                        std::cmp::Ordering::Equal if step == Step::Ready => "done",
+                        std::cmp::Ordering::Equal => "current",
+                        std::cmp::Ordering::Greater => "todo",
+                    };
+                    let label = if state == "failed" {
+                        format!("{} — {}", step_text(i18n, step), t_string!(i18n, detail.step_failed))
+                    } else {
+                        step_text(i18n, step).to_owned()
+                    };
+                    view! {
+                        <li class=format!("progress-step progress-{state}") aria-current=(i == at).then_some("step")>
+                            {label}
+                        </li>
+                    }
+                })
+                .collect_view()}
+        </ol>
+    }
+}
+
+#[component]
+fn Facts(page: ClusterPage) -> impl IntoView {
+    let i18n = use_i18n();
+    let locale = i18n.get_locale_untracked();
+    let c = page.cluster;
+    let none = || t_string!(i18n, app.none).to_owned();
+    let access = &c.spec.public_access;
+    let mode = access.mode();
+    let endpoint = c.status.api_endpoint.clone();
+    // Shown (and working) once the page's island has hydrated: it needs JavaScript.
+    let copy_button = endpoint.clone().map(|text| {
+        view! {
+            <button
+                type="button"
+                class="btn btn-small"
+                hidden=true
+                data-copy=text
+                data-copied=t_string!(i18n, detail.copied)
+                aria-label=t_string!(i18n, detail.copy_endpoint)
+            >
+                {t!(i18n, detail.copy)}
+            </button>
+        }
+    });
+    let port_row = (mode == Some(PublicAccessMode::NodePort)).then(|| {
+        view! {
+            <dt>{t!(i18n, detail.port)}</dt>
+            <dd data-field="port">{c.status.public_access_port.map(|p| p.to_string()).unwrap_or_else(none)}</dd>
+        }
+    });
+    view! {
+        <dl class="facts">
+            <dt>{t!(i18n, detail.mode)}</dt>
+            <dd data-field="mode" data-mode=mode.map(|m| m.as_str()).unwrap_or("disabled")>
+                {mode_text(locale, mode)}
+            </dd>
+            <dt>{t!(i18n, detail.host)}</dt>
+            <dd data-field="host" class="font-mono">
+                {access.host().map(ToString::to_string).unwrap_or_else(none)}
+            </dd>
+            <dt>{t!(i18n, detail.endpoint)}</dt>
+            <dd class="flex items-center gap-2">
+                <span data-field="endpoint" class="font-mono">
+                    {endpoint.unwrap_or_else(none)}
+                </span>
+                {copy_button}
+            </dd>
+            {port_row}
+            <dt>{t!(i18n, detail.connection)}</dt>
+            <dd data-field="connection" data-status=c.status.connection_status.as_str()>
+                {connection_text(locale, c.status.connection_status)}
+            </dd>
+            {reason_text(locale, &c.status.message)
+                .map(|reason| {
+                    view! {
+                        <dt>{t!(i18n, detail.reason)}</dt>
+                        <dd data-field="reason" class="whitespace-pre-line">
+                            {reason}
+                        </dd>
+                    }
+                })}
+            <dt>{t!(i18n, detail.resources)}</dt>
+            <dd>{resources_text(i18n, &c.spec.resources)}</dd>
+            {page
+                .viewer_is_admin
+                .then(|| {
+                    view! {
+                        <dt>{t!(i18n, detail.owner)}</dt>
+                        <dd>{c.owner.clone()}</dd>
+                    }
+                })}
+            <dt>{t!(i18n, detail.generation)}</dt>
+            <dd>{c.generation}</dd>
+            <dt>{t!(i18n, detail.observed_generation)}</dt>
+            <dd data-field="observed_generation">{c.status.observed_generation}</dd>
+        </dl>
+    }
+}
+
+#[component]
+fn Events(events: Vec<ClusterEvent>) -> impl IntoView {
+    let i18n = use_i18n();
+    if events.is_empty() {
+        return view! { <p class="text-slate-600">{t!(i18n, detail.events_empty)}</p> }.into_any();
+    }
+    view! {
+        <table class="table" data-testid="events">
+            <thead>
+                <tr>
+                    <th scope="col">{t!(i18n, detail.event_when)}</th>
+                    <th scope="col">{t!(i18n, detail.event_what)}</th>
+                    <th scope="col">{t!(i18n, detail.event_who)}</th>
+                    <th scope="col">{t!(i18n, detail.event_state)}</th>
+                </tr>
+            </thead>
+            <tbody>
+                {events
+                    .into_iter()
+                    .map(|e| {
+                        view! {
+                            <tr data-kind=e.operation.kind() data-state=e.state.clone()>
+                                <td class="whitespace-nowrap text-sm">
+                                    <Time secs=e.created_at />
+                                </td>
+                                <td>{event_text(i18n, &e.operation)}</td>
+                                <td>{e.requested_by.clone().unwrap_or_default()}</td>
+                                <td>{state_text(i18n, &e.state)}</td>
+                            </tr>
+                        }
+                    })
+                    .collect_view()}
+            </tbody>
+        </table>
+    }
+    .into_any()
+}
+
+/// Everything about the cluster that changes as the host reports: the part of
+/// the page [`LiveRegion`] replaces while work is in progress.
+#[component]
+pub fn Overview(
+    page: ClusterPage,
+    /// The outcome of the connection test just run (from the URL).
+    probed: Option<ProbeOutcome>,
+    /// Why the connection test could not run (from the URL).
+    probe_error: Option<AppError>,
+) -> impl IntoView {
+    let i18n = use_i18n();
+    let locale = i18n.get_locale_untracked();
+    let c = page.cluster.clone();
+    let id = c.id;
+    let testable = c.status.api_endpoint.is_some();
+    let outcome = probed.map(|o| {
+        // What the probe saw: the names the certificate covers on a mismatch,
+        // else the server's version or the HTTP status.
+        let detail = o.detail.clone().map(|d| {
+            let label = if o.status == ConnectionStatus::CertificateHostMismatch {
+                format!(" {} ", t_string!(i18n, detail.probe_sans))
+            } else {
+                " — ".to_owned()
+            };
+            view! {
+                {label}
+                <span class="font-mono">{d}</span>
+            }
+        });
+        view! {
+            <p class="note" role="status" data-testid="probe-outcome" data-status=o.status.as_str()>
+                {t!(i18n, detail.probe_result)}
+                ": "
+                {connection_text(locale, o.status)}
+                {detail}
+            </p>
+        }
+    });
+    let probe_error = probe_error.map(|e| {
+        view! {
+            <p class="field-error" role="alert" data-error-code=e.code.as_str()>
+                {crate::components::error_text::error_text(locale, e.code)}
+            </p>
+        }
+    });
+    let banner = if c.deletion_requested {
+        Some(t_string!(i18n, detail.deletion_requested))
+    } else if c.waiting_for_host() {
+        Some(t_string!(i18n, detail.waiting_for_host))
+    } else {
+        None
+    };
+    let kubeconfig = if c.kubeconfig_downloadable() {
+        view! {
+            <a href=format!("/clusters/{id}/kubeconfig") class="btn btn-primary" download="" data-testid="kubeconfig">
+                {t!(i18n, detail.kubeconfig_download)}
+            </a>
+        }
+        .into_any()
+    } else {
+        view! {
+            <button type="button" class="btn" disabled=true aria-describedby="kubeconfig-hint" data-testid="kubeconfig">
+                {t!(i18n, detail.kubeconfig_download)}
+            </button>
+            <p id="kubeconfig-hint" class="field-hint">
+                {t!(i18n, detail.kubeconfig_unavailable)}
+            </p>
+        }
+        .into_any()
+    };
+    view! {
+        <div id=REGION_ID data-in-progress=c.in_progress().to_string()>
+            <div class="page-head">
+                <div>
+                    <h1 class="page-title font-mono">{c.spec.name.to_string()}</h1>
+                    <PhaseBadge phase=shown_phase(&c) />
+                </div>
+                {(!c.deletion_requested)
+                    .then(|| {
+                        view! {
+                            <a href=format!("/clusters/{id}/edit") class="btn btn-primary">
+                                {t!(i18n, detail.edit)}
+                            </a>
+                        }
+                    })}
+            </div>
+            {banner
+                .map(|b| {
+                    view! {
+                        <p class="banner" role="status" data-testid="waiting">
+                            {b}
+                        </p>
+                    }
+                })}
+            <section class="card">
+                <h2 class="section-title">{t!(i18n, detail.overview)}</h2>
+                <Progress cluster=c.clone() />
+                <Facts page=page.clone() />
+            </section>
+            <section class="card">
+                <h2 class="section-title">{t!(i18n, detail.kubeconfig)}</h2>
+                {kubeconfig}
+                // A plain form: the server tests the endpoint and redirects back here with the outcome.
+                <form method="post" action=ProbeCluster::PATH class="form mt-4" data-form="probe">
+                    <input type="hidden" name="id" value=id />
+                    <button type="submit" class="btn self-start" disabled=!testable>
+                        {t!(i18n, detail.test_connection)}
+                    </button>
+                    {(!testable).then(|| view! { <p class="field-hint">{t!(i18n, detail.probe_unavailable)}</p> })}
+                    {probe_error}
+                    {outcome}
+                </form>
+            </section>
+            <section class="card">
+                <h2 class="section-title">{t!(i18n, detail.events)}</h2>
+                <Events events=page.events />
+            </section>
+        </div>
+    }
+}
+
+/// The id of the element [`LiveRegion`] swaps.
+const REGION_ID: &str = "cluster-live";
+
+/// Keeps its (server-rendered) children current: while they say work is in
+/// progress, fetches the page every 2 s and swaps in the fresh region (HTML
+/// over the wire: the page is rendered once, on the server, with or without
+/// JavaScript); stops once settled. Also shows times in the viewer's locale
+/// and makes the copy buttons work.
+#[island]
+pub fn LiveRegion(id: i64, children: Children) -> impl IntoView {
+    let root = NodeRef::<leptos::html::Div>::new();
+    let live = hydration_flag();
+    #[cfg(feature = "hydrate")]
+    Effect::new(move |_| {
+        if let Some(el) = root.get() {
+            live::start(id, el.into());
+        }
+    });
+    #[cfg(not(feature = "hydrate"))]
+    let _ = id;
+    view! {
+        <div node_ref=root data-testid="live" data-live=live>
+            {children()}
+        </div>
+    }
+}
+
+#[cfg(feature = "hydrate")]
+mod live {
+    //! The browser side of [`super::LiveRegion`], on plain DOM calls.
+    use leptos::prelude::*;
+    use wasm_bindgen::JsCast;
+    use wasm_bindgen::prelude::Closure;
+    use web_sys::{DomParser, Element, HtmlElement, SupportedType};
+
+    const POLL: std::time::Duration = std::time::Duration::from_millis(2000);
+
+    pub fn start(id: i64, root: HtmlElement) {
+        decorate(&root);
+        // Copy buttons: one listener for the region, whatever was swapped in.
+        let on_click = Closure::<dyn Fn(web_sys::Event)>::new(move |ev: web_sys::Event| {
+            let button = ev
+                .target()
+                .and_then(|t| t.dyn_into::<Element>().ok())
+                .and_then(|t| t.closest("[data-copy]").ok().flatten());
+            if let Some(button) = button {
+                copy(button);
+            }
+        });
+        let _ = root.add_event_listener_with_callback("click", on_click.as_ref().unchecked_ref());
+        on_click.forget();
+        let busy = std::rc::Rc::new(std::cell::Cell::new(false));
+        let tick = {
+            let root = root.clone();
+            move || {
+                let in_progress = region(&root).and_then(|r| r.get_attribute("data-in-progress"));
+                if in_progress.as_deref() != Some("true") || busy.replace(true) {
+                    return;
+                }
+                let (root, busy) = (root.clone(), busy.clone());
+                leptos::task::spawn_local(async move {
+                    refresh(id, &root).await;
+                    busy.set(false);
+                });
+            }
+        };
+        if let Ok(handle) = set_interval_with_handle(tick, POLL) {
+            on_cleanup(move || handle.clear());
+        }
+    }
+
+    fn region(root: &HtmlElement) -> Option<Element> {
+        root.query_selector(&format!("#{}", super::REGION_ID)).ok().flatten()
+    }
+
+    /// Fetches the page and swaps in its region; a cluster gone meanwhile
+    /// leads back to the list.
+    async fn refresh(id: i64, root: &HtmlElement) {
+        use wasm_bindgen_futures::JsFuture;
+        // The page as it is addressed now (a `?probe=` outcome stays shown).
+        let path = window().location().href().unwrap_or_else(|_| format!("/clusters/{id}"));
+        let Ok(resp) = JsFuture::from(window().fetch_with_str(&path)).await else { return };
+        let Ok(resp) = resp.dyn_into::<web_sys::Response>() else { return };
+        if resp.status() == 404 {
+            let _ = window().location().set_href("/clusters");
+            return;
+        }
+        if !resp.ok() || resp.redirected() {
+            return;
+        }
+        let Some(text) = resp.text().ok().map(JsFuture::from) else { return };
+        let Some(html) = text.await.ok().and_then(|t| t.as_string()) else { return };
+        let Ok(parser) = DomParser::new() else { return };
+        let Ok(doc) = parser.parse_from_string(&html, SupportedType::TextHtml) else { return };
+        let fresh = doc.get_element_by_id(super::REGION_ID);
+        if let (Some(fresh), Some(current)) = (fresh, region(root))
+            && fresh.outer_html() != current.outer_html()
+        {
+            current.set_outer_html(&fresh.outer_html());
+            decorate(root);
+        }
+    }
+
+    /// Times in the viewer's locale; copy buttons shown (they need JavaScript).
+    fn decorate(root: &HtmlElement) {
+        let lang = document().document_element().and_then(|e| e.get_attribute("lang")).unwrap_or_else(|| "en".into());
+        if let Ok(times) = root.query_selector_all("time[data-epoch]") {
+            for i in 0..times.length() {
+                let Some(el) = times.item(i).and_then(|n| n.dyn_into::<Element>().ok()) else { continue };
+                let Some(secs) = el.get_attribute("data-epoch").and_then(|s| s.parse::<f64>().ok()) else { continue };
+                let date = js_sys::Date::new(&wasm_bindgen::JsValue::from_f64(secs * 1000.0));
+                if let Some(text) = date.to_locale_string(&lang, &wasm_bindgen::JsValue::UNDEFINED).as_string() {
+                    el.set_text_content(Some(&text));
+                }
+            }
+        }
+        if let Ok(buttons) = root.query_selector_all("[data-copy]") {
+            for i in 0..buttons.length() {
+                if let Some(el) = buttons.item(i).and_then(|n| n.dyn_into::<Element>().ok()) {
+                    let _ = el.remove_attribute("hidden");
+                }
+            }
+        }
+    }
+
+    fn copy(button: Element) {
+        let Some(text) = button.get_attribute("data-copy") else { return };
+        let clipboard = window().navigator().clipboard();
+        leptos::task::spawn_local(async move {
+            if wasm_bindgen_futures::JsFuture::from(clipboard.write_text(&text)).await.is_ok()
+                && let Some(label) = button.get_attribute("data-copied")
+            {
+                button.set_text_content(Some(&label));
+            }
+        });
+    }
+}
