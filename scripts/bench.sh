@@ -10,12 +10,14 @@ source scripts/env.sh
 site=$(bash scripts/build-console.sh)
 source scripts/console-env.sh
 
-echo "== hydrate bundle ($site/pkg)"
+echo "== hydrate bundle ($site/pkg, content-hashed names)"
+hash_of() { awk -F': ' -v k="$1" '$1 == k {print $2}' "$CARGO_TARGET_DIR/release/hash.txt"; }
 total_raw=0; total_gz=0
-for f in "$site"/pkg/kubebyon.wasm "$site"/pkg/kubebyon.js "$site"/pkg/kubebyon.css; do
-  raw=$(stat -c %s "$f"); gz=$(gzip -9 -c "$f" | wc -c)
-  printf '%-16s %8d bytes raw %8d bytes gzip\n' "$(basename "$f")" "$raw" "$gz"
-  case "$f" in *.css) ;; *) total_raw=$((total_raw + raw)); total_gz=$((total_gz + gz)) ;; esac
+for ext in wasm js css; do
+  f="$site/pkg/kubebyon.$(hash_of $ext).$ext"
+  raw=$(stat -c %s "$f"); gz=$(gzip -9 -c "$f" | wc -c); br=$(stat -c %s "$f.br")
+  printf '%-16s %8d bytes raw %8d bytes gzip -9 %8d bytes brotli (as served)\n' "kubebyon.$ext" "$raw" "$gz" "$br"
+  case "$ext" in css) ;; *) total_raw=$((total_raw + raw)); total_gz=$((total_gz + gz)) ;; esac
 done
 printf 'wasm + js        %8d bytes raw %8d bytes gzip (%d KiB gzip)\n' "$total_raw" "$total_gz" $((total_gz / 1024))
 
@@ -30,6 +32,26 @@ echo "== server memory (pid $pid)"
 echo "after start:      $(awk '/VmRSS/{print $2, $3}' /proc/$pid/status) RSS"
 for _ in $(seq 1 200); do curl -fsS -o /dev/null "http://127.0.0.1:$port/login"; done
 echo "after 200 pages:  $(awk '/VmRSS/{print $2, $3}' /proc/$pid/status) RSS"
+
+echo "== bytes over the wire: a cluster's detail page, first and repeat visit (Accept-Encoding: br, gzip)"
+base="http://127.0.0.1:$port"
+jar="$work/cookies"
+curl -fsS -c "$jar" -H 'content-type: application/json' -d '{"username":"admin","password":"bench-password-123"}' "$base/api/auth/login" >/dev/null
+id=$(curl -fsS -b "$jar" -H 'content-type: application/json' \
+  -d '{"name":"wire","resources":{"cpu":"1","memory_gib":2,"storage_gib":5},"public_access":{"enabled":false}}' \
+  "$base/api/console/clusters" | sed -E 's/^\{"id":([0-9]+).*/\1/')
+wire() { curl -fsS -b "$jar" -H 'accept-encoding: br, gzip' -o /dev/null -w '%{size_download} %{header_json}' "$1"; }
+page=$(wire "$base/clusters/$id" | cut -d' ' -f1)
+assets=0
+for ext in wasm js css; do
+  out=$(wire "$base/pkg/kubebyon.$(hash_of $ext).$ext")
+  bytes=${out%% *}; assets=$((assets + bytes))
+  printf '%-16s %8d bytes, %s, %s\n' "kubebyon.$ext" "$bytes" \
+    "$(echo "$out" | grep -o '"content-encoding":\["[a-z]*"\]' || echo 'no content-encoding')" \
+    "$(echo "$out" | grep -o '"cache-control":\["[^"]*"\]')"
+done
+printf 'first visit:      %8d bytes (page %d + assets %d)\n' $((page + assets)) "$page" "$assets"
+printf 'repeat visit:     %8d bytes (page only: the assets are cached immutable)\n' "$page"
 
 echo "== reconciler: NodePort -> LoadBalancer switches on a test host"
 hostsim_target="${HOSTSIM_TARGET_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kubebyon/target-hostsim}"

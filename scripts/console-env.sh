@@ -5,4 +5,6 @@ export LEPTOS_SITE_ROOT="${LEPTOS_SITE_ROOT:-$PWD/target/site}"
 export LEPTOS_SITE_PKG_DIR=pkg
 export LEPTOS_SITE_ADDR="${LEPTOS_SITE_ADDR:-127.0.0.1:3000}"
 export LEPTOS_ENV=PROD
+# The build names the assets kubebyon.<hash>.* (hash-files in Cargo.toml).
+export LEPTOS_HASH_FILES=true
 KUBEBYON_BIN="$CARGO_TARGET_DIR/release/kubebyon"

@@ -42,6 +42,7 @@ bash scripts/lint.sh
 step "PostgreSQL for the storage tests"
 KUBEBYON_TEST_POSTGRES_URL=$(bash scripts/test-postgres.sh start "$work/pg")
 export KUBEBYON_TEST_POSTGRES_URL
+export KUBEBYON_REQUIRE_POSTGRES=1
 
 step "Rust tests"
 cargo test --features ssr
@@ -58,6 +59,17 @@ export LEPTOS_SITE_ADDR="127.0.0.1:$port" KUBEBYON_DATA_DIR="$work/data" KUBEBYO
 "$KUBEBYON_BIN" serve >"$work/console.log" 2>&1 &
 server_pid=$!
 wait_healthy "$port" "$server_pid" "$work/console.log"
+
+step "assets as a web server should serve them"
+# The page names content-hashed files; each is sent precompressed and immutable.
+for asset in $(curl -fsS "http://127.0.0.1:$port/login" | grep -oE '/pkg/kubebyon\.[A-Za-z0-9_-]+\.(js|wasm|css)' | sort -u); do
+  headers=$(curl -fsS -o /dev/null -D - -H 'accept-encoding: br, gzip' "http://127.0.0.1:$port$asset")
+  grep -qi '^content-encoding: br' <<<"$headers" || { echo "$asset: not brotli" >&2; echo "$headers" >&2; exit 1; }
+  grep -qi '^cache-control: public, max-age=31536000, immutable' <<<"$headers" || { echo "$asset: not immutable" >&2; exit 1; }
+  echo "  $asset: br, immutable" >&2
+done
+[ "$(curl -fsS "http://127.0.0.1:$port/login" | grep -oE '/pkg/kubebyon\.[A-Za-z0-9_-]+\.(js|wasm|css)' | sort -u | wc -l)" -eq 3 ] \
+  || { echo "the page does not name hashed js, wasm and css" >&2; exit 1; }
 if grep -q -i -E "e2e-admin-password|kubebyon_session=" "$work/console.log"; then
   echo "a secret reached the console log" >&2; exit 1
 fi

@@ -1,7 +1,7 @@
 //! The HTML shell and the routes.
 
 use leptos::prelude::*;
-use leptos_meta::{MetaTags, provide_meta_context};
+use leptos_meta::{HashedStylesheet, MetaTags, provide_meta_context};
 use leptos_router::components::{Route, Router, Routes};
 use leptos_router::{SsrMode, path};
 
@@ -23,7 +23,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <meta charset="utf-8" />
                 <meta name="viewport" content="width=device-width, initial-scale=1" />
                 <link rel="icon" href="/favicon.ico" />
-                <link rel="stylesheet" id="leptos" href="/pkg/kubebyon.css" />
+                <HashedStylesheet options=options.clone() id="leptos" />
                 <AutoReload options=options.clone() />
                 <HydrationScripts options islands=true />
                 <MetaTags />

@@ -71,8 +71,16 @@ async fn run(command: Command, config: Config) -> Result<(), String> {
 }
 
 async fn serve(pool: AnyPool, db_shown: String, config: Config) -> Result<(), String> {
-    let conf = get_configuration(None).map_err(|e| e.to_string())?;
+    let mut conf = get_configuration(None).map_err(|e| e.to_string())?;
     let addr = conf.leptos_options.site_addr;
+    // Hashed asset names need cargo-leptos' hash.txt beside this binary; without
+    // it the pages would name files that do not exist (and leptos panics).
+    let hash_file =
+        std::env::current_exe().ok().and_then(|p| p.parent().map(|d| d.join(&*conf.leptos_options.hash_file)));
+    if conf.leptos_options.hash_files && !hash_file.as_ref().is_some_and(|f| f.exists()) {
+        tracing::warn!(file = ?hash_file, "LEPTOS_HASH_FILES is set but there is no hash file: plain asset names");
+        conf.leptos_options.hash_files = false;
+    }
 
     // First start: no admin yet, so make one and say how to sign in.
     if db::users::count_admins(&pool).await.map_err(|e| e.to_string())? == 0 {

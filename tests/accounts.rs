@@ -88,6 +88,9 @@ async fn concurrent_demotions_leave_an_admin() {
         let (ra, rb) =
             tokio::join!(accounts::set_role(&t.pool, &a, b.id, "user"), accounts::set_role(&t.pool, &b, a.id, "user"));
         assert_eq!(u8::from(ra.is_ok()) + u8::from(rb.is_ok()), 1, "{}: {ra:?} {rb:?}", t.backend);
+        // The losing side is refused for the right reason, not any error.
+        let lost = ra.err().or(rb.err()).unwrap();
+        assert_eq!(lost.code, ErrorCode::LastAdmin, "{}", t.backend);
         assert_eq!(db::users::count_admins(&t.pool).await.unwrap(), 1, "{}", t.backend);
     }
 }

@@ -121,6 +121,30 @@ async fn loadbalancer_rules_and_mode_switches() {
     let r = c.get(&format!("{path}/kubeconfig"), a).await;
     assert_eq!((r.status, r.code()), (StatusCode::CONFLICT, "kubeconfig_unavailable".into()));
 
+    // Another cluster cannot take the same LoadBalancer host (defect 11);
+    // unusable addresses are refused as hosts.
+    let r = c
+        .json(
+            "POST",
+            "/api/console/clusters",
+            a,
+            cluster("lb2", json!({"enabled": true, "mode": "loadbalancer", "control_plane_host": "10.0.0.50"})),
+        )
+        .await;
+    assert_eq!(
+        (r.status, r.json()),
+        (StatusCode::CONFLICT, json!({"code": "host_in_use", "field": "control_plane_host"}))
+    );
+    for host in ["0.0.0.0", "::", "[::]", "255.255.255.255"] {
+        let body = cluster("lb3", json!({"enabled": true, "mode": "loadbalancer", "control_plane_host": host}));
+        assert_eq!(c.json("POST", "/api/console/clusters", a, body).await.code(), "host_invalid", "{host}");
+    }
+    let ok = cluster("lb2", json!({"enabled": true, "mode": "loadbalancer", "control_plane_host": "10.0.0.51"}));
+    let other = c.json("POST", "/api/console/clusters", a, ok).await.json()["id"].as_i64().unwrap();
+    let taken = json!({"public_access": {"enabled": true, "mode": "loadbalancer", "control_plane_host": "10.0.0.50"}});
+    let r = c.json("PATCH", &format!("/api/console/clusters/{other}"), a, taken).await;
+    assert_eq!(r.code(), "host_in_use");
+
     // Delete is accepted, recorded, and blocks further edits.
     let r = c.send("DELETE", &path, a, None, "").await;
     assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
@@ -138,7 +162,7 @@ async fn admin_default_mode_applies_to_creates_without_a_mode() {
         "load_balancer_annotations": {"metallb.io/address-pool": "public"}, "load_balancer_class": "metallb.io/metallb"});
     let r = c.json("PUT", "/api/admin/system-settings", Some(&admin), settings).await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
-    assert_eq!(r.json()["default_mode"], "loadbalancer");
+    assert_eq!(r.json()["default_cluster_public_access_mode"], "loadbalancer");
     assert_eq!(r.json()["clusters_rerendered"], 0, "no clusters yet");
     let got = c.get("/api/admin/system-settings", Some(&admin)).await.json();
     assert_eq!(got["load_balancer_annotations"]["metallb.io/address-pool"], "public");
@@ -148,11 +172,8 @@ async fn admin_default_mode_applies_to_creates_without_a_mode() {
         (&json!("auto"), &json!("https://charts.loft.sh"), &json!("0.30.0"))
     );
     assert_eq!(got["detected_address_request"], Value::Null);
+    // GET, change, PUT back: the same names both ways (defect 8).
     let mut changed = got.clone();
-    for key in ["default_mode", "detected_address_request"] {
-        changed.as_object_mut().unwrap().remove(key);
-    }
-    changed["default_cluster_public_access_mode"] = json!("loadbalancer");
     changed["load_balancer_address_request"] = json!("kube-vip");
     changed["chart_version"] = json!("0.30.5");
     let r = c.json("PUT", "/api/admin/system-settings", Some(&admin), changed).await;
@@ -188,6 +209,62 @@ async fn admin_default_mode_applies_to_creates_without_a_mode() {
         )
         .await;
     assert_eq!(r.json()["spec"]["public_access"]["mode"], "nodeport");
+}
+
+/// The list: search, filters and pages, in the API (array + X-Total-Count);
+/// users never see others' clusters through a filter.
+#[tokio::test]
+async fn the_list_is_searched_filtered_and_paged() {
+    let (c, _d) = console().await;
+    let alice = c.login("alice", PW).await;
+    let bob = c.login("bob", PW).await;
+    let admin = c.login("admin", PW).await;
+    for (who, name, access) in [
+        (&alice, "web-1", json!({"enabled": false})),
+        (&alice, "web-2", json!({"enabled": true, "mode": "nodeport"})),
+        (&alice, "db-1", json!({"enabled": true, "mode": "loadbalancer", "control_plane_host": "db1.example.com"})),
+        (&bob, "web-3", json!({"enabled": true, "mode": "nodeport"})),
+        (&bob, "web_x", json!({"enabled": false})),
+    ] {
+        let r = c.json("POST", "/api/console/clusters", Some(who.as_str()), cluster(name, access)).await;
+        assert!(r.status == StatusCode::CREATED || r.code() == "name_invalid", "{name}: {}", r.body);
+    }
+    let names = |r: &support::http::Reply| -> Vec<String> {
+        r.json().as_array().unwrap().iter().map(|c| c["spec"]["name"].as_str().unwrap().to_owned()).collect()
+    };
+    let list = |who: &str, q: &str| {
+        let path = format!("/api/console/clusters{q}");
+        let who = who.to_owned();
+        let c = &c;
+        async move { c.get(&path, Some(&who)).await }
+    };
+    let r = list(&admin, "?q=web").await;
+    assert_eq!(
+        (names(&r), r.headers["x-total-count"].to_str().unwrap()),
+        (vec!["web-1".into(), "web-2".into(), "web-3".into()], "3")
+    );
+    // LIKE wildcards in the search are literal.
+    assert_eq!(list(&admin, "?q=web_").await.headers["x-total-count"], "0");
+    assert_eq!(list(&admin, "?q=%25").await.headers["x-total-count"], "0");
+    assert_eq!(names(&list(&admin, "?mode=nodeport").await), ["web-2", "web-3"]);
+    assert_eq!(names(&list(&admin, "?mode=disabled").await), ["web-1"]);
+    assert_eq!(names(&list(&admin, "?mode=loadbalancer&owner=alice").await), ["db-1"]);
+    assert_eq!(names(&list(&admin, "?owner=bob").await), ["web-3"]);
+    assert_eq!(names(&list(&admin, "?phase=pending&q=web-1").await), ["web-1"]);
+    assert_eq!(list(&admin, "?phase=ready").await.headers["x-total-count"], "0");
+    // Pages: two per page, in name order.
+    let r = list(&admin, "?per_page=2&page=2").await;
+    assert_eq!((names(&r), r.headers["x-total-count"].to_str().unwrap()), (vec!["web-2".into(), "web-3".into()], "4"));
+    assert_eq!(names(&list(&admin, "?per_page=2&page=9").await), Vec::<String>::new());
+    // Users: only their own, whatever the owner filter says; junk values are ignored.
+    assert_eq!(names(&list(&alice, "?owner=bob&mode=ingress&page=x").await), ["db-1", "web-1", "web-2"]);
+    assert_eq!(names(&list(&bob, "?q=web").await), ["web-3"]);
+    // The page itself, without JavaScript: the filters are in the URL.
+    let page = c.get("/clusters?q=web&mode=nodeport", Some(&admin)).await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(page.body.contains(r#"data-cluster="web-2""#) && page.body.contains(r#"data-cluster="web-3""#));
+    assert!(!page.body.contains(r#"data-cluster="web-1""#) && !page.body.contains(r#"data-cluster="db-1""#));
+    assert!(page.body.contains(r#"<option value="nodeport" selected"#), "the filter is shown as chosen");
 }
 
 #[tokio::test]
@@ -304,6 +381,15 @@ async fn bad_input_gets_4xx_with_a_code_and_changes_nothing() {
         let r = c.send("POST", "/api/console/clusters", a, ct, body).await;
         assert_eq!((r.status.as_u16(), r.code()), (status, code.to_owned()), "{what}: {}", r.body);
     }
+    // The same body as a real client sends it, with its Content-Length: the
+    // documented JSON 413, not tower-http's plain text (defect 2).
+    let big = format!("{{\"name\": \"{}\"}}", "x".repeat(70 * 1024));
+    let length = big.len().to_string();
+    let r = c
+        .send_with("POST", "/api/console/clusters", a, Some("application/json"), big, &[("content-length", &length)])
+        .await;
+    assert_eq!((r.status.as_u16(), r.code()), (413, "payload_too_large".to_owned()), "{}", r.body);
+    assert!(r.headers["content-type"].to_str().unwrap().starts_with("application/json"));
     assert_eq!(c.get("/api/console/clusters/abc", a).await.code(), "not_found");
     let r = c.get("/api/console/nothing-here", a).await;
     assert_eq!((r.status, r.code()), (StatusCode::NOT_FOUND, "not_found".into()));
@@ -479,6 +565,42 @@ async fn pages_redirect_anonymous_users_and_forms_post_without_javascript() {
         .send_with("POST", "/fn/clusters/create", Some(&alice), Some("application/x-www-form-urlencoded"), ok, &referer)
         .await;
     assert_eq!(r.status, StatusCode::FOUND);
-    assert!(r.headers["location"].to_str().unwrap().starts_with("/clusters/"), "to the new cluster");
+    let location = r.headers["location"].to_str().unwrap().to_owned();
+    assert!(location.starts_with("/clusters/"), "to the new cluster");
     assert_eq!(count(&c, "clusters").await, 1);
+
+    // A problem page says what it is: a 409 is not "Page not found" (defect 9).
+    let id: i64 = location.trim_start_matches("/clusters/").parse().unwrap();
+    assert_eq!(c.send("DELETE", &format!("/api/console/clusters/{id}"), Some(&alice), None, "").await.status, 202);
+    let page = c.get(&format!("/clusters/{id}/edit"), Some(&alice)).await;
+    assert_eq!(page.status, StatusCode::CONFLICT);
+    assert!(page.body.contains("<title>Request not completed</title>"), "{}", page.body);
+    assert!(!page.body.contains("Page not found"));
+
+    // After a refused post without JavaScript, "Saved." is not shown beside
+    // the error, even when the page it returns to said so before (defect 12).
+    let admin = c.login("admin", PW).await;
+    let settings_form = "default_mode=nodeport&nodeport_public_host=bad%20host&load_balancer_annotations=&load_balancer_class=\
+        &load_balancer_address_request=auto&chart_repo=https%3A%2F%2Fcharts.loft.sh&chart_version=0.30.0";
+    let from_saved = [
+        ("origin", "http://127.0.0.1:3000"),
+        ("referer", "http://127.0.0.1:3000/admin/settings?saved=1&rerendered=0"),
+        ("accept", "text/html"),
+    ];
+    let r = c
+        .send_with(
+            "POST",
+            "/fn/settings/save",
+            Some(&admin),
+            Some("application/x-www-form-urlencoded"),
+            settings_form,
+            &from_saved,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::FOUND, "{}", r.body);
+    let back = r.headers["location"].to_str().unwrap().trim_start_matches("http://127.0.0.1:3000").to_owned();
+    assert!(back.contains("saved=1") && back.contains("__err="), "{back}");
+    let page = c.get(&back, Some(&admin)).await;
+    assert!(page.body.contains(r#"data-error-code="host_invalid""#), "error shown");
+    assert!(!page.body.contains("banner-ok"), "no success banner beside the error");
 }

@@ -36,7 +36,7 @@ test('admin sets the default to LoadBalancer and the create form preselects it',
   await hydrated(page);
   await page.locator('#default_mode_nodeport').check();
   await page.getByRole('button', { name: t('en', 'settings.submit') }).click();
-  await expect(page.getByRole('status')).toHaveText(t('en', 'app.saved'));
+  await expect(page.getByRole('status')).toHaveText(t('en', 'settings.rerendered', { n: '0' }));
 });
 
 test('a user cannot reach admin pages or another user\'s cluster', async ({ browser, request, baseURL }) => {

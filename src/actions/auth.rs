@@ -8,9 +8,9 @@ use crate::domain::user::CurrentUser;
 
 #[server(prefix = "/fn", endpoint = "login")]
 pub async fn login(username: String, password: String, next: Option<String>) -> Result<(), AppError> {
+    use crate::domain::path::safe_next;
     use crate::server::auth::session;
     use crate::server::context::{client_addr, header, set_response_header, state};
-    use crate::server::http::guard::safe_next;
     use crate::server::service::accounts;
 
     let st = state()?;

@@ -17,10 +17,14 @@ pub struct ClusterPage {
     pub remembered_mode: PublicAccessMode,
 }
 
+/// One page of the clusters list (search, filters and page from the URL).
 #[server(prefix = "/fn", endpoint = "clusters/list")]
-pub async fn list_clusters() -> Result<Vec<Cluster>, AppError> {
+pub async fn list_clusters(
+    query: crate::domain::listing::ListQuery,
+) -> Result<crate::domain::listing::ClusterPageOf<Cluster>, AppError> {
     use crate::server::context::{require_user, state};
-    crate::server::service::clusters::list(&state()?.pool, &require_user()?).await
+    let page_size = crate::domain::listing::PAGE_SIZE;
+    crate::server::service::clusters::list_page(&state()?.pool, &require_user()?, &query, page_size).await
 }
 
 #[server(prefix = "/fn", endpoint = "clusters/get")]
@@ -28,9 +32,7 @@ pub async fn load_cluster(id: i64) -> Result<ClusterPage, AppError> {
     use crate::server::context::{require_user, state};
     use crate::server::service::clusters;
     let (st, user) = (state()?, require_user()?);
-    let cluster = clusters::get(&st.pool, &user, id).await?;
-    let events = clusters::history(&st.pool, &cluster).await?;
-    let remembered_mode = crate::server::db::clusters::remembered_mode(&st.pool, id).await?;
+    let (cluster, events, remembered_mode) = clusters::page(&st.pool, &user, id).await?;
     Ok(ClusterPage { cluster, events, viewer_is_admin: user.is_admin(), remembered_mode })
 }
 

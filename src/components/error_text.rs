@@ -12,6 +12,7 @@ pub fn error_text(locale: Locale, code: ErrorCode) -> &'static str {
         E::NameTaken => td_string!(locale, errors.name_taken),
         E::HostInvalid => td_string!(locale, errors.host_invalid),
         E::HostRequiredForLoadBalancer => td_string!(locale, errors.host_required_for_load_balancer),
+        E::HostInUse => td_string!(locale, errors.host_in_use),
         E::ModeInvalid => td_string!(locale, errors.mode_invalid),
         E::CpuInvalid => td_string!(locale, errors.cpu_invalid),
         E::MemoryInvalid => td_string!(locale, errors.memory_invalid),

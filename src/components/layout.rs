@@ -26,7 +26,7 @@ fn LanguageSwitcher() -> impl IntoView {
         let q = location.search.get_untracked();
         if q.is_empty() { String::new() } else { format!("?{q}") }
     });
-    let next = crate::components::layout::encode(&here);
+    let next = crate::domain::path::encode(&here);
     let current = i18n.get_locale_untracked();
     view! {
         <nav aria-label=t_string!(i18n, app.language) class="lang-switch">
@@ -47,19 +47,6 @@ fn LanguageSwitcher() -> impl IntoView {
                 .collect_view()}
         </nav>
     }
-}
-
-/// Percent-encodes a path for a query value.
-pub fn encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || b"-_.~/".contains(&b) {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
 }
 
 #[component]

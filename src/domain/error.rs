@@ -13,6 +13,7 @@ pub enum ErrorCode {
     NameTaken,
     HostInvalid,
     HostRequiredForLoadBalancer,
+    HostInUse,
     ModeInvalid,
     CpuInvalid,
     MemoryInvalid,
@@ -45,11 +46,12 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, for the locale completeness test and the API docs.
-    pub const ALL: [ErrorCode; 32] = [
+    pub const ALL: [ErrorCode; 33] = [
         Self::NameInvalid,
         Self::NameTaken,
         Self::HostInvalid,
         Self::HostRequiredForLoadBalancer,
+        Self::HostInUse,
         Self::ModeInvalid,
         Self::CpuInvalid,
         Self::MemoryInvalid,
@@ -87,6 +89,7 @@ impl ErrorCode {
             Self::NameTaken => "name_taken",
             Self::HostInvalid => "host_invalid",
             Self::HostRequiredForLoadBalancer => "host_required_for_load_balancer",
+            Self::HostInUse => "host_in_use",
             Self::ModeInvalid => "mode_invalid",
             Self::CpuInvalid => "cpu_invalid",
             Self::MemoryInvalid => "memory_invalid",
@@ -125,6 +128,7 @@ impl ErrorCode {
             Self::Forbidden | Self::OriginRejected => 403,
             Self::NotFound => 404,
             Self::NameTaken
+            | Self::HostInUse
             | Self::UsernameTaken
             | Self::ClusterDeleting
             | Self::ChangedConcurrently

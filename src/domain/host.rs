@@ -29,12 +29,15 @@ impl Host {
     /// be written in brackets. Schemes, ports, paths, wildcards and spaces are refused.
     pub fn parse(raw: &str) -> Result<Self, InvalidHost> {
         let s = raw.trim();
+        // Addresses nobody can connect to: "any" (0.0.0.0, ::), broadcast, multicast.
         if let Ok(v4) = s.parse::<Ipv4Addr>() {
-            return Ok(Self::Ipv4(v4));
+            let unusable = v4.is_unspecified() || v4.is_broadcast() || v4.is_multicast();
+            return if unusable { Err(InvalidHost) } else { Ok(Self::Ipv4(v4)) };
         }
         let unbracketed = s.strip_prefix('[').and_then(|rest| rest.strip_suffix(']')).unwrap_or(s);
         if let Ok(v6) = unbracketed.parse::<Ipv6Addr>() {
-            return Ok(Self::Ipv6(v6));
+            let unusable = v6.is_unspecified() || v6.is_multicast();
+            return if unusable { Err(InvalidHost) } else { Ok(Self::Ipv6(v6)) };
         }
         Self::parse_dns(s).map(Self::Dns)
     }
@@ -141,6 +144,12 @@ mod tests {
             "300.1.1.1",
             "api_example.com",
             "例子.com",
+            "0.0.0.0",
+            "255.255.255.255",
+            "224.0.0.1",
+            "::",
+            "[::]",
+            "ff02::1",
             long_label.as_str(),
             long_name.as_str(),
         ];

@@ -7,6 +7,8 @@ pub mod cluster_name;
 pub mod endpoint;
 pub mod error;
 pub mod host;
+pub mod listing;
+pub mod path;
 pub mod public_access;
 pub mod resources;
 pub mod settings;

@@ -232,6 +232,21 @@ mod tests {
             for (inp, to) in &states {
                 assert_eq!(PublicAccess::from_input(inp, current).as_ref(), Ok(to), "{from:?} -> {to:?}");
             }
+            // Turned on without naming a mode: the state it comes from decides.
+            let on = PublicAccess::from_input(&input(true, None, ""), current);
+            let want = match from {
+                PublicAccess::LoadBalancer { .. } => {
+                    Err(AppError::at(ErrorCode::HostRequiredForLoadBalancer, Field::ControlPlaneHost))
+                }
+                _ => Ok(PublicAccess::NodePort { host: None }),
+            };
+            assert_eq!(on, want, "{from:?} -> on");
+            let on_with_host = PublicAccess::from_input(&input(true, None, "x.example"), current).unwrap();
+            assert_eq!(
+                on_with_host.mode(),
+                from.mode().or(Some(PublicAccessMode::NodePort)),
+                "{from:?} -> on with host"
+            );
         }
     }
 

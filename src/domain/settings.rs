@@ -10,7 +10,8 @@ use super::{AppError, ErrorCode, Field, Host, PublicAccessMode};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SystemSettings {
-    /// `default_cluster_public_access_mode`.
+    /// `default_cluster_public_access_mode`: the seed's name, on the wire both ways.
+    #[serde(rename = "default_cluster_public_access_mode")]
     pub default_mode: PublicAccessMode,
     /// Where NodePort clusters are reached when they have no host of their own.
     pub nodeport_public_host: Option<Host>,

@@ -16,8 +16,9 @@ use crate::i18n::*;
 pub fn SettingsPage() -> impl IntoView {
     let i18n = use_i18n();
     // How many clusters the last save re-renders (`?rerendered=N` after saving).
+    let query = leptos_router::hooks::use_query_map().get_untracked();
     let rerendered =
-        leptos_router::hooks::use_query_map().get_untracked().get("rerendered").and_then(|n| n.parse::<u32>().ok());
+        query.get("rerendered").and_then(|n| n.parse::<u32>().ok()).filter(|_| query.get("__err").is_none());
     let content = Suspend::new(async move {
         match load_settings().await {
             Err(e) => problem_view(e),

@@ -8,7 +8,7 @@ use server_fn::ServerFn;
 use super::problem::problem_view;
 use super::{route_id, url_error};
 use crate::actions::clusters::{DeleteCluster, ProbeCluster, load_cluster};
-use crate::components::islands::cluster_live::{LiveRegion, Overview};
+use crate::components::islands::cluster_live::{LiveRegion, Overview, REGION_ID};
 use crate::components::islands::delete_form::DeleteClusterForm;
 use crate::components::layout::Layout;
 use crate::domain::cluster::ProbeOutcome;
@@ -34,7 +34,7 @@ pub fn ClusterDetailPage() -> impl IntoView {
                 let deleting = page.cluster.deletion_requested;
                 view! {
                     <Title text=page.cluster.spec.name.to_string() />
-                    <LiveRegion id>
+                    <LiveRegion region=REGION_ID.to_owned()>
                         <Overview page probed=probed.clone() probe_error=url_error(ProbeCluster::PATH) />
                     </LiveRegion>
                     {(!deleting)

@@ -28,7 +28,10 @@ pub fn url_error(fn_path: &str) -> Option<AppError> {
 #[component]
 pub fn SavedBanner() -> impl IntoView {
     let i18n = crate::i18n::use_i18n();
-    let saved = use_query_map().get_untracked().get("saved").is_some_and(|v| v == "1");
+    // Not beside an error: a refused post without JavaScript lands back on a
+    // URL that may still carry `saved=1` from the previous success.
+    let query = use_query_map().get_untracked();
+    let saved = query.get("saved").is_some_and(|v| v == "1") && query.get("__err").is_none();
     saved.then(|| {
         view! {
             <p class="banner banner-ok" role="status">

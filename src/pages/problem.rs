@@ -26,7 +26,13 @@ pub fn problem_view(err: AppError) -> AnyView {
     let (title, body) = match err.code {
         ErrorCode::NotFound => (t_string!(i18n, app.not_found_title), t_string!(i18n, app.not_found_body)),
         ErrorCode::Forbidden => (t_string!(i18n, app.forbidden_title), t_string!(i18n, app.forbidden_body)),
-        code => (t_string!(i18n, app.not_found_title), error_text(i18n.get_locale_untracked(), code)),
+        ErrorCode::Unauthenticated => {
+            (t_string!(i18n, app.unauthenticated_title), error_text(i18n.get_locale_untracked(), err.code))
+        }
+        code if code.http_status() >= 500 => {
+            (t_string!(i18n, app.error_title), error_text(i18n.get_locale_untracked(), code))
+        }
+        code => (t_string!(i18n, app.conflict_title), error_text(i18n.get_locale_untracked(), code)),
     };
     view! {
         <Title text=title />

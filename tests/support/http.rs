@@ -55,7 +55,9 @@ impl Console {
 
     /// The console with a host cluster connection (its reconciler is not run here).
     pub fn with_host(pool: AnyPool, host: Option<Arc<kubebyon::server::reconciler::Context>>) -> Self {
-        let conf = leptos::config::get_configuration(Some("Cargo.toml")).expect("leptos options");
+        let mut conf = leptos::config::get_configuration(Some("Cargo.toml")).expect("leptos options");
+        // No built site here: plain asset names (the release build hashes them).
+        conf.leptos_options.hash_files = false;
         let state = AppState {
             leptos_options: conf.leptos_options,
             pool: pool.clone(),

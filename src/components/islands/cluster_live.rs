@@ -369,8 +369,8 @@ pub fn Overview(
     }
 }
 
-/// The id of the element [`LiveRegion`] swaps.
-const REGION_ID: &str = "cluster-live";
+/// The id of the detail page's element [`LiveRegion`] swaps.
+pub const REGION_ID: &str = "cluster-live";
 
 /// Keeps its (server-rendered) children current: while they say work is in
 /// progress, fetches the page every 2 s and swaps in the fresh region (HTML
@@ -378,17 +378,21 @@ const REGION_ID: &str = "cluster-live";
 /// JavaScript); stops once settled. Also shows times in the viewer's locale
 /// and makes the copy buttons work.
 #[island]
-pub fn LiveRegion(id: i64, children: Children) -> impl IntoView {
+pub fn LiveRegion(
+    /// The id of the element (inside the children) to keep current.
+    region: String,
+    children: Children,
+) -> impl IntoView {
     let root = NodeRef::<leptos::html::Div>::new();
     let live = hydration_flag();
     #[cfg(feature = "hydrate")]
     Effect::new(move |_| {
         if let Some(el) = root.get() {
-            live::start(id, el.into());
+            live::start(region.clone(), el.into());
         }
     });
     #[cfg(not(feature = "hydrate"))]
-    let _ = id;
+    let _ = &region;
     view! {
         <div node_ref=root data-testid="live" data-live=live>
             {children()}
@@ -406,7 +410,7 @@ mod live {
 
     const POLL: std::time::Duration = std::time::Duration::from_millis(2000);
 
-    pub fn start(id: i64, root: HtmlElement) {
+    pub fn start(region_id: String, root: HtmlElement) {
         decorate(&root);
         // Copy buttons: one listener for the region, whatever was swapped in.
         let on_click = Closure::<dyn Fn(web_sys::Event)>::new(move |ev: web_sys::Event| {
@@ -424,13 +428,13 @@ mod live {
         let tick = {
             let root = root.clone();
             move || {
-                let in_progress = region(&root).and_then(|r| r.get_attribute("data-in-progress"));
+                let in_progress = region(&root, &region_id).and_then(|r| r.get_attribute("data-in-progress"));
                 if in_progress.as_deref() != Some("true") || busy.replace(true) {
                     return;
                 }
-                let (root, busy) = (root.clone(), busy.clone());
+                let (root, busy, region_id) = (root.clone(), busy.clone(), region_id.clone());
                 leptos::task::spawn_local(async move {
-                    refresh(id, &root).await;
+                    refresh(&region_id, &root).await;
                     busy.set(false);
                 });
             }
@@ -440,16 +444,16 @@ mod live {
         }
     }
 
-    fn region(root: &HtmlElement) -> Option<Element> {
-        root.query_selector(&format!("#{}", super::REGION_ID)).ok().flatten()
+    fn region(root: &HtmlElement, id: &str) -> Option<Element> {
+        root.query_selector(&format!("#{id}")).ok().flatten()
     }
 
     /// Fetches the page and swaps in its region; a cluster gone meanwhile
     /// leads back to the list.
-    async fn refresh(id: i64, root: &HtmlElement) {
+    async fn refresh(region_id: &str, root: &HtmlElement) {
         use wasm_bindgen_futures::JsFuture;
         // The page as it is addressed now (a `?probe=` outcome stays shown).
-        let path = window().location().href().unwrap_or_else(|_| format!("/clusters/{id}"));
+        let Ok(path) = window().location().href() else { return };
         let Ok(resp) = JsFuture::from(window().fetch_with_str(&path)).await else { return };
         let Ok(resp) = resp.dyn_into::<web_sys::Response>() else { return };
         if resp.status() == 404 {
@@ -463,8 +467,8 @@ mod live {
         let Some(html) = text.await.ok().and_then(|t| t.as_string()) else { return };
         let Ok(parser) = DomParser::new() else { return };
         let Ok(doc) = parser.parse_from_string(&html, SupportedType::TextHtml) else { return };
-        let fresh = doc.get_element_by_id(super::REGION_ID);
-        if let (Some(fresh), Some(current)) = (fresh, region(root))
+        let fresh = doc.get_element_by_id(region_id);
+        if let (Some(fresh), Some(current)) = (fresh, region(root, region_id))
             && fresh.outer_html() != current.outer_html()
         {
             current.set_outer_html(&fresh.outer_html());

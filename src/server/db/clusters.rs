@@ -9,6 +9,7 @@ use sqlx::{Any, AnyPool, FromRow, Row};
 use super::{DbError, now, operations};
 use crate::domain::change::Operation;
 use crate::domain::cluster::Cluster;
+use crate::domain::listing::{ListQuery, ModeFilter};
 use crate::domain::{
     ClusterName, ClusterSpec, ClusterStatus, ConnectionStatus, Phase, PublicAccess, PublicAccessMode, Resources,
 };
@@ -227,6 +228,20 @@ pub async fn remembered_mode(pool: &AnyPool, id: i64) -> Result<PublicAccessMode
     Ok(mode.as_deref().and_then(PublicAccessMode::parse).unwrap_or_default())
 }
 
+/// Whether another cluster (`except` aside) is a LoadBalancer cluster on
+/// `host` (its normal form): two would cross their endpoints.
+pub async fn load_balancer_host_taken(pool: &AnyPool, host: &str, except: Option<i64>) -> Result<bool, DbError> {
+    let n: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM clusters WHERE control_plane_host = $1 AND public_access_mode = 'loadbalancer' \
+         AND public_access_enabled AND id <> $2",
+    )
+    .bind(host)
+    .bind(except.unwrap_or(-1))
+    .fetch_one(pool)
+    .await?;
+    Ok(n > 0)
+}
+
 /// Removes a cluster whose uninstall finished (its history goes with it); the
 /// name is free again. Only a cluster whose deletion was requested.
 pub async fn delete_row(pool: &AnyPool, id: i64) -> Result<bool, DbError> {
@@ -235,4 +250,73 @@ pub async fn delete_row(pool: &AnyPool, id: i64) -> Result<bool, DbError> {
         .execute(pool)
         .await?;
     Ok(done.rows_affected() == 1)
+}
+
+/// One page of clusters (or only `owner`'s) matching `query`, by name, and how
+/// many match in all. The filters are bound parameters; the name search is a
+/// `LIKE` with its wildcards escaped.
+pub async fn page(
+    pool: &AnyPool,
+    owner: Option<i64>,
+    query: &ListQuery,
+    page_size: u32,
+) -> Result<(Vec<Cluster>, u64), DbError> {
+    let mut conds: Vec<String> = Vec::new();
+    let mut binds: Vec<String> = Vec::new();
+    let bind = |v: String, binds: &mut Vec<String>| {
+        binds.push(v);
+        format!("${}", binds.len())
+    };
+    if let Some(o) = owner {
+        // An id, not user input: written into the SQL as a number.
+        conds.push(format!("c.owner_id = {o}"));
+    }
+    if !query.q.is_empty() {
+        let escaped: String = query
+            .q
+            .chars()
+            .flat_map(|ch| match ch {
+                '\\' | '%' | '_' => vec!['\\', ch],
+                c => vec![c],
+            })
+            .collect();
+        let p = bind(format!("%{escaped}%"), &mut binds);
+        conds.push(format!("c.name LIKE {p} ESCAPE '\\'"));
+    }
+    match query.mode {
+        Some(ModeFilter::Disabled) => conds.push("NOT c.public_access_enabled".into()),
+        Some(ModeFilter::Mode(m)) => {
+            let p = bind(m.as_str().to_owned(), &mut binds);
+            conds.push(format!("c.public_access_enabled AND c.public_access_mode = {p}"));
+        }
+        None => {}
+    }
+    match query.phase {
+        Some(Phase::Deleting) => conds.push("c.deletion_requested_at IS NOT NULL".into()),
+        Some(p) => {
+            let b = bind(p.as_str().to_owned(), &mut binds);
+            conds.push(format!("c.phase = {b} AND c.deletion_requested_at IS NULL"));
+        }
+        None => {}
+    }
+    if let Some(o) = &query.owner {
+        let p = bind(o.clone(), &mut binds);
+        conds.push(format!("u.username = {p}"));
+    }
+    let filter = if conds.is_empty() { String::new() } else { format!(" WHERE {}", conds.join(" AND ")) };
+    let count_sql = format!("SELECT COUNT(*) FROM clusters c JOIN users u ON u.id = c.owner_id{filter}");
+    let mut count = sqlx::query_scalar::<_, i64>(&count_sql);
+    for b in &binds {
+        count = count.bind(b.clone());
+    }
+    let total = count.fetch_one(pool).await?;
+    let offset = u64::from(query.page.max(1) - 1) * u64::from(page_size);
+    let rows_sql = format!("{SELECT}{filter} ORDER BY c.name LIMIT {page_size} OFFSET {offset}");
+    let mut rows = sqlx::query_as::<_, ClusterRow>(&rows_sql);
+    for b in &binds {
+        rows = rows.bind(b.clone());
+    }
+    let rows = rows.fetch_all(pool).await?;
+    let clusters = rows.into_iter().map(ClusterRow::into_cluster).collect::<Result<_, _>>()?;
+    Ok((clusters, u64::try_from(total).unwrap_or(0)))
 }

@@ -75,8 +75,23 @@ fn cluster_id(raw: &str) -> Result<i64, ApiError> {
 
 type ApiResult<T> = Result<Json<T>, ApiError>;
 
-pub async fn list_clusters(State(st): State<AppState>, ApiUser(u): ApiUser) -> ApiResult<Vec<Cluster>> {
-    Ok(Json(clusters::list(&st.pool, &u).await?))
+/// `per_page` of the API list when not given, and its upper bound.
+const API_PAGE: u32 = 100;
+const API_PAGE_MAX: u32 = 500;
+
+/// One page of clusters, filtered like the list page (`q`, `mode`, `phase`,
+/// `owner`, `page`, plus `per_page`); the body stays an array, the count of
+/// every match is in `X-Total-Count`.
+pub async fn list_clusters(
+    State(st): State<AppState>,
+    ApiUser(u): ApiUser,
+    axum::extract::Query(params): axum::extract::Query<std::collections::HashMap<String, String>>,
+) -> Result<Response, ApiError> {
+    let query = crate::domain::listing::ListQuery::from_params(|k| params.get(k).cloned());
+    let per_page =
+        params.get("per_page").and_then(|p| p.parse::<u32>().ok()).unwrap_or(API_PAGE).clamp(1, API_PAGE_MAX);
+    let page = clusters::list_page(&st.pool, &u, &query, per_page).await?;
+    Ok(([("x-total-count", page.total.to_string())], Json(page.items)).into_response())
 }
 
 pub async fn create_cluster(
@@ -162,6 +177,12 @@ pub struct SettingsBody {
     chart_repo: Option<String>,
     #[serde(default)]
     chart_version: Option<String>,
+    /// Read-only fields of the GET reply, accepted (and ignored) so a client
+    /// can GET, change a field and PUT the result back.
+    #[serde(default, rename = "detected_address_request")]
+    _detected_address_request: Option<serde::de::IgnoredAny>,
+    #[serde(default, rename = "clusters_rerendered")]
+    _clusters_rerendered: Option<serde::de::IgnoredAny>,
 }
 
 /// A nullable field that must still be present: serde treats a missing

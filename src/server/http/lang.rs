@@ -6,7 +6,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use http::{StatusCode, header};
 use serde::Deserialize;
 
-use super::guard::safe_next;
+use crate::domain::path::safe_next;
 
 /// The languages the console ships (`locales/*.json`).
 pub const LOCALES: [&str; 3] = ["en", "zh-CN", "ja"];

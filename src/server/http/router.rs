@@ -2,9 +2,14 @@
 
 use axum::Router;
 use axum::routing::{any, get, post};
+use http::HeaderValue;
+use http::header::CACHE_CONTROL;
 use leptos::prelude::provide_context;
 use leptos_axum::{LeptosRoutes, generate_route_list};
+use tower_http::compression::CompressionLayer;
 use tower_http::limit::RequestBodyLimitLayer;
+use tower_http::services::ServeDir;
+use tower_http::set_header::SetResponseHeaderLayer;
 
 use super::{api, guard, lang};
 use crate::app::{App, shell};
@@ -17,7 +22,16 @@ pub fn router(state: AppState) -> Router {
     let routes = generate_route_list(App);
     let options = state.leptos_options.clone();
     let ctx = state.clone();
+    // The hydrate bundle and CSS: brotli/gzip files made at build time
+    // (scripts/build-console.sh) when the browser takes them; content-hashed
+    // names never change, so they are cached for a year.
+    let pkg_dir = std::path::Path::new(options.site_root.as_ref()).join(options.site_pkg_dir.as_ref());
+    let cache = if options.hash_files { "public, max-age=31536000, immutable" } else { "no-cache" };
+    let pkg = tower::ServiceBuilder::new()
+        .layer(SetResponseHeaderLayer::overriding(CACHE_CONTROL, HeaderValue::from_static(cache)))
+        .service(ServeDir::new(pkg_dir).precompressed_br().precompressed_gzip());
     Router::new()
+        .nest_service(&format!("/{}", options.site_pkg_dir), pkg)
         .route("/api/console/clusters", get(api::list_clusters).post(api::create_cluster))
         .route(
             "/api/console/clusters/{id}",
@@ -43,5 +57,8 @@ pub fn router(state: AppState) -> Router {
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
         .layer(axum::middleware::from_fn_with_state(state.clone(), guard::guard))
         .layer(RequestBodyLimitLayer::new(BODY_LIMIT))
+        .layer(axum::middleware::from_fn(guard::announced_size))
+        // Pages and JSON compressed on the fly (assets above are already).
+        .layer(CompressionLayer::new())
         .with_state(state)
 }

@@ -13,7 +13,9 @@ use crate::server::db::{self};
 use super::internal;
 
 /// Checks credentials and opens a session. Returns the user and the cookie token.
-#[tracing::instrument(skip_all, fields(username = %username))]
+/// The typed username is logged only when it names an existing account (a
+/// password typed into the username field must not reach the log).
+#[tracing::instrument(skip_all, fields(account = tracing::field::Empty))]
 pub async fn login(
     pool: &AnyPool,
     limiter: &LoginLimiter,
@@ -25,7 +27,7 @@ pub async fn login(
     // Names that cannot exist fail like a wrong password and take no limiter entry.
     let Ok(username) = Username::parse(username) else {
         password::verify_decoy(secret.to_owned()).await.map_err(internal)?;
-        tracing::warn!("login failed");
+        tracing::warn!("login failed: no such account");
         return Err(AppError::new(ErrorCode::LoginFailed));
     };
     let username = username.as_str();
@@ -34,6 +36,9 @@ pub async fn login(
         return Err(AppError::new(ErrorCode::LoginRateLimited));
     }
     let row = db::users::by_username(pool, username).await?;
+    if row.is_some() {
+        tracing::Span::current().record("account", username);
+    }
     // Unknown users cost one verify, like known ones.
     let ok = match &row {
         Some(r) => password::verify(secret.to_owned(), r.password_hash.clone()).await,

@@ -30,11 +30,28 @@ pub struct ClusterPatch {
     pub public_access: Option<PublicAccessRequest>,
 }
 
-/// Users' reads go through here: each cluster as [`Cluster::shown`] (nothing
-/// observed for an old spec is presented as current).
-pub async fn list(pool: &AnyPool, user: &CurrentUser) -> Result<Vec<Cluster>, AppError> {
+/// Users' reads go through here and [`get`]: each cluster as
+/// [`Cluster::shown`] (nothing observed for an old spec is presented as current).
+/// One page of what `user` may see (admins: everyone's, optionally one
+/// owner's), matching the query's search and filters, by name.
+pub async fn list_page(
+    pool: &AnyPool,
+    user: &CurrentUser,
+    query: &crate::domain::listing::ListQuery,
+    page_size: u32,
+) -> Result<crate::domain::listing::ClusterPageOf<Cluster>, AppError> {
+    let mut query = query.clone();
+    if !user.is_admin() {
+        query.owner = None; // users see only their own anyway
+    }
     let owner = (!user.is_admin()).then_some(user.id);
-    Ok(db::clusters::list(pool, owner).await?.into_iter().map(Cluster::shown).collect())
+    let (items, total) = db::clusters::page(pool, owner, &query, page_size).await?;
+    Ok(crate::domain::listing::ClusterPageOf {
+        items: items.into_iter().map(Cluster::shown).collect(),
+        total,
+        page: query.page,
+        page_size,
+    })
 }
 
 /// The cluster if `user` may see it; `NotFound` otherwise (no existence leak).
@@ -53,6 +70,7 @@ pub async fn create(pool: &AnyPool, user: &CurrentUser, draft: &ClusterDraft) ->
     let request = draft.public_access.clone().unwrap_or(PublicAccessRequest { enabled: true, ..Default::default() });
     let public_access = PublicAccess::from_input(&request.as_input(), settings.default_mode)?;
     let spec = ClusterSpec { name, resources, public_access };
+    refuse_taken_host(pool, &spec.public_access, None).await?;
     let id = db::clusters::insert(pool, user.id, &spec, settings.default_mode).await.map_err(|e| {
         if e.is_unique_violation() { AppError::at(ErrorCode::NameTaken, Field::Name) } else { e.into() }
     })?;
@@ -78,12 +96,25 @@ pub async fn update(pool: &AnyPool, user: &CurrentUser, id: i64, patch: &Cluster
     if changes.is_empty() {
         return Ok(current);
     }
+    refuse_taken_host(pool, &spec.public_access, Some(id)).await?;
     let op = Operation::Update { changes };
     db::clusters::update_spec(pool, id, current.generation, &spec, remembered, &op, user.id)
         .await?
         .ok_or(AppError::new(ErrorCode::ChangedConcurrently))?;
     tracing::info!(cluster = id, mode = ?spec.public_access.mode(), user = %user.username, "cluster update requested");
     get(pool, user, id).await
+}
+
+/// A LoadBalancer host another LoadBalancer cluster already has is refused:
+/// both would claim `https://<host>:443` (NodePort clusters may share a host;
+/// their ports differ).
+async fn refuse_taken_host(pool: &AnyPool, access: &PublicAccess, except: Option<i64>) -> Result<(), AppError> {
+    if let PublicAccess::LoadBalancer { host } = access
+        && db::clusters::load_balancer_host_taken(pool, &host.to_string(), except).await?
+    {
+        return Err(AppError::at(ErrorCode::HostInUse, Field::ControlPlaneHost));
+    }
+    Ok(())
 }
 
 /// `confirm` (the form's typed name) must match when given.
@@ -101,6 +132,19 @@ pub async fn delete(pool: &AnyPool, user: &CurrentUser, id: i64, confirm: Option
 
 pub async fn events(pool: &AnyPool, user: &CurrentUser, id: i64) -> Result<Vec<ClusterEvent>, AppError> {
     history(pool, &get(pool, user, id).await?).await
+}
+
+/// Everything a cluster's pages show: the cluster, its history, and the mode a
+/// disabled cluster returns to.
+pub async fn page(
+    pool: &AnyPool,
+    user: &CurrentUser,
+    id: i64,
+) -> Result<(Cluster, Vec<ClusterEvent>, crate::domain::PublicAccessMode), AppError> {
+    let cluster = get(pool, user, id).await?;
+    let events = history(pool, &cluster).await?;
+    let remembered = db::clusters::remembered_mode(pool, id).await?;
+    Ok((cluster, events, remembered))
 }
 
 /// The history of a cluster the caller already may see (from `get`).
