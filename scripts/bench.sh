@@ -41,11 +41,11 @@ id=$(curl -fsS -b "$jar" -H 'content-type: application/json' \
   -d '{"name":"wire","resources":{"cpu":"1","memory_gib":2,"storage_gib":5},"public_access":{"enabled":false}}' \
   "$base/api/console/clusters" | sed -E 's/^\{"id":([0-9]+).*/\1/')
 wire() { curl -fsS -b "$jar" -H 'accept-encoding: br, gzip' -o /dev/null -w '%{size_download} %{header_json}' "$1"; }
-page=$(wire "$base/clusters/$id" | cut -d' ' -f1)
+page=$(wire "$base/clusters/$id" | head -n 1 | cut -d" " -f1)
 assets=0
 for ext in wasm js css; do
   out=$(wire "$base/pkg/kubebyon.$(hash_of $ext).$ext")
-  bytes=${out%% *}; assets=$((assets + bytes))
+  bytes=$(head -n 1 <<<"$out" | cut -d' ' -f1); assets=$((assets + bytes))
   printf '%-16s %8d bytes, %s, %s\n' "kubebyon.$ext" "$bytes" \
     "$(echo "$out" | grep -o '"content-encoding":\["[a-z]*"\]' || echo 'no content-encoding')" \
     "$(echo "$out" | grep -o '"cache-control":\["[^"]*"\]')"
