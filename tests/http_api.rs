@@ -73,7 +73,8 @@ async fn loadbalancer_rules_and_mode_switches() {
         assert_eq!(r.json()["spec"]["public_access"], want, "step {i}");
         assert_eq!(r.json()["generation"], json!(i + 2), "step {i}");
     }
-    // Switching to LoadBalancer without host is refused and changes nothing.
+    // Switching to LoadBalancer without host is refused and changes nothing
+    // (the NodePort cluster's own host is not carried over).
     let r = c.json("PATCH", &path, a, json!({"public_access": {"enabled": true, "mode": "loadbalancer"}})).await;
     assert_eq!(r.code(), "host_required_for_load_balancer");
     let now = c.get(&path, a).await.json();
@@ -144,6 +145,21 @@ async fn loadbalancer_rules_and_mode_switches() {
     let taken = json!({"public_access": {"enabled": true, "mode": "loadbalancer", "control_plane_host": "10.0.0.50"}});
     let r = c.json("PATCH", &format!("/api/console/clusters/{other}"), a, taken).await;
     assert_eq!(r.code(), "host_in_use");
+
+    // Public access off remembers the host as it remembers the mode: on again
+    // as LoadBalancer without retyping it works (defect 6), and the edit form
+    // shows it.
+    let body =
+        cluster("lb9", json!({"enabled": true, "mode": "loadbalancer", "control_plane_host": "lb9.example.com"}));
+    let lb9 = c.json("POST", "/api/console/clusters", a, body).await.json()["id"].as_i64().unwrap();
+    let lb9_path = format!("/api/console/clusters/{lb9}");
+    let off = c.json("PATCH", &lb9_path, a, json!({"public_access": {"enabled": false}})).await;
+    assert_eq!(off.json()["spec"]["public_access"], json!({"mode": "disabled"}));
+    let form = c.get(&format!("/clusters/{lb9}/edit"), a).await;
+    assert!(form.body.contains(r#"value="lb9.example.com""#), "the edit form shows the remembered host");
+    let on = c.json("PATCH", &lb9_path, a, json!({"public_access": {"enabled": true, "mode": "loadbalancer"}})).await;
+    assert_eq!(on.status, StatusCode::OK, "{}", on.body);
+    assert_eq!(on.json()["spec"]["public_access"], json!({"mode": "loadbalancer", "host": "lb9.example.com"}));
 
     // Delete is accepted, recorded, and blocks further edits.
     let r = c.send("DELETE", &path, a, None, "").await;

@@ -15,6 +15,8 @@ pub struct ClusterPage {
     pub viewer_is_admin: bool,
     /// The stored mode a disabled cluster returns to (preselected in the edit form).
     pub remembered_mode: PublicAccessMode,
+    /// The host it had before public access was turned off (prefilled).
+    pub remembered_host: Option<String>,
 }
 
 /// One page of the clusters list (search, filters and page from the URL).
@@ -32,8 +34,9 @@ pub async fn load_cluster(id: i64) -> Result<ClusterPage, AppError> {
     use crate::server::context::{require_user, state};
     use crate::server::service::clusters;
     let (st, user) = (state()?, require_user()?);
-    let (cluster, events, remembered_mode) = clusters::page(&st.pool, &user, id).await?;
-    Ok(ClusterPage { cluster, events, viewer_is_admin: user.is_admin(), remembered_mode })
+    let (cluster, events, remembered_mode, host) = clusters::page(&st.pool, &user, id).await?;
+    let remembered_host = host.map(|h| h.to_string());
+    Ok(ClusterPage { cluster, events, viewer_is_admin: user.is_admin(), remembered_mode, remembered_host })
 }
 
 /// The admin's default mode, which the create form preselects.

@@ -29,14 +29,14 @@ impl ClusterFormValues {
         Self::from_parts(&Resources::default(), true, default_mode, String::new())
     }
 
-    /// A disabled cluster preselects the mode it remembers.
-    pub fn of(cluster: &Cluster, remembered: PublicAccessMode) -> Self {
+    /// A disabled cluster preselects the mode and host it remembers.
+    pub fn of(cluster: &Cluster, remembered: PublicAccessMode, remembered_host: Option<String>) -> Self {
         let access = &cluster.spec.public_access;
         Self::from_parts(
             &cluster.spec.resources,
             access.is_enabled(),
             access.mode().unwrap_or(remembered),
-            access.host().map(ToString::to_string).unwrap_or_default(),
+            access.host().map(ToString::to_string).or(remembered_host).unwrap_or_default(),
         )
     }
 

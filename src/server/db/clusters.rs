@@ -158,7 +158,8 @@ pub async fn update_spec(
     let mut tx = pool.begin().await?;
     let update = sqlx::query(
         "UPDATE clusters SET cpu_millis = $1, memory_gib = $2, storage_gib = $3, public_access_enabled = $4, \
-         public_access_mode = $5, control_plane_host = $6, generation = generation + 1, updated_at = $7 \
+         public_access_mode = $5, control_plane_host = CASE WHEN $4 THEN $6 ELSE control_plane_host END, \
+         generation = generation + 1, updated_at = $7 \
          WHERE id = $8 AND generation = $9 AND deletion_requested_at IS NULL",
     );
     let done = bind_spec(update, spec, remembered_mode)
@@ -220,6 +221,17 @@ pub async fn write_status(pool: &AnyPool, id: i64, status: &ClusterStatus) -> Re
 
 /// The stored `public_access_mode`, which a disabled cluster keeps so that
 /// turning access back on without naming a mode returns to it.
+/// The host a cluster had when public access was turned off (kept, like the
+/// mode, so turning it on again needs no retyping); `None` when enabled or unset.
+pub async fn remembered_host(pool: &AnyPool, id: i64) -> Result<Option<crate::domain::Host>, DbError> {
+    let host: Option<Option<String>> =
+        sqlx::query_scalar("SELECT control_plane_host FROM clusters WHERE id = $1 AND NOT public_access_enabled")
+            .bind(id)
+            .fetch_optional(pool)
+            .await?;
+    Ok(host.flatten().and_then(|h| crate::domain::Host::parse(&h).ok()))
+}
+
 pub async fn remembered_mode(pool: &AnyPool, id: i64) -> Result<PublicAccessMode, DbError> {
     let mode: Option<String> = sqlx::query_scalar("SELECT public_access_mode FROM clusters WHERE id = $1")
         .bind(id)

@@ -90,6 +90,11 @@ pub async fn update(pool: &AnyPool, user: &CurrentUser, id: i64, patch: &Cluster
     // An update without a mode keeps the cluster's own (remembered) mode.
     let remembered = db::clusters::remembered_mode(pool, id).await?;
     if let Some(request) = &patch.public_access {
+        // Turned on again without naming a host: the one it had before it was turned off.
+        let mut request = request.clone();
+        if request.enabled && request.control_plane_host.is_none() && !current.spec.public_access.is_enabled() {
+            request.control_plane_host = db::clusters::remembered_host(pool, id).await?.map(|h| h.to_string());
+        }
         spec.public_access = PublicAccess::from_input(&request.as_input(), remembered)?;
     }
     let changes = describe_update(&current.spec, &spec);
@@ -134,17 +139,18 @@ pub async fn events(pool: &AnyPool, user: &CurrentUser, id: i64) -> Result<Vec<C
     history(pool, &get(pool, user, id).await?).await
 }
 
-/// Everything a cluster's pages show: the cluster, its history, and the mode a
-/// disabled cluster returns to.
+/// Everything a cluster's pages show: the cluster, its history, and the mode
+/// and host a disabled cluster returns to.
 pub async fn page(
     pool: &AnyPool,
     user: &CurrentUser,
     id: i64,
-) -> Result<(Cluster, Vec<ClusterEvent>, crate::domain::PublicAccessMode), AppError> {
+) -> Result<(Cluster, Vec<ClusterEvent>, crate::domain::PublicAccessMode, Option<crate::domain::Host>), AppError> {
     let cluster = get(pool, user, id).await?;
     let events = history(pool, &cluster).await?;
     let remembered = db::clusters::remembered_mode(pool, id).await?;
-    Ok((cluster, events, remembered))
+    let host = db::clusters::remembered_host(pool, id).await?;
+    Ok((cluster, events, remembered, host))
 }
 
 /// The history of a cluster the caller already may see (from `get`).
