@@ -283,6 +283,60 @@ async fn the_list_is_searched_filtered_and_paged() {
     assert!(page.body.contains(r#"<option value="nodeport" selected"#), "the filter is shown as chosen");
 }
 
+/// Defect 7: a host stored before validation that is not a host neither
+/// breaks the list nor is dropped silently: the cluster reads, marked for
+/// attention, and an edit must fix it.
+#[tokio::test]
+async fn an_unusable_stored_host_needs_attention_instead_of_breaking_the_list() {
+    let (c, _d) = console().await;
+    let alice = c.login("alice", PW).await;
+    let a = Some(alice.as_str());
+    let mut ids = Vec::new();
+    for (name, access) in [
+        ("old-lb", json!({"enabled": true, "mode": "loadbalancer", "control_plane_host": "lb.example.com"})),
+        ("old-np", json!({"enabled": true, "mode": "nodeport", "control_plane_host": "np.example.com"})),
+        ("fine", json!({"enabled": false})),
+    ] {
+        ids.push(
+            c.json("POST", "/api/console/clusters", a, cluster(name, access)).await.json()["id"].as_i64().unwrap(),
+        );
+    }
+    // As an old release could have stored them.
+    for (id, raw) in [(ids[0], "https://lb.example.com:6443"), (ids[1], "np host")] {
+        sqlx::query("UPDATE clusters SET control_plane_host = $1 WHERE id = $2")
+            .bind(raw)
+            .bind(id)
+            .execute(&c.pool)
+            .await
+            .unwrap();
+    }
+    let list = c.get("/api/console/clusters", a).await;
+    assert_eq!(list.status, StatusCode::OK, "{}", list.body);
+    let by_name = |n: &str| list.json().as_array().unwrap().iter().find(|x| x["spec"]["name"] == n).cloned().unwrap();
+    assert_eq!(by_name("old-lb")["unusable_host"], "https://lb.example.com:6443");
+    assert_eq!(by_name("old-np")["unusable_host"], "np host");
+    assert_eq!(by_name("fine")["unusable_host"], Value::Null);
+    let page = c.get("/clusters", a).await;
+    assert_eq!(page.body.matches(r#"data-attention="unusable_host""#).count(), 2, "the list says so");
+    let detail = c.get(&format!("/clusters/{}", ids[0]), a).await;
+    assert!(
+        detail.body.contains(r#"data-testid="unusable-host""#) && detail.body.contains("https://lb.example.com:6443")
+    );
+    // An edit that does not fix it is refused (it would turn public access off)...
+    let path = format!("/api/console/clusters/{}", ids[0]);
+    let r = c.json("PATCH", &path, a, json!({"resources": {"cpu": "1", "memory_gib": 2, "storage_gib": 5}})).await;
+    assert_eq!(r.json(), json!({"code": "host_invalid", "field": "control_plane_host"}));
+    // ...one that sets a valid host clears the mark.
+    let fix =
+        json!({"public_access": {"enabled": true, "mode": "loadbalancer", "control_plane_host": "lb.example.com"}});
+    let r = c.json("PATCH", &path, a, fix).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(
+        (r.json()["unusable_host"].clone(), r.json()["spec"]["public_access"]["host"].clone()),
+        (Value::Null, json!("lb.example.com"))
+    );
+}
+
 #[tokio::test]
 async fn users_see_only_their_own_clusters_and_no_admin_api() {
     let (c, _d) = console().await;

@@ -128,6 +128,7 @@ mod tests {
             deletion_requested: false,
             created_at: 0,
             updated_at: 0,
+            unusable_host: None,
         }
     }
 
@@ -276,6 +277,12 @@ pub struct Cluster {
     pub deletion_requested: bool,
     pub created_at: i64,
     pub updated_at: i64,
+    /// A stored `control_plane_host` that is not a valid host (data from before
+    /// validation): the cluster needs an edit. Until then the spec shows what
+    /// could be read (a LoadBalancer without a usable host reads as off) and the
+    /// reconciler leaves the host cluster alone.
+    #[serde(default)]
+    pub unusable_host: Option<String>,
 }
 
 impl Cluster {

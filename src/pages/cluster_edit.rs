@@ -24,7 +24,11 @@ pub fn EditClusterPage() -> impl IntoView {
             Err(e) => problem_view(e),
             Ok(p) if p.cluster.deletion_requested => problem_view(AppError::new(ErrorCode::ClusterDeleting)),
             Ok(p) => {
-                let values = ClusterFormValues::of(&p.cluster, p.remembered_mode, p.remembered_host.clone());
+                let values = ClusterFormValues::of(
+                    &p.cluster,
+                    p.remembered_mode,
+                    p.remembered_host.clone().or(p.cluster.unusable_host.clone()),
+                );
                 view! {
                     <section class="card max-w-3xl">
                         <h1 class="page-title">

@@ -32,6 +32,16 @@ fn ClusterRow(cluster: Cluster, show_owner: bool) -> impl IntoView {
             </th>
             <td>
                 <PhaseBadge phase=shown_phase(&cluster) />
+                {cluster
+                    .unusable_host
+                    .is_some()
+                    .then(|| {
+                        view! {
+                            <span class="badge badge-failed ml-1" data-attention="unusable_host">
+                                {t!(i18n, clusters.attention)}
+                            </span>
+                        }
+                    })}
             </td>
             <td data-mode=cluster
                 .spec

@@ -293,6 +293,13 @@ pub fn Overview(
             </p>
         }
     });
+    let attention = c.unusable_host.clone().map(|raw| {
+        view! {
+            <p class="banner" role="alert" data-testid="unusable-host">
+                {t!(i18n, detail.unusable_host, host = raw)}
+            </p>
+        }
+    });
     let banner = if c.deletion_requested {
         Some(t_string!(i18n, detail.deletion_requested))
     } else if c.waiting_for_host() {
@@ -334,6 +341,7 @@ pub fn Overview(
                         }
                     })}
             </div>
+            {attention}
             {banner
                 .map(|b| {
                     view! {

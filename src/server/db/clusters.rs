@@ -44,12 +44,14 @@ impl ClusterRow {
     pub fn into_cluster(self) -> Result<Cluster, DbError> {
         let corrupt = |what: &str| DbError::CorruptRow(format!("cluster {}: {what}", self.id));
         let name = ClusterName::parse(&self.name).map_err(|_| corrupt("name"))?;
-        let public_access = PublicAccess::from_columns(
-            self.public_access_enabled != 0,
-            &self.public_access_mode,
-            self.control_plane_host.as_deref(),
-        )
-        .ok_or_else(|| corrupt("loadbalancer without host"))?;
+        // A host stored before validation that is not a host: the row still
+        // reads (the list never fails on it), marked for attention.
+        let enabled = self.public_access_enabled != 0;
+        let raw_host = self.control_plane_host.as_deref().map(str::trim).filter(|h| !h.is_empty());
+        let unusable_host = raw_host.filter(|h| enabled && crate::domain::Host::parse(h).is_err()).map(str::to_owned);
+        let public_access =
+            PublicAccess::from_columns(enabled, &self.public_access_mode, self.control_plane_host.as_deref())
+                .unwrap_or(PublicAccess::Disabled);
         let to_u32 = |v: i64| u32::try_from(v).map_err(|_| corrupt("resources"));
         let resources = Resources {
             cpu_millis: to_u32(self.cpu_millis)?,
@@ -74,6 +76,7 @@ impl ClusterRow {
             deletion_requested: self.deletion_requested_at.is_some(),
             created_at: self.created_at,
             updated_at: self.updated_at,
+            unusable_host,
         })
     }
 }

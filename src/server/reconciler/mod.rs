@@ -244,6 +244,11 @@ async fn handle(ctx: &Context, cluster_id: i64) -> Result<()> {
         tracing::info!(cluster = %cluster.spec.name.as_str(), "uninstalled and removed");
         return Ok(());
     }
+    if let Some(raw) = &cluster.unusable_host {
+        // Rendering it would drop its public access: wait for an edit.
+        tracing::warn!(cluster = %cluster.spec.name.as_str(), host = %raw, "stored host is not a valid host; left alone until edited");
+        return Ok(());
+    }
     let settings = db::settings::load(&ctx.pool).await?;
     apply_tracked(ctx, &cluster, &settings).await
 }
@@ -343,7 +348,7 @@ async fn observe_all(ctx: &Context, full: bool) -> Result<()> {
             gather::ready_nodes(&list.items)
         }
     };
-    for cluster in all.iter().filter(|c| !c.deletion_requested) {
+    for cluster in all.iter().filter(|c| !c.deletion_requested && c.unusable_host.is_none()) {
         if let Err(e) = observe_one(ctx, cluster, &settings, &nodes).await {
             tracing::debug!(cluster = %cluster.spec.name.as_str(), error = %e, "observe failed");
         }

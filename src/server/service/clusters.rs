@@ -83,6 +83,11 @@ pub async fn update(pool: &AnyPool, user: &CurrentUser, id: i64, patch: &Cluster
     if current.deletion_requested {
         return Err(AppError::new(ErrorCode::ClusterDeleting));
     }
+    // A stored host that is not a host must be fixed by this edit; keeping the
+    // spec as read would silently turn its public access off.
+    if current.unusable_host.is_some() && patch.public_access.is_none() {
+        return Err(AppError::at(ErrorCode::HostInvalid, Field::ControlPlaneHost));
+    }
     let mut spec = current.spec.clone();
     if let Some(resources) = &patch.resources {
         spec.resources = resources.parse()?;
