@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Installs, idempotently and from registries only, every tool the run and test
 # commands need: the wasm target, cargo-leptos and wasm-bindgen-cli (built from
-# crates.io with the workarounds in docs/toolchain.md), npm packages from the
+# crates.io with the workarounds in README.md's "Upstream problems"), npm packages from the
 # committed lock file, and (with --test) Debian's Chromium, CJK fonts and PostgreSQL.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
 
-# Not installed here: Go (>= 1.25, for kube-apiserver; Debian's is too old)
+# Not installed here: Go (>= 1.26, hostcluster/go.mod; Debian's is too old)
 # and kubectl, both on this project's machines; say so early when missing.
 for tool in go kubectl; do
   command -v "$tool" >/dev/null || echo "install-tools: $tool is not on PATH; the host cluster needs it (docs/testing.md)" >&2

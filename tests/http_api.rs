@@ -160,6 +160,10 @@ async fn loadbalancer_rules_and_mode_switches() {
     let on = c.json("PATCH", &lb9_path, a, json!({"public_access": {"enabled": true, "mode": "loadbalancer"}})).await;
     assert_eq!(on.status, StatusCode::OK, "{}", on.body);
     assert_eq!(on.json()["spec"]["public_access"], json!({"mode": "loadbalancer", "host": "lb9.example.com"}));
+    // On again as NodePort without a host: none is filled in (the admin's NodePort host applies).
+    c.json("PATCH", &lb9_path, a, json!({"public_access": {"enabled": false}})).await;
+    let np = c.json("PATCH", &lb9_path, a, json!({"public_access": {"enabled": true, "mode": "nodeport"}})).await;
+    assert_eq!(np.json()["spec"]["public_access"], json!({"mode": "nodeport", "host": null}));
 
     // Delete is accepted, recorded, and blocks further edits.
     let r = c.send("DELETE", &path, a, None, "").await;

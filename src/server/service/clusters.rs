@@ -95,9 +95,16 @@ pub async fn update(pool: &AnyPool, user: &CurrentUser, id: i64, patch: &Cluster
     // An update without a mode keeps the cluster's own (remembered) mode.
     let remembered = db::clusters::remembered_mode(pool, id).await?;
     if let Some(request) = &patch.public_access {
-        // Turned on again without naming a host: the one it had before it was turned off.
+        // Turned on again as LoadBalancer (which needs a host) without naming
+        // one: the host it had before it was turned off. (A NodePort cluster
+        // without a host uses the admin's NodePort host, so none is filled in.)
         let mut request = request.clone();
-        if request.enabled && request.control_plane_host.is_none() && !current.spec.public_access.is_enabled() {
+        let mode = request.mode.as_deref().and_then(crate::domain::PublicAccessMode::parse).unwrap_or(remembered);
+        if request.enabled
+            && request.control_plane_host.is_none()
+            && mode == crate::domain::PublicAccessMode::LoadBalancer
+            && !current.spec.public_access.is_enabled()
+        {
             request.control_plane_host = db::clusters::remembered_host(pool, id).await?.map(|h| h.to_string());
         }
         spec.public_access = PublicAccess::from_input(&request.as_input(), remembered)?;
