@@ -62,14 +62,14 @@ wait_healthy "$port" "$server_pid" "$work/console.log"
 
 step "assets as a web server should serve them"
 # The page names content-hashed files; each is sent precompressed and immutable.
-for asset in $(curl -fsS "http://127.0.0.1:$port/login" | grep -oE '/pkg/kubebyon\.[A-Za-z0-9_-]+\.(js|wasm|css)' | sort -u); do
+assets=$(curl -fsS "http://127.0.0.1:$port/login" | grep -oE '/pkg/kubebyon\.[A-Za-z0-9_-]+\.(js|wasm|css)' | sort -u)
+[ "$(wc -l <<<"$assets")" -eq 3 ] || { echo "the page does not name hashed js, wasm and css" >&2; exit 1; }
+for asset in $assets; do
   headers=$(curl -fsS -o /dev/null -D - -H 'accept-encoding: br, gzip' "http://127.0.0.1:$port$asset")
   grep -qi '^content-encoding: br' <<<"$headers" || { echo "$asset: not brotli" >&2; echo "$headers" >&2; exit 1; }
   grep -qi '^cache-control: public, max-age=31536000, immutable' <<<"$headers" || { echo "$asset: not immutable" >&2; exit 1; }
   echo "  $asset: br, immutable" >&2
 done
-[ "$(curl -fsS "http://127.0.0.1:$port/login" | grep -oE '/pkg/kubebyon\.[A-Za-z0-9_-]+\.(js|wasm|css)' | sort -u | wc -l)" -eq 3 ] \
-  || { echo "the page does not name hashed js, wasm and css" >&2; exit 1; }
 if grep -q -i -E "e2e-admin-password|kubebyon_session=" "$work/console.log"; then
   echo "a secret reached the console log" >&2; exit 1
 fi

@@ -33,6 +33,14 @@ impl ModeFilter {
     pub fn parse(s: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|m| m.as_str() == s)
     }
+
+    /// The public access mode shown, `None` for off.
+    pub fn mode(self) -> Option<PublicAccessMode> {
+        match self {
+            Self::Disabled => None,
+            Self::Mode(m) => Some(m),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

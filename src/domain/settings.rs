@@ -57,6 +57,17 @@ pub enum AddressRequest {
     None,
 }
 
+impl AddressRequest {
+    /// The wire and form name (as serde writes it).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::MetalLb => "metallb",
+            Self::KubeVip => "kube-vip",
+            Self::None => "none",
+        }
+    }
+}
+
 /// The admin's choice: one of the [`AddressRequest`]s, or `auto` (what the
 /// console detects on the host: MetalLB when its `IPAddressPool` CRD is served).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -76,11 +87,16 @@ impl AddressStyle {
     pub const ALL: [AddressStyle; 4] = [Self::Auto, Self::MetalLb, Self::KubeVip, Self::None];
 
     pub fn as_str(self) -> &'static str {
+        self.fixed().map_or("auto", AddressRequest::as_str)
+    }
+
+    /// The request the admin fixed; `None` for `auto`.
+    pub fn fixed(self) -> Option<AddressRequest> {
         match self {
-            Self::Auto => "auto",
-            Self::MetalLb => "metallb",
-            Self::KubeVip => "kube-vip",
-            Self::None => "none",
+            Self::Auto => None,
+            Self::MetalLb => Some(AddressRequest::MetalLb),
+            Self::KubeVip => Some(AddressRequest::KubeVip),
+            Self::None => Some(AddressRequest::None),
         }
     }
 
@@ -90,12 +106,7 @@ impl AddressStyle {
 
     /// The request made, given what was detected on the host (if a host is connected).
     pub fn resolve(self, detected: Option<AddressRequest>) -> AddressRequest {
-        match self {
-            Self::Auto => detected.unwrap_or(AddressRequest::None),
-            Self::MetalLb => AddressRequest::MetalLb,
-            Self::KubeVip => AddressRequest::KubeVip,
-            Self::None => AddressRequest::None,
-        }
+        self.fixed().or(detected).unwrap_or(AddressRequest::None)
     }
 }
 

@@ -13,9 +13,9 @@ use crate::actions::clusters::list_clusters;
 use crate::components::islands::cluster_live::LiveRegion;
 use crate::components::labels::{PhaseBadge, access_text, mode_text, phase_text, shown_phase};
 use crate::components::layout::Layout;
+use crate::domain::Phase;
 use crate::domain::cluster::Cluster;
 use crate::domain::listing::{ListQuery, ModeFilter};
-use crate::domain::{Phase, PublicAccessMode};
 use crate::i18n::*;
 
 #[component]
@@ -63,11 +63,7 @@ fn Filters(query: ListQuery, is_admin: bool) -> impl IntoView {
     let i18n = use_i18n();
     let locale = i18n.get_locale_untracked();
     let all = t_string!(i18n, clusters.filter_all);
-    let mode_label = |m: ModeFilter| match m {
-        ModeFilter::Disabled => mode_text(locale, None),
-        ModeFilter::Mode(PublicAccessMode::NodePort) => mode_text(locale, Some(PublicAccessMode::NodePort)),
-        ModeFilter::Mode(PublicAccessMode::LoadBalancer) => mode_text(locale, Some(PublicAccessMode::LoadBalancer)),
-    };
+    let mode_label = |m: ModeFilter| mode_text(locale, m.mode());
     view! {
         <form method="get" action="/clusters" class="filters" role="search" data-form="filters">
             <div class="field">

@@ -395,7 +395,8 @@ pub fn LiveRegion(
     let live = hydration_flag();
     #[cfg(feature = "hydrate")]
     Effect::new(move |_| {
-        if let Some(el) = root.get() {
+        // Once, after hydration (the node is there by then; nothing to track).
+        if let Some(el) = root.get_untracked() {
             live::start(region.clone(), el.into());
         }
     });

@@ -120,15 +120,7 @@ pub fn SettingsForm(
                 <p
                     id="load_balancer_address_request-detected"
                     class="note"
-                    data-detected=detected
-                        .map_or(
-                            "no-host",
-                            |d| match d {
-                                AddressRequest::MetalLb => "metallb",
-                                AddressRequest::KubeVip => "kube-vip",
-                                AddressRequest::None => "none",
-                            },
-                        )
+                    data-detected=detected.map_or("no-host", AddressRequest::as_str)
                 >
                     {match detected {
                         Some(AddressRequest::MetalLb) => t_string!(i18n, settings.detected_metallb),
