@@ -542,7 +542,9 @@ async fn work_retries_through_an_api_server_outage() {
 
     own.start_api_server().expect("API server back");
     ctx.wake();
-    ts::eventually("converged after the outage", WAIT, || async {
+    // The operation's next retry may be up to one backoff step away: after ~8
+    // failed attempts (0.2 s doubling) that is 51 s ±25 %, so 60 s can be short.
+    ts::eventually("converged after the outage", WAIT * 2, || async {
         let c = console.get(&format!("/api/console/clusters/{id}"), Some(&cookie)).await.json();
         (c["status"]["phase"] == "ready").then_some(())
     })
