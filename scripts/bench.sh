@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `make bench`: figures, not pass/fail. Prints the release hydrate bundle size
 # (raw and gzip -9), the console's memory after start and after 200 page loads,
+# the clusters list page's time, size and memory with 100 and 10,000 clusters,
 # and the reconciler's switch figures on a test host (tests/reconciler_bench.rs:
 # N clusters NodePort -> LoadBalancer against a bare kube-rs client; N =
 # KUBEBYON_BENCH_CLUSTERS, default and at most 200).
@@ -52,6 +53,34 @@ for ext in wasm js css; do
 done
 printf 'first visit:      %8d bytes (page %d + assets %d)\n' $((page + assets)) "$page" "$assets"
 printf 'repeat visit:     %8d bytes (page only: the assets are cached immutable)\n' "$page"
+
+echo "== the clusters list page with 100 and with 10,000 clusters (first page of 50, admin, no host)"
+# seed FROM TO: clusters b<FROM>..b<TO> through the JSON API, 8 at a time.
+seed() {
+  seq -f '%05g' "$1" "$2" | xargs -P 8 -I{} curl -fsS -o /dev/null -b "$jar" -H 'content-type: application/json' \
+    -d '{"name":"b{}","resources":{"cpu":"1","memory_gib":1,"storage_gib":1},"public_access":{"enabled":false}}' \
+    "$base/api/console/clusters"
+}
+# list_figures N: median and p90 of 50 loads (after 5 warm-up loads), bytes, RSS after.
+list_figures() {
+  for _ in $(seq 1 5); do curl -fsS -o /dev/null -b "$jar" "$base/clusters"; done
+  times=$(for _ in $(seq 1 50); do curl -fsS -o /dev/null -b "$jar" -w '%{time_total}\n' "$base/clusters"; done | sort -n)
+  bytes=$(curl -fsS -b "$jar" -o /dev/null -w '%{size_download}' "$base/clusters")
+  printf '%6d clusters: median %6.1f ms, p90 %6.1f ms, %7d bytes (uncompressed), RSS %s\n' "$1" \
+    "$(sed -n 25p <<<"$times" | awk '{print $1 * 1000}')" "$(sed -n 45p <<<"$times" | awk '{print $1 * 1000}')" \
+    "$bytes" "$(awk '/VmRSS/{print $2, $3}' /proc/$pid/status)"
+}
+seed 1 99
+list_figures 100
+start=$SECONDS
+seed 100 9999
+echo "(seeded 9,900 more through the API in $((SECONDS - start)) s)"
+list_figures 10000
+# Browse: 20 pages deep, a search and a filter, then memory again.
+for p in $(seq 1 20); do curl -fsS -o /dev/null -b "$jar" "$base/clusters?page=$p"; done
+curl -fsS -o /dev/null -b "$jar" "$base/clusters?q=b0999"
+curl -fsS -o /dev/null -b "$jar" "$base/clusters?mode=disabled&page=100"
+echo "after browsing:   $(awk '/VmRSS/{print $2, $3}' /proc/$pid/status) RSS"
 
 echo "== reconciler: NodePort -> LoadBalancer switches on a test host"
 hostsim_target="${HOSTSIM_TARGET_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kubebyon/target-hostsim}"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds kube-apiserver, kube-controller-manager and etcd from the versions pinned in hostcluster/go.mod
+# Builds kube-apiserver, kube-controller-manager, etcd and kubectl from the versions pinned in hostcluster/go.mod
 # into ~/.cache/kubebyon/control-plane/<k8s>-etcd<etcd>/ (outside the clone) and
 # prints that folder. Skips the build when all binaries are already there.
 # Needs Go and the Go module proxy; no release downloads, no container runtime.
@@ -16,12 +16,16 @@ if [[ -z "$k8s" || -z "$etcd" ]]; then
 fi
 
 out="${KUBEBYON_CONTROL_PLANE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kubebyon/control-plane/$k8s-etcd$etcd}"
-if [[ -x "$out/kube-apiserver" && -x "$out/kube-controller-manager" && -x "$out/etcd" ]]; then
+if [[ -x "$out/kube-apiserver" && -x "$out/kube-controller-manager" && -x "$out/etcd" && -x "$out/kubectl" ]]; then
   echo "$out"
   exit 0
 fi
 
-command -v go >/dev/null || { echo "build-control-plane: go is not on PATH" >&2; exit 1; }
+# Go from scripts/install-go.sh when the machine has none new enough.
+GO_HOME_DIR="${GO_HOME_DIR:-$HOME/.cache/kubebyon/go}"
+if [[ -x "$GO_HOME_DIR/bin/go" ]]; then export PATH="$GO_HOME_DIR/bin:$PATH"; fi
+command -v go >/dev/null || bash "$root/scripts/install-go.sh"
+if [[ -x "$GO_HOME_DIR/bin/go" ]]; then export PATH="$GO_HOME_DIR/bin:$PATH"; fi
 mkdir -p "$out"
 start=$SECONDS
 cd "$mod"
@@ -35,7 +39,7 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   stamp+=" -X $pkg.gitVersion=$k8s -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
 done
 for target in "etcd go.etcd.io/etcd/server/v3" "kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver" \
-  "kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager"; do
+  "kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager" "kubectl k8s.io/kubernetes/cmd/kubectl"; do
   set -- $target
   [[ -x "$out/$1" ]] && continue
   echo "build-control-plane: building $1 ($k8s / etcd $etcd) into $out" >&2

@@ -11,7 +11,8 @@ export KUBEBYON_CONTROL_PLANE_DIR
 # Its own target folder: never contends with the console's build lock.
 export CARGO_TARGET_DIR="${HOSTSIM_TARGET_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kubebyon/target-hostsim}"
 
-command -v kubectl >/dev/null || echo "hostsim-test: kubectl not on PATH; the tests that run it will fail" >&2
+# kubectl of the pinned release (built beside kube-apiserver).
+export PATH="$KUBEBYON_CONTROL_PLANE_DIR:$PATH"
 if [[ "$(id -u)" != 0 ]] && [[ "$(cat /proc/sys/net/ipv4/ip_unprivileged_port_start 2>/dev/null || echo 1024)" -gt 443 ]]; then
   echo "hostsim-test: LoadBalancer addresses listen on port 443: run as root or" \
        "set net.ipv4.ip_unprivileged_port_start=443" >&2

@@ -39,6 +39,12 @@ wait_healthy() {
 
 bash scripts/lint.sh
 
+step "host cluster parts and kubectl (built once from hostcluster/go.mod)"
+KUBEBYON_CONTROL_PLANE_DIR=$(bash scripts/build-control-plane.sh | tail -n 1)
+export KUBEBYON_CONTROL_PLANE_DIR
+# The tests' kubectl is the pinned release's, not whatever the machine has.
+export PATH="$KUBEBYON_CONTROL_PLANE_DIR:$PATH"
+
 step "PostgreSQL for the storage tests"
 KUBEBYON_TEST_POSTGRES_URL=$(bash scripts/test-postgres.sh start "$work/pg")
 export KUBEBYON_TEST_POSTGRES_URL

@@ -22,7 +22,13 @@ async fn main() -> ExitCode {
         )
         .init();
     let cli = Cli::parse();
-    let config = Config::from_env();
+    let config = match Config::from_env() {
+        Ok(config) => config,
+        Err(e) => {
+            eprintln!("kubebyon: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     match run(cli.command.unwrap_or(Command::Serve), config).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -616,14 +616,18 @@ async fn pages_redirect_anonymous_users_and_forms_post_without_javascript() {
         .await;
     assert_eq!(r.status, StatusCode::FOUND, "{}", r.body);
     let location = r.headers["location"].to_str().unwrap();
+    // Back to the form with what was typed (defect: the input was lost) and the error.
     assert!(
-        location.starts_with("http://127.0.0.1:3000/clusters/new?__path=%2Ffn%2Fclusters%2Fcreate&__err="),
+        location.starts_with("/clusters/new?name=nolb&cpu=2&memory_gib=4&storage_gib=20&public_access_enabled=on&public_access_mode=loadbalancer&__path=%2Ffn%2Fclusters%2Fcreate&__err="),
         "{location}"
     );
     assert_eq!(count(&c, "clusters").await, 0);
-    // The page it returns to shows the translated error next to the host field.
-    let page = c.get(location.trim_start_matches("http://127.0.0.1:3000"), Some(&alice)).await;
+    // The page it returns to shows the translated error next to the host field,
+    // the typed name and the LoadBalancer mode still chosen.
+    let page = c.get(location, Some(&alice)).await;
     assert!(page.body.contains(r#"data-error-code="host_required_for_load_balancer""#), "error shown");
+    assert!(page.body.contains(r#"value="nolb""#), "name kept");
+    assert!(page.body.contains(r#"value="loadbalancer" checked"#), "mode kept: {}", page.body.len());
 
     // The same refusal to a JavaScript caller is a JSON error with its own 4xx status.
     let r = c.send("POST", "/fn/clusters/create", Some(&alice), Some("application/x-www-form-urlencoded"), form).await;
@@ -677,4 +681,52 @@ async fn pages_redirect_anonymous_users_and_forms_post_without_javascript() {
     let page = c.get(&back, Some(&admin)).await;
     assert!(page.body.contains(r#"data-error-code="host_invalid""#), "error shown");
     assert!(!page.body.contains("banner-ok"), "no success banner beside the error");
+}
+
+/// Defect: behind a reverse proxy every client looked like the proxy, so one
+/// client could lock `admin` out for everybody. With the proxy trusted, the
+/// forwarded address is the client; without, a forged header changes nothing.
+#[tokio::test]
+async fn login_throttling_follows_the_forwarded_client_only_behind_a_trusted_proxy() {
+    use kubebyon::server::auth::client::Cidr;
+    use kubebyon::server::config::Config;
+    let (url, _dir) = support::sqlite_url();
+    let pool = kubebyon::server::db::connect(&url).await.unwrap();
+    // The test router's peer is 127.0.0.1.
+    let config = Config { trusted_proxies: Cidr::parse_list("127.0.0.0/8").unwrap(), ..Config::default() };
+    let c = Console::with(pool, None, config);
+    c.user("admin", PW, true).await;
+    let login = |password: &'static str, forwarded: &'static str| {
+        let c = &c;
+        async move {
+            let body = json!({"username": "admin", "password": password}).to_string();
+            let headers = [("x-forwarded-for", forwarded)];
+            c.send_with("POST", "/api/auth/login", None, Some("application/json"), body, &headers).await
+        }
+    };
+    for _ in 0..5 {
+        assert_eq!(login("wrong password!", "198.51.100.7").await.status, StatusCode::UNAUTHORIZED);
+    }
+    let r = login(PW, "198.51.100.7").await;
+    assert_eq!((r.status, r.code()), (StatusCode::TOO_MANY_REQUESTS, "login_rate_limited".into()));
+    // The attacker cannot forge its way out: our proxy appends the real address last.
+    let r = login(PW, "203.0.113.1, 198.51.100.7").await;
+    assert_eq!(r.status, StatusCode::TOO_MANY_REQUESTS);
+    // Another client behind the same proxy still signs in as admin.
+    let r = login(PW, "192.0.2.44").await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+
+    // Without trusted proxies the header is ignored: rotating it evades nothing.
+    let (c, _dir) = console().await;
+    for i in 0..5 {
+        let body = json!({"username": "bob", "password": "wrong password!"}).to_string();
+        let forged = format!("198.51.100.{i}");
+        let headers = [("x-forwarded-for", forged.as_str())];
+        let r = c.send_with("POST", "/api/auth/login", None, Some("application/json"), body, &headers).await;
+        assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+    }
+    let body = json!({"username": "bob", "password": PW}).to_string();
+    let headers = [("x-forwarded-for", "192.0.2.99")];
+    let r = c.send_with("POST", "/api/auth/login", None, Some("application/json"), body, &headers).await;
+    assert_eq!(r.status, StatusCode::TOO_MANY_REQUESTS);
 }

@@ -42,10 +42,23 @@ async function expectSameDocument(page: Page) {
   expect(await page.evaluate(() => (window as any).__sameDocument === true)).toBe(true);
 }
 
-async function editAccess(page: Page, detailUrl: string, mode: 'off' | 'nodeport' | 'loadbalancer', host = '') {
+/** Edits public access; `oldEndpoint`: the form must warn that kubeconfigs naming it stop working. */
+async function editAccess(
+  page: Page,
+  detailUrl: string,
+  mode: 'off' | 'nodeport' | 'loadbalancer',
+  host = '',
+  oldEndpoint?: string,
+) {
   await page.goto(`${detailUrl}/edit`);
   await hydrated(page);
+  const warning = page.locator('[data-breaks-kubeconfigs]');
+  if (oldEndpoint) await expect(warning).toBeHidden();
   await chooseAccess(page, 'en', mode, host);
+  if (oldEndpoint) {
+    await expect(warning).toBeVisible();
+    await expect(warning).toHaveText(t('en', 'form.sans_breaks', { endpoint: oldEndpoint }));
+  }
   await page.getByRole('button', { name: t('en', 'form.save_submit') }).click();
   await expect(page).toHaveURL(new RegExp(`${detailUrl}$`));
   await hydrated(page);
@@ -73,7 +86,16 @@ test('LoadBalancer cluster: Ready without a reload, kubeconfig works, switches s
   await page.goto('/clusters/new');
   await hydrated(page);
   await page.getByLabel(t('en', 'form.name')).fill(name);
+  // The planned certificate names follow the form as it is filled in.
+  await expect(page.locator('[data-san=public] code')).toHaveText(nodeHost);
+  await expect(page.locator('[data-san=assigned]')).toHaveText(t('en', 'form.sans_node_address'));
+  await chooseAccess(page, 'en', 'loadbalancer', 'bad host');
+  await expect(page.locator('[data-san=invalid]')).toHaveText(t('en', 'form.sans_host_invalid'));
   await chooseAccess(page, 'en', 'loadbalancer', lbIp);
+  await expect(page.locator('[data-san=public] code')).toHaveText(lbIp);
+  await expect(page.locator('[data-san=assigned]')).toHaveText(t('en', 'form.sans_lb_address'));
+  await expect(page.locator('[data-planned-sans] details')).toContainText(`${name}.kubebyon-${name}`);
+  await shot(page, 'create-planned-sans-en');
   await page.getByRole('button', { name: t('en', 'form.create_submit') }).click();
   await expect(page).toHaveURL(/\/clusters\/\d+$/);
   const detailUrl = page.url();
@@ -112,7 +134,7 @@ test('LoadBalancer cluster: Ready without a reload, kubeconfig works, switches s
   await expect(page.locator('html')).toHaveAttribute('lang', 'en');
 
   // → NodePort: the port appears live, the new kubeconfig works.
-  await editAccess(page, detailUrl, 'nodeport');
+  await editAccess(page, detailUrl, 'nodeport', '', `https://${lbIp}:443`);
   await expect(page.locator('[data-field=port]')).toHaveText(/^\d{5}$/, { timeout: READY });
   await expect(page.locator('[data-phase]').first()).toHaveAttribute('data-phase', 'ready', { timeout: READY });
   await expectSameDocument(page);
@@ -123,7 +145,7 @@ test('LoadBalancer cluster: Ready without a reload, kubeconfig works, switches s
   expect(() => kubectlGetNs(file)).toThrow();
 
   // → off: endpoint and download disappear.
-  await editAccess(page, detailUrl, 'off');
+  await editAccess(page, detailUrl, 'off', '', `https://${nodeHost}:${port}`);
   await expect(page.locator('[data-phase]').first()).toHaveAttribute('data-phase', 'ready', { timeout: READY });
   await expect(page.locator('[data-field=endpoint]')).toHaveText(t('en', 'app.none'));
   await expect(page.getByTestId('kubeconfig')).toBeDisabled();

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::domain::change::ClusterEvent;
 use crate::domain::cluster::Cluster;
-use crate::domain::{AppError, PublicAccessMode};
+use crate::domain::{AppError, Host, PublicAccessMode};
 
 /// What the cluster pages show.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -17,6 +17,15 @@ pub struct ClusterPage {
     pub remembered_mode: PublicAccessMode,
     /// The host it had before public access was turned off (prefilled).
     pub remembered_host: Option<String>,
+    /// The admin's NodePort public host (the forms' planned certificate names).
+    pub nodeport_host: Option<Host>,
+}
+
+/// What the create form starts from: the admin's default mode and NodePort public host.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ClusterDefaults {
+    pub mode: PublicAccessMode,
+    pub nodeport_host: Option<Host>,
 }
 
 /// One page of the clusters list (search, filters and page from the URL).
@@ -36,34 +45,75 @@ pub async fn load_cluster(id: i64) -> Result<ClusterPage, AppError> {
     let (st, user) = (state()?, require_user()?);
     let (cluster, events, remembered_mode, host) = clusters::page(&st.pool, &user, id).await?;
     let remembered_host = host.map(|h| h.to_string());
-    Ok(ClusterPage { cluster, events, viewer_is_admin: user.is_admin(), remembered_mode, remembered_host })
+    let nodeport_host = crate::server::service::settings::get(&st.pool).await?.nodeport_public_host;
+    Ok(ClusterPage {
+        cluster,
+        events,
+        viewer_is_admin: user.is_admin(),
+        remembered_mode,
+        remembered_host,
+        nodeport_host,
+    })
 }
 
-/// The admin's default mode, which the create form preselects.
+/// The admin's default mode, which the create form preselects, and NodePort public host.
 #[server(prefix = "/fn", endpoint = "clusters/defaults")]
-pub async fn default_mode() -> Result<PublicAccessMode, AppError> {
+pub async fn form_defaults() -> Result<ClusterDefaults, AppError> {
     use crate::server::context::{require_user, state};
     require_user()?;
-    Ok(crate::server::service::settings::get(&state()?.pool).await?.default_mode)
+    let settings = crate::server::service::settings::get(&state()?.pool).await?;
+    Ok(ClusterDefaults { mode: settings.default_mode, nodeport_host: settings.nodeport_public_host })
 }
 
+/// The resource and public access fields of the create and edit forms, as posted.
 #[cfg(feature = "ssr")]
-fn access_request(
-    enabled: Option<String>,
-    mode: Option<String>,
-    host: Option<String>,
-) -> crate::domain::public_access::PublicAccessRequest {
-    crate::domain::public_access::PublicAccessRequest { enabled: enabled.is_some(), mode, control_plane_host: host }
-}
-
-#[cfg(feature = "ssr")]
-fn resources_request(
+struct Posted {
     cpu: String,
     memory_gib: String,
     storage_gib: String,
-) -> crate::domain::resources::ResourcesRequest {
-    use crate::domain::resources::NumberOrText::Text;
-    crate::domain::resources::ResourcesRequest { cpu, memory_gib: Text(memory_gib), storage_gib: Text(storage_gib) }
+    enabled: Option<String>,
+    mode: Option<String>,
+    host: Option<String>,
+}
+
+#[cfg(feature = "ssr")]
+type Triple = (String, String, String);
+
+#[cfg(feature = "ssr")]
+impl Posted {
+    fn new(
+        (cpu, memory_gib, storage_gib): Triple,
+        (enabled, mode, host): (Option<String>, Option<String>, Option<String>),
+    ) -> Self {
+        Self { cpu, memory_gib, storage_gib, enabled, mode, host }
+    }
+
+    /// What a refused plain post carries back (none of it is secret).
+    fn fields(&self) -> Vec<(&'static str, &str)> {
+        let mut fields =
+            vec![("cpu", &*self.cpu), ("memory_gib", &*self.memory_gib), ("storage_gib", &*self.storage_gib)];
+        fields.extend(self.enabled.as_deref().map(|v| ("public_access_enabled", v)));
+        fields.extend(self.mode.as_deref().map(|v| ("public_access_mode", v)));
+        fields.extend(self.host.as_deref().map(|v| ("control_plane_host", v)));
+        fields
+    }
+
+    fn resources(&self) -> crate::domain::resources::ResourcesRequest {
+        use crate::domain::resources::NumberOrText::Text;
+        crate::domain::resources::ResourcesRequest {
+            cpu: self.cpu.clone(),
+            memory_gib: Text(self.memory_gib.clone()),
+            storage_gib: Text(self.storage_gib.clone()),
+        }
+    }
+
+    fn access(&self) -> crate::domain::public_access::PublicAccessRequest {
+        crate::domain::public_access::PublicAccessRequest {
+            enabled: self.enabled.is_some(),
+            mode: self.mode.clone(),
+            control_plane_host: self.host.clone(),
+        }
+    }
 }
 
 #[server(prefix = "/fn", endpoint = "clusters/create")]
@@ -77,14 +127,19 @@ pub async fn create_cluster(
     public_access_mode: Option<String>,
     control_plane_host: Option<String>,
 ) -> Result<(), AppError> {
-    use crate::server::context::{require_user, state};
+    use crate::server::context::{keep_input_on_error, require_user, state};
     use crate::server::service::clusters::{ClusterDraft, create};
-    let draft = ClusterDraft {
-        name,
-        resources: resources_request(cpu, memory_gib, storage_gib),
-        public_access: Some(access_request(public_access_enabled, public_access_mode, control_plane_host)),
-    };
-    let cluster = create(&state()?.pool, &require_user()?, &draft).await?;
+    use server_fn::ServerFn as _;
+    let (st, user) = (state()?, require_user()?);
+    let access = (public_access_enabled, public_access_mode, control_plane_host);
+    let posted = Posted::new((cpu, memory_gib, storage_gib), access);
+    let mut fields = posted.fields();
+    fields.insert(0, ("name", &name));
+    let draft =
+        ClusterDraft { name: name.clone(), resources: posted.resources(), public_access: Some(posted.access()) };
+    let cluster = create(&st.pool, &user, &draft)
+        .await
+        .inspect_err(|e| keep_input_on_error(CreateCluster::PATH, "/clusters/new", &fields, e))?;
     leptos_axum::redirect(&format!("/clusters/{}", cluster.id));
     Ok(())
 }
@@ -100,13 +155,17 @@ pub async fn update_cluster(
     public_access_mode: Option<String>,
     control_plane_host: Option<String>,
 ) -> Result<(), AppError> {
-    use crate::server::context::{require_user, state};
+    use crate::server::context::{keep_input_on_error, require_user, state};
     use crate::server::service::clusters::{ClusterPatch, update};
-    let patch = ClusterPatch {
-        resources: Some(resources_request(cpu, memory_gib, storage_gib)),
-        public_access: Some(access_request(public_access_enabled, public_access_mode, control_plane_host)),
-    };
-    update(&state()?.pool, &require_user()?, id, &patch).await?;
+    use server_fn::ServerFn as _;
+    let (st, user) = (state()?, require_user()?);
+    let access = (public_access_enabled, public_access_mode, control_plane_host);
+    let posted = Posted::new((cpu, memory_gib, storage_gib), access);
+    let fields = posted.fields();
+    let patch = ClusterPatch { resources: Some(posted.resources()), public_access: Some(posted.access()) };
+    update(&st.pool, &user, id, &patch)
+        .await
+        .inspect_err(|e| keep_input_on_error(UpdateCluster::PATH, &format!("/clusters/{id}/edit"), &fields, e))?;
     leptos_axum::redirect(&format!("/clusters/{id}"));
     Ok(())
 }

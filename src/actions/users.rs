@@ -13,25 +13,39 @@ pub async fn list_users() -> Result<Vec<UserSummary>, AppError> {
 
 #[server(prefix = "/fn", endpoint = "users/create")]
 pub async fn create_user(username: String, password: String, role: String) -> Result<(), AppError> {
-    use crate::server::context::{require_admin, state};
+    use crate::server::context::{keep_input_on_error, require_admin, state};
+    use server_fn::ServerFn as _;
+    // The password is not carried back.
+    let typed = [("username", username.as_str()), ("role", role.as_str())];
     crate::server::service::accounts::create_user(&state()?.pool, &require_admin()?, &username, &password, &role)
-        .await?;
+        .await
+        .inspect_err(|e| keep_input_on_error(CreateUser::PATH, "/admin/users", &typed, e))?;
     leptos_axum::redirect("/admin/users?saved=1");
     Ok(())
 }
 
 #[server(prefix = "/fn", endpoint = "users/role")]
 pub async fn set_role(user_id: i64, role: String) -> Result<(), AppError> {
-    use crate::server::context::{require_admin, state};
-    crate::server::service::accounts::set_role(&state()?.pool, &require_admin()?, user_id, &role).await?;
+    use crate::server::context::{keep_input_on_error, require_admin, state};
+    use server_fn::ServerFn as _;
+    // Without JavaScript the page shows the error in this user's row.
+    let row = user_id.to_string();
+    crate::server::service::accounts::set_role(&state()?.pool, &require_admin()?, user_id, &role)
+        .await
+        .inspect_err(|e| keep_input_on_error(SetRole::PATH, "/admin/users", &[("user_id", row.as_str())], e))?;
     leptos_axum::redirect("/admin/users?saved=1");
     Ok(())
 }
 
 #[server(prefix = "/fn", endpoint = "users/password")]
 pub async fn reset_password(user_id: i64, password: String) -> Result<(), AppError> {
-    use crate::server::context::{require_admin, state};
-    crate::server::service::accounts::reset_password(&state()?.pool, &require_admin()?, user_id, &password).await?;
+    use crate::server::context::{keep_input_on_error, require_admin, state};
+    use server_fn::ServerFn as _;
+    // Without JavaScript the page shows the error in this user's row.
+    let row = user_id.to_string();
+    crate::server::service::accounts::reset_password(&state()?.pool, &require_admin()?, user_id, &password)
+        .await
+        .inspect_err(|e| keep_input_on_error(ResetPassword::PATH, "/admin/users", &[("user_id", row.as_str())], e))?;
     leptos_axum::redirect("/admin/users?saved=1");
     Ok(())
 }

@@ -74,15 +74,23 @@ pub fn FormError(#[prop(into)] error: Signal<Option<AppError>>) -> impl IntoView
     }
 }
 
-/// The error a submitted form shows: the latest action result, else the one
-/// the server put in the URL after a JavaScript-free post.
+/// The error a submitted form shows: the latest result of an action
+/// dispatched on this page, else the one the page passes from the URL after a
+/// JavaScript-free post. (A `ServerAction` also starts from the URL's error
+/// when the path matches; that would show one row's error in every row of the
+/// same form, so it is ignored until the action runs here: `version` 0.)
 pub fn action_error<T: Clone + Send + Sync + 'static>(
     value: impl Get<Value = Option<Result<T, AppError>>> + Send + Sync + 'static,
+    version: impl Get<Value = usize> + Send + Sync + 'static,
     from_url: Option<AppError>,
 ) -> Signal<Option<AppError>> {
-    Signal::derive(move || match value.get() {
-        Some(Err(e)) => Some(e),
-        Some(Ok(_)) => None,
-        None => from_url,
+    Signal::derive(move || {
+        if version.get() == 0 {
+            return from_url;
+        }
+        match value.get() {
+            Some(Err(e)) => Some(e),
+            Some(Ok(_)) | None => None,
+        }
     })
 }

@@ -11,6 +11,7 @@ pub mod listing;
 pub mod path;
 pub mod public_access;
 pub mod resources;
+pub mod sans;
 pub mod settings;
 pub mod user;
 

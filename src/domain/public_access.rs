@@ -151,10 +151,14 @@ impl PublicAccess {
         self.mode().unwrap_or(remembered)
     }
 
-    /// Names the API server certificate must carry: the host whenever access is
-    /// on (the seed asks it for LoadBalancer; NodePort has the same TLS failure).
-    pub fn extra_sans(&self) -> Vec<String> {
-        self.host().map(ToString::to_string).into_iter().collect()
+    /// The host kubeconfigs name (and `extraSANs` carries): the cluster's own,
+    /// else for NodePort the admin's NodePort public host.
+    pub fn public_host<'a>(&'a self, nodeport_public_host: Option<&'a Host>) -> Option<&'a Host> {
+        match self {
+            Self::Disabled => None,
+            Self::NodePort { host } => host.as_ref().or(nodeport_public_host),
+            Self::LoadBalancer { host } => Some(host),
+        }
     }
 }
 
@@ -275,11 +279,19 @@ mod tests {
     }
 
     #[test]
-    fn extra_sans_follow_the_host_whenever_enabled() {
-        assert!(PublicAccess::Disabled.extra_sans().is_empty());
-        assert!(PublicAccess::NodePort { host: None }.extra_sans().is_empty());
-        assert_eq!(PublicAccess::NodePort { host: Some(dns("n.example")) }.extra_sans(), ["n.example"]);
-        assert_eq!(PublicAccess::LoadBalancer { host: dns("lb.example") }.extra_sans(), ["lb.example"]);
+    fn public_host_follows_the_mode_and_host() {
+        let np = dns("np.example");
+        assert_eq!(PublicAccess::Disabled.public_host(Some(&np)), None);
+        assert_eq!(PublicAccess::NodePort { host: None }.public_host(None), None);
+        assert_eq!(PublicAccess::NodePort { host: None }.public_host(Some(&np)), Some(&np));
+        assert_eq!(
+            PublicAccess::NodePort { host: Some(dns("n.example")) }.public_host(Some(&np)),
+            Some(&dns("n.example"))
+        );
+        assert_eq!(
+            PublicAccess::LoadBalancer { host: dns("lb.example") }.public_host(Some(&np)),
+            Some(&dns("lb.example"))
+        );
     }
 
     #[test]

@@ -5,9 +5,8 @@ use leptos_meta::Title;
 use server_fn::ServerFn;
 
 use super::problem::problem_view;
-use super::{SavedBanner, url_error};
+use super::{SavedBanner, retyped, url_error};
 use crate::actions::users::{CreateUser, ResetPassword, SetRole, list_users};
-use crate::components::error_text::FormError;
 use crate::components::islands::user_forms::{CreateUserForm, UserRowForms};
 use crate::components::labels::format_time;
 use crate::components::layout::Layout;
@@ -22,14 +21,19 @@ pub fn UsersPage() -> impl IntoView {
             Err(e) => return problem_view(e),
             Ok(users) => users,
         };
-        // Errors of role/password posts made without JavaScript.
-        let row_error = Signal::stored(url_error(SetRole::PATH).or_else(|| url_error(ResetPassword::PATH)));
+        // A role/password post refused without JavaScript: its row shows the error.
+        let failed_row = retyped(SetRole::PATH)
+            .or_else(|| retyped(ResetPassword::PATH))
+            .and_then(|q| q.get("user_id")?.parse::<i64>().ok());
+        let (role_error, reset_error) = (url_error(SetRole::PATH), url_error(ResetPassword::PATH));
+        let typed = retyped(CreateUser::PATH);
+        let typed_username = typed.as_ref().and_then(|q| q.get("username")).unwrap_or_default();
+        let typed_role = typed.and_then(|q| q.get("role")).and_then(|r| Role::parse(&r).ok()).unwrap_or(Role::User);
         view! {
             <section class="card">
                 <h1 class="page-title">{t!(i18n, users.title)}</h1>
                 <p class="mb-4 text-slate-600">{t!(i18n, users.intro)}</p>
                 <SavedBanner />
-                <FormError error=row_error />
                 <table class="table">
                     <caption class="sr-only">{t!(i18n, users.table_caption)}</caption>
                     <thead>
@@ -50,13 +54,16 @@ pub fn UsersPage() -> impl IntoView {
                                     t_string!(i18n, app.role_user)
                                 };
                                 let (name, key) = (u.username.clone(), u.username.clone());
+                                let failed = failed_row == Some(u.id);
+                                let role_url_error = role_error.filter(|_| failed);
+                                let reset_url_error = reset_error.filter(|_| failed);
                                 view! {
                                     <tr data-user=key>
                                         <th scope="row">{name}</th>
                                         <td>{role}</td>
                                         <td class="whitespace-nowrap text-sm">{format_time(u.created_at)}</td>
                                         <td>
-                                            <UserRowForms user=u />
+                                            <UserRowForms user=u role_url_error reset_url_error />
                                         </td>
                                     </tr>
                                 }
@@ -67,7 +74,7 @@ pub fn UsersPage() -> impl IntoView {
             </section>
             <section class="card">
                 <h2 class="section-title">{t!(i18n, users.create_title)}</h2>
-                <CreateUserForm url_error=url_error(CreateUser::PATH) />
+                <CreateUserForm username=typed_username role=typed_role url_error=url_error(CreateUser::PATH) />
             </section>
         }
         .into_any()

@@ -5,7 +5,7 @@ use leptos_meta::Title;
 use server_fn::ServerFn;
 
 use super::problem::problem_view;
-use super::{route_id, url_error};
+use super::{retyped, route_id, url_error};
 use crate::actions::clusters::{UpdateCluster, load_cluster};
 use crate::components::islands::cluster_forms::{ClusterFormValues, EditClusterForm};
 use crate::components::layout::Layout;
@@ -24,18 +24,30 @@ pub fn EditClusterPage() -> impl IntoView {
             Err(e) => problem_view(e),
             Ok(p) if p.cluster.deletion_requested => problem_view(AppError::new(ErrorCode::ClusterDeleting)),
             Ok(p) => {
-                let values = ClusterFormValues::of(
+                let mut values = ClusterFormValues::of(
                     &p.cluster,
                     p.remembered_mode,
                     p.remembered_host.clone().or(p.cluster.unusable_host.clone()),
                 );
+                if let Some(q) = retyped(UpdateCluster::PATH) {
+                    values = values.retyped(|k| q.get(k), false);
+                }
+                let shown = p.cluster.clone().shown();
+                let endpoint = shown.status.api_endpoint.clone();
                 view! {
                     <section class="card max-w-3xl">
                         <h1 class="page-title">
                             {t!(i18n, form.edit_title)} ": "
                             <span class="font-mono">{p.cluster.spec.name.to_string()}</span>
                         </h1>
-                        <EditClusterForm id=p.cluster.id values url_error=url_error(UpdateCluster::PATH) />
+                        <EditClusterForm
+                            id=p.cluster.id
+                            values
+                            nodeport_host=p.nodeport_host
+                            current=p.cluster.spec.public_access.clone()
+                            current_endpoint=endpoint
+                            url_error=url_error(UpdateCluster::PATH)
+                        />
                     </section>
                 }
                 .into_any()

@@ -5,9 +5,9 @@ use leptos_meta::Title;
 use server_fn::ServerFn;
 
 use super::problem::problem_view;
-use super::url_error;
-use crate::actions::clusters::{CreateCluster, default_mode};
-use crate::components::islands::cluster_forms::CreateClusterForm;
+use super::{retyped, url_error};
+use crate::actions::clusters::{CreateCluster, form_defaults};
+use crate::components::islands::cluster_forms::{ClusterFormValues, CreateClusterForm};
 use crate::components::layout::Layout;
 use crate::i18n::*;
 
@@ -15,9 +15,14 @@ use crate::i18n::*;
 pub fn NewClusterPage() -> impl IntoView {
     let i18n = use_i18n();
     let form = Suspend::new(async move {
-        match default_mode().await {
-            Ok(mode) => {
-                view! { <CreateClusterForm default_mode=mode url_error=url_error(CreateCluster::PATH) /> }.into_any()
+        match form_defaults().await {
+            Ok(defaults) => {
+                let mut values = ClusterFormValues::new_cluster(defaults.mode);
+                if let Some(q) = retyped(CreateCluster::PATH) {
+                    values = values.retyped(|k| q.get(k), true);
+                }
+                view! { <CreateClusterForm values nodeport_host=defaults.nodeport_host url_error=url_error(CreateCluster::PATH) /> }
+                .into_any()
             }
             Err(e) => problem_view(e),
         }

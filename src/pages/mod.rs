@@ -24,6 +24,13 @@ pub fn url_error(fn_path: &str) -> Option<AppError> {
     (path == fn_path).then(|| ServerFnUrlError::<AppError>::decode_err(&err))
 }
 
+/// The query of the page a refused plain post of `fn_path` landed on (it
+/// carries what was typed; see `server::context::keep_input_on_error`).
+pub fn retyped(fn_path: &str) -> Option<leptos_router::params::ParamsMap> {
+    let query = use_query_map().get_untracked();
+    (query.get("__path").as_deref() == Some(fn_path)).then_some(query)
+}
+
 /// "Saved." when the URL carries `saved=1` (where a successful admin post lands).
 #[component]
 pub fn SavedBanner() -> impl IntoView {

@@ -3,7 +3,9 @@
 
 use std::path::PathBuf;
 
-#[derive(Debug, Clone)]
+use super::auth::client::Cidr;
+
+#[derive(Debug, Clone, Default)]
 pub struct Config {
     /// Where the SQLite file lives (`KUBEBYON_DATA_DIR`, default `./data`).
     pub data_dir: PathBuf,
@@ -15,18 +17,31 @@ pub struct Config {
     pub admin_password: Option<String>,
     /// `KUBEBYON_SIMULATED_HOST=1`: the host cluster is the local simulator (`make run` without KUBECONFIG).
     pub simulated_host: bool,
+    /// `KUBEBYON_TRUSTED_PROXIES`: reverse proxies (addresses or CIDR blocks,
+    /// comma-separated) whose `X-Forwarded-For` names the client for login
+    /// throttling. Empty: the header is ignored.
+    pub trusted_proxies: Vec<Cidr>,
 }
 
 impl Config {
-    pub fn from_env() -> Self {
+    pub fn from_env() -> Result<Self, String> {
         let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
-        Self {
+        let trusted_proxies = Cidr::parse_list(&var("KUBEBYON_TRUSTED_PROXIES").unwrap_or_default())
+            .map_err(|bad| format!("KUBEBYON_TRUSTED_PROXIES: {bad:?} is not an IP address or CIDR block"))?;
+        Ok(Self {
             data_dir: var("KUBEBYON_DATA_DIR").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("data")),
             database_url: var("DATABASE_URL"),
             public_url: var("KUBEBYON_PUBLIC_URL"),
             admin_password: var("KUBEBYON_ADMIN_PASSWORD"),
             simulated_host: var("KUBEBYON_SIMULATED_HOST").is_some_and(|v| v == "1"),
-        }
+            trusted_proxies,
+        })
+    }
+
+    /// The throttling key of the client behind a request (`auth::client`).
+    pub fn client_key(&self, peer: std::net::IpAddr, headers: &http::HeaderMap) -> String {
+        let forwarded: Vec<&str> = headers.get_all("x-forwarded-for").iter().filter_map(|v| v.to_str().ok()).collect();
+        super::auth::client::client_key(super::auth::client::client_ip(peer, &forwarded, &self.trusted_proxies))
     }
 
     pub fn public_url_is_https(&self) -> bool {

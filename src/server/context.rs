@@ -32,14 +32,14 @@ pub fn header(name: &str) -> Option<String> {
     use_context::<Parts>().and_then(|p| p.headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned))
 }
 
-/// The client's address for throttling (the socket address, put into
-/// extensions by axum's `ConnectInfo`).
+/// The client's throttling key: the socket address (put into extensions by
+/// axum's `ConnectInfo`), or behind a trusted proxy the forwarded one.
 pub fn client_addr() -> String {
-    use_context::<Parts>()
-        .and_then(|p| {
-            p.extensions.get::<axum::extract::ConnectInfo<std::net::SocketAddr>>().map(|c| c.0.ip().to_string())
-        })
-        .unwrap_or_default()
+    let (Some(parts), Ok(st)) = (use_context::<Parts>(), state()) else {
+        return String::new();
+    };
+    let peer = parts.extensions.get::<axum::extract::ConnectInfo<std::net::SocketAddr>>().map(|c| c.0.ip());
+    peer.map(|ip| st.config.client_key(ip, &parts.headers)).unwrap_or_default()
 }
 
 pub fn set_response_header(name: http::HeaderName, value: &str) {
@@ -52,5 +52,35 @@ pub fn set_response_header(name: http::HeaderName, value: &str) {
 pub fn set_status(status: http::StatusCode) {
     if let Some(res) = use_context::<leptos_axum::ResponseOptions>() {
         res.set_status(status);
+    }
+}
+
+/// A plain HTML form post (JavaScript off): the browser asked for a page.
+pub fn is_plain_form_post() -> bool {
+    header("accept").is_some_and(|a| a.contains("text/html"))
+}
+
+/// After a refused plain form post, sends the browser back to `page` with what
+/// was typed (`fields`, never a secret) and the error (`__path`/`__err`, as
+/// server_fn encodes it) in the URL instead of to the bare referer, so the form
+/// comes back filled in with the error beside the field. No-op with JavaScript.
+pub fn keep_input_on_error(fn_path: &str, page: &str, fields: &[(&str, &str)], err: &AppError) {
+    if !is_plain_form_post() {
+        return;
+    }
+    let mut query = form_urlencoded::Serializer::new(String::new());
+    for (key, value) in fields {
+        query.append_pair(key, value);
+    }
+    let base = format!("http://console{page}?{}", query.finish());
+    let Ok(url) = server_fn::error::ServerFnUrlError::new(fn_path, *err).to_url(&base) else {
+        return;
+    };
+    if let (Some(res), Ok(location)) = (
+        use_context::<leptos_axum::ResponseOptions>(),
+        http::HeaderValue::from_str(&format!("{}?{}", url.path(), url.query().unwrap_or_default())),
+    ) {
+        res.insert_header(http::header::LOCATION, location);
+        res.set_status(http::StatusCode::FOUND);
     }
 }

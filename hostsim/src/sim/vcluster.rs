@@ -181,8 +181,8 @@ fn base_sans(namespace: &str, release: &str) -> Vec<String> {
     .map(String::from)
     .into();
     sans.push(release.into());
+    // `<name>` and `<name>.<ns>` only: cert.go adds no `.svc` forms of them.
     sans.push(format!("{release}.{namespace}"));
-    sans.push(format!("{release}.{namespace}.svc"));
     sans.sort();
     sans
 }

@@ -10,12 +10,16 @@ use crate::components::field::TextField;
 use crate::components::island_form::IslandForm;
 use crate::components::public_access_fields::PublicAccessFields;
 use crate::domain::cluster::Cluster;
-use crate::domain::{AppError, Field, PublicAccessMode, Resources};
+use crate::domain::public_access::PublicAccessInput;
+use crate::domain::sans::{self, Assigned};
+use crate::domain::{AppError, Field, Host, PublicAccess, PublicAccessMode, Resources};
 use crate::i18n::*;
 
 /// The editable values of a cluster, as form text.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ClusterFormValues {
+    /// Typed on create; fixed on edit.
+    pub name: String,
     pub cpu: String,
     pub memory_gib: String,
     pub storage_gib: String,
@@ -26,13 +30,35 @@ pub struct ClusterFormValues {
 
 impl ClusterFormValues {
     pub fn new_cluster(default_mode: PublicAccessMode) -> Self {
-        Self::from_parts(&Resources::default(), true, default_mode, String::new())
+        Self::from_parts(String::new(), &Resources::default(), true, default_mode, String::new())
+    }
+
+    /// What a refused plain form post typed (carried back in the URL by
+    /// `keep_input_on_error`); the name only on create.
+    pub fn retyped(mut self, get: impl Fn(&str) -> Option<String>, with_name: bool) -> Self {
+        if with_name {
+            self.name = get("name").unwrap_or_default();
+        }
+        self.cpu = get("cpu").unwrap_or_default();
+        self.memory_gib = get("memory_gib").unwrap_or_default();
+        self.storage_gib = get("storage_gib").unwrap_or_default();
+        self.enabled = get("public_access_enabled").is_some();
+        self.mode = get("public_access_mode").and_then(|m| PublicAccessMode::parse(&m)).unwrap_or(self.mode);
+        self.host = get("control_plane_host").unwrap_or_default();
+        self
+    }
+
+    /// The public access these values ask for; `None` while the host is not valid.
+    pub fn access(&self) -> Option<PublicAccess> {
+        let input = PublicAccessInput { enabled: self.enabled, mode: Some(self.mode.as_str()), host: &self.host };
+        PublicAccess::from_input(&input, self.mode).ok()
     }
 
     /// A disabled cluster preselects the mode and host it remembers.
     pub fn of(cluster: &Cluster, remembered: PublicAccessMode, remembered_host: Option<String>) -> Self {
         let access = &cluster.spec.public_access;
         Self::from_parts(
+            cluster.spec.name.to_string(),
             &cluster.spec.resources,
             access.is_enabled(),
             access.mode().unwrap_or(remembered),
@@ -40,8 +66,9 @@ impl ClusterFormValues {
         )
     }
 
-    fn from_parts(r: &Resources, enabled: bool, mode: PublicAccessMode, host: String) -> Self {
+    fn from_parts(name: String, r: &Resources, enabled: bool, mode: PublicAccessMode, host: String) -> Self {
         Self {
+            name,
             cpu: r.cpu_cores(),
             memory_gib: r.memory_gib.to_string(),
             storage_gib: r.storage_gib.to_string(),
@@ -88,25 +115,145 @@ fn ResourceFields(values: ClusterFormValues, #[prop(into)] error: Signal<Option<
     }
 }
 
+/// Follows what is typed into the form (any input inside it), for the planned names.
+fn track_typing(draft: RwSignal<ClusterFormValues>) -> impl Fn(leptos::ev::Event) + Copy {
+    move |ev: leptos::ev::Event| {
+        let input = event_target::<leptos::web_sys::HtmlInputElement>(&ev);
+        let value = input.value();
+        draft.update(|d| match input.name().as_str() {
+            "name" => d.name = value,
+            "public_access_enabled" => d.enabled = input.checked(),
+            "public_access_mode" if input.checked() => d.mode = PublicAccessMode::parse(&value).unwrap_or(d.mode),
+            "control_plane_host" => d.host = value,
+            _ => {}
+        });
+    }
+}
+
+/// The names the API server certificate will cover for what the form says
+/// now (`domain::sans::planned`), and on edit a warning when saving would
+/// stop kubeconfigs already handed out from working.
+#[component]
+fn PlannedNames(
+    draft: RwSignal<ClusterFormValues>,
+    nodeport_host: Option<Host>,
+    /// Edit: the stored public access and the endpoint handed out.
+    #[prop(optional)]
+    current: Option<(PublicAccess, Option<String>)>,
+) -> impl IntoView {
+    let i18n = use_i18n();
+    let np = nodeport_host.clone();
+    let planned = Signal::derive(move || {
+        let d = draft.get();
+        d.access().map(|a| (sans::planned(&d.name, &a, np.as_ref()), a))
+    });
+    let np = nodeport_host;
+    let breaks = {
+        let current = current.clone();
+        move || {
+            let (now, _) = current.as_ref()?;
+            let (_, access) = planned.get()?;
+            sans::breaks_kubeconfigs(now, &access, np.as_ref()).then_some(())
+        }
+    };
+    // Only an endpoint that was shown can have gone out in a kubeconfig.
+    let handed_out = current.as_ref().and_then(|(_, e)| e.clone());
+    let public_line = move || match planned.get() {
+        None if draft.get().host.trim().is_empty() => {
+            view! { <li data-san="invalid">{t!(i18n, form.sans_host_required)}</li> }.into_any()
+        }
+        None => view! { <li data-san="invalid">{t!(i18n, form.sans_host_invalid)}</li> }.into_any(),
+        Some((p, _)) => match (p.public_host, draft.get().enabled) {
+            (Some(h), _) => view! {
+                <li data-san="public">
+                    <code>{h.to_string()}</code>
+                    " — "
+                    {t!(i18n, form.sans_public)}
+                </li>
+            }
+            .into_any(),
+            (None, false) => view! { <li data-san="off">{t!(i18n, form.sans_off)}</li> }.into_any(),
+            (None, true) => view! { <li data-san="none">{t!(i18n, form.sans_no_public_host)}</li> }.into_any(),
+        },
+    };
+    let assigned_line = move || {
+        planned.get().and_then(|(p, _)| p.assigned).map(|a| {
+            let text = match a {
+                Assigned::LoadBalancerAddress => t_string!(i18n, form.sans_lb_address),
+                Assigned::NodeAddress => t_string!(i18n, form.sans_node_address),
+            };
+            view! { <li data-san="assigned">{text}</li> }
+        })
+    };
+    let fixed = move || {
+        let d = draft.get();
+        sans::planned(&d.name, &PublicAccess::Disabled, None).fixed
+    };
+    view! {
+        <section class="card-section planned-sans" data-planned-sans>
+            <h2 class="section-title">{t!(i18n, form.sans_title)}</h2>
+            <p class="field-hint">{t!(i18n, form.sans_intro)}</p>
+            <ul class="sans-list" aria-live="polite">
+                {public_line}
+                {assigned_line}
+            </ul>
+            <details class="mt-2 text-sm">
+                <summary>{t!(i18n, form.sans_always)}</summary>
+                <ul class="sans-list">
+                    {move || {
+                        fixed()
+                            .into_iter()
+                            .map(|n| {
+                                view! {
+                                    <li>
+                                        <code>{n}</code>
+                                    </li>
+                                }
+                            })
+                            .collect_view()
+                    }} <li>{t!(i18n, form.sans_cluster_ip)}</li>
+                </ul>
+            </details>
+            {handed_out
+                .map(|old| {
+                    view! {
+                        <p class="banner mt-3" role="status" data-breaks-kubeconfigs hidden=move || breaks().is_none()>
+                            {t!(i18n, form.sans_breaks, endpoint = old.clone())}
+                        </p>
+                        <p class="field-hint mt-3 nojs-only">{t!(i18n, form.sans_breaks_nojs)}</p>
+                    }
+                })}
+        </section>
+    }
+}
+
 #[island]
-pub fn CreateClusterForm(default_mode: PublicAccessMode, url_error: Option<AppError>) -> impl IntoView {
+pub fn CreateClusterForm(
+    values: ClusterFormValues,
+    nodeport_host: Option<Host>,
+    url_error: Option<AppError>,
+) -> impl IntoView {
     let i18n = use_i18n();
     let action = ServerAction::<CreateCluster>::new();
-    let error = action_error(action.value(), url_error);
-    let values = ClusterFormValues::new_cluster(default_mode);
+    let error = action_error(action.value(), action.version(), url_error);
+    let draft = RwSignal::new(values.clone());
+    let typing = track_typing(draft);
     view! {
         <IslandForm action name="create-cluster" error>
-            <TextField
-                field=Field::Name
-                label=t_string!(i18n, form.name)
-                hint=t_string!(i18n, form.name_hint)
-                value=""
-                error
-                autocomplete="off"
-                required=true
-            />
-            <ResourceFields values=values.clone() error />
-            <PublicAccessFields enabled=values.enabled mode=values.mode host=values.host error default_note=true />
+            <div class="contents" on:input=typing on:change=typing>
+                <TextField
+                    field=Field::Name
+                    label=t_string!(i18n, form.name)
+                    hint=t_string!(i18n, form.name_hint)
+                    value=values.name.clone()
+                    error
+                    autocomplete="off"
+                    required=true
+                />
+                <ResourceFields values=values.clone() error />
+                <PublicAccessFields enabled=values.enabled mode=values.mode host=values.host error default_note=true />
+            </div>
+            <PlannedNames draft nodeport_host />
             <div class="form-actions">
                 <button type="submit" class="btn btn-primary" disabled=move || action.pending().get()>
                     {t!(i18n, form.create_submit)}
@@ -120,15 +267,28 @@ pub fn CreateClusterForm(default_mode: PublicAccessMode, url_error: Option<AppEr
 }
 
 #[island]
-pub fn EditClusterForm(id: i64, values: ClusterFormValues, url_error: Option<AppError>) -> impl IntoView {
+pub fn EditClusterForm(
+    id: i64,
+    values: ClusterFormValues,
+    nodeport_host: Option<Host>,
+    /// The stored public access and the endpoint handed out (for the warning).
+    current: PublicAccess,
+    current_endpoint: Option<String>,
+    url_error: Option<AppError>,
+) -> impl IntoView {
     let i18n = use_i18n();
     let action = ServerAction::<UpdateCluster>::new();
-    let error = action_error(action.value(), url_error);
+    let error = action_error(action.value(), action.version(), url_error);
+    let draft = RwSignal::new(values.clone());
+    let typing = track_typing(draft);
     view! {
         <IslandForm action name="edit-cluster" error>
             <input type="hidden" name="id" value=id />
-            <ResourceFields values=values.clone() error />
-            <PublicAccessFields enabled=values.enabled mode=values.mode host=values.host error />
+            <div class="contents" on:input=typing on:change=typing>
+                <ResourceFields values=values.clone() error />
+                <PublicAccessFields enabled=values.enabled mode=values.mode host=values.host error />
+            </div>
+            <PlannedNames draft nodeport_host current=(current, current_endpoint) />
             <div class="form-actions">
                 <button type="submit" class="btn btn-primary" disabled=move || action.pending().get()>
                     {t!(i18n, form.save_submit)}

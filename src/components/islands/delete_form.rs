@@ -13,7 +13,7 @@ use crate::i18n::*;
 pub fn DeleteClusterForm(id: i64, url_error: Option<AppError>) -> impl IntoView {
     let i18n = use_i18n();
     let action = ServerAction::<DeleteCluster>::new();
-    let error = action_error(action.value(), url_error);
+    let error = action_error(action.value(), action.version(), url_error);
     view! {
         <IslandForm action name="delete-cluster" error>
             <p class="text-sm text-slate-700">{t!(i18n, detail.delete_warning)}</p>

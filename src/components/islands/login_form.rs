@@ -13,7 +13,7 @@ use crate::i18n::*;
 pub fn LoginForm(next: Option<String>, url_error: Option<AppError>) -> impl IntoView {
     let i18n = use_i18n();
     let action = ServerAction::<Login>::new();
-    let error = action_error(action.value(), url_error);
+    let error = action_error(action.value(), action.version(), url_error);
     view! {
         <IslandForm action name="login" error>
             <input type="hidden" name="next" value=next.unwrap_or_default() />

@@ -18,7 +18,7 @@ pub fn SettingsForm(
 ) -> impl IntoView {
     let i18n = use_i18n();
     let action = ServerAction::<SaveSettings>::new();
-    let error = action_error(action.value(), url_error);
+    let error = action_error(action.value(), action.version(), url_error);
     let annotations_invalid = move || error.get().is_some_and(|e| e.field == Some(Field::LoadBalancerAnnotations));
     let radio = move |m: PublicAccessMode, label: &'static str| {
         let id = format!("default_mode_{}", m.as_str());

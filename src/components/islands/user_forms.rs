@@ -28,10 +28,15 @@ fn RoleSelect(id: String, selected: Role) -> impl IntoView {
 }
 
 #[island]
-pub fn CreateUserForm(url_error: Option<AppError>) -> impl IntoView {
+pub fn CreateUserForm(
+    /// What a refused plain post typed (never the password).
+    username: String,
+    role: Role,
+    url_error: Option<AppError>,
+) -> impl IntoView {
     let i18n = use_i18n();
     let action = ServerAction::<CreateUser>::new();
-    let error = action_error(action.value(), url_error);
+    let error = action_error(action.value(), action.version(), url_error);
     view! {
         <IslandForm action name="create-user" error>
             <div class="grid gap-4 sm:grid-cols-3">
@@ -39,7 +44,7 @@ pub fn CreateUserForm(url_error: Option<AppError>) -> impl IntoView {
                     field=Field::Username
                     label=t_string!(i18n, users.username)
                     hint=t_string!(i18n, users.username_hint)
-                    value=""
+                    value=username
                     error
                     autocomplete="off"
                     required=true
@@ -58,7 +63,7 @@ pub fn CreateUserForm(url_error: Option<AppError>) -> impl IntoView {
                     <label for="role" class="field-label">
                         {t!(i18n, users.role)}
                     </label>
-                    <RoleSelect id="role".into() selected=Role::User />
+                    <RoleSelect id="role".into() selected=role />
                     <FieldError field=Field::Role error />
                 </div>
             </div>
@@ -72,13 +77,18 @@ pub fn CreateUserForm(url_error: Option<AppError>) -> impl IntoView {
 }
 
 #[island]
-pub fn UserRowForms(user: UserSummary) -> impl IntoView {
+pub fn UserRowForms(
+    user: UserSummary,
+    /// The errors of this row's posts refused without JavaScript.
+    role_url_error: Option<AppError>,
+    reset_url_error: Option<AppError>,
+) -> impl IntoView {
     let i18n = use_i18n();
     let hydrated = crate::components::hydration::hydration_flag();
     let set_role = ServerAction::<SetRole>::new();
     let reset = ServerAction::<ResetPassword>::new();
-    let role_error = action_error(set_role.value(), None);
-    let reset_error = action_error(reset.value(), None);
+    let role_error = action_error(set_role.value(), set_role.version(), role_url_error);
+    let reset_error = action_error(reset.value(), reset.version(), reset_url_error);
     let role_id = format!("role-{}", user.id);
     let password_id = format!("password-{}", user.id);
     let role_label = t_string!(i18n, users.role_for, username = user.username.as_str());

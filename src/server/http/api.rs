@@ -252,8 +252,14 @@ pub async fn login(
     headers: http::HeaderMap,
     ApiJson(body): ApiJson<LoginBody>,
 ) -> Result<Response, ApiError> {
-    let (user, token) =
-        accounts::login(&st.pool, &st.limiter, &body.username, &body.password, &addr.ip().to_string()).await?;
+    let (user, token) = accounts::login(
+        &st.pool,
+        &st.limiter,
+        &body.username,
+        &body.password,
+        &st.config.client_key(addr.ip(), &headers),
+    )
+    .await?;
     let forwarded = headers.get("x-forwarded-proto").and_then(|v| v.to_str().ok());
     let cookie = session::set_cookie(&token, session::secure(st.config.public_url_is_https(), forwarded));
     let reply = LoginReply { username: user.username, role: user.role };

@@ -18,10 +18,7 @@ pub const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "kubebyon"
 /// The label naming the console's cluster id.
 pub const CLUSTER_ID_LABEL: &str = "kubebyon.io/cluster-id";
 
-/// The host namespace of a cluster (its HelmChart, Job, Service and Secrets).
-pub fn namespace(name: &str) -> String {
-    format!("kubebyon-{name}")
-}
+pub use crate::domain::sans::namespace;
 
 #[derive(Serialize, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
@@ -91,11 +88,7 @@ pub struct VolumeClaim {
 /// The host a kubeconfig for this spec will name, if any: the cluster's own, else
 /// (NodePort) the admin's NodePort public host.
 pub fn public_host<'a>(spec: &'a ClusterSpec, settings: &'a SystemSettings) -> Option<&'a Host> {
-    match &spec.public_access {
-        PublicAccess::Disabled => None,
-        PublicAccess::NodePort { host } => host.as_ref().or(settings.nodeport_public_host.as_ref()),
-        PublicAccess::LoadBalancer { host } => Some(host),
-    }
+    spec.public_access.public_host(settings.nodeport_public_host.as_ref())
 }
 
 /// The names the API server certificate is asked to cover beyond vCluster's own

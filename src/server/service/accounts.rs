@@ -24,21 +24,26 @@ pub async fn login(
     client: &str,
 ) -> Result<(CurrentUser, String), AppError> {
     let t = db::now();
-    // Names that cannot exist fail like a wrong password and take no limiter entry.
-    let Ok(username) = Username::parse(username) else {
-        password::verify_decoy(secret.to_owned()).await.map_err(internal)?;
+    // A name that cannot exist (a public rule) costs no password check, but
+    // counts against the client like any failure.
+    let account = Username::parse(username).ok();
+    if !limiter.begin(account.as_ref().map(Username::as_str), client, t) {
+        tracing::warn!("login refused: too many failures");
+        return Err(AppError::new(ErrorCode::LoginRateLimited));
+    }
+    let Some(username) = account else {
         tracing::warn!("login failed: no such account");
         return Err(AppError::new(ErrorCode::LoginFailed));
     };
     let username = username.as_str();
-    if !limiter.begin(username, client, t) {
-        tracing::warn!("login refused: too many failures");
-        return Err(AppError::new(ErrorCode::LoginRateLimited));
-    }
     let row = db::users::by_username(pool, username).await?;
     if row.is_some() {
         tracing::Span::current().record("account", username);
     }
+    let Some(_slot) = limiter.check_slot().await else {
+        tracing::warn!("login refused: too many password checks waiting");
+        return Err(AppError::new(ErrorCode::LoginRateLimited));
+    };
     // Unknown users cost one verify, like known ones.
     let ok = match &row {
         Some(r) => password::verify(secret.to_owned(), r.password_hash.clone()).await,
