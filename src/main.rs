@@ -72,6 +72,10 @@ async fn run(command: Command, config: Config) -> Result<(), String> {
             }
             Ok(())
         }
+        Command::Migrate(args) => match kubebyon::server::cli::migrate(&pool, args).await? {
+            true => Ok(()),
+            false => Err("some clusters are blocked or failed (see above)".into()),
+        },
         Command::Serve => serve(pool, db_shown, config).await,
     }
 }
@@ -125,6 +129,11 @@ async fn serve(pool: AnyPool, db_shown: String, config: Config) -> Result<(), St
         config: Arc::new(config),
         host,
     };
+    // Moves clusters of running migrations along (all state in the database).
+    {
+        use kubebyon::server::service::migration;
+        tokio::spawn(migration::drive(pool.clone(), std::time::Duration::from_secs(2), migration::address_timeout()));
+    }
     tokio::spawn(expire_sessions(pool));
     let app = http::router::router(state);
     let listener = tokio::net::TcpListener::bind(&addr).await.map_err(|e| format!("cannot listen on {addr}: {e}"))?;

@@ -61,7 +61,8 @@ test('create and edit with JavaScript disabled', async ({ browser }) => {
   await expect(page.getByLabel(t('en', 'form.name'))).toHaveValue(name);
   await expect(page.locator('#public_access_mode_loadbalancer')).toBeChecked();
   await expect(page.getByText(t('en', 'form.host_hint_loadbalancer'))).toBeVisible();
-  await expect(page.locator('[data-san=invalid]')).toHaveText(t('en', 'form.sans_host_required'));
+  await expect(page.locator('[data-san=required]')).toBeVisible();
+  await expect(page.locator('[data-san=required]')).toHaveText(t('en', 'form.sans_host_required'));
 
   // With a host it is created.
   const host = `${name}.example.com`;
@@ -85,6 +86,7 @@ test('create and edit with JavaScript disabled', async ({ browser }) => {
   await expect(page.getByLabel(t('en', 'form.host'))).toHaveValue(host);
   await expect(page.locator('#public_access_mode_loadbalancer')).toBeChecked();
   // The planned certificate names are rendered for what was typed.
+  await expect(page.locator('[data-san=public]')).toBeVisible();
   await expect(page.locator('[data-san=public] code')).toHaveText(host);
 
   // A refused edit keeps what was typed too.
@@ -95,6 +97,7 @@ test('create and edit with JavaScript disabled', async ({ browser }) => {
   await expect(page.locator('#control_plane_host-error')).toHaveText(t('en', 'errors.host_invalid'));
   await expect(page.getByLabel(t('en', 'form.cpu'))).toHaveValue('2.5');
   await expect(page.getByLabel(t('en', 'form.host'))).toHaveValue('http://not-a-host');
+  await expect(page.locator('[data-san=invalid]')).toBeVisible();
   await expect(page.locator('[data-san=invalid]')).toHaveText(t('en', 'form.sans_host_invalid'));
 
   await page.goto(`${detail}/edit`);

@@ -87,14 +87,19 @@ test('LoadBalancer cluster: Ready without a reload, kubeconfig works, switches s
   await hydrated(page);
   await page.getByLabel(t('en', 'form.name')).fill(name);
   // The planned certificate names follow the form as it is filled in.
-  await expect(page.locator('[data-san=public] code')).toHaveText(nodeHost);
-  await expect(page.locator('[data-san=assigned]')).toHaveText(t('en', 'form.sans_node_address'));
+  const san = (line: string) => page.locator(`[data-san=${line}]`);
+  await expect(san('public').locator('code')).toHaveText(nodeHost);
+  await expect(san('node')).toBeVisible();
   await chooseAccess(page, 'en', 'loadbalancer', 'bad host');
-  await expect(page.locator('[data-san=invalid]')).toHaveText(t('en', 'form.sans_host_invalid'));
+  await expect(san('invalid')).toBeVisible();
+  await expect(san('invalid')).toHaveText(t('en', 'form.sans_host_invalid'));
+  await expect(san('public')).toBeHidden();
   await chooseAccess(page, 'en', 'loadbalancer', lbIp);
-  await expect(page.locator('[data-san=public] code')).toHaveText(lbIp);
-  await expect(page.locator('[data-san=assigned]')).toHaveText(t('en', 'form.sans_lb_address'));
-  await expect(page.locator('[data-planned-sans] details')).toContainText(`${name}.kubebyon-${name}`);
+  await expect(san('public')).toBeVisible();
+  await expect(san('public').locator('code')).toHaveText(lbIp);
+  await expect(san('lb')).toBeVisible();
+  await expect(san('node')).toBeHidden();
+  await expect(page.locator('[data-planned-sans] [data-ns-name]')).toHaveText(`${name}.kubebyon-${name}`);
   await shot(page, 'create-planned-sans-en');
   await page.getByRole('button', { name: t('en', 'form.create_submit') }).click();
   await expect(page).toHaveURL(/\/clusters\/\d+$/);

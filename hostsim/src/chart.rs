@@ -296,12 +296,13 @@ pub fn service(release: &str, namespace: &str, chart_version: &str, v: &Values) 
 }
 
 fn port(name: &str, port: i64, node_port: i64) -> Value {
-    let mut p = json!({"name": name, "port": port, "targetPort": 8443, "protocol": "TCP"});
-    // The template renders `nodePort: 0`, which the API reads as "not set".
-    if node_port != 0 {
-        p["nodePort"] = json!(node_port);
-    }
-    p
+    // The template always renders `nodePort` (0 by default: the chart's own
+    // `tests/service_test.yaml` expects `nodePort: 0`). Sent as 0, the API
+    // server keeps the port it allocated while the Service still needs one
+    // (`patchAllocatedValues`), and releases it once it does not — e.g. a
+    // LoadBalancer with `allocateLoadBalancerNodePorts: false`. Omitting the
+    // field would keep the port for ever under server-side apply.
+    json!({"name": name, "port": port, "targetPort": 8443, "protocol": "TCP", "nodePort": node_port})
 }
 
 #[cfg(test)]
@@ -317,7 +318,7 @@ mod tests {
         assert_eq!(ports.len(), 2);
         assert_eq!(ports[0]["name"], "https");
         assert_eq!(ports[1]["port"], 10250);
-        assert!(ports[0].get("nodePort").is_none());
+        assert_eq!(ports[0]["nodePort"], 0, "rendered as the template does");
         assert_eq!(svc["spec"]["selector"]["release"], "vc1");
         assert_eq!(svc["metadata"]["labels"]["chart"], "vcluster-0.30.0");
     }

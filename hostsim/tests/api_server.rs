@@ -99,6 +99,36 @@ async fn node_port_is_allocated_and_type_switch_is_validated() {
     assert_eq!(node_port(&cip, "https"), None);
 }
 
+/// What a migrated cluster's grace period rests on, applied as the chart
+/// renders the Service (`nodePort: 0`) with server-side apply: NodePort →
+/// LoadBalancer keeps the allocated port (old kubeconfigs still answer), and
+/// `allocateLoadBalancerNodePorts: false` releases it (they are refused).
+#[tokio::test]
+async fn a_load_balancer_keeps_its_node_port_until_it_stops_allocating_them() {
+    let (client, ns) = setup("svc").await;
+    let api: Api<Service> = Api::namespaced(client, &ns);
+    let ssa = PatchParams::apply("helm").force();
+    let apply = |type_: &str, allocate: Option<bool>| {
+        let mut spec = json!({"type": type_, "selector": {"app": "x"},
+            "ports": [{"name": "https", "port": 443, "targetPort": 8443, "protocol": "TCP", "nodePort": 0}]});
+        if let Some(a) = allocate {
+            spec["allocateLoadBalancerNodePorts"] = json!(a);
+        }
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "mv"}, "spec": spec})
+    };
+    let np = api.patch("mv", &ssa, &Patch::Apply(&apply("NodePort", None))).await.unwrap();
+    let port = node_port(&np, "https").expect("allocated");
+    let np = api.patch("mv", &ssa, &Patch::Apply(&apply("NodePort", None))).await.unwrap();
+    assert_eq!(node_port(&np, "https"), Some(port), "re-applying nodePort: 0 keeps the port");
+    let lb = api.patch("mv", &ssa, &Patch::Apply(&apply("LoadBalancer", None))).await.unwrap();
+    assert_eq!(node_port(&lb, "https"), Some(port), "NodePort -> LoadBalancer keeps it");
+    let closed = api.patch("mv", &ssa, &Patch::Apply(&apply("LoadBalancer", Some(false)))).await.unwrap();
+    assert_eq!(node_port(&closed, "https"), None, "released once node ports are not allocated");
+    // Back to NodePort (a rollback): a port again.
+    let back = api.patch("mv", &ssa, &Patch::Apply(&apply("NodePort", None))).await.unwrap();
+    assert!(node_port(&back, "https").is_some());
+}
+
 #[tokio::test]
 async fn explicit_node_port_outside_range_is_rejected() {
     let (client, ns) = setup("svc").await;

@@ -40,6 +40,10 @@ pub fn error_text(locale: Locale, code: ErrorCode) -> &'static str {
         E::KubeconfigUnavailable => td_string!(locale, errors.kubeconfig_unavailable),
         E::ConfirmationMismatch => td_string!(locale, errors.confirmation_mismatch),
         E::LastAdmin => td_string!(locale, errors.last_admin),
+        E::MigrationHostsInvalid => td_string!(locale, errors.migration_hosts_invalid),
+        E::MigrationEmpty => td_string!(locale, errors.migration_empty),
+        E::MigrationHasProblems => td_string!(locale, errors.migration_has_problems),
+        E::MigrationItemState => td_string!(locale, errors.migration_item_state),
         E::Internal => td_string!(locale, errors.internal),
     }
 }

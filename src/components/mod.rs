@@ -8,4 +8,5 @@ pub mod island_form;
 pub mod islands;
 pub mod labels;
 pub mod layout;
+pub mod planned_names;
 pub mod public_access_fields;

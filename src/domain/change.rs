@@ -41,8 +41,23 @@ pub struct ClusterEvent {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "field", rename_all = "snake_case")]
 pub enum Change {
-    PublicAccess { from: PublicAccess, to: PublicAccess },
-    Resources { from: Resources, to: Resources },
+    PublicAccess {
+        from: PublicAccess,
+        to: PublicAccess,
+    },
+    Resources {
+        from: Resources,
+        to: Resources,
+    },
+    /// Part of migration `id` (NodePort → LoadBalancer, or rolled back).
+    Migration {
+        id: i64,
+        rollback: bool,
+    },
+    /// A migrated cluster's old endpoint stopped answering (grace period over).
+    OldEndpointClosed {
+        host: String,
+    },
 }
 
 /// The differences between two specs; empty when nothing changed.

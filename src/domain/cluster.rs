@@ -129,6 +129,7 @@ mod tests {
             created_at: 0,
             updated_at: 0,
             unusable_host: None,
+            old_endpoint: None,
         }
     }
 
@@ -283,6 +284,23 @@ pub struct Cluster {
     /// reconciler leaves the host cluster alone.
     #[serde(default)]
     pub unusable_host: Option<String>,
+    /// After a move to LoadBalancer: the endpoint old kubeconfigs name, kept
+    /// answering for a grace period.
+    #[serde(default)]
+    pub old_endpoint: Option<OldEndpoint>,
+}
+
+/// A migrated cluster's old NodePort endpoint (`domain::migration`). While
+/// open, its host stays in the certificate and the Service keeps the node
+/// port it had; once closed, the host leaves `extraSANs` and (with MetalLB or
+/// kube-vip) the Service allocates no node ports, so the old endpoint refuses.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OldEndpoint {
+    /// The host old kubeconfigs name (the cluster's, else the admin's NodePort host).
+    pub host: String,
+    /// When the grace period ends (Unix seconds).
+    pub until: i64,
+    pub closed: bool,
 }
 
 impl Cluster {

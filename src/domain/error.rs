@@ -41,12 +41,16 @@ pub enum ErrorCode {
     KubeconfigUnavailable,
     ConfirmationMismatch,
     LastAdmin,
+    MigrationHostsInvalid,
+    MigrationEmpty,
+    MigrationHasProblems,
+    MigrationItemState,
     Internal,
 }
 
 impl ErrorCode {
     /// Every code, for the locale completeness test and the API docs.
-    pub const ALL: [ErrorCode; 33] = [
+    pub const ALL: [ErrorCode; 37] = [
         Self::NameInvalid,
         Self::NameTaken,
         Self::HostInvalid,
@@ -79,6 +83,10 @@ impl ErrorCode {
         Self::KubeconfigUnavailable,
         Self::ConfirmationMismatch,
         Self::LastAdmin,
+        Self::MigrationHostsInvalid,
+        Self::MigrationEmpty,
+        Self::MigrationHasProblems,
+        Self::MigrationItemState,
         Self::Internal,
     ];
 
@@ -117,6 +125,10 @@ impl ErrorCode {
             Self::KubeconfigUnavailable => "kubeconfig_unavailable",
             Self::ConfirmationMismatch => "confirmation_mismatch",
             Self::LastAdmin => "last_admin",
+            Self::MigrationHostsInvalid => "migration_hosts_invalid",
+            Self::MigrationEmpty => "migration_empty",
+            Self::MigrationHasProblems => "migration_has_problems",
+            Self::MigrationItemState => "migration_item_state",
             Self::Internal => "internal",
         }
     }
@@ -133,7 +145,9 @@ impl ErrorCode {
             | Self::ClusterDeleting
             | Self::ChangedConcurrently
             | Self::KubeconfigUnavailable
-            | Self::LastAdmin => 409,
+            | Self::LastAdmin
+            | Self::MigrationHasProblems
+            | Self::MigrationItemState => 409,
             Self::BadRequest => 400,
             Self::PayloadTooLarge => 413,
             Self::UnsupportedMediaType => 415,
@@ -167,10 +181,14 @@ pub enum Field {
     Password,
     Role,
     Confirm,
+    /// A migration's host source (template, range or typed hosts).
+    Hosts,
+    /// A migration's choice of clusters.
+    Clusters,
 }
 
 impl Field {
-    pub const ALL: [Field; 17] = [
+    pub const ALL: [Field; 19] = [
         Self::Name,
         Self::Cpu,
         Self::Memory,
@@ -188,6 +206,8 @@ impl Field {
         Self::Password,
         Self::Role,
         Self::Confirm,
+        Self::Hosts,
+        Self::Clusters,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -209,6 +229,8 @@ impl Field {
             Self::Password => "password",
             Self::Role => "role",
             Self::Confirm => "confirm",
+            Self::Hosts => "hosts",
+            Self::Clusters => "clusters",
         }
     }
 }

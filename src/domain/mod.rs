@@ -8,6 +8,7 @@ pub mod endpoint;
 pub mod error;
 pub mod host;
 pub mod listing;
+pub mod migration;
 pub mod path;
 pub mod public_access;
 pub mod resources;

@@ -11,6 +11,16 @@
 
 use super::{Host, PublicAccess};
 
+/// Names every API server certificate covers (vCluster's fixed in-cluster names).
+pub const IN_CLUSTER: [&str; 6] = [
+    "kubernetes",
+    "kubernetes.default",
+    "kubernetes.default.svc",
+    "kubernetes.default.svc.cluster.local",
+    "localhost",
+    "127.0.0.1",
+];
+
 /// The host namespace of a cluster (its HelmChart, Service and Secrets).
 pub fn namespace(name: &str) -> String {
     format!("kubebyon-{name}")
@@ -39,16 +49,7 @@ pub struct PlannedSans {
 /// The names for a cluster called `name` (may still be empty while typing).
 pub fn planned(name: &str, access: &PublicAccess, nodeport_public_host: Option<&Host>) -> PlannedSans {
     let name = name.trim();
-    let mut fixed: Vec<String> = [
-        "kubernetes",
-        "kubernetes.default",
-        "kubernetes.default.svc",
-        "kubernetes.default.svc.cluster.local",
-        "localhost",
-        "127.0.0.1",
-    ]
-    .map(String::from)
-    .into();
+    let mut fixed: Vec<String> = IN_CLUSTER.map(String::from).into();
     if !name.is_empty() {
         fixed.push(name.to_owned());
         fixed.push(format!("{name}.{}", namespace(name)));

@@ -9,6 +9,7 @@ use super::{retyped, route_id, url_error};
 use crate::actions::clusters::{UpdateCluster, load_cluster};
 use crate::components::islands::cluster_forms::{ClusterFormValues, EditClusterForm};
 use crate::components::layout::Layout;
+use crate::components::planned_names::{self, PlannedNames};
 use crate::domain::{AppError, ErrorCode};
 use crate::i18n::*;
 
@@ -32,8 +33,9 @@ pub fn EditClusterPage() -> impl IntoView {
                 if let Some(q) = retyped(UpdateCluster::PATH) {
                     values = values.retyped(|k| q.get(k), false);
                 }
-                let shown = p.cluster.clone().shown();
-                let endpoint = shown.status.api_endpoint.clone();
+                let endpoint = p.cluster.clone().shown().status.api_endpoint;
+                let current = &p.cluster.spec.public_access;
+                let shown = planned_names::shown(&values, p.nodeport_host.as_ref(), Some(current));
                 view! {
                     <section class="card max-w-3xl">
                         <h1 class="page-title">
@@ -45,9 +47,10 @@ pub fn EditClusterPage() -> impl IntoView {
                             values
                             nodeport_host=p.nodeport_host
                             current=p.cluster.spec.public_access.clone()
-                            current_endpoint=endpoint
                             url_error=url_error(UpdateCluster::PATH)
-                        />
+                        >
+                            <PlannedNames shown handed_out=endpoint />
+                        </EditClusterForm>
                     </section>
                 }
                 .into_any()

@@ -9,6 +9,7 @@ use super::{retyped, url_error};
 use crate::actions::clusters::{CreateCluster, form_defaults};
 use crate::components::islands::cluster_forms::{ClusterFormValues, CreateClusterForm};
 use crate::components::layout::Layout;
+use crate::components::planned_names::{self, PlannedNames};
 use crate::i18n::*;
 
 #[component]
@@ -21,7 +22,16 @@ pub fn NewClusterPage() -> impl IntoView {
                 if let Some(q) = retyped(CreateCluster::PATH) {
                     values = values.retyped(|k| q.get(k), true);
                 }
-                view! { <CreateClusterForm values nodeport_host=defaults.nodeport_host url_error=url_error(CreateCluster::PATH) /> }
+                let shown = planned_names::shown(&values, defaults.nodeport_host.as_ref(), None);
+                view! {
+                    <CreateClusterForm
+                        values
+                        nodeport_host=defaults.nodeport_host
+                        url_error=url_error(CreateCluster::PATH)
+                    >
+                        <PlannedNames shown />
+                    </CreateClusterForm>
+                }
                 .into_any()
             }
             Err(e) => problem_view(e),

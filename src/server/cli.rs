@@ -20,4 +20,153 @@ pub enum Command {
         #[arg(long, default_value = "admin")]
         username: String,
     },
+    /// Move NodePort clusters to LoadBalancer (docs/runbooks/migrate-to-loadbalancer.md).
+    /// Prints the dry run; without --dry-run starts the migration and follows it
+    /// until every cluster is done or failed (exit status 1 if any failed or is
+    /// blocked). The console applies the changes to the host: keep it running.
+    Migrate(MigrateArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct MigrateArgs {
+    /// A cluster to move (repeatable).
+    #[arg(long = "cluster", value_name = "NAME")]
+    pub clusters: Vec<String>,
+    /// Every NodePort cluster.
+    #[arg(long, conflicts_with = "clusters")]
+    pub all: bool,
+    /// With --all: also clusters whose public access is off.
+    #[arg(long)]
+    pub include_disabled: bool,
+    /// New hosts from a template, e.g. '{name}.k8s.example.com'.
+    #[arg(long, conflicts_with = "range", required_unless_present = "range")]
+    pub template: Option<String>,
+    /// New hosts from an IPv4 range, handed out in order, e.g. 203.0.113.10-203.0.113.60.
+    #[arg(long)]
+    pub range: Option<String>,
+    /// Clusters switched at once.
+    #[arg(long, default_value_t = 5)]
+    pub concurrency: i64,
+    /// How long old kubeconfigs keep working: 7d, 12h, 30m, 0 (cut over at once).
+    #[arg(long, default_value = "7d")]
+    pub grace: String,
+    /// Only print the plan.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// The admin the migration is recorded under.
+    #[arg(long = "as", default_value = "admin", value_name = "USERNAME")]
+    pub admin: String,
+}
+
+/// `kubebyon migrate`: prints the plan, then (unless `--dry-run`) starts the
+/// migration and drives and follows it. Ok(false) when a cluster is blocked or failed.
+pub async fn migrate(pool: &sqlx::AnyPool, args: MigrateArgs) -> Result<bool, String> {
+    use std::io::{IsTerminal, Write};
+
+    use crate::domain::migration::{HostSource, ItemState, parse_duration};
+    use crate::server::service::migration::{self, MigrationRequest};
+
+    let grace =
+        parse_duration(&args.grace).ok_or_else(|| format!("--grace {:?}: use e.g. 7d, 12h, 30m or 0", args.grace))?;
+    let hosts = match (args.template, args.range) {
+        (Some(t), _) => HostSource::Template(t),
+        (None, Some(r)) => HostSource::Range(r),
+        (None, None) => return Err("give --template or --range".into()),
+    };
+    let req = MigrationRequest {
+        clusters: args.clusters,
+        all: args.all,
+        include_disabled: args.include_disabled,
+        hosts,
+        concurrency: Some(args.concurrency),
+        grace_secs: Some(grace),
+    };
+    let admin = crate::server::db::users::by_username(pool, &args.admin)
+        .await
+        .map_err(|e| e.to_string())?
+        .map(|u| u.current_user())
+        .filter(|u| u.is_admin())
+        .ok_or_else(|| format!("{:?} is not an admin account (--as)", args.admin))?;
+    // How the host's LoadBalancer provider is asked, as the console sees it.
+    let detected = match crate::server::reconciler::connect().await {
+        Ok(client) => Some(crate::server::reconciler::detect_address_request(&client).await),
+        Err(_) => None,
+    };
+    let refused = |e: crate::domain::AppError| format!("refused: {}", e.code.as_str());
+    let plan = migration::dry_run(pool, &admin, detected, &req).await.map_err(refused)?;
+    println!("{:<24} {:<34} {:<34} problems", "cluster", "now", "new endpoint");
+    for i in &plan.items {
+        let problems: Vec<&str> = i.problems.iter().map(|p| p.as_str()).collect();
+        println!(
+            "{:<24} {:<34} {:<34} {}",
+            i.name,
+            i.current_endpoint.as_deref().unwrap_or("-"),
+            i.new_endpoint.as_deref().unwrap_or("-"),
+            if problems.is_empty() { "-".to_owned() } else { problems.join(",") }
+        );
+        for c in &i.changes {
+            println!(
+                "    {}: {} -> {}",
+                c.path,
+                c.old.as_deref().unwrap_or("(unset)"),
+                c.new.as_deref().unwrap_or("(unset)")
+            );
+        }
+    }
+    println!(
+        "{} clusters, {} blocked; {} at a time; old endpoints answer for {} s after their switch",
+        plan.items.len(),
+        plan.blocked,
+        plan.concurrency,
+        plan.grace_secs
+    );
+    if args.dry_run || plan.blocked > 0 {
+        return Ok(plan.blocked == 0);
+    }
+    let id = migration::start(pool, &admin, detected, &req).await.map_err(refused)?;
+    println!("migration #{id} started");
+    let tty = std::io::stdout().is_terminal();
+    let mut seen: std::collections::HashMap<i64, String> = std::collections::HashMap::new();
+    loop {
+        migration::advance(pool, migration::address_timeout()).await.map_err(refused)?;
+        let view = migration::view(pool, &admin, id).await.map_err(refused)?;
+        for item in &view.items {
+            let step = match (item.state, item.step) {
+                (ItemState::Switching, Some(step)) => {
+                    serde_json::to_value(step).ok().and_then(|v| v.as_str().map(str::to_owned))
+                }
+                _ => None,
+            }
+            .unwrap_or_else(|| item.state.as_str().to_owned());
+            let line = if item.reason.is_empty() { step } else { format!("{step}: {}", item.reason) };
+            if seen.get(&item.cluster_id) != Some(&line) {
+                if tty {
+                    print!("\r\x1b[2K");
+                }
+                println!("{:<24} {}", item.name, line);
+                seen.insert(item.cluster_id, line);
+            }
+        }
+        let count = |s: ItemState| view.counts.get(s.as_str()).copied().unwrap_or(0);
+        let (done, failed, total) = (count(ItemState::Done), count(ItemState::Failed), view.items.len());
+        if tty {
+            let width = 30;
+            let filled = (done + failed) * width / total.max(1);
+            print!(
+                "\r[{}{}] {done}/{total} done, {failed} failed, {} s",
+                "#".repeat(filled),
+                ".".repeat(width - filled),
+                view.elapsed_secs
+            );
+            let _ = std::io::stdout().flush();
+        }
+        if view.finished {
+            if tty {
+                println!();
+            }
+            println!("migration #{id}: {done} done, {failed} failed in {} s", view.elapsed_secs);
+            return Ok(failed == 0);
+        }
+        tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    }
 }

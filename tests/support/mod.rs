@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+pub mod host;
 pub mod http;
 
 use std::sync::atomic::{AtomicU32, Ordering};

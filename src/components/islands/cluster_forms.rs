@@ -11,7 +11,6 @@ use crate::components::island_form::IslandForm;
 use crate::components::public_access_fields::PublicAccessFields;
 use crate::domain::cluster::Cluster;
 use crate::domain::public_access::PublicAccessInput;
-use crate::domain::sans::{self, Assigned};
 use crate::domain::{AppError, Field, Host, PublicAccess, PublicAccessMode, Resources};
 use crate::i18n::*;
 
@@ -130,101 +129,34 @@ fn track_typing(draft: RwSignal<ClusterFormValues>) -> impl Fn(leptos::ev::Event
     }
 }
 
-/// The names the API server certificate will cover for what the form says
-/// now (`domain::sans::planned`), and on edit a warning when saving would
-/// stop kubeconfigs already handed out from working.
-#[component]
-fn PlannedNames(
+/// Keeps the server-rendered planned-names panel (`PlannedNames`, passed in
+/// as the island's children) current as the form is filled in: a few
+/// attributes and texts set on it directly, so the panel costs the browser
+/// bundle almost nothing.
+fn follow_planned_names(
     draft: RwSignal<ClusterFormValues>,
     nodeport_host: Option<Host>,
-    /// Edit: the stored public access and the endpoint handed out.
-    #[prop(optional)]
-    current: Option<(PublicAccess, Option<String>)>,
-) -> impl IntoView {
-    let i18n = use_i18n();
-    let np = nodeport_host.clone();
-    let planned = Signal::derive(move || {
-        let d = draft.get();
-        d.access().map(|a| (sans::planned(&d.name, &a, np.as_ref()), a))
-    });
-    let np = nodeport_host;
-    let breaks = {
-        let current = current.clone();
-        move || {
-            let (now, _) = current.as_ref()?;
-            let (_, access) = planned.get()?;
-            sans::breaks_kubeconfigs(now, &access, np.as_ref()).then_some(())
-        }
-    };
-    // Only an endpoint that was shown can have gone out in a kubeconfig.
-    let handed_out = current.as_ref().and_then(|(_, e)| e.clone());
-    let public_line = move || match planned.get() {
-        None if draft.get().host.trim().is_empty() => {
-            view! { <li data-san="invalid">{t!(i18n, form.sans_host_required)}</li> }.into_any()
-        }
-        None => view! { <li data-san="invalid">{t!(i18n, form.sans_host_invalid)}</li> }.into_any(),
-        Some((p, _)) => match (p.public_host, draft.get().enabled) {
-            (Some(h), _) => view! {
-                <li data-san="public">
-                    <code>{h.to_string()}</code>
-                    " — "
-                    {t!(i18n, form.sans_public)}
-                </li>
+    current: Option<PublicAccess>,
+) {
+    #[cfg(feature = "hydrate")]
+    Effect::new(move |_| {
+        let shown = crate::components::planned_names::shown(&draft.get(), nodeport_host.as_ref(), current.as_ref());
+        let Some(panel) = document().query_selector("[data-planned-sans]").ok().flatten() else { return };
+        let _ = panel.set_attribute("data-line", shown.line);
+        let _ = panel.set_attribute("data-assigned", shown.assigned);
+        let _ = panel.set_attribute("data-breaks", if shown.breaks { "true" } else { "false" });
+        for (selector, text) in [
+            ("[data-public-host]", &shown.public_host),
+            ("[data-name]", &shown.name),
+            ("[data-ns-name]", &shown.ns_name),
+        ] {
+            if let Ok(Some(el)) = panel.query_selector(selector) {
+                el.set_text_content(Some(text));
             }
-            .into_any(),
-            (None, false) => view! { <li data-san="off">{t!(i18n, form.sans_off)}</li> }.into_any(),
-            (None, true) => view! { <li data-san="none">{t!(i18n, form.sans_no_public_host)}</li> }.into_any(),
-        },
-    };
-    let assigned_line = move || {
-        planned.get().and_then(|(p, _)| p.assigned).map(|a| {
-            let text = match a {
-                Assigned::LoadBalancerAddress => t_string!(i18n, form.sans_lb_address),
-                Assigned::NodeAddress => t_string!(i18n, form.sans_node_address),
-            };
-            view! { <li data-san="assigned">{text}</li> }
-        })
-    };
-    let fixed = move || {
-        let d = draft.get();
-        sans::planned(&d.name, &PublicAccess::Disabled, None).fixed
-    };
-    view! {
-        <section class="card-section planned-sans" data-planned-sans>
-            <h2 class="section-title">{t!(i18n, form.sans_title)}</h2>
-            <p class="field-hint">{t!(i18n, form.sans_intro)}</p>
-            <ul class="sans-list" aria-live="polite">
-                {public_line}
-                {assigned_line}
-            </ul>
-            <details class="mt-2 text-sm">
-                <summary>{t!(i18n, form.sans_always)}</summary>
-                <ul class="sans-list">
-                    {move || {
-                        fixed()
-                            .into_iter()
-                            .map(|n| {
-                                view! {
-                                    <li>
-                                        <code>{n}</code>
-                                    </li>
-                                }
-                            })
-                            .collect_view()
-                    }} <li>{t!(i18n, form.sans_cluster_ip)}</li>
-                </ul>
-            </details>
-            {handed_out
-                .map(|old| {
-                    view! {
-                        <p class="banner mt-3" role="status" data-breaks-kubeconfigs hidden=move || breaks().is_none()>
-                            {t!(i18n, form.sans_breaks, endpoint = old.clone())}
-                        </p>
-                        <p class="field-hint mt-3 nojs-only">{t!(i18n, form.sans_breaks_nojs)}</p>
-                    }
-                })}
-        </section>
-    }
+        }
+    });
+    #[cfg(not(feature = "hydrate"))]
+    let _ = (draft, nodeport_host, current);
 }
 
 #[island]
@@ -232,12 +164,15 @@ pub fn CreateClusterForm(
     values: ClusterFormValues,
     nodeport_host: Option<Host>,
     url_error: Option<AppError>,
+    /// The planned-names panel, rendered by the page.
+    children: Children,
 ) -> impl IntoView {
     let i18n = use_i18n();
     let action = ServerAction::<CreateCluster>::new();
     let error = action_error(action.value(), action.version(), url_error);
     let draft = RwSignal::new(values.clone());
     let typing = track_typing(draft);
+    follow_planned_names(draft, nodeport_host, None);
     view! {
         <IslandForm action name="create-cluster" error>
             <div class="contents" on:input=typing on:change=typing>
@@ -253,7 +188,7 @@ pub fn CreateClusterForm(
                 <ResourceFields values=values.clone() error />
                 <PublicAccessFields enabled=values.enabled mode=values.mode host=values.host error default_note=true />
             </div>
-            <PlannedNames draft nodeport_host />
+            {children()}
             <div class="form-actions">
                 <button type="submit" class="btn btn-primary" disabled=move || action.pending().get()>
                     {t!(i18n, form.create_submit)}
@@ -271,16 +206,18 @@ pub fn EditClusterForm(
     id: i64,
     values: ClusterFormValues,
     nodeport_host: Option<Host>,
-    /// The stored public access and the endpoint handed out (for the warning).
+    /// The stored public access (for the warning).
     current: PublicAccess,
-    current_endpoint: Option<String>,
     url_error: Option<AppError>,
+    /// The planned-names panel, rendered by the page.
+    children: Children,
 ) -> impl IntoView {
     let i18n = use_i18n();
     let action = ServerAction::<UpdateCluster>::new();
     let error = action_error(action.value(), action.version(), url_error);
     let draft = RwSignal::new(values.clone());
     let typing = track_typing(draft);
+    follow_planned_names(draft, nodeport_host, Some(current));
     view! {
         <IslandForm action name="edit-cluster" error>
             <input type="hidden" name="id" value=id />
@@ -288,7 +225,7 @@ pub fn EditClusterForm(
                 <ResourceFields values=values.clone() error />
                 <PublicAccessFields enabled=values.enabled mode=values.mode host=values.host error />
             </div>
-            <PlannedNames draft nodeport_host current=(current, current_endpoint) />
+            {children()}
             <div class="form-actions">
                 <button type="submit" class="btn btn-primary" disabled=move || action.pending().get()>
                     {t!(i18n, form.save_submit)}

@@ -57,6 +57,15 @@ fn event_text(i18n: I18nContext<Locale>, op: &Operation) -> String {
                         resources_text(i18n, from),
                         resources_text(i18n, to)
                     ),
+                    Change::Migration { id, rollback: false } => {
+                        t_string!(i18n, detail.event_migration, id = id.to_string()).to_string()
+                    }
+                    Change::Migration { id, rollback: true } => {
+                        t_string!(i18n, detail.event_migration_rollback, id = id.to_string()).to_string()
+                    }
+                    Change::OldEndpointClosed { host } => {
+                        t_string!(i18n, detail.event_old_endpoint_closed, host = host.as_str()).to_string()
+                    }
                 })
                 .collect();
             format!("{} — {}", t_string!(i18n, detail.event_update), parts.join("; "))

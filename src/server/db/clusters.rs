@@ -38,6 +38,9 @@ pub struct ClusterRow {
     pub observed_generation: i64,
     pub created_at: i64,
     pub updated_at: i64,
+    pub old_endpoint_host: Option<String>,
+    pub old_endpoint_until: Option<i64>,
+    pub old_endpoint_closed: i64,
 }
 
 impl ClusterRow {
@@ -77,6 +80,9 @@ impl ClusterRow {
             created_at: self.created_at,
             updated_at: self.updated_at,
             unusable_host,
+            old_endpoint: self.old_endpoint_host.zip(self.old_endpoint_until).map(|(host, until)| {
+                crate::domain::cluster::OldEndpoint { host, until, closed: self.old_endpoint_closed != 0 }
+            }),
         })
     }
 }
@@ -85,7 +91,8 @@ const SELECT: &str = "SELECT c.id, c.owner_id, u.username AS owner, c.name, c.cp
     CASE WHEN c.public_access_enabled THEN 1 ELSE 0 END AS public_access_enabled, c.public_access_mode, c.control_plane_host, c.generation, c.deletion_requested_at, \
     c.phase, c.message, c.public_access_port, c.api_endpoint, \
     CASE WHEN c.kubeconfig_available THEN 1 ELSE 0 END AS kubeconfig_available, c.connection_status, \
-    c.observed_generation, c.created_at, c.updated_at FROM clusters c JOIN users u ON u.id = c.owner_id";
+    c.observed_generation, c.created_at, c.updated_at, c.old_endpoint_host, c.old_endpoint_until, \
+    CASE WHEN c.old_endpoint_closed THEN 1 ELSE 0 END AS old_endpoint_closed FROM clusters c JOIN users u ON u.id = c.owner_id";
 
 type AnyQuery<'q> = Query<'q, Any, AnyArguments<'q>>;
 

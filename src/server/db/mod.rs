@@ -3,6 +3,7 @@
 //! placeholders both drivers accept; migrations are per dialect.
 
 pub mod clusters;
+pub mod migration;
 pub mod operations;
 pub mod sessions;
 pub mod settings;

@@ -318,3 +318,62 @@ pub async fn probe_cluster(
 ) -> ApiResult<crate::domain::cluster::ProbeOutcome> {
     Ok(Json(clusters::probe(&st.pool, st.host.as_ref(), &u, cluster_id(&id)?).await?))
 }
+
+// ---- migrations (admins): NodePort clusters to LoadBalancer ----
+
+use crate::server::service::migration::{self, MigrationRequest, MigrationView, Plan};
+
+fn detected(st: &AppState) -> Option<crate::domain::settings::AddressRequest> {
+    st.host.as_ref().map(|h| h.detected())
+}
+
+pub async fn migration_dry_run(
+    State(st): State<AppState>,
+    ApiUser(u): ApiUser,
+    ApiJson(body): ApiJson<MigrationRequest>,
+) -> ApiResult<Plan> {
+    Ok(Json(migration::dry_run(&st.pool, &u, detected(&st), &body).await?))
+}
+
+pub async fn start_migration(
+    State(st): State<AppState>,
+    ApiUser(u): ApiUser,
+    ApiJson(body): ApiJson<MigrationRequest>,
+) -> Result<Response, ApiError> {
+    let id = migration::start(&st.pool, &u, detected(&st), &body).await?;
+    if let Some(host) = &st.host {
+        host.wake();
+    }
+    let view = migration::view(&st.pool, &u, id).await?;
+    Ok((StatusCode::CREATED, [(header::LOCATION, format!("/api/admin/migrations/{id}"))], Json(view)).into_response())
+}
+
+pub async fn list_migrations(State(st): State<AppState>, ApiUser(u): ApiUser) -> ApiResult<Vec<MigrationView>> {
+    Ok(Json(migration::recent(&st.pool, &u).await?))
+}
+
+pub async fn get_migration(
+    State(st): State<AppState>,
+    ApiUser(u): ApiUser,
+    Path(id): Path<String>,
+) -> ApiResult<MigrationView> {
+    Ok(Json(migration::view(&st.pool, &u, cluster_id(&id)?).await?))
+}
+
+/// `POST /api/admin/migrations/{id}/clusters/{cluster}/{retry|rollback}`.
+pub async fn migration_item_action(
+    State(st): State<AppState>,
+    ApiUser(u): ApiUser,
+    Path((id, cluster, action)): Path<(String, String, String)>,
+) -> ApiResult<MigrationView> {
+    let (id, cluster) = (cluster_id(&id)?, cluster_id(&cluster)?);
+    match action.as_str() {
+        "retry" => migration::retry(&st.pool, &u, id, cluster).await?,
+        "rollback" => migration::rollback(&st.pool, &u, id, cluster).await?,
+        _ => return Err(ApiError(AppError::new(ErrorCode::NotFound))),
+    }
+    if let Some(host) = &st.host {
+        host.wake();
+    }
+    Ok(Json(migration::view(&st.pool, &u, id).await?))
+}

@@ -64,7 +64,7 @@ pub async fn apply(
             .await
             .map_err(kube("apply namespace"))?;
     }
-    let mut body = render::desired(cluster.id, &cluster.spec, settings, request);
+    let mut body = render::desired(cluster, settings, request);
     body["metadata"]["annotations"] = serde_json::json!({GENERATION_ANNOTATION: cluster.generation.to_string()});
     let after = api.patch(name, &pp, &Patch::Apply(&body)).await.map_err(kube("apply HelmChart"))?;
     let changed = before.is_none_or(|b| b.data.get("spec") != after.data.get("spec"));

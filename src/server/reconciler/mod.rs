@@ -381,7 +381,7 @@ async fn observe_one(
         return Err(Error::NotYet("the HelmChart is not rendered from the current spec yet"));
     }
     // Settings changed, or someone edited the chart: render again (level-triggered).
-    let wanted = render::desired(cluster.id, &cluster.spec, settings, ctx.address_request(settings));
+    let wanted = render::desired(cluster, settings, ctx.address_request(settings));
     let differs = wanted["spec"]
         .as_object()
         .into_iter()

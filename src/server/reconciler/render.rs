@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use crate::domain::cluster::{Cluster, OldEndpoint};
 use crate::domain::{ClusterSpec, Host, PublicAccess, SystemSettings};
 
 pub use crate::domain::settings::AddressRequest;
@@ -48,6 +49,9 @@ pub struct ServiceSpec {
     pub type_: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub load_balancer_class: Option<String>,
+    /// `false` once a migrated cluster's old NodePort endpoint is closed.
+    #[serde(rename = "allocateLoadBalancerNodePorts", skip_serializing_if = "Option::is_none")]
+    pub allocate_load_balancer_node_ports: Option<bool>,
 }
 
 #[derive(Serialize, Debug, PartialEq)]
@@ -99,8 +103,29 @@ pub fn planned_sans(spec: &ClusterSpec, settings: &SystemSettings) -> Vec<String
 }
 
 /// The vCluster values for a spec. Never a `httpsNodePort` (the API server's
-/// allocation stays across upgrades), never `spec.loadBalancerIP` (deprecated).
-pub fn values(spec: &ClusterSpec, settings: &SystemSettings, request: AddressRequest) -> Values {
+/// allocation stays across upgrades, also NodePort → LoadBalancer, which is
+/// what keeps a migrated cluster's old endpoint answering), never
+/// `spec.loadBalancerIP` (deprecated). A migrated LoadBalancer cluster
+/// (`old`): while its old endpoint is open its host stays in `extraSANs`;
+/// once closed, with MetalLB or kube-vip, `allocateLoadBalancerNodePorts:
+/// false` makes the API server release the node port (a cloud provider may
+/// route through node ports, so then it stays).
+pub fn values(
+    spec: &ClusterSpec,
+    old: Option<&OldEndpoint>,
+    settings: &SystemSettings,
+    request: AddressRequest,
+) -> Values {
+    let mut extra_sans = planned_sans(spec, settings);
+    let mut allocate_node_ports = None;
+    if let (PublicAccess::LoadBalancer { .. }, Some(old)) = (&spec.public_access, old) {
+        if !old.closed && !extra_sans.contains(&old.host) {
+            extra_sans.push(old.host.clone());
+        }
+        if old.closed && request != AddressRequest::None {
+            allocate_node_ports = Some(false);
+        }
+    }
     let (type_, annotations, class) = match &spec.public_access {
         PublicAccess::Disabled => ("ClusterIP", BTreeMap::new(), None),
         PublicAccess::NodePort { .. } => ("NodePort", BTreeMap::new(), None),
@@ -123,8 +148,15 @@ pub fn values(spec: &ClusterSpec, settings: &SystemSettings, request: AddressReq
     let quantities = Quantities { cpu: format!("{}m", r.cpu_millis), memory: format!("{}Gi", r.memory_gib) };
     Values {
         control_plane: ControlPlane {
-            service: Service { annotations, spec: ServiceSpec { type_, load_balancer_class: class } },
-            proxy: Proxy { extra_sans: planned_sans(spec, settings) },
+            service: Service {
+                annotations,
+                spec: ServiceSpec {
+                    type_,
+                    load_balancer_class: class,
+                    allocate_load_balancer_node_ports: allocate_node_ports,
+                },
+            },
+            proxy: Proxy { extra_sans },
             stateful_set: StatefulSet {
                 resources: Resources { limits: quantities.clone(), requests: quantities },
                 persistence: Persistence { volume_claim: VolumeClaim { size: format!("{}Gi", r.storage_gib) } },
@@ -141,8 +173,9 @@ pub fn values_yaml(values: &Values) -> String {
 
 /// The whole HelmChart a cluster should have on the host: values rendered
 /// for the spec and settings, the admin's chart.
-pub fn desired(cluster_id: i64, spec: &ClusterSpec, settings: &SystemSettings, request: AddressRequest) -> Value {
-    helm_chart(cluster_id, spec, &values_yaml(&values(spec, settings, request)), settings)
+pub fn desired(cluster: &Cluster, settings: &SystemSettings, request: AddressRequest) -> Value {
+    let values = values(&cluster.spec, cluster.old_endpoint.as_ref(), settings, request);
+    helm_chart(cluster.id, &cluster.spec, &values_yaml(&values), settings)
 }
 
 /// The cluster's HelmChart, as a server-side apply body.
@@ -276,7 +309,7 @@ mod tests {
             ),
         ];
         for (access, request, type_, sans, annotations, class) in cases {
-            let v = values(&spec(access.clone()), &s, request);
+            let v = values(&spec(access.clone()), None, &s, request);
             let svc = &v.control_plane.service;
             assert_eq!(svc.spec.type_, type_, "{access:?}");
             assert_eq!(v.control_plane.proxy.extra_sans, sans, "{access:?}");
@@ -293,16 +326,20 @@ mod tests {
 
     #[test]
     fn nodeport_without_any_host_asks_for_no_extra_san() {
-        let v =
-            values(&spec(PublicAccess::NodePort { host: None }), &SystemSettings::default(), AddressRequest::MetalLb);
+        let v = values(
+            &spec(PublicAccess::NodePort { host: None }),
+            None,
+            &SystemSettings::default(),
+            AddressRequest::MetalLb,
+        );
         assert!(v.control_plane.proxy.extra_sans.is_empty());
     }
 
     #[test]
     fn rendering_is_deterministic_and_carries_resources() {
         let sp = spec(PublicAccess::LoadBalancer { host: host("198.51.100.7") });
-        let a = values_yaml(&values(&sp, &settings(), AddressRequest::MetalLb));
-        let b = values_yaml(&values(&sp, &settings(), AddressRequest::MetalLb));
+        let a = values_yaml(&values(&sp, None, &settings(), AddressRequest::MetalLb));
+        let b = values_yaml(&values(&sp, None, &settings(), AddressRequest::MetalLb));
         assert_eq!(a, b);
         assert!(a.contains("cpu: 2000m") && a.contains("memory: 4Gi") && a.contains("size: 20Gi"), "{a}");
         let hc = helm_chart(7, &sp, &a, &SystemSettings::default());

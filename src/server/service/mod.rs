@@ -5,6 +5,7 @@
 
 pub mod accounts;
 pub mod clusters;
+pub mod migration;
 pub mod settings;
 
 use crate::domain::{AppError, ErrorCode};

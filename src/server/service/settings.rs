@@ -41,8 +41,7 @@ pub fn rerendered(
     after: &SystemSettings,
     detected: Option<AddressRequest>,
 ) -> usize {
-    let chart = |c: &Cluster, s: &SystemSettings| {
-        render::desired(c.id, &c.spec, s, s.load_balancer_address_request.resolve(detected))
-    };
+    let chart =
+        |c: &Cluster, s: &SystemSettings| render::desired(c, s, s.load_balancer_address_request.resolve(detected));
     clusters.iter().filter(|c| !c.deletion_requested && chart(c, before) != chart(c, after)).count()
 }

@@ -1,0 +1,599 @@
+//! Moving NodePort clusters to LoadBalancer (admins): the dry run, starting a
+//! migration, the driver that switches its clusters through the ordinary
+//! update path with bounded concurrency, retry and roll back, and the
+//! progress view. All state is in the database, so a restarted console (or
+//! `kubebyon migrate`) picks up where it stopped; every item step is a
+//! conditional update, so no cluster is switched twice.
+
+use std::collections::{BTreeMap, HashSet};
+use std::time::Duration;
+
+use futures::StreamExt;
+use serde::{Deserialize, Serialize};
+use sqlx::AnyPool;
+
+use crate::domain::change::{Change, Operation, describe_update};
+use crate::domain::cluster::{Cluster, OldEndpoint};
+use crate::domain::migration::{self, Candidate, HostSource, ItemState, Problem, SwitchStep};
+use crate::domain::settings::AddressRequest;
+use crate::domain::user::CurrentUser;
+use crate::domain::{AppError, ErrorCode, Field, Host, PublicAccess, PublicAccessMode};
+use crate::server::db;
+use crate::server::db::migration::{ItemRow, NewItem};
+use crate::server::reconciler::render;
+
+/// Switches at once when the request names none.
+pub const DEFAULT_CONCURRENCY: i64 = 5;
+pub const MAX_CONCURRENCY: i64 = 50;
+/// How long old kubeconfigs keep working when the request names no grace period.
+pub const DEFAULT_GRACE_SECS: i64 = 7 * 24 * 3600;
+/// A switching cluster without its LoadBalancer address after this long fails.
+pub const DEFAULT_ADDRESS_TIMEOUT_SECS: i64 = 300;
+
+/// What to move and where to (JSON API, page and CLI).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MigrationRequest {
+    /// Cluster names; empty with `all` for every NodePort cluster.
+    #[serde(default)]
+    pub clusters: Vec<String>,
+    #[serde(default)]
+    pub all: bool,
+    /// Also move clusters whose public access is off (they come out as LoadBalancer).
+    #[serde(default)]
+    pub include_disabled: bool,
+    pub hosts: HostSource,
+    #[serde(default)]
+    pub concurrency: Option<i64>,
+    /// Seconds the old endpoint keeps answering; 0 cuts over at once.
+    #[serde(default)]
+    pub grace_secs: Option<i64>,
+}
+
+/// One cluster of a dry run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PlanItem {
+    pub cluster_id: i64,
+    pub name: String,
+    pub owner: String,
+    pub current_endpoint: Option<String>,
+    pub new_host: Option<String>,
+    pub new_endpoint: Option<String>,
+    /// The certificate names the new values ask for (`extraSANs`; the old
+    /// host stays during the grace period).
+    pub planned_sans: Vec<String>,
+    /// Values that change: path, old, new.
+    pub changes: Vec<ValueChange>,
+    pub problems: Vec<Problem>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ValueChange {
+    pub path: String,
+    pub old: Option<String>,
+    pub new: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Plan {
+    pub items: Vec<PlanItem>,
+    /// Items with a problem that keeps them out of a run.
+    pub blocked: usize,
+    pub grace_secs: i64,
+    pub concurrency: i64,
+}
+
+fn require_admin(user: &CurrentUser) -> Result<(), AppError> {
+    if user.is_admin() { Ok(()) } else { Err(AppError::new(ErrorCode::Forbidden)) }
+}
+
+fn limits(req: &MigrationRequest) -> Result<(i64, i64), AppError> {
+    let concurrency = req.concurrency.unwrap_or(DEFAULT_CONCURRENCY);
+    let grace = req.grace_secs.unwrap_or(DEFAULT_GRACE_SECS);
+    if !(1..=MAX_CONCURRENCY).contains(&concurrency) || !(0..=365 * 24 * 3600).contains(&grace) {
+        return Err(AppError::new(ErrorCode::BadRequest));
+    }
+    Ok((concurrency, grace))
+}
+
+/// The host old kubeconfigs of a cluster name: its own, else the admin's NodePort host.
+fn old_public_host(c: &Cluster, nodeport_host: Option<&Host>) -> Option<String> {
+    c.spec.public_access.public_host(nodeport_host).map(ToString::to_string)
+}
+
+/// Flattens JSON into `a.b.c` → scalar text.
+fn flatten(prefix: &str, v: &serde_json::Value, out: &mut BTreeMap<String, String>) {
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, v) in m {
+                let p = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+                flatten(&p, v, out);
+            }
+        }
+        serde_json::Value::Array(a) if !a.is_empty() => {
+            for (i, v) in a.iter().enumerate() {
+                flatten(&format!("{prefix}[{i}]"), v, out);
+            }
+        }
+        serde_json::Value::String(s) => {
+            out.insert(prefix.to_owned(), s.clone());
+        }
+        other => {
+            out.insert(prefix.to_owned(), other.to_string());
+        }
+    }
+}
+
+/// The values paths that differ between two renderings.
+fn value_changes(old: &render::Values, new: &render::Values) -> Vec<ValueChange> {
+    let (mut a, mut b) = (BTreeMap::new(), BTreeMap::new());
+    flatten("", &serde_json::to_value(old).unwrap_or_default(), &mut a);
+    flatten("", &serde_json::to_value(new).unwrap_or_default(), &mut b);
+    let paths: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+    paths
+        .into_iter()
+        .filter(|p| a.get(*p) != b.get(*p))
+        .map(|p| ValueChange { path: p.clone(), old: a.get(p).cloned(), new: b.get(p).cloned() })
+        .collect()
+}
+
+/// Whether a DNS name resolves now (2 s at most).
+async fn resolves(name: &str) -> bool {
+    let lookup = tokio::net::lookup_host((name.to_owned(), 443));
+    match tokio::time::timeout(Duration::from_secs(2), lookup).await {
+        Ok(Ok(mut addrs)) => addrs.next().is_some(),
+        _ => false,
+    }
+}
+
+/// The clusters a request picks, in name order.
+async fn candidates(pool: &AnyPool, req: &MigrationRequest) -> Result<Vec<Cluster>, AppError> {
+    let movable = |c: &Cluster| {
+        !c.deletion_requested
+            && c.unusable_host.is_none()
+            && match c.spec.public_access {
+                PublicAccess::NodePort { .. } => true,
+                PublicAccess::Disabled => req.include_disabled,
+                PublicAccess::LoadBalancer { .. } => false,
+            }
+    };
+    let all = db::clusters::list(pool, None).await?;
+    if req.all {
+        return Ok(all.into_iter().filter(movable).collect());
+    }
+    let wanted: HashSet<&str> = req.clusters.iter().map(|s| s.trim()).collect();
+    let picked: Vec<Cluster> = all.into_iter().filter(|c| wanted.contains(c.spec.name.as_str())).collect();
+    // A name that is not a movable cluster is refused rather than skipped.
+    if picked.len() != wanted.len() || !picked.iter().all(movable) {
+        return Err(AppError::at(ErrorCode::MigrationEmpty, Field::Clusters));
+    }
+    Ok(picked)
+}
+
+/// Plans a migration without changing anything.
+pub async fn dry_run(
+    pool: &AnyPool,
+    user: &CurrentUser,
+    detected: Option<AddressRequest>,
+    req: &MigrationRequest,
+) -> Result<Plan, AppError> {
+    require_admin(user)?;
+    let (concurrency, grace) = limits(req)?;
+    migration::validate_source(&req.hosts)?;
+    let chosen = candidates(pool, req).await?;
+    if chosen.is_empty() {
+        return Err(AppError::at(ErrorCode::MigrationEmpty, Field::Clusters));
+    }
+    let settings = db::settings::load(pool).await?;
+    let request = settings.load_balancer_address_request.resolve(detected);
+    let batch: HashSet<i64> = chosen.iter().map(|c| c.id).collect();
+    let in_use: HashSet<String> = db::clusters::list(pool, None)
+        .await?
+        .into_iter()
+        .filter(|c| !batch.contains(&c.id))
+        .filter_map(|c| match c.spec.public_access {
+            PublicAccess::LoadBalancer { host } => Some(host.to_string()),
+            _ => None,
+        })
+        .collect();
+    let cands: Vec<Candidate> = chosen.iter().map(|c| Candidate { id: c.id, name: c.spec.name.to_string() }).collect();
+    let mut assigned = migration::assign(&cands, &req.hosts, &in_use, request);
+    // DNS names that do not resolve yet: a warning (records may follow).
+    let names: Vec<(usize, String)> = assigned
+        .iter()
+        .enumerate()
+        .filter_map(|(i, a)| match &a.host {
+            Some(Host::Dns(n)) => Some((i, n.clone())),
+            _ => None,
+        })
+        .collect();
+    let unresolved: Vec<usize> = futures::stream::iter(names)
+        .map(|(i, n)| async move { (!resolves(&n).await).then_some(i) })
+        .buffer_unordered(16)
+        .filter_map(|x| async move { x })
+        .collect()
+        .await;
+    for i in unresolved {
+        assigned[i].problems.push(Problem::DoesNotResolve);
+    }
+    let busy: HashSet<i64> = db::migration::busy_clusters(pool).await?.into_iter().collect();
+    let nodeport_host = settings.nodeport_public_host.clone();
+    let items: Vec<PlanItem> = chosen
+        .iter()
+        .zip(assigned)
+        .map(|(c, mut a)| {
+            if busy.contains(&c.id) {
+                a.problems.push(Problem::AlreadyMigrating);
+            }
+            let old_host = old_public_host(c, nodeport_host.as_ref());
+            let (new_endpoint, planned_sans, changes) = match &a.host {
+                Some(host) => {
+                    let mut spec = c.spec.clone();
+                    spec.public_access = PublicAccess::LoadBalancer { host: host.clone() };
+                    let old = old_host.clone().map(|h| OldEndpoint { host: h, until: 0, closed: grace == 0 });
+                    let before = render::values(&c.spec, None, &settings, request);
+                    let after = render::values(&spec, old.as_ref(), &settings, request);
+                    let sans = after.control_plane.proxy.extra_sans.clone();
+                    (Some(format!("https://{}:443", host.url_host())), sans, value_changes(&before, &after))
+                }
+                None => (None, vec![], vec![]),
+            };
+            PlanItem {
+                cluster_id: c.id,
+                name: c.spec.name.to_string(),
+                owner: c.owner.clone(),
+                current_endpoint: c.status.api_endpoint.clone(),
+                new_host: a.host.map(|h| h.to_string()),
+                new_endpoint,
+                planned_sans,
+                changes,
+                problems: a.problems,
+            }
+        })
+        .collect();
+    let blocked = items.iter().filter(|i| i.problems.iter().any(|p| p.blocks())).count();
+    Ok(Plan { items, blocked, grace_secs: grace, concurrency })
+}
+
+/// Starts a migration: refused while any chosen cluster has a blocking problem.
+pub async fn start(
+    pool: &AnyPool,
+    user: &CurrentUser,
+    detected: Option<AddressRequest>,
+    req: &MigrationRequest,
+) -> Result<i64, AppError> {
+    let plan = dry_run(pool, user, detected, req).await?;
+    if plan.blocked > 0 {
+        return Err(AppError::new(ErrorCode::MigrationHasProblems));
+    }
+    let mut items = Vec::with_capacity(plan.items.len());
+    for p in &plan.items {
+        let Some(c) = db::clusters::get(pool, p.cluster_id).await? else { continue };
+        items.push(NewItem {
+            cluster_id: c.id,
+            was_enabled: c.spec.public_access.is_enabled(),
+            old_host: c.spec.public_access.host().map(ToString::to_string),
+            // The endpoint kubeconfigs were handed out for (none if it never came up).
+            old_endpoint: c.status.api_endpoint.clone().filter(|_| c.spec.public_access.is_enabled()),
+            new_host: p.new_host.clone().unwrap_or_default(),
+        });
+    }
+    let source = serde_json::to_string(&req.hosts).unwrap_or_default();
+    let id = db::migration::create(pool, user.id, &source, plan.concurrency, plan.grace_secs, &items).await?;
+    tracing::info!(migration = id, clusters = items.len(), admin = %user.username, "migration started");
+    Ok(id)
+}
+
+/// One cluster of a migration, as the progress view shows it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ItemView {
+    pub cluster_id: i64,
+    pub name: String,
+    pub old_endpoint: Option<String>,
+    pub new_host: String,
+    pub state: ItemState,
+    /// The finer step while switching.
+    pub step: Option<SwitchStep>,
+    pub reason: String,
+    pub started_at: Option<i64>,
+    pub finished_at: Option<i64>,
+    /// Until when the old endpoint answers (done items with a grace period).
+    pub old_endpoint_until: Option<i64>,
+    pub old_endpoint_closed: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct MigrationView {
+    pub id: i64,
+    pub created_by: Option<String>,
+    pub created_at: i64,
+    pub concurrency: i64,
+    pub grace_secs: i64,
+    pub items: Vec<ItemView>,
+    /// Items per state.
+    pub counts: BTreeMap<String, usize>,
+    pub finished: bool,
+    /// Seconds from start to the last settled item (or to now).
+    pub elapsed_secs: i64,
+}
+
+pub async fn view(pool: &AnyPool, user: &CurrentUser, id: i64) -> Result<MigrationView, AppError> {
+    require_admin(user)?;
+    let m = db::migration::get(pool, id).await?.ok_or(AppError::new(ErrorCode::NotFound))?;
+    let rows = db::migration::items(pool, id).await?;
+    let mut items = Vec::with_capacity(rows.len());
+    let mut counts = BTreeMap::new();
+    for r in rows {
+        let cluster = db::clusters::get(pool, r.cluster_id).await?;
+        let state = r.state();
+        let step = match (&cluster, state, Host::parse(&r.new_host)) {
+            (Some(c), ItemState::Switching, Ok(host)) => {
+                Some(migration::switch_step(c, &host, r.target_generation.unwrap_or(i64::MAX)))
+            }
+            _ => None,
+        };
+        let old = cluster.as_ref().and_then(|c| c.old_endpoint.clone());
+        *counts.entry(state.as_str().to_owned()).or_insert(0) += 1;
+        items.push(ItemView {
+            cluster_id: r.cluster_id,
+            name: r.cluster_name.clone().unwrap_or_default(),
+            old_endpoint: r.old_endpoint.clone(),
+            new_host: r.new_host.clone(),
+            state,
+            step,
+            reason: r.reason.clone(),
+            started_at: r.started_at,
+            finished_at: r.finished_at,
+            old_endpoint_until: old.as_ref().filter(|_| state == ItemState::Done).map(|o| o.until),
+            old_endpoint_closed: old.is_some_and(|o| o.closed),
+        });
+    }
+    let finished = items.iter().all(|i| i.state.settled());
+    let last = items.iter().filter_map(|i| i.finished_at).max();
+    let end = if finished { last.unwrap_or(m.created_at) } else { db::now() };
+    Ok(MigrationView {
+        id: m.id,
+        created_by: m.created_by_name,
+        created_at: m.created_at,
+        concurrency: m.concurrency,
+        grace_secs: m.grace_secs,
+        items,
+        counts,
+        finished,
+        elapsed_secs: end - m.created_at,
+    })
+}
+
+/// The newest migrations (ids), for the page's and API's list.
+pub async fn recent(pool: &AnyPool, user: &CurrentUser) -> Result<Vec<MigrationView>, AppError> {
+    require_admin(user)?;
+    let mut out = Vec::new();
+    for m in db::migration::list(pool, 20).await? {
+        out.push(view(pool, user, m.id).await?);
+    }
+    Ok(out)
+}
+
+/// A failed cluster goes back into the queue.
+pub async fn retry(pool: &AnyPool, user: &CurrentUser, id: i64, cluster_id: i64) -> Result<(), AppError> {
+    require_admin(user)?;
+    if !db::migration::transition(pool, id, cluster_id, ItemState::Failed, ItemState::Queued, "").await? {
+        return Err(AppError::new(ErrorCode::MigrationItemState));
+    }
+    tracing::info!(migration = id, cluster = cluster_id, admin = %user.username, "migration item retried");
+    Ok(())
+}
+
+/// A failed cluster goes back to what it was: NodePort on its own host (the
+/// API server gives back its old port when it still holds it), or off.
+pub async fn rollback(pool: &AnyPool, user: &CurrentUser, id: i64, cluster_id: i64) -> Result<(), AppError> {
+    require_admin(user)?;
+    let item = db::migration::items(pool, id)
+        .await?
+        .into_iter()
+        .find(|i| i.cluster_id == cluster_id)
+        .ok_or(AppError::new(ErrorCode::NotFound))?;
+    if item.state() != ItemState::Failed {
+        return Err(AppError::new(ErrorCode::MigrationItemState));
+    }
+    let cluster = db::clusters::get(pool, cluster_id).await?.ok_or(AppError::new(ErrorCode::NotFound))?;
+    let mut spec = cluster.spec.clone();
+    spec.public_access = if item.was_enabled != 0 {
+        PublicAccess::NodePort { host: item.old_host.as_deref().and_then(|h| Host::parse(h).ok()) }
+    } else {
+        PublicAccess::Disabled
+    };
+    let mut changes = describe_update(&cluster.spec, &spec);
+    changes.push(Change::Migration { id, rollback: true });
+    let op = Operation::Update { changes };
+    db::clusters::update_spec(pool, cluster_id, cluster.generation, &spec, PublicAccessMode::NodePort, &op, user.id)
+        .await?
+        .ok_or(AppError::new(ErrorCode::ChangedConcurrently))?;
+    db::migration::set_old_endpoint(pool, cluster_id, None).await?;
+    db::migration::transition(pool, id, cluster_id, ItemState::Failed, ItemState::RolledBack, "").await?;
+    tracing::info!(migration = id, cluster = cluster_id, admin = %user.username, "migration item rolled back");
+    Ok(())
+}
+
+/// How long a switching cluster may wait for its address:
+/// `KUBEBYON_MIGRATION_ADDRESS_TIMEOUT_SECS`, else 300 s.
+pub fn address_timeout() -> i64 {
+    std::env::var("KUBEBYON_MIGRATION_ADDRESS_TIMEOUT_SECS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|v: &i64| *v > 0)
+        .unwrap_or(DEFAULT_ADDRESS_TIMEOUT_SECS)
+}
+
+/// One pass of the driver: settles switching clusters that are done or
+/// failed, starts queued ones up to each migration's concurrency, and closes
+/// old endpoints whose grace period is over. Safe to run in several places
+/// at once. `timeout`: seconds a switching cluster may wait for its address.
+pub async fn advance(pool: &AnyPool, timeout: i64) -> Result<(), AppError> {
+    for m in db::migration::active(pool).await? {
+        let Some(admin) = db::users::by_id(pool, m.created_by).await?.map(|u| u.current_user()) else {
+            continue;
+        };
+        let items = db::migration::items(pool, m.id).await?;
+        let mut switching = 0;
+        for item in items.iter().filter(|i| i.state() == ItemState::Switching) {
+            if settle(pool, &m, &admin, item, timeout).await? == ItemState::Switching {
+                switching += 1;
+            }
+        }
+        let free = usize::try_from(m.concurrency - switching).unwrap_or(0);
+        for item in items.iter().filter(|i| i.state() == ItemState::Queued).take(free) {
+            if db::migration::transition(pool, m.id, item.cluster_id, ItemState::Queued, ItemState::Switching, "")
+                .await?
+            {
+                switch(pool, &m, &admin, item).await?;
+            }
+        }
+    }
+    for (cluster_id, generation, host) in db::migration::old_endpoints_due(pool).await? {
+        // Whoever started the latest migration of this cluster asked for it.
+        let by = db::migration::mover_of(pool, cluster_id).await?.unwrap_or_default();
+        if db::migration::close_old_endpoint(pool, cluster_id, generation, &host, by).await? {
+            tracing::info!(cluster = cluster_id, "old endpoint closed: grace period over");
+        }
+    }
+    Ok(())
+}
+
+async fn fail(
+    pool: &AnyPool,
+    m: &db::migration::MigrationRow,
+    item: &ItemRow,
+    reason: &str,
+) -> Result<ItemState, AppError> {
+    db::migration::transition(pool, m.id, item.cluster_id, ItemState::Switching, ItemState::Failed, reason).await?;
+    tracing::warn!(migration = m.id, cluster = item.cluster_id, reason, "migration item failed");
+    Ok(ItemState::Failed)
+}
+
+/// Applies the switch of a claimed item (again, after a crash: idempotent).
+async fn switch(
+    pool: &AnyPool,
+    m: &db::migration::MigrationRow,
+    admin: &CurrentUser,
+    item: &ItemRow,
+) -> Result<ItemState, AppError> {
+    let Some(cluster) = db::clusters::get(pool, item.cluster_id).await? else {
+        return fail(pool, m, item, "cluster_deleted").await;
+    };
+    let Ok(host) = Host::parse(&item.new_host) else {
+        return fail(pool, m, item, "host_invalid").await;
+    };
+    let target = PublicAccess::LoadBalancer { host: host.clone() };
+    if cluster.spec.public_access == target {
+        // Switched before a restart: only the generation is left to record.
+        if item.target_generation.is_none() {
+            db::migration::set_target_generation(pool, m.id, item.cluster_id, cluster.generation).await?;
+        }
+        return Ok(ItemState::Switching);
+    }
+    if cluster.deletion_requested || matches!(cluster.spec.public_access, PublicAccess::LoadBalancer { .. }) {
+        return fail(pool, m, item, "changed_meanwhile").await;
+    }
+    if db::clusters::load_balancer_host_taken(pool, &item.new_host, Some(cluster.id)).await? {
+        return fail(pool, m, item, "host_in_use").await;
+    }
+    // The old endpoint record first: it only changes LoadBalancer values, so
+    // the switch renders once, with it.
+    if let Some(old) = &item.old_endpoint
+        && let Some(old_host) = url_host(old)
+    {
+        let until = db::now() + m.grace_secs;
+        db::migration::set_old_endpoint(pool, cluster.id, Some((&old_host, until))).await?;
+        if m.grace_secs == 0 {
+            db::migration::mark_old_endpoint_closed(pool, cluster.id).await?;
+        }
+    }
+    let mut spec = cluster.spec.clone();
+    spec.public_access = target;
+    let mut changes = describe_update(&cluster.spec, &spec);
+    changes.push(Change::Migration { id: m.id, rollback: false });
+    let op = Operation::Update { changes };
+    let remembered = PublicAccessMode::LoadBalancer;
+    match db::clusters::update_spec(pool, cluster.id, cluster.generation, &spec, remembered, &op, admin.id).await? {
+        Some(generation) => {
+            db::migration::set_target_generation(pool, m.id, item.cluster_id, generation).await?;
+            tracing::info!(migration = m.id, cluster = cluster.id, host = %item.new_host, "cluster switching to LoadBalancer");
+            Ok(ItemState::Switching)
+        }
+        // Changed by someone at the same moment: the next pass looks again.
+        None => Ok(ItemState::Switching),
+    }
+}
+
+/// The host of an `https://host:port` endpoint.
+fn url_host(endpoint: &str) -> Option<String> {
+    let rest = endpoint.strip_prefix("https://")?;
+    let host = match rest.strip_prefix('[') {
+        Some(v6) => v6.split(']').next()?,
+        None => rest.rsplit_once(':').map_or(rest, |(h, _)| h),
+    };
+    Host::parse(host).ok().map(|h| h.to_string())
+}
+
+/// Looks at a switching item: done, failed, or still on its way.
+async fn settle(
+    pool: &AnyPool,
+    m: &db::migration::MigrationRow,
+    admin: &CurrentUser,
+    item: &ItemRow,
+    timeout: i64,
+) -> Result<ItemState, AppError> {
+    let Some(target_generation) = item.target_generation else {
+        // Claimed but not applied (a driver stopped in between): apply now.
+        return switch(pool, m, admin, item).await;
+    };
+    let Some(cluster) = db::clusters::get(pool, item.cluster_id).await? else {
+        return fail(pool, m, item, "cluster_deleted").await;
+    };
+    let Ok(host) = Host::parse(&item.new_host) else {
+        return fail(pool, m, item, "host_invalid").await;
+    };
+    let waited = db::now() - item.started_at.unwrap_or_else(db::now);
+    match migration::switch_step(&cluster, &host, target_generation) {
+        SwitchStep::Done => {
+            db::migration::transition(pool, m.id, item.cluster_id, ItemState::Switching, ItemState::Done, "").await?;
+            tracing::info!(migration = m.id, cluster = item.cluster_id, "cluster moved to LoadBalancer");
+            Ok(ItemState::Done)
+        }
+        SwitchStep::Failed => fail(pool, m, item, &cluster.status.message).await,
+        SwitchStep::Switching if !matches!(cluster.spec.public_access, PublicAccess::LoadBalancer { .. }) => {
+            fail(pool, m, item, "changed_meanwhile").await
+        }
+        _ if waited > timeout => {
+            let reason =
+                if cluster.status.message.is_empty() { "timed_out".to_owned() } else { cluster.status.message.clone() };
+            fail(pool, m, item, &reason).await
+        }
+        _ => Ok(ItemState::Switching),
+    }
+}
+
+/// Runs the driver every `every` until the process ends (the console's
+/// background task; `kubebyon migrate` drives it itself while it waits).
+pub async fn drive(pool: AnyPool, every: Duration, timeout: i64) {
+    loop {
+        if let Err(e) = advance(&pool, timeout).await {
+            tracing::warn!(error = %e, "migration driver pass failed");
+        }
+        tokio::time::sleep(every).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoint_hosts() {
+        assert_eq!(url_host("https://10.0.0.1:30443").as_deref(), Some("10.0.0.1"));
+        assert_eq!(url_host("https://[2001:db8::1]:30443").as_deref(), Some("2001:db8::1"));
+        assert_eq!(url_host("https://n.example.com:31000").as_deref(), Some("n.example.com"));
+        assert_eq!(url_host("http://x:1"), None);
+    }
+}

@@ -1,0 +1,156 @@
+//! The test host side of the tests: a console connected to a test host
+//! (real kube-apiserver + etcd + kube-controller-manager, hostsim) with its
+//! reconciler running, acting as the least-privilege `kubebyon-console` user.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use hostsim::testhost::TestHost;
+use hostsim::testsupport as ts;
+use kubebyon::server::reconciler::{self, Context, render::AddressRequest};
+use serde_json::{Value, json};
+
+use super::http::Console;
+
+pub const WAIT: Duration = Duration::from_secs(60);
+
+pub fn ready(s: &Value) -> bool {
+    s["phase"] == "ready"
+}
+
+/// `kubectl get ns -o name` with a kubeconfig (written under the host's folder).
+pub fn kubectl_get_ns_on(host: &TestHost, kubeconfig: &str, tag: &str) -> Result<String, String> {
+    let path = ts::write_kubeconfig(&host.data_dir, kubeconfig, tag).unwrap();
+    let out = ts::kubectl(&path, &["get", "ns", "-o", "name"]).unwrap();
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+/// A client acting as user `kubebyon-console`, bound only to the ClusterRole in
+/// `deploy/rbac.yaml`: a permission the reconciler lacks fails these tests.
+pub async fn console_client(host: &TestHost) -> kube::Client {
+    use k8s_openapi::api::rbac::v1::ClusterRole;
+    use kube::api::{Api, Patch, PatchParams};
+    let admin = host.client().await.expect("admin client");
+    let role: ClusterRole = serde_yaml::from_str(include_str!("../../deploy/rbac.yaml")).expect("deploy/rbac.yaml");
+    let pp = PatchParams::apply("kubebyon-test").force();
+    Api::<ClusterRole>::all(admin.clone())
+        .patch("kubebyon-console", &pp, &Patch::Apply(&role))
+        .await
+        .expect("apply the console's ClusterRole");
+    let binding = json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": "kubebyon-console"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "kubebyon-console"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "kubebyon-console"}],
+    });
+    Api::<k8s_openapi::api::rbac::v1::ClusterRoleBinding>::all(admin)
+        .patch("kubebyon-console", &pp, &Patch::Apply(&binding))
+        .await
+        .expect("bind it");
+    let pki = host.data_dir.join("pki");
+    let read = |f: &str| std::fs::read_to_string(pki.join(f)).expect("host CA");
+    let ca = hostsim::pki::Ca::from_pem(hostsim::pki::CertPair { cert_pem: read("ca.crt"), key_pem: read("ca.key") })
+        .expect("host CA");
+    let user = ca.issue_client("kubebyon-console", &[]).expect("console certificate");
+    let creds = hostsim::kubeconfig::Credentials::from_file(&host.kubeconfig).expect("host kubeconfig");
+    let text = hostsim::kubeconfig::render("console", &creds.server, &ca.pair.cert_pem, &user);
+    let path = ts::write_kubeconfig(&host.data_dir, &text, "kubebyon-console").unwrap();
+    hostsim::testhost::client_for(&path).await.expect("console client")
+}
+
+pub struct Env {
+    pub console: Console,
+    pub cookie: String,
+    pub ctx: Arc<Context>,
+    pub _db: tempfile::TempDir,
+}
+
+/// A reconciler as the tests run it: short resync, retry and lease.
+pub async fn context_on(host: &TestHost, pool: sqlx::AnyPool) -> Arc<Context> {
+    let client = console_client(host).await;
+    let request = reconciler::detect_address_request(&client).await;
+    assert_eq!(request, AddressRequest::MetalLb, "MetalLB's IPAddressPool CRD is detected");
+    let mut ctx = Context::new(client, pool, request);
+    ctx.resync = Duration::from_millis(500);
+    ctx.retry_base = Duration::from_millis(200);
+    ctx.lease = Duration::from_secs(2);
+    ctx.settle = Duration::from_secs(2);
+    Arc::new(ctx)
+}
+
+/// The system settings with `host` as the admin's NodePort public host.
+pub fn nodeport_settings(host: &str) -> Value {
+    json!({"default_cluster_public_access_mode": "nodeport", "nodeport_public_host": host,
+        "load_balancer_annotations": {}, "load_balancer_class": null})
+}
+
+/// Creates and signs in admin `name`, who sets `node_host` as the NodePort public host.
+pub async fn sign_in_admin(console: &Console, name: &str, node_host: &str) -> String {
+    console.user(name, "correct horse battery", true).await;
+    let cookie = console.login(name, "correct horse battery").await;
+    let r = console.json("PUT", "/api/admin/system-settings", Some(&cookie), nodeport_settings(node_host)).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    cookie
+}
+
+/// A console on a fresh SQLite file, connected to `host`, with its
+/// reconciler running; signed in as an admin.
+pub async fn env_on(host: &'static TestHost) -> Env {
+    let (url, dir) = super::sqlite_url();
+    let pool = kubebyon::server::db::connect(&url).await.expect("database");
+    let ctx = context_on(host, pool.clone()).await;
+    tokio::spawn(reconciler::run(ctx.clone()));
+    let console = Console::with_host(pool, Some(ctx.clone()));
+    // The admin's NodePort public host: the test host's first node.
+    let cookie = sign_in_admin(&console, "root", &host.net.node().to_string()).await;
+    Env { console, cookie, ctx, _db: dir }
+}
+
+impl Env {
+    pub async fn create(&self, name: &str, access: Value) -> i64 {
+        let body = json!({"name": name, "resources": {"cpu": "1", "memory_gib": 2, "storage_gib": 5}, "public_access": access});
+        let r = self.console.json("POST", "/api/console/clusters", Some(&self.cookie), body).await;
+        assert_eq!(r.status, 201, "{}", r.body);
+        self.ctx.wake();
+        r.json()["id"].as_i64().expect("id")
+    }
+
+    pub async fn patch(&self, id: i64, access: Value) {
+        let r = self
+            .console
+            .json("PATCH", &format!("/api/console/clusters/{id}"), Some(&self.cookie), json!({"public_access": access}))
+            .await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        self.ctx.wake();
+    }
+
+    pub async fn cluster(&self, id: i64) -> Value {
+        self.console.get(&format!("/api/console/clusters/{id}"), Some(&self.cookie)).await.json()
+    }
+
+    /// Waits until the status observed for the current generation matches `want`.
+    pub async fn converge(&self, id: i64, what: &str, want: impl Fn(&Value) -> bool) -> Value {
+        let found = ts::eventually(what, WAIT, || async {
+            let c = self.cluster(id).await;
+            let current = c["status"]["observed_generation"] == c["generation"];
+            (current && want(&c["status"])).then_some(c)
+        })
+        .await;
+        match found {
+            Ok(c) => c,
+            Err(e) => panic!("{e}; last seen: {}", self.cluster(id).await),
+        }
+    }
+
+    pub async fn kubeconfig(&self, id: i64) -> String {
+        let r = self.console.get(&format!("/api/console/clusters/{id}/kubeconfig"), Some(&self.cookie)).await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        assert_eq!(r.headers["cache-control"], "no-store");
+        assert!(r.headers["content-disposition"].to_str().unwrap().starts_with("attachment"));
+        r.body
+    }
+}
