@@ -6,6 +6,7 @@ use leptos_router::components::{Route, Router, Routes};
 use leptos_router::{SsrMode, path};
 
 use crate::i18n::I18nContextProvider;
+use crate::pages::admin_migrations::{MigrationPage, MigrationsPage};
 use crate::pages::admin_settings::SettingsPage;
 use crate::pages::admin_users::UsersPage;
 use crate::pages::cluster_detail::ClusterDetailPage;
@@ -52,7 +53,9 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/clusters/:id") view=ClusterDetailPage ssr=ssr.clone() />
                     <Route path=path!("/clusters/:id/edit") view=EditClusterPage ssr=ssr.clone() />
                     <Route path=path!("/admin/settings") view=SettingsPage ssr=ssr.clone() />
-                    <Route path=path!("/admin/users") view=UsersPage ssr=ssr />
+                    <Route path=path!("/admin/users") view=UsersPage ssr=ssr.clone() />
+                    <Route path=path!("/admin/migrations") view=MigrationsPage ssr=ssr.clone() />
+                    <Route path=path!("/admin/migrations/:id") view=MigrationPage ssr=ssr />
                 </Routes>
             </Router>
         </I18nContextProvider>

@@ -192,13 +192,14 @@ async fn a_cluster_without_an_address_fails_with_metallbs_reason_the_others_fini
 /// No host needed: the driver only writes the database. SQLite and PostgreSQL.
 #[tokio::test]
 async fn two_drivers_and_a_crash_switch_each_cluster_once() {
+    use kubebyon::domain::migration::MigrationRequest;
     use kubebyon::domain::migration::{HostSource, ItemState};
     use kubebyon::domain::public_access::PublicAccessRequest;
     use kubebyon::domain::resources::{NumberOrText, ResourcesRequest};
     use kubebyon::domain::user::Role;
     use kubebyon::server::db;
     use kubebyon::server::service::clusters::{ClusterDraft, create};
-    use kubebyon::server::service::migration::{MigrationRequest, advance, start};
+    use kubebyon::server::service::migration::{advance, start};
 
     for t in support::each_backend().await {
         let admin = support::user(&t.pool, "ops", Role::Admin).await;
@@ -321,4 +322,54 @@ async fn the_cli_prints_the_plan_and_exits_non_zero_when_a_cluster_is_blocked_or
     assert_eq!(code, Some(1), "{out}");
     assert!(out.contains("migration #1 started") && out.contains("0 done, 1 failed"), "{out}");
     assert!(out.contains("failed: timed_out"), "{out}");
+}
+
+/// `kill -9` of `kubebyon migrate` in the middle of a batch, then a driver
+/// again (a restarted console): nothing switched twice, nothing lost.
+#[tokio::test]
+async fn kill_9_during_a_batch_then_resume_switches_nothing_twice() {
+    use kubebyon::domain::migration::ItemState;
+    use kubebyon::server::db;
+
+    let (url, dir) = support::sqlite_url();
+    let pool = db::connect(&url).await.unwrap();
+    let console = support::http::Console::new(pool.clone());
+    console.user("root", "correct horse battery", true).await;
+    let cookie = console.login("root", "correct horse battery").await;
+    for i in 0..4 {
+        let body = json!({"name": format!("k{i}"), "resources": {"cpu": "1", "memory_gib": 1, "storage_gib": 1}, "public_access": np()});
+        assert_eq!(console.json("POST", "/api/console/clusters", Some(&cookie), body).await.status, 201);
+    }
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kubebyon"))
+        .args(["migrate", "--all", "--range", "203.0.113.30-203.0.113.40", "--concurrency", "2", "--as", "root"])
+        .env("KUBEBYON_DATA_DIR", dir.path())
+        .env_remove("DATABASE_URL")
+        .env("KUBECONFIG", dir.path().join("no-host.kubeconfig"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start kubebyon migrate");
+    let switching = ts::eventually("two clusters switching", Duration::from_secs(30), || async {
+        let items = db::migration::items(&pool, 1).await.ok()?;
+        let n = items.iter().filter(|i| i.state() == ItemState::Switching && i.target_generation.is_some()).count();
+        (n == 2).then_some(n)
+    })
+    .await
+    .expect("the CLI switched two");
+    child.kill().expect("kill -9");
+    child.wait().unwrap();
+    assert_eq!(switching, 2);
+    // The console's driver picks it up.
+    for _ in 0..3 {
+        migration::advance(&pool, 3600).await.unwrap();
+    }
+    let items = db::migration::items(&pool, 1).await.unwrap();
+    assert_eq!(items.len(), 4, "nothing lost");
+    let states: Vec<ItemState> = items.iter().map(|i| i.state()).collect();
+    assert_eq!(states, [ItemState::Switching, ItemState::Switching, ItemState::Queued, ItemState::Queued]);
+    for item in &items {
+        let ops = db::operations::for_cluster(&pool, item.cluster_id).await.unwrap();
+        let switches = ops.iter().filter(|o| o.detail.contains("\"migration\"")).count();
+        assert_eq!(switches, usize::from(item.state() == ItemState::Switching), "cluster {}", item.cluster_id);
+    }
 }

@@ -56,8 +56,12 @@ export async function createUser(request: APIRequestContext, baseURL: string, us
 }
 
 /** A fresh browser context with its own cookies; JavaScript on or off. */
-export async function newPage(browser: Browser, opts: { js?: boolean; lang?: string } = {}) {
-  const context = await browser.newContext({ javaScriptEnabled: opts.js ?? true, locale: opts.lang ?? 'en-US' });
+export async function newPage(browser: Browser, opts: { js?: boolean; lang?: string; baseURL?: string } = {}) {
+  const context = await browser.newContext({
+    javaScriptEnabled: opts.js ?? true,
+    locale: opts.lang ?? 'en-US',
+    ...(opts.baseURL ? { baseURL: opts.baseURL } : {}),
+  });
   return context.newPage();
 }
 

@@ -39,3 +39,5 @@ CREATE INDEX migration_items_state ON migration_items (state, migration_id, posi
 ALTER TABLE clusters ADD COLUMN old_endpoint_host TEXT;
 ALTER TABLE clusters ADD COLUMN old_endpoint_until BIGINT;
 ALTER TABLE clusters ADD COLUMN old_endpoint_closed BOOLEAN NOT NULL DEFAULT FALSE;
+-- The owner has read the "endpoint changed" notice on the detail page.
+ALTER TABLE clusters ADD COLUMN old_endpoint_notice_dismissed BOOLEAN NOT NULL DEFAULT FALSE;

@@ -194,3 +194,12 @@ pub async fn probe_cluster(id: i64) -> Result<(), AppError> {
     leptos_axum::redirect(&format!("/clusters/{id}?{}", query.finish()));
     Ok(())
 }
+
+/// Hides the detail page's "endpoint moved" notice (a plain form).
+#[server(prefix = "/fn", endpoint = "clusters/dismiss-moved")]
+pub async fn dismiss_moved_notice(id: i64) -> Result<(), AppError> {
+    use crate::server::context::{require_user, state};
+    crate::server::service::clusters::dismiss_moved_notice(&state()?.pool, &require_user()?, id).await?;
+    leptos_axum::redirect(&format!("/clusters/{id}"));
+    Ok(())
+}

@@ -4,6 +4,7 @@
 
 pub mod auth;
 pub mod clusters;
+pub mod migrations;
 pub mod settings;
 pub mod users;
 

@@ -301,6 +301,9 @@ pub struct OldEndpoint {
     /// When the grace period ends (Unix seconds).
     pub until: i64,
     pub closed: bool,
+    /// The owner has read the detail page's notice about it.
+    #[serde(default)]
+    pub dismissed: bool,
 }
 
 impl Cluster {

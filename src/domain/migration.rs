@@ -271,6 +271,140 @@ pub fn switch_step(cluster: &Cluster, target: &Host, target_generation: i64) -> 
     }
 }
 
+/// What to move and where to (JSON API, page and CLI).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MigrationRequest {
+    /// Cluster names; empty with `all` for every NodePort cluster.
+    #[serde(default)]
+    pub clusters: Vec<String>,
+    #[serde(default)]
+    pub all: bool,
+    /// Also move clusters whose public access is off (they come out as LoadBalancer).
+    #[serde(default)]
+    pub include_disabled: bool,
+    pub hosts: HostSource,
+    #[serde(default)]
+    pub concurrency: Option<i64>,
+    /// Seconds the old endpoint keeps answering; 0 cuts over at once.
+    #[serde(default)]
+    pub grace_secs: Option<i64>,
+}
+
+/// One cluster of a dry run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PlanItem {
+    pub cluster_id: i64,
+    pub name: String,
+    pub owner: String,
+    pub current_endpoint: Option<String>,
+    pub new_host: Option<String>,
+    pub new_endpoint: Option<String>,
+    /// The certificate names the new values ask for (`extraSANs`; the old
+    /// host stays during the grace period).
+    pub planned_sans: Vec<String>,
+    /// Values that change: path, old, new.
+    pub changes: Vec<ValueChange>,
+    pub problems: Vec<Problem>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ValueChange {
+    pub path: String,
+    pub old: Option<String>,
+    pub new: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Plan {
+    pub items: Vec<PlanItem>,
+    /// Items with a problem that keeps them out of a run.
+    pub blocked: usize,
+    pub grace_secs: i64,
+    pub concurrency: i64,
+}
+
+/// One cluster of a migration, as the progress view shows it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ItemView {
+    pub cluster_id: i64,
+    pub name: String,
+    pub old_endpoint: Option<String>,
+    pub new_host: String,
+    pub state: ItemState,
+    /// The finer step while switching.
+    pub step: Option<SwitchStep>,
+    pub reason: String,
+    pub started_at: Option<i64>,
+    pub finished_at: Option<i64>,
+    /// Until when the old endpoint answers (done items with a grace period).
+    pub old_endpoint_until: Option<i64>,
+    pub old_endpoint_closed: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct MigrationView {
+    pub id: i64,
+    pub created_by: Option<String>,
+    pub created_at: i64,
+    pub concurrency: i64,
+    pub grace_secs: i64,
+    pub items: Vec<ItemView>,
+    /// Items per state.
+    pub counts: BTreeMap<String, usize>,
+    pub finished: bool,
+    /// Seconds from start to the last settled item (or to now).
+    pub elapsed_secs: i64,
+}
+
+/// The migration page's form, as text (a GET query for the dry run, the same
+/// fields posted to start it).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MigrationForm {
+    /// Chosen cluster names, comma-separated; empty: every NodePort cluster.
+    pub clusters: String,
+    pub include_disabled: bool,
+    /// `template` or `range`.
+    pub source: String,
+    pub hosts: String,
+    pub concurrency: String,
+    pub grace_days: String,
+}
+
+impl MigrationForm {
+    /// The request the form describes; a bad field is a translated error.
+    pub fn request(&self) -> Result<MigrationRequest, AppError> {
+        let hosts = match self.source.as_str() {
+            "range" => HostSource::Range(self.hosts.trim().to_owned()),
+            _ => HostSource::Template(self.hosts.trim().to_owned()),
+        };
+        validate_source(&hosts)?;
+        let number = |s: &str, default: i64| {
+            let s = s.trim();
+            if s.is_empty() { Ok(default) } else { s.parse::<i64>().map_err(|_| AppError::new(ErrorCode::BadRequest)) }
+        };
+        let clusters: Vec<String> =
+            self.clusters.split([',', ' ']).map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect();
+        Ok(MigrationRequest {
+            all: clusters.is_empty(),
+            clusters,
+            include_disabled: self.include_disabled,
+            hosts,
+            concurrency: Some(number(&self.concurrency, 5)?),
+            grace_secs: Some(number(&self.grace_days, 7)?.saturating_mul(86_400)),
+        })
+    }
+}
+
+/// A cluster the migration page offers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Movable {
+    pub name: String,
+    pub owner: String,
+    pub enabled: bool,
+    pub endpoint: Option<String>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

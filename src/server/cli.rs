@@ -63,8 +63,9 @@ pub struct MigrateArgs {
 pub async fn migrate(pool: &sqlx::AnyPool, args: MigrateArgs) -> Result<bool, String> {
     use std::io::{IsTerminal, Write};
 
+    use crate::domain::migration::MigrationRequest;
     use crate::domain::migration::{HostSource, ItemState, parse_duration};
-    use crate::server::service::migration::{self, MigrationRequest};
+    use crate::server::service::migration;
 
     let grace =
         parse_duration(&args.grace).ok_or_else(|| format!("--grace {:?}: use e.g. 7d, 12h, 30m or 0", args.grace))?;

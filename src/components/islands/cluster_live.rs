@@ -9,7 +9,7 @@ use leptos::prelude::*;
 use leptos_i18n::I18nContext;
 use server_fn::ServerFn;
 
-use crate::actions::clusters::{ClusterPage, ProbeCluster};
+use crate::actions::clusters::{ClusterPage, DismissMovedNotice, ProbeCluster};
 use crate::components::hydration::hydration_flag;
 use crate::components::labels::{
     PhaseBadge, access_text, connection_text, format_time, mode_text, reason_text, shown_phase,
@@ -309,6 +309,35 @@ pub fn Overview(
             </p>
         }
     });
+    // After a migration: the endpoint moved; old kubeconfigs work until the
+    // grace period ends. Shown until the owner dismisses it.
+    let moved = c.old_endpoint.clone().filter(|o| !o.dismissed).map(|o| {
+        let text = if o.closed {
+            t_string!(i18n, detail.moved_closed, host = o.host.as_str()).to_string()
+        } else {
+            t_string!(i18n, detail.moved_open, host = o.host.as_str()).to_string()
+        };
+        let until = (!o.closed).then(|| {
+            view! {
+                <p>
+                    {t!(i18n, detail.moved_until)} " "
+                    <time data-epoch=o.until>{crate::components::labels::format_time(o.until)}</time>
+                </p>
+            }
+        });
+        view! {
+            <div class="banner" role="status" data-testid="moved-notice" data-closed=o.closed.to_string()>
+                <p>{text}</p>
+                {until}
+                <form method="post" action=DismissMovedNotice::PATH class="mt-2">
+                    <input type="hidden" name="id" value=id />
+                    <button type="submit" class="btn">
+                        {t!(i18n, detail.moved_dismiss)}
+                    </button>
+                </form>
+            </div>
+        }
+    });
     let banner = if c.deletion_requested {
         Some(t_string!(i18n, detail.deletion_requested))
     } else if c.waiting_for_host() {
@@ -351,6 +380,7 @@ pub fn Overview(
                     })}
             </div>
             {attention}
+            {moved}
             {banner
                 .map(|b| {
                     view! {

@@ -41,6 +41,7 @@ pub struct ClusterRow {
     pub old_endpoint_host: Option<String>,
     pub old_endpoint_until: Option<i64>,
     pub old_endpoint_closed: i64,
+    pub old_endpoint_notice_dismissed: i64,
 }
 
 impl ClusterRow {
@@ -81,7 +82,12 @@ impl ClusterRow {
             updated_at: self.updated_at,
             unusable_host,
             old_endpoint: self.old_endpoint_host.zip(self.old_endpoint_until).map(|(host, until)| {
-                crate::domain::cluster::OldEndpoint { host, until, closed: self.old_endpoint_closed != 0 }
+                crate::domain::cluster::OldEndpoint {
+                    host,
+                    until,
+                    closed: self.old_endpoint_closed != 0,
+                    dismissed: self.old_endpoint_notice_dismissed != 0,
+                }
             }),
         })
     }
@@ -92,7 +98,8 @@ const SELECT: &str = "SELECT c.id, c.owner_id, u.username AS owner, c.name, c.cp
     c.phase, c.message, c.public_access_port, c.api_endpoint, \
     CASE WHEN c.kubeconfig_available THEN 1 ELSE 0 END AS kubeconfig_available, c.connection_status, \
     c.observed_generation, c.created_at, c.updated_at, c.old_endpoint_host, c.old_endpoint_until, \
-    CASE WHEN c.old_endpoint_closed THEN 1 ELSE 0 END AS old_endpoint_closed FROM clusters c JOIN users u ON u.id = c.owner_id";
+    CASE WHEN c.old_endpoint_closed THEN 1 ELSE 0 END AS old_endpoint_closed, \
+    CASE WHEN c.old_endpoint_notice_dismissed THEN 1 ELSE 0 END AS old_endpoint_notice_dismissed FROM clusters c JOIN users u ON u.id = c.owner_id";
 
 type AnyQuery<'q> = Query<'q, Any, AnyArguments<'q>>;
 

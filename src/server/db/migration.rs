@@ -185,7 +185,8 @@ pub async fn set_target_generation(
 /// Opens (or clears, with `None`) a cluster's old endpoint record.
 pub async fn set_old_endpoint(pool: &AnyPool, cluster_id: i64, old: Option<(&str, i64)>) -> Result<(), DbError> {
     sqlx::query(
-        "UPDATE clusters SET old_endpoint_host = $1, old_endpoint_until = $2, old_endpoint_closed = FALSE WHERE id = $3",
+        "UPDATE clusters SET old_endpoint_host = $1, old_endpoint_until = $2, old_endpoint_closed = FALSE, \
+         old_endpoint_notice_dismissed = FALSE WHERE id = $3",
     )
     .bind(old.map(|(h, _)| h.to_owned()))
     .bind(old.map(|(_, until)| until))
@@ -253,4 +254,13 @@ pub async fn mover_of(pool: &AnyPool, cluster_id: i64) -> Result<Option<i64>, Db
     .fetch_optional(pool)
     .await?;
     row.map(|r| r.try_get::<i64, _>(0)).transpose().map_err(DbError::from)
+}
+
+/// The owner has read the notice about a moved endpoint.
+pub async fn dismiss_notice(pool: &AnyPool, cluster_id: i64) -> Result<(), DbError> {
+    sqlx::query("UPDATE clusters SET old_endpoint_notice_dismissed = TRUE WHERE id = $1")
+        .bind(cluster_id)
+        .execute(pool)
+        .await?;
+    Ok(())
 }

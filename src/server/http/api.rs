@@ -321,7 +321,8 @@ pub async fn probe_cluster(
 
 // ---- migrations (admins): NodePort clusters to LoadBalancer ----
 
-use crate::server::service::migration::{self, MigrationRequest, MigrationView, Plan};
+use crate::domain::migration::{MigrationRequest, MigrationView, Plan};
+use crate::server::service::migration;
 
 fn detected(st: &AppState) -> Option<crate::domain::settings::AddressRequest> {
     st.host.as_ref().map(|h| h.detected())

@@ -9,12 +9,14 @@ use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 
 use futures::StreamExt;
-use serde::{Deserialize, Serialize};
 use sqlx::AnyPool;
 
 use crate::domain::change::{Change, Operation, describe_update};
 use crate::domain::cluster::{Cluster, OldEndpoint};
-use crate::domain::migration::{self, Candidate, HostSource, ItemState, Problem, SwitchStep};
+use crate::domain::migration::{
+    self, Candidate, ItemState, ItemView, MigrationRequest, MigrationView, Plan, PlanItem, Problem, SwitchStep,
+    ValueChange,
+};
 use crate::domain::settings::AddressRequest;
 use crate::domain::user::CurrentUser;
 use crate::domain::{AppError, ErrorCode, Field, Host, PublicAccess, PublicAccessMode};
@@ -30,59 +32,6 @@ pub const DEFAULT_GRACE_SECS: i64 = 7 * 24 * 3600;
 /// A switching cluster without its LoadBalancer address after this long fails.
 pub const DEFAULT_ADDRESS_TIMEOUT_SECS: i64 = 300;
 
-/// What to move and where to (JSON API, page and CLI).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct MigrationRequest {
-    /// Cluster names; empty with `all` for every NodePort cluster.
-    #[serde(default)]
-    pub clusters: Vec<String>,
-    #[serde(default)]
-    pub all: bool,
-    /// Also move clusters whose public access is off (they come out as LoadBalancer).
-    #[serde(default)]
-    pub include_disabled: bool,
-    pub hosts: HostSource,
-    #[serde(default)]
-    pub concurrency: Option<i64>,
-    /// Seconds the old endpoint keeps answering; 0 cuts over at once.
-    #[serde(default)]
-    pub grace_secs: Option<i64>,
-}
-
-/// One cluster of a dry run.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct PlanItem {
-    pub cluster_id: i64,
-    pub name: String,
-    pub owner: String,
-    pub current_endpoint: Option<String>,
-    pub new_host: Option<String>,
-    pub new_endpoint: Option<String>,
-    /// The certificate names the new values ask for (`extraSANs`; the old
-    /// host stays during the grace period).
-    pub planned_sans: Vec<String>,
-    /// Values that change: path, old, new.
-    pub changes: Vec<ValueChange>,
-    pub problems: Vec<Problem>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct ValueChange {
-    pub path: String,
-    pub old: Option<String>,
-    pub new: Option<String>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Plan {
-    pub items: Vec<PlanItem>,
-    /// Items with a problem that keeps them out of a run.
-    pub blocked: usize,
-    pub grace_secs: i64,
-    pub concurrency: i64,
-}
-
 fn require_admin(user: &CurrentUser) -> Result<(), AppError> {
     if user.is_admin() { Ok(()) } else { Err(AppError::new(ErrorCode::Forbidden)) }
 }
@@ -94,11 +43,6 @@ fn limits(req: &MigrationRequest) -> Result<(i64, i64), AppError> {
         return Err(AppError::new(ErrorCode::BadRequest));
     }
     Ok((concurrency, grace))
-}
-
-/// The host old kubeconfigs of a cluster name: its own, else the admin's NodePort host.
-fn old_public_host(c: &Cluster, nodeport_host: Option<&Host>) -> Option<String> {
-    c.spec.public_access.public_host(nodeport_host).map(ToString::to_string)
 }
 
 /// Flattens JSON into `a.b.c` → scalar text.
@@ -170,6 +114,22 @@ async fn candidates(pool: &AnyPool, req: &MigrationRequest) -> Result<Vec<Cluste
     Ok(picked)
 }
 
+/// The clusters the migration page offers: NodePort ones, and disabled ones.
+pub async fn movable(pool: &AnyPool, user: &CurrentUser) -> Result<Vec<migration::Movable>, AppError> {
+    require_admin(user)?;
+    Ok(db::clusters::list(pool, None)
+        .await?
+        .into_iter()
+        .filter(|c| !c.deletion_requested && !matches!(c.spec.public_access, PublicAccess::LoadBalancer { .. }))
+        .map(|c| migration::Movable {
+            name: c.spec.name.to_string(),
+            owner: c.owner.clone(),
+            enabled: c.spec.public_access.is_enabled(),
+            endpoint: c.clone().shown().status.api_endpoint,
+        })
+        .collect())
+}
+
 /// Plans a migration without changing anything.
 pub async fn dry_run(
     pool: &AnyPool,
@@ -217,7 +177,6 @@ pub async fn dry_run(
         assigned[i].problems.push(Problem::DoesNotResolve);
     }
     let busy: HashSet<i64> = db::migration::busy_clusters(pool).await?.into_iter().collect();
-    let nodeport_host = settings.nodeport_public_host.clone();
     let items: Vec<PlanItem> = chosen
         .iter()
         .zip(assigned)
@@ -225,12 +184,18 @@ pub async fn dry_run(
             if busy.contains(&c.id) {
                 a.problems.push(Problem::AlreadyMigrating);
             }
-            let old_host = old_public_host(c, nodeport_host.as_ref());
+            // The host handed-out kubeconfigs name (stays in the certificate during the grace period).
+            let old_host = c.status.api_endpoint.as_deref().and_then(url_host);
             let (new_endpoint, planned_sans, changes) = match &a.host {
                 Some(host) => {
                     let mut spec = c.spec.clone();
                     spec.public_access = PublicAccess::LoadBalancer { host: host.clone() };
-                    let old = old_host.clone().map(|h| OldEndpoint { host: h, until: 0, closed: grace == 0 });
+                    let old = old_host.clone().map(|h| OldEndpoint {
+                        host: h,
+                        until: 0,
+                        closed: grace == 0,
+                        dismissed: false,
+                    });
                     let before = render::values(&c.spec, None, &settings, request);
                     let after = render::values(&spec, old.as_ref(), &settings, request);
                     let sans = after.control_plane.proxy.extra_sans.clone();
@@ -282,39 +247,6 @@ pub async fn start(
     let id = db::migration::create(pool, user.id, &source, plan.concurrency, plan.grace_secs, &items).await?;
     tracing::info!(migration = id, clusters = items.len(), admin = %user.username, "migration started");
     Ok(id)
-}
-
-/// One cluster of a migration, as the progress view shows it.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct ItemView {
-    pub cluster_id: i64,
-    pub name: String,
-    pub old_endpoint: Option<String>,
-    pub new_host: String,
-    pub state: ItemState,
-    /// The finer step while switching.
-    pub step: Option<SwitchStep>,
-    pub reason: String,
-    pub started_at: Option<i64>,
-    pub finished_at: Option<i64>,
-    /// Until when the old endpoint answers (done items with a grace period).
-    pub old_endpoint_until: Option<i64>,
-    pub old_endpoint_closed: bool,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct MigrationView {
-    pub id: i64,
-    pub created_by: Option<String>,
-    pub created_at: i64,
-    pub concurrency: i64,
-    pub grace_secs: i64,
-    pub items: Vec<ItemView>,
-    /// Items per state.
-    pub counts: BTreeMap<String, usize>,
-    pub finished: bool,
-    /// Seconds from start to the last settled item (or to now).
-    pub elapsed_secs: i64,
 }
 
 pub async fn view(pool: &AnyPool, user: &CurrentUser, id: i64) -> Result<MigrationView, AppError> {
