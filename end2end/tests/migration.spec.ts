@@ -85,15 +85,18 @@ test('admin moves three clusters from the page and watches them finish; the owne
   await page.getByRole('link', { name: t('zh-CN', 'languages.en') }).click();
 });
 
-test('the same with JavaScript off: dry run, start, progress on reload', async ({ browser }) => {
+test('the same with JavaScript off: dry run, a batch of three, progress on reload', async ({ browser }) => {
   const page = await newPage(browser, { js: false, baseURL: url });
   await signIn(page, 'admin', ADMIN_PASSWORD, false);
-  const name = unique('mignojs');
-  await nodePortClusters(page, [name]);
-  // A range already taken by the first test's clusters is skipped: the next free address.
-  await planFor(page, [name], `${net}.215-${net}.218`);
-  await expect(page.locator(`tr[data-plan="${name}"] [data-field=new-endpoint]`)).toHaveText(`https://${net}.218:443`);
-  await page.getByRole('button', { name: t('en', 'migration.start', { n: '1' }) }).click();
+  const names = [unique('mignojs'), unique('mignojs'), unique('mignojs')];
+  await nodePortClusters(page, names);
+  // Addresses the first test's clusters took are skipped: the next free ones, in order.
+  await planFor(page, names, `${net}.215-${net}.222`);
+  for (const [i, name] of names.entries()) {
+    await expect(page.locator(`tr[data-plan="${name}"] [data-field=new-endpoint]`)).toHaveText(`https://${net}.${218 + i}:443`);
+  }
+  await shot(page, 'migration-plan-nojs');
+  await page.getByRole('button', { name: t('en', 'migration.start', { n: '3' }) }).click();
   await expect(page).toHaveURL(/\/admin\/migrations\/\d+$/);
   await expect
     .poll(
@@ -103,7 +106,8 @@ test('the same with JavaScript off: dry run, start, progress on reload', async (
       },
       { timeout: 180_000, intervals: [2000] },
     )
-    .toBe('1');
+    .toBe('3');
+  for (const name of names) await expect(page.locator(`tr[data-item="${name}"]`)).toHaveAttribute('data-state', 'done');
 
   // A range with no free address left: blocked, with the reason, and no start button.
   const more = unique('mignojs');

@@ -26,6 +26,7 @@ pub async fn start_migration(
     include_disabled: Option<String>,
     source: String,
     hosts: String,
+    typed: Option<String>,
     concurrency: String,
     grace_days: String,
 ) -> Result<(), AppError> {
@@ -37,6 +38,7 @@ pub async fn start_migration(
         include_disabled: include_disabled.is_some(),
         source,
         hosts,
+        typed: typed.unwrap_or_default(),
         concurrency,
         grace_days,
     };
@@ -45,6 +47,7 @@ pub async fn start_migration(
         ("include_disabled", if form.include_disabled { "on" } else { "" }),
         ("source", form.source.as_str()),
         ("hosts", form.hosts.as_str()),
+        ("typed", form.typed.as_str()),
         ("concurrency", form.concurrency.as_str()),
         ("grace_days", form.grace_days.as_str()),
     ];

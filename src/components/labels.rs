@@ -76,6 +76,12 @@ pub fn reason_text(locale: Locale, message: &str) -> Option<String> {
         }
         ("node_address", _) => td_string!(locale, reason.node_address),
         ("no_node_address", _) => td_string!(locale, reason.no_node_address),
+        // Why a migration stopped a cluster (its item's reason).
+        ("timed_out", _) => td_string!(locale, reason.timed_out),
+        ("changed_meanwhile", _) => td_string!(locale, reason.changed_meanwhile),
+        ("cluster_deleted", _) => td_string!(locale, reason.cluster_deleted),
+        ("host_in_use", _) => td_string!(locale, errors.host_in_use),
+        ("host_invalid", _) => td_string!(locale, errors.host_invalid),
         _ => return Some(message.to_owned()),
     };
     Some(match detail {

@@ -364,9 +364,12 @@ pub struct MigrationForm {
     /// Chosen cluster names, comma-separated; empty: every NodePort cluster.
     pub clusters: String,
     pub include_disabled: bool,
-    /// `template` or `range`.
+    /// `template`, `range` or `typed`.
     pub source: String,
     pub hosts: String,
+    /// Typed hosts, `name=host` pairs separated by commas (source `typed`).
+    #[serde(default)]
+    pub typed: String,
     pub concurrency: String,
     pub grace_days: String,
 }
@@ -376,6 +379,14 @@ impl MigrationForm {
     pub fn request(&self) -> Result<MigrationRequest, AppError> {
         let hosts = match self.source.as_str() {
             "range" => HostSource::Range(self.hosts.trim().to_owned()),
+            "typed" => HostSource::Typed(
+                self.typed
+                    .split(',')
+                    .filter_map(|pair| pair.split_once('='))
+                    .map(|(n, h)| (n.trim().to_owned(), h.trim().to_owned()))
+                    .filter(|(_, h)| !h.is_empty())
+                    .collect(),
+            ),
             _ => HostSource::Template(self.hosts.trim().to_owned()),
         };
         validate_source(&hosts)?;
@@ -468,6 +479,31 @@ mod tests {
         assert!(validate_source(&HostSource::Template("api.example.com".into())).is_err());
         assert!(validate_source(&HostSource::Template("{name}.{name}.example.com".into())).is_err());
         assert_eq!(Ipv4Range::parse("10.0.0.1-10.0.0.4").unwrap().len(), 4);
+    }
+
+    #[test]
+    fn the_page_form_reads_as_a_request() {
+        let form = |source: &str, hosts: &str, typed: &str, clusters: &str| MigrationForm {
+            clusters: clusters.into(),
+            include_disabled: false,
+            source: source.into(),
+            hosts: hosts.into(),
+            typed: typed.into(),
+            concurrency: String::new(),
+            grace_days: "2".into(),
+        };
+        let r = form("typed", "", "a=10.0.0.1, b = b.example.com,c=", "a,b").request().unwrap();
+        let want: BTreeMap<String, String> =
+            [("a", "10.0.0.1"), ("b", "b.example.com")].map(|(k, v)| (k.to_owned(), v.to_owned())).into();
+        assert_eq!(r.hosts, HostSource::Typed(want));
+        assert_eq!((r.clusters.len(), r.all, r.concurrency, r.grace_secs), (2, false, Some(5), Some(172_800)));
+        let r = form("range", "10.0.0.1-10.0.0.9", "", "").request().unwrap();
+        assert!(r.all && r.hosts == HostSource::Range("10.0.0.1-10.0.0.9".into()));
+        assert!(form("template", "api.example.com", "", "").request().is_err(), "no {{name}}");
+        assert!(form("template", "{name}.example.com", "", "").request().is_ok());
+        let mut bad = form("range", "10.0.0.1-10.0.0.9", "", "");
+        bad.concurrency = "many".into();
+        assert_eq!(bad.request().unwrap_err().code, ErrorCode::BadRequest);
     }
 
     #[test]

@@ -50,7 +50,14 @@ fn problem_text(i18n: I18nContext<Locale>, p: &str) -> &'static str {
 fn form_from_query() -> Option<MigrationForm> {
     let q = use_query_map().get_untracked();
     let hosts = q.get("hosts")?;
+    // Typed hosts come as `host.<cluster>` fields (the page) or one `typed` field (a refused start).
+    let mut typed: Vec<String> = q.get("typed").into_iter().filter(|t| !t.is_empty()).collect();
+    typed.extend((&q).into_iter().filter_map(|(k, v)| {
+        let name = k.strip_prefix("host.")?;
+        (!v.trim().is_empty()).then(|| format!("{name}={}", v.trim()))
+    }));
     Some(MigrationForm {
+        typed: typed.join(","),
         clusters: q.get_all("clusters").unwrap_or_default().join(","),
         include_disabled: q.get("include_disabled").is_some_and(|v| !v.is_empty()),
         source: q.get("source").unwrap_or_default(),
@@ -124,6 +131,7 @@ fn PlanView(form: MigrationForm, plan: Plan) -> impl IntoView {
                 <input type="hidden" name="include_disabled" value=if form.include_disabled { "on" } else { "" } />
                 <input type="hidden" name="source" value=form.source.clone() />
                 <input type="hidden" name="hosts" value=form.hosts.clone() />
+                <input type="hidden" name="typed" value=form.typed.clone() />
                 <input type="hidden" name="concurrency" value=form.concurrency.clone() />
                 <input type="hidden" name="grace_days" value=form.grace_days.clone() />
                 <p class="banner">{t!(i18n, migration.start_warning)}</p>
@@ -181,6 +189,12 @@ pub fn MigrationsPage() -> impl IntoView {
             .map(|m| {
                 let id = format!("cluster-{}", m.name);
                 let checked = chosen.contains(&m.name);
+                let typed_host = f
+                    .typed
+                    .split(',')
+                    .find_map(|p| p.split_once('=').filter(|(n, _)| *n == m.name).map(|(_, h)| h.to_owned()))
+                    .unwrap_or_default();
+                let host_label = t_string!(i18n, migration.typed_host_for, cluster = m.name.as_str()).to_string();
                 view! {
                     <tr>
                         <td>
@@ -197,6 +211,18 @@ pub fn MigrationsPage() -> impl IntoView {
                                 t_string!(i18n, migration.access_off).to_owned()
                             }}
                         </td>
+                        <td>
+                            <input
+                                type="text"
+                                name=format!("host.{}", m.name)
+                                value=typed_host
+                                class="field-input"
+                                aria-label=host_label
+                                placeholder="api.example.com"
+                                autocomplete="off"
+                                spellcheck="false"
+                            />
+                        </td>
                     </tr>
                 }
             })
@@ -209,7 +235,7 @@ pub fn MigrationsPage() -> impl IntoView {
             None => ().into_any(),
         };
         let recent = recent_migrations().await.unwrap_or_default();
-        let template = f.source != "range";
+        let template = !matches!(f.source.as_str(), "range" | "typed");
         view! {
             <section class="card">
                 <h1 class="page-title">{t!(i18n, migration.title)}</h1>
@@ -240,8 +266,24 @@ pub fn MigrationsPage() -> impl IntoView {
                             <label for="source_template">{t!(i18n, migration.source_template)}</label>
                         </div>
                         <div class="check">
-                            <input type="radio" id="source_range" name="source" value="range" checked=!template />
+                            <input
+                                type="radio"
+                                id="source_range"
+                                name="source"
+                                value="range"
+                                checked=f.source == "range"
+                            />
                             <label for="source_range">{t!(i18n, migration.source_range)}</label>
+                        </div>
+                        <div class="check">
+                            <input
+                                type="radio"
+                                id="source_typed"
+                                name="source"
+                                value="typed"
+                                checked=f.source == "typed"
+                            />
+                            <label for="source_typed">{t!(i18n, migration.source_typed)}</label>
                         </div>
                         <div class="field">
                             <label for="hosts" class="field-label">
@@ -389,8 +431,14 @@ fn Progress(m: MigrationView) -> impl IntoView {
                     <td class="font-mono text-sm">{format!("https://{}:443", item.new_host)}</td>
                     <td>
                         {state_text(i18n, item.state, item.step)}
-                        {(!item.reason.is_empty())
-                            .then(|| view! { <span class="block font-mono text-xs">{item.reason.clone()}</span> })}
+                        {crate::components::labels::reason_text(i18n.get_locale_untracked(), &item.reason)
+                            .map(|r| {
+                                view! {
+                                    <span class="block text-xs" data-reason=item.reason.clone()>
+                                        {r}
+                                    </span>
+                                }
+                            })}
                     </td>
                     <td class="text-sm">{grace}</td>
                     <td>{actions}</td>
