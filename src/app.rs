@@ -6,6 +6,7 @@ use leptos_router::components::{Route, Router, Routes};
 use leptos_router::{SsrMode, path};
 
 use crate::i18n::I18nContextProvider;
+use crate::pages::admin_audit::AuditPage;
 use crate::pages::admin_migrations::{MigrationPage, MigrationsPage};
 use crate::pages::admin_settings::SettingsPage;
 use crate::pages::admin_users::UsersPage;
@@ -17,6 +18,16 @@ use crate::pages::login::LoginPage;
 use crate::pages::problem::NotFoundPage;
 
 pub fn shell(options: LeptosOptions) -> impl IntoView {
+    // The page's Content-Security-Policy names this response's nonce, which
+    // leptos puts on every inline script it writes (hydration, islands,
+    // resolved resources): no other inline script runs.
+    #[cfg(feature = "ssr")]
+    if let (Some(nonce), Some(res)) =
+        (leptos::nonce::use_nonce(), use_context::<leptos_axum::ResponseOptions>())
+        && let Ok(csp) = http::HeaderValue::from_str(&crate::server::http::guard::page_csp(&nonce))
+    {
+        res.insert_header(http::header::CONTENT_SECURITY_POLICY, csp);
+    }
     view! {
         <!DOCTYPE html>
         <html>
@@ -54,6 +65,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/clusters/:id/edit") view=EditClusterPage ssr=ssr.clone() />
                     <Route path=path!("/admin/settings") view=SettingsPage ssr=ssr.clone() />
                     <Route path=path!("/admin/users") view=UsersPage ssr=ssr.clone() />
+                    <Route path=path!("/admin/audit") view=AuditPage ssr=ssr.clone() />
                     <Route path=path!("/admin/migrations") view=MigrationsPage ssr=ssr.clone() />
                     <Route path=path!("/admin/migrations/:id") view=MigrationPage ssr=ssr />
                 </Routes>

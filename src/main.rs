@@ -16,11 +16,6 @@ use sqlx::AnyPool;
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,sqlx=warn".into()),
-        )
-        .init();
     let cli = Cli::parse();
     let config = match Config::from_env() {
         Ok(config) => config,
@@ -29,6 +24,18 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // Logs on standard error; `KUBEBYON_LOG_FORMAT=json`: one JSON object per
+    // line, with the request's span fields (request_id, route, cluster).
+    let logs = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,sqlx=warn".into()),
+        )
+        .with_writer(std::io::stderr);
+    if config.log_json {
+        logs.json().flatten_event(true).with_current_span(true).with_span_list(false).init();
+    } else {
+        logs.init();
+    }
     match run(cli.command.unwrap_or(Command::Serve), config).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -448,3 +448,85 @@ async fn a_legacy_node_port_keeps_its_port_when_the_console_takes_over() {
     assert!(!values.contains("httpsNodePort"), "{values}");
     kubectl_get_ns(&env.kubeconfig(id).await, "legacy").expect("the old port still works");
 }
+
+/// `deploy/` as an operator applies it (`kubectl apply -k deploy/` plus the
+/// Secret) passes the real API server's validation (`--dry-run=server`, strict
+/// field validation), runs the console as the least-privilege ServiceAccount,
+/// and keeps the production promises: two replicas, ready only with the
+/// database, non-root, read-only root file system, no privilege escalation.
+#[tokio::test]
+async fn deploy_manifests_pass_the_api_servers_dry_run() {
+    let host = host();
+    let kubectl = |args: &[&str]| {
+        let out = ts::kubectl(&host.kubeconfig, args).expect("kubectl");
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        (out.status.success(), text)
+    };
+    let deploy = concat!(env!("CARGO_MANIFEST_DIR"), "/deploy");
+    // A dry run cannot create the namespace its objects go into: create it for real.
+    let (ok, out) = kubectl(&["apply", "-f", &format!("{deploy}/namespace.yaml")]);
+    assert!(ok, "{out}");
+    for args in [
+        vec!["apply", "--dry-run=server", "--validate=strict", "-k", deploy],
+        vec!["apply", "--dry-run=server", "--validate=strict", "-f", &format!("{deploy}/secret.example.yaml")],
+    ] {
+        let (ok, out) = kubectl(&args);
+        assert!(ok, "kubectl {args:?}: {out}");
+        assert!(out.contains("(server dry run)"), "{out}");
+    }
+    let (ok, out) = kubectl(&["apply", "--dry-run=server", "-k", deploy, "-o", "name"]);
+    assert!(ok, "{out}");
+    for object in [
+        "namespace/kubebyon",
+        "serviceaccount/kubebyon-console",
+        "clusterrole.rbac.authorization.k8s.io/kubebyon-console",
+        "clusterrolebinding.rbac.authorization.k8s.io/kubebyon-console",
+        "configmap/kubebyon",
+        "deployment.apps/kubebyon",
+        "poddisruptionbudget.policy/kubebyon",
+        "service/kubebyon",
+    ] {
+        assert!(out.lines().any(|l| l == object), "{object} missing from: {out}");
+    }
+
+    // What the Deployment promises, as the API server defaulted it.
+    let (ok, out) = kubectl(&["apply", "--dry-run=server", "-f", &format!("{deploy}/deployment.yaml"), "-o", "json"]);
+    assert!(ok, "{out}");
+    let d: Value = serde_json::from_str(&out).expect("deployment json");
+    assert_eq!(d["spec"]["replicas"], 2);
+    let pod = &d["spec"]["template"]["spec"];
+    assert_eq!(pod["serviceAccountName"], "kubebyon-console");
+    assert_eq!(pod["securityContext"]["runAsNonRoot"], true);
+    let c = &pod["containers"][0];
+    assert_eq!(c["securityContext"]["readOnlyRootFilesystem"], true);
+    assert_eq!(c["securityContext"]["allowPrivilegeEscalation"], false);
+    assert_eq!(c["securityContext"]["capabilities"]["drop"], json!(["ALL"]));
+    assert_eq!(c["readinessProbe"]["httpGet"]["path"], "/readyz");
+    assert_eq!(c["livenessProbe"]["httpGet"]["path"], "/healthz");
+    let from: Vec<&str> = c["envFrom"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["configMapRef"]["name"].as_str().or(e["secretRef"]["name"].as_str()))
+        .collect();
+    assert_eq!(from, ["kubebyon", "kubebyon"]);
+
+    // The ServiceAccount gets exactly the reconciler's rights.
+    for f in ["serviceaccount.yaml", "rbac.yaml", "rbac-binding.yaml"] {
+        let (ok, out) = kubectl(&["apply", "-f", &format!("{deploy}/{f}")]);
+        assert!(ok, "{f}: {out}");
+    }
+    let sa = "--as=system:serviceaccount:kubebyon:kubebyon-console";
+    for (verb, resource, allowed) in [
+        ("patch", "helmcharts.helm.cattle.io", true),
+        ("watch", "services", true),
+        ("get", "secrets", true),
+        ("list", "secrets", false),
+        ("delete", "secrets", false),
+        ("create", "deployments.apps", false),
+        ("create", "clusterrolebindings.rbac.authorization.k8s.io", false),
+    ] {
+        let (_, out) = kubectl(&["auth", "can-i", verb, resource, "--all-namespaces", sa]);
+        assert_eq!(out.trim() == "yes", allowed, "can-i {verb} {resource}: {out}");
+    }
+}

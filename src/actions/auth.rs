@@ -15,6 +15,12 @@ pub async fn login(username: String, password: String, next: Option<String>) -> 
 
     let st = state()?;
     let (_, token) = accounts::login(&st.pool, &st.limiter, &username, &password, &client_addr()).await?;
+    // A new session per sign-in: the one this browser had before ends here.
+    if let Some(cookies) = header("cookie")
+        && let Some(previous) = session::cookie_value(&cookies, session::COOKIE)
+    {
+        accounts::logout(&st.pool, previous).await?;
+    }
     let secure = session::secure(st.config.public_url_is_https(), header("x-forwarded-proto").as_deref());
     set_response_header(http::header::SET_COOKIE, &session::set_cookie(&token, secure));
     leptos_axum::redirect(safe_next(next.as_deref()));

@@ -2,6 +2,7 @@
 //! thin — find the user, hand raw input to a service, redirect on success —
 //! and works as a plain HTML form post with JavaScript off.
 
+pub mod audit;
 pub mod auth;
 pub mod clusters;
 pub mod migrations;

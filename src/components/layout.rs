@@ -77,6 +77,7 @@ pub fn Layout(children: Children) -> impl IntoView {
                     <a href="/admin/settings">{t!(i18n, app.nav_settings)}</a>
                     <a href="/admin/users">{t!(i18n, app.nav_users)}</a>
                     <a href="/admin/migrations">{t!(i18n, app.nav_migrations)}</a>
+                    <a href="/admin/audit">{t!(i18n, app.nav_audit)}</a>
                 }
             });
             let role = if u.is_admin() { t_string!(i18n, app.role_admin) } else { t_string!(i18n, app.role_user) };

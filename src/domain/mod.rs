@@ -1,6 +1,7 @@
 //! The domain core: validated types and the pure rules of KubeBYON.
 //! No I/O happens here; every rule is a function with a table-driven test.
 
+pub mod audit;
 pub mod change;
 pub mod cluster;
 pub mod cluster_name;

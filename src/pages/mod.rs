@@ -1,6 +1,7 @@
 //! One file per page. Pages render on the server only (islands mode); they
 //! load data through server functions and hand forms to islands.
 
+pub mod admin_audit;
 pub mod admin_migrations;
 pub mod admin_settings;
 pub mod admin_users;

@@ -21,6 +21,11 @@ pub struct Config {
     /// comma-separated) whose `X-Forwarded-For` names the client for login
     /// throttling. Empty: the header is ignored.
     pub trusted_proxies: Vec<Cidr>,
+    /// `KUBEBYON_METRICS_TOKEN`: when set, `/metrics` answers only requests
+    /// with `Authorization: Bearer <token>`.
+    pub metrics_token: Option<String>,
+    /// `KUBEBYON_LOG_FORMAT`: `text` (default) or `json` (one object per line).
+    pub log_json: bool,
 }
 
 impl Config {
@@ -28,6 +33,11 @@ impl Config {
         let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
         let trusted_proxies = Cidr::parse_list(&var("KUBEBYON_TRUSTED_PROXIES").unwrap_or_default())
             .map_err(|bad| format!("KUBEBYON_TRUSTED_PROXIES: {bad:?} is not an IP address or CIDR block"))?;
+        let log_json = match var("KUBEBYON_LOG_FORMAT").as_deref() {
+            None | Some("text") => false,
+            Some("json") => true,
+            Some(other) => return Err(format!("KUBEBYON_LOG_FORMAT: {other:?} is neither \"text\" nor \"json\"")),
+        };
         Ok(Self {
             data_dir: var("KUBEBYON_DATA_DIR").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("data")),
             database_url: var("DATABASE_URL"),
@@ -35,6 +45,8 @@ impl Config {
             admin_password: var("KUBEBYON_ADMIN_PASSWORD"),
             simulated_host: var("KUBEBYON_SIMULATED_HOST").is_some_and(|v| v == "1"),
             trusted_proxies,
+            metrics_token: var("KUBEBYON_METRICS_TOKEN"),
+            log_json,
         })
     }
 

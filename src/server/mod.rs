@@ -7,6 +7,7 @@ pub mod config;
 pub mod context;
 pub mod db;
 pub mod http;
+pub mod metrics;
 pub mod reconciler;
 pub mod service;
 pub mod state;

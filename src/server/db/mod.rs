@@ -2,6 +2,7 @@
 //! (`DATABASE_URL=postgres://…`). Queries are written once, with `$n`
 //! placeholders both drivers accept; migrations are per dialect.
 
+pub mod audit;
 pub mod clusters;
 pub mod migration;
 pub mod operations;

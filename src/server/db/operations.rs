@@ -77,6 +77,16 @@ pub async fn for_cluster(pool: &AnyPool, cluster_id: i64) -> Result<Vec<Operatio
     Ok(sqlx::query_as(&sql).bind(cluster_id).fetch_all(pool).await?)
 }
 
+/// How many operations wait or run, and when the oldest of them was requested.
+pub async fn queue_stats(pool: &AnyPool) -> Result<(i64, Option<i64>), DbError> {
+    let row: (i64, Option<i64>) = sqlx::query_as(
+        "SELECT COUNT(*), MIN(created_at) FROM cluster_operations WHERE state IN ('pending', 'running')",
+    )
+    .fetch_one(pool)
+    .await?;
+    Ok(row)
+}
+
 /// Claims the oldest runnable operation for `worker` for `lease_secs`.
 /// When another worker takes the chosen row first, the conditional UPDATE
 /// matches nothing; then we look again while runnable rows remain.

@@ -147,6 +147,22 @@ pub struct SettingsReply {
     clusters_rerendered: Option<usize>,
 }
 
+#[derive(Deserialize)]
+pub struct AuditQuery {
+    before: Option<i64>,
+}
+
+/// `GET /api/admin/audit[?before=ID]`: the newest 50 entries (older ones
+/// with `before` = the last id seen).
+pub async fn list_audit(
+    State(st): State<AppState>,
+    ApiUser(u): ApiUser,
+    query: Result<axum::extract::Query<AuditQuery>, axum::extract::rejection::QueryRejection>,
+) -> ApiResult<Vec<crate::domain::audit::AuditEntry>> {
+    let axum::extract::Query(q) = query.map_err(|_| ApiError(AppError::new(ErrorCode::BadRequest)))?;
+    Ok(Json(crate::server::service::audit::list(&st.pool, &u, q.before).await?))
+}
+
 pub async fn get_settings(State(st): State<AppState>, ApiUser(u): ApiUser) -> ApiResult<SettingsReply> {
     if !u.is_admin() {
         return Err(ApiError(AppError::new(ErrorCode::Forbidden)));
@@ -260,6 +276,12 @@ pub async fn login(
         &st.config.client_key(addr.ip(), &headers),
     )
     .await?;
+    // A new session per sign-in: the one this client had before ends here.
+    if let Some(previous) =
+        headers.get(header::COOKIE).and_then(|v| v.to_str().ok()).and_then(|c| session::cookie_value(c, session::COOKIE))
+    {
+        accounts::logout(&st.pool, previous).await?;
+    }
     let forwarded = headers.get("x-forwarded-proto").and_then(|v| v.to_str().ok());
     let cookie = session::set_cookie(&token, session::secure(st.config.public_url_is_https(), forwarded));
     let reply = LoginReply { username: user.username, role: user.role };

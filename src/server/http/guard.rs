@@ -78,13 +78,45 @@ pub async fn guard(State(state): State<AppState>, mut req: Request<Body>, next: 
     if let Some(user) = user {
         req.extensions_mut().insert(user);
     }
+    let https = session::secure(state.config.public_url_is_https(), header_str(req.headers(), header::HeaderName::from_static("x-forwarded-proto")));
     let mut res = server_fn_status(next.run(req).await).await;
     let h = res.headers_mut();
-    h.insert(header::X_CONTENT_TYPE_OPTIONS, http::HeaderValue::from_static("nosniff"));
-    h.insert(header::X_FRAME_OPTIONS, http::HeaderValue::from_static("DENY"));
-    // Same-origin referers let no-JS form posts return to their page.
-    h.insert(header::REFERRER_POLICY, http::HeaderValue::from_static("same-origin"));
+    for (name, value) in security_headers(https) {
+        if name != header::CONTENT_SECURITY_POLICY || !h.contains_key(&name) {
+            h.insert(name, http::HeaderValue::from_static(value));
+        }
+    }
     res
+}
+
+/// The policy of an HTML page: scripts only from this origin or inline with
+/// this response's nonce, WebAssembly compiled, styles and everything else
+/// from this origin, no plugins, no framing, forms post only here.
+pub fn page_csp(nonce: &str) -> String {
+    format!(
+        "default-src 'self'; script-src 'self' 'nonce-{nonce}' 'wasm-unsafe-eval'; style-src 'self'; \
+         img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; \
+         frame-ancestors 'none'"
+    )
+}
+
+/// The headers every answer carries. Pages replace the fallback policy (for
+/// JSON, files and redirects: nothing may load, nothing may frame) with
+/// [`page_csp`]. HSTS only when the console is served over https.
+pub fn security_headers(https: bool) -> Vec<(header::HeaderName, &'static str)> {
+    let mut h = vec![
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        (header::X_FRAME_OPTIONS, "DENY"),
+        // Same-origin referers let no-JS form posts return to their page.
+        (header::REFERRER_POLICY, "same-origin"),
+        (header::CONTENT_SECURITY_POLICY, "default-src 'none'; frame-ancestors 'none'; base-uri 'none'"),
+        (header::HeaderName::from_static("cross-origin-opener-policy"), "same-origin"),
+        (header::HeaderName::from_static("permissions-policy"), "camera=(), microphone=(), geolocation=()"),
+    ];
+    if https {
+        h.push((header::STRICT_TRANSPORT_SECURITY, "max-age=31536000; includeSubDomains"));
+    }
+    h
 }
 
 /// server_fn answers every refused server function call with 500. A refusal

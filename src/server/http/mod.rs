@@ -5,3 +5,4 @@ pub mod api;
 pub mod guard;
 pub mod lang;
 pub mod router;
+pub mod telemetry;

@@ -1,7 +1,7 @@
 //! The whole HTTP surface in one axum `Router`, shared by `main` and the tests.
 
 use axum::Router;
-use axum::routing::{any, get, post};
+use axum::routing::{MethodRouter, any, get, post};
 use http::HeaderValue;
 use http::header::CACHE_CONTROL;
 use leptos::prelude::provide_context;
@@ -11,12 +11,39 @@ use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::services::ServeDir;
 use tower_http::set_header::SetResponseHeaderLayer;
 
-use super::{api, guard, lang};
+use super::{api, guard, lang, telemetry};
 use crate::app::{App, shell};
 use crate::server::state::AppState;
 
 /// Request bodies larger than this are refused with 413.
 pub const BODY_LIMIT: usize = 64 * 1024;
+
+/// The JSON API and the other plain axum routes, path by path. The router
+/// mounts exactly these; the authorization matrix test (tests/authz.rs) reads
+/// the same list, so a route added here without a matrix entry fails it.
+pub fn api_routes() -> Vec<(&'static str, MethodRouter<AppState>)> {
+    vec![
+        ("/api/console/clusters", get(api::list_clusters).post(api::create_cluster)),
+        ("/api/console/clusters/{id}", get(api::get_cluster).patch(api::update_cluster).delete(api::delete_cluster)),
+        ("/api/console/clusters/{id}/events", get(api::cluster_events)),
+        ("/api/console/clusters/{id}/kubeconfig", get(api::cluster_kubeconfig)),
+        ("/api/console/clusters/{id}/probe", post(api::probe_cluster)),
+        ("/clusters/{id}/kubeconfig", get(api::cluster_kubeconfig)),
+        ("/api/admin/system-settings", get(api::get_settings).put(api::update_settings)),
+        ("/api/admin/audit", get(api::list_audit)),
+        ("/api/admin/migrations", get(api::list_migrations).post(api::start_migration)),
+        ("/api/admin/migrations/dry-run", post(api::migration_dry_run)),
+        ("/api/admin/migrations/{id}", get(api::get_migration)),
+        ("/api/admin/migrations/{id}/clusters/{cluster}/{action}", post(api::migration_item_action)),
+        ("/api/auth/login", post(api::login)),
+        ("/api/auth/logout", post(api::logout)),
+        ("/api/{*rest}", any(api::not_found)),
+        ("/lang/{code}", get(lang::switch)),
+        ("/healthz", get(|| async { "ok" })),
+        ("/readyz", get(telemetry::readyz)),
+        ("/metrics", get(telemetry::metrics_page)),
+    ]
+}
 
 pub fn router(state: AppState) -> Router {
     let routes = generate_route_list(App);
@@ -32,25 +59,7 @@ pub fn router(state: AppState) -> Router {
         .service(ServeDir::new(pkg_dir).precompressed_br().precompressed_gzip());
     Router::new()
         .nest_service(&format!("/{}", options.site_pkg_dir), pkg)
-        .route("/api/console/clusters", get(api::list_clusters).post(api::create_cluster))
-        .route(
-            "/api/console/clusters/{id}",
-            get(api::get_cluster).patch(api::update_cluster).delete(api::delete_cluster),
-        )
-        .route("/api/console/clusters/{id}/events", get(api::cluster_events))
-        .route("/api/console/clusters/{id}/kubeconfig", get(api::cluster_kubeconfig))
-        .route("/api/console/clusters/{id}/probe", post(api::probe_cluster))
-        .route("/clusters/{id}/kubeconfig", get(api::cluster_kubeconfig))
-        .route("/api/admin/system-settings", get(api::get_settings).put(api::update_settings))
-        .route("/api/admin/migrations", get(api::list_migrations).post(api::start_migration))
-        .route("/api/admin/migrations/dry-run", post(api::migration_dry_run))
-        .route("/api/admin/migrations/{id}", get(api::get_migration))
-        .route("/api/admin/migrations/{id}/clusters/{cluster}/{action}", post(api::migration_item_action))
-        .route("/api/auth/login", post(api::login))
-        .route("/api/auth/logout", post(api::logout))
-        .route("/api/{*rest}", any(api::not_found))
-        .route("/lang/{code}", get(lang::switch))
-        .route("/healthz", get(|| async { "ok" }))
+        .merge(api_routes().into_iter().fold(Router::new(), |r, (path, route)| r.route(path, route)))
         // Also mounts every server function at its path (`/fn/...`), with the same context.
         .leptos_routes_with_context(
             &state,
@@ -64,5 +73,7 @@ pub fn router(state: AppState) -> Router {
         .layer(axum::middleware::from_fn(guard::announced_size))
         // Pages and JSON compressed on the fly (assets above are already).
         .layer(CompressionLayer::new())
+        // Outermost: request id, span, metrics and the access log see every answer.
+        .layer(axum::middleware::from_fn_with_state(state.clone(), telemetry::telemetry))
         .with_state(state)
 }

@@ -25,6 +25,22 @@ impl Error {
         }
     }
 
+    /// The metrics label of a failure (`kubebyon_host_api_errors_total{kind}`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Kube(_, kube::Error::Api(s)) => match s.code {
+                404 => "not_found",
+                409 => "conflict",
+                429 => "throttled",
+                400..=499 => "rejected",
+                _ => "server_error",
+            },
+            Self::Kube(..) => "unreachable",
+            Self::Db(_) => "database",
+            Self::NotYet(_) => "not_ready",
+        }
+    }
+
     /// What a user may read about it (no credentials ever reach an API error).
     pub fn reason(&self) -> String {
         match self {

@@ -202,7 +202,22 @@ async fn work(ctx: &Context) -> Result<()> {
         if !seen.insert(op.id) {
             break;
         }
+        let started = std::time::Instant::now();
         let outcome = handle(ctx, op.cluster_id).await;
+        let metrics = crate::server::metrics::global();
+        metrics.record_reconcile(
+            match &outcome {
+                Ok(()) => "done",
+                Err(e) if e.is_permanent() => "failed",
+                Err(_) => "retried",
+            },
+            started.elapsed(),
+        );
+        if let Err(e) = &outcome
+            && matches!(e, Error::Kube(..))
+        {
+            metrics.record_host_error(e.kind());
+        }
         match outcome {
             Ok(()) => {
                 operations::finish(&ctx.pool, op.id, &ctx.worker, None).await?;
@@ -350,6 +365,9 @@ async fn observe_all(ctx: &Context, full: bool) -> Result<()> {
     };
     for cluster in all.iter().filter(|c| !c.deletion_requested && c.unusable_host.is_none()) {
         if let Err(e) = observe_one(ctx, cluster, &settings, &nodes).await {
+            if matches!(e, Error::Kube(..)) {
+                crate::server::metrics::global().record_host_error(e.kind());
+            }
             tracing::debug!(cluster = %cluster.spec.name.as_str(), error = %e, "observe failed");
         }
     }
@@ -403,6 +421,7 @@ async fn observe_one(
     let draft = observe::status(&cluster.spec, cluster.generation, settings, &g.observation);
     if let (Some(endpoint), Some(creds), true) = (&draft.api_endpoint, &g.credentials, draft.kubeconfig_available) {
         let report = probe::probe(endpoint, creds, &ctx.resolver).await;
+        crate::server::metrics::global().record_probe(report.status.as_str());
         if matches!(
             report.status,
             crate::domain::ConnectionStatus::CertificateUntrusted | crate::domain::ConnectionStatus::Unauthorized
@@ -457,5 +476,7 @@ pub async fn probe_now(ctx: &Context, cluster: &Cluster) -> Result<Option<probe:
     };
     let g = gather::gather(&ctx.client, cluster.spec.name.as_str(), &BTreeSet::new()).await?;
     let Some(creds) = g.credentials else { return Ok(None) };
-    Ok(Some(probe::probe(endpoint, &creds, &ctx.resolver).await))
+    let report = probe::probe(endpoint, &creds, &ctx.resolver).await;
+    crate::server::metrics::global().record_probe(report.status.as_str());
+    Ok(Some(report))
 }

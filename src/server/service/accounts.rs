@@ -3,6 +3,7 @@
 
 use sqlx::AnyPool;
 
+use crate::domain::audit::AuditAction;
 use crate::domain::user::{CurrentUser, NewPassword, Role, UserSummary, Username};
 use crate::domain::{AppError, ErrorCode, Field};
 use crate::server::auth::rate_limit::LoginLimiter;
@@ -108,6 +109,8 @@ pub async fn create_user(
         if e.is_unique_violation() { AppError::at(ErrorCode::UsernameTaken, Field::Username) } else { e.into() }
     })?;
     tracing::info!(user = %username, role = role.as_str(), "user created");
+    let target = format!("user:{username}");
+    super::audit::record(pool, admin, AuditAction::UserCreated, &target, &format!("role: {}", role.as_str())).await;
     Ok(id)
 }
 
@@ -115,9 +118,16 @@ pub async fn create_user(
 pub async fn set_role(pool: &AnyPool, admin: &CurrentUser, user_id: i64, role: &str) -> Result<(), AppError> {
     require_admin(admin)?;
     let role = Role::parse(role)?;
+    let before = db::users::by_id(pool, user_id).await?;
     match db::users::set_role(pool, user_id, role).await? {
         RoleChange::Done => {
             tracing::info!(user = user_id, role = role.as_str(), "role changed");
+            if let Some(before) = before {
+                let was = before.current_user().role;
+                let detail = format!("role: {} → {}", was.as_str(), role.as_str());
+                let target = format!("user:{}", before.username);
+                super::audit::record(pool, admin, AuditAction::RoleChanged, &target, &detail).await;
+            }
             Ok(())
         }
         RoleChange::NoSuchUser => Err(AppError::new(ErrorCode::NotFound)),
@@ -134,6 +144,10 @@ pub async fn reset_password(pool: &AnyPool, admin: &CurrentUser, user_id: i64, s
         return Err(AppError::new(ErrorCode::NotFound));
     }
     tracing::info!(user = user_id, "password reset; sessions ended");
+    if let Some(row) = db::users::by_id(pool, user_id).await? {
+        let target = format!("user:{}", row.username);
+        super::audit::record(pool, admin, AuditAction::PasswordReset, &target, "sessions ended").await;
+    }
     Ok(())
 }
 

@@ -11,6 +11,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use sqlx::AnyPool;
 
+use crate::domain::audit::AuditAction;
 use crate::domain::change::{Change, Operation, describe_update};
 use crate::domain::cluster::{Cluster, OldEndpoint};
 use crate::domain::migration::{
@@ -246,6 +247,8 @@ pub async fn start(
     let source = serde_json::to_string(&req.hosts).unwrap_or_default();
     let id = db::migration::create(pool, user.id, &source, plan.concurrency, plan.grace_secs, &items).await?;
     tracing::info!(migration = id, clusters = items.len(), admin = %user.username, "migration started");
+    let detail = format!("clusters: {}; concurrency: {}; grace: {} s", items.len(), plan.concurrency, plan.grace_secs);
+    super::audit::record(pool, user, AuditAction::MigrationStarted, &format!("migration:{id}"), &detail).await;
     Ok(id)
 }
 
@@ -313,6 +316,8 @@ pub async fn retry(pool: &AnyPool, user: &CurrentUser, id: i64, cluster_id: i64)
         return Err(AppError::new(ErrorCode::MigrationItemState));
     }
     tracing::info!(migration = id, cluster = cluster_id, admin = %user.username, "migration item retried");
+    let target = format!("migration:{id}/cluster:{cluster_id}");
+    super::audit::record(pool, user, AuditAction::MigrationItemRetried, &target, "").await;
     Ok(())
 }
 
@@ -344,6 +349,8 @@ pub async fn rollback(pool: &AnyPool, user: &CurrentUser, id: i64, cluster_id: i
     db::migration::set_old_endpoint(pool, cluster_id, None).await?;
     db::migration::transition(pool, id, cluster_id, ItemState::Failed, ItemState::RolledBack, "").await?;
     tracing::info!(migration = id, cluster = cluster_id, admin = %user.username, "migration item rolled back");
+    let target = format!("migration:{id}/cluster:{cluster_id}");
+    super::audit::record(pool, user, AuditAction::MigrationItemRolledBack, &target, "").await;
     Ok(())
 }
 

@@ -4,6 +4,7 @@
 //! are logged here and reach the caller only as `ErrorCode::Internal`.
 
 pub mod accounts;
+pub mod audit;
 pub mod clusters;
 pub mod migration;
 pub mod settings;

@@ -31,6 +31,9 @@ pub async fn update(
     let clusters = db::clusters::list(pool, None).await?;
     let rerendered = rerendered(&clusters, &before, &settings, detected);
     tracing::info!(admin = %user.username, default_mode = %settings.default_mode, rerendered, "system settings changed");
+    let json = |s: &SystemSettings| serde_json::to_value(s).unwrap_or_default();
+    let changed = crate::domain::audit::diff(&json(&before), &json(&settings));
+    super::audit::record(pool, user, crate::domain::audit::AuditAction::SettingsChanged, "settings", &changed).await;
     Ok((settings, rerendered))
 }
 

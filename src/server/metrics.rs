@@ -1,0 +1,157 @@
+//! What `/metrics` reports, in the Prometheus text format: HTTP requests by
+//! route and status, reconcile outcomes and durations, host API errors by
+//! kind, probe outcomes, and the operation queue's depth and age (read from
+//! the database when scraped, so every replica reports the shared queue).
+//!
+//! One registry per process ([`global`]): the reconciler and the HTTP layer
+//! record into it without carrying it around.
+
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct HttpLabels {
+    /// The route's pattern (`/api/console/clusters/{id}`), never the raw path.
+    pub route: String,
+    pub method: String,
+    pub status: u16,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RouteLabel {
+    pub route: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OutcomeLabel {
+    pub outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct KindLabel {
+    pub kind: &'static str,
+}
+
+pub struct Metrics {
+    registry: Registry,
+    pub http_requests: Family<HttpLabels, Counter>,
+    pub http_duration: Family<RouteLabel, Histogram>,
+    pub reconciles: Family<OutcomeLabel, Counter>,
+    pub reconcile_duration: Family<OutcomeLabel, Histogram>,
+    pub host_api_errors: Family<KindLabel, Counter>,
+    pub probes: Family<OutcomeLabel, Counter>,
+    pub queue_depth: Gauge,
+    pub queue_oldest_age: Gauge,
+}
+
+fn seconds_buckets() -> impl Iterator<Item = f64> {
+    [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0].into_iter()
+}
+
+impl Metrics {
+    fn new() -> Self {
+        let mut registry = Registry::with_prefix("kubebyon");
+        let http_requests = Family::<HttpLabels, Counter>::default();
+        let http_duration =
+            Family::<RouteLabel, Histogram>::new_with_constructor(|| Histogram::new(seconds_buckets()) as Histogram);
+        let reconciles = Family::<OutcomeLabel, Counter>::default();
+        let reconcile_duration =
+            Family::<OutcomeLabel, Histogram>::new_with_constructor(|| Histogram::new(seconds_buckets()) as Histogram);
+        let host_api_errors = Family::<KindLabel, Counter>::default();
+        let probes = Family::<OutcomeLabel, Counter>::default();
+        let queue_depth = Gauge::default();
+        let queue_oldest_age = Gauge::default();
+        registry.register("http_requests", "HTTP requests by route pattern, method and status", http_requests.clone());
+        registry.register("http_request_duration_seconds", "HTTP request duration by route pattern", http_duration.clone());
+        registry.register(
+            "reconciles",
+            "Operations the reconciler ran, by outcome (done, failed, retried)",
+            reconciles.clone(),
+        );
+        registry.register(
+            "reconcile_duration_seconds",
+            "Time to apply one operation, by outcome",
+            reconcile_duration.clone(),
+        );
+        registry.register("host_api_errors", "Failed host cluster calls, by kind", host_api_errors.clone());
+        registry.register("probes", "Public endpoint probes, by outcome", probes.clone());
+        registry.register("queue_depth", "Operations waiting or running (all replicas)", queue_depth.clone());
+        registry.register(
+            "queue_oldest_age_seconds",
+            "Age of the oldest operation waiting or running, 0 when none",
+            queue_oldest_age.clone(),
+        );
+        Self {
+            registry,
+            http_requests,
+            http_duration,
+            reconciles,
+            reconcile_duration,
+            host_api_errors,
+            probes,
+            queue_depth,
+            queue_oldest_age,
+        }
+    }
+
+    pub fn record_reconcile(&self, outcome: &'static str, took: Duration) {
+        let l = OutcomeLabel { outcome };
+        self.reconciles.get_or_create(&l).inc();
+        self.reconcile_duration.get_or_create(&l).observe(took.as_secs_f64());
+    }
+
+    pub fn record_host_error(&self, kind: &'static str) {
+        self.host_api_errors.get_or_create(&KindLabel { kind }).inc();
+    }
+
+    pub fn record_probe(&self, outcome: &'static str) {
+        self.probes.get_or_create(&OutcomeLabel { outcome }).inc();
+    }
+
+    /// The text exposition (OpenMetrics text, which Prometheus reads).
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        // Writing into a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+}
+
+pub fn global() -> &'static Metrics {
+    static M: LazyLock<Metrics> = LazyLock::new(Metrics::new);
+    &M
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exposition_names_and_labels() {
+        let m = Metrics::new();
+        m.http_requests.get_or_create(&HttpLabels { route: "/api/x/{id}".into(), method: "GET".into(), status: 200 }).inc();
+        m.record_reconcile("done", Duration::from_millis(30));
+        m.record_host_error("server");
+        m.record_probe("ok");
+        m.queue_depth.set(3);
+        let text = m.encode();
+        for line in [
+            "kubebyon_http_requests_total{route=\"/api/x/{id}\",method=\"GET\",status=\"200\"} 1",
+            "kubebyon_reconciles_total{outcome=\"done\"} 1",
+            "kubebyon_reconcile_duration_seconds_bucket{le=\"0.05\",outcome=\"done\"} 1",
+            "kubebyon_host_api_errors_total{kind=\"server\"} 1",
+            "kubebyon_probes_total{outcome=\"ok\"} 1",
+            "kubebyon_queue_depth 3",
+            "# EOF",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} not in\n{text}");
+        }
+    }
+}

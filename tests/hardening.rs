@@ -1,0 +1,242 @@
+//! Web hardening and operability through the real router and a real SQLite
+//! file: security headers (a CSP whose nonce is on every inline script of
+//! the page), session rotation and server-side sign-out, the admin audit
+//! log, `/readyz`, `/metrics` and request ids.
+
+mod support;
+
+use http::StatusCode;
+use kubebyon::server::config::Config;
+use serde_json::json;
+use support::http::Console;
+
+const PW: &str = "correct horse battery";
+
+async fn console_with(config: Config) -> (Console, tempfile::TempDir) {
+    let (url, dir) = support::sqlite_url();
+    let pool = kubebyon::server::db::connect(&url).await.unwrap();
+    let c = Console::with(pool, None, config);
+    c.user("admin", PW, true).await;
+    c.user("alice", PW, false).await;
+    (c, dir)
+}
+
+async fn console() -> (Console, tempfile::TempDir) {
+    console_with(Config { data_dir: "unused".into(), ..Config::default() }).await
+}
+
+fn header<'a>(r: &'a support::http::Reply, name: &str) -> &'a str {
+    r.headers.get(name).map(|v| v.to_str().unwrap()).unwrap_or("")
+}
+
+#[tokio::test]
+async fn pages_carry_a_nonce_csp_that_every_inline_script_has() {
+    let (c, _dir) = console().await;
+    let admin = c.login("admin", PW).await;
+    for (path, cookie) in [("/login", None), ("/clusters", Some(admin.as_str())), ("/admin/audit", Some(&admin))] {
+        let r = c.get(path, cookie).await;
+        assert_eq!(r.status, StatusCode::OK, "{path}");
+        let csp = header(&r, "content-security-policy");
+        let nonce = csp
+            .split(|ch| ch == ' ' || ch == ';')
+            .find_map(|t| t.strip_prefix("'nonce-")?.strip_suffix('\''))
+            .unwrap_or_else(|| panic!("{path}: no nonce in {csp:?}"));
+        assert!(nonce.len() >= 16, "{path}: nonce {nonce:?}");
+        for directive in ["frame-ancestors 'none'", "object-src 'none'", "base-uri 'none'", "'wasm-unsafe-eval'"] {
+            assert!(csp.contains(directive), "{path}: {directive} missing from {csp}");
+        }
+        assert!(!csp.contains("unsafe-inline"), "{path}: {csp}");
+        // Every inline script with something to run carries this response's
+        // nonce (an empty one, which islands without props leave, never runs).
+        let scripts: Vec<&str> = r
+            .body
+            .split("<script")
+            .skip(1)
+            .filter(|s| !s.starts_with("></script>"))
+            .map(|s| &s[..s.find('>').unwrap()])
+            .collect();
+        assert!(scripts.len() >= 2, "{path}: the hydration and resource scripts");
+        for attrs in scripts {
+            assert!(attrs.contains(&format!("nonce=\"{nonce}\"")), "{path}: <script{attrs}> without the nonce");
+        }
+        assert_eq!(header(&r, "x-frame-options"), "DENY");
+        assert_eq!(header(&r, "referrer-policy"), "same-origin");
+        assert_eq!(header(&r, "x-content-type-options"), "nosniff");
+        assert_eq!(header(&r, "strict-transport-security"), "", "no HSTS over plain http");
+    }
+    // Two responses, two nonces.
+    let (a, b) = (c.get("/login", None).await, c.get("/login", None).await);
+    assert_ne!(header(&a, "content-security-policy"), header(&b, "content-security-policy"));
+
+    // JSON and redirects: nothing may load or frame.
+    let r = c.get("/api/console/clusters", Some(&admin)).await;
+    assert_eq!(header(&r, "content-security-policy"), "default-src 'none'; frame-ancestors 'none'; base-uri 'none'");
+    // Over https (the proxy says so): HSTS.
+    let r = c.send_with("GET", "/login", None, None, "", &[("x-forwarded-proto", "https")]).await;
+    assert_eq!(header(&r, "strict-transport-security"), "max-age=31536000; includeSubDomains");
+}
+
+#[tokio::test]
+async fn signing_in_rotates_the_session_and_signing_out_ends_it_on_the_server() {
+    let (c, _dir) = console().await;
+    let first = c.login("alice", PW).await;
+    // Signing in again from the same browser: a new token, the old one is dead.
+    let r = c
+        .send_with(
+            "POST",
+            "/api/auth/login",
+            Some(&first),
+            Some("application/json"),
+            json!({"username": "alice", "password": PW}).to_string(),
+            &[("origin", "http://127.0.0.1:3000")],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let second = r.session_cookie().unwrap();
+    assert_ne!(first, second);
+    assert_eq!(c.get("/api/console/clusters", Some(&first)).await.code(), "unauthenticated");
+    assert_eq!(c.get("/api/console/clusters", Some(&second)).await.status, StatusCode::OK);
+
+    // The page form (server function) rotates too.
+    let r = c
+        .send_with(
+            "POST",
+            "/fn/login",
+            Some(&second),
+            Some("application/x-www-form-urlencoded"),
+            format!("username=alice&password={}", PW.replace(' ', "+")),
+            &[("origin", "http://127.0.0.1:3000")],
+        )
+        .await;
+    let third = r.session_cookie().expect("a new cookie");
+    assert_ne!(third, second);
+    assert_eq!(c.get("/api/console/clusters", Some(&second)).await.code(), "unauthenticated");
+
+    // Sign-out deletes the session row: the cookie replayed later is refused.
+    let sessions = || async {
+        sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM sessions").fetch_one(&c.pool).await.unwrap()
+    };
+    assert_eq!(sessions().await, 1, "one live session: rotation removed the others");
+    let r = c.send("POST", "/fn/logout", Some(&third), Some("application/x-www-form-urlencoded"), "").await;
+    assert!(r.status.is_redirection() || r.status.is_success(), "{}", r.status);
+    assert_eq!(sessions().await, 0);
+    assert_eq!(c.get("/api/console/clusters", Some(&third)).await.code(), "unauthenticated");
+}
+
+#[tokio::test]
+async fn admin_changes_land_in_the_audit_log_admins_alone_read() {
+    let (c, _dir) = console().await;
+    let admin = c.login("admin", PW).await;
+    let alice = c.login("alice", PW).await;
+    let settings = json!({"default_cluster_public_access_mode": "loadbalancer", "nodeport_public_host": "node.example.com",
+        "load_balancer_annotations": {}, "load_balancer_class": null});
+    assert_eq!(c.json("PUT", "/api/admin/system-settings", Some(&admin), settings).await.status, StatusCode::OK);
+    let form = |body: &str| body.to_owned();
+    let post = |path: &'static str, body: String| {
+        let admin = admin.clone();
+        let c = &c;
+        async move {
+            let r = c
+                .send_with(
+                    "POST",
+                    path,
+                    Some(&admin),
+                    Some("application/x-www-form-urlencoded"),
+                    body,
+                    &[("origin", "http://127.0.0.1:3000"), ("accept", "application/json")],
+                )
+                .await;
+            assert!(r.status.is_success() || r.status.is_redirection(), "{path}: {} {}", r.status, r.body);
+        }
+    };
+    post("/fn/users/create", form("username=carol&password=a+long+enough+pw&role=user")).await;
+    let carol: i64 = sqlx::query_scalar("SELECT id FROM users WHERE username = 'carol'").fetch_one(&c.pool).await.unwrap();
+    post("/fn/users/role", format!("user_id={carol}&role=admin")).await;
+    post("/fn/users/password", format!("user_id={carol}&password=another+long+password")).await;
+
+    let r = c.get("/api/admin/audit", Some(&admin)).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let entries = r.json();
+    let seen: Vec<(String, String, String, String)> = entries
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let s = |k: &str| e[k].as_str().unwrap().to_owned();
+            (s("actor"), s("action"), s("target"), s("detail"))
+        })
+        .collect();
+    let admin_ = "admin".to_owned();
+    assert_eq!(
+        seen,
+        [
+            (admin_.clone(), "password_reset".into(), "user:carol".into(), "sessions ended".into()),
+            (admin_.clone(), "role_changed".into(), "user:carol".into(), "role: user → admin".into()),
+            (admin_.clone(), "user_created".into(), "user:carol".into(), "role: user".into()),
+            (
+                admin_,
+                "settings_changed".into(),
+                "settings".into(),
+                "default_cluster_public_access_mode: nodeport → loadbalancer; nodeport_public_host: null → node.example.com".into()
+            ),
+        ]
+    );
+    let text = r.body;
+    for secret in ["a long enough pw", "another long password", "a+long", PW] {
+        assert!(!text.contains(secret), "a password reached the audit log");
+    }
+
+    // Only admins read it: the page and the API.
+    assert_eq!(c.get("/api/admin/audit", Some(&alice)).await.code(), "forbidden");
+    assert_eq!(c.get("/api/admin/audit", None).await.code(), "unauthenticated");
+    assert_eq!(c.get("/api/admin/audit?before=x", Some(&admin)).await.code(), "bad_request");
+    let page = c.get("/admin/audit", Some(&admin)).await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert_eq!(page.body.matches("<tr data-audit=").count(), 4, "{}", page.body);
+    assert!(page.body.contains("Role changed") && page.body.contains("role: user → admin"));
+    assert_eq!(c.get("/admin/audit", Some(&alice)).await.status, StatusCode::FORBIDDEN);
+}
+
+#[tokio::test]
+async fn readiness_metrics_and_request_ids() {
+    let (c, _dir) = console().await;
+    let r = c.get("/readyz", None).await;
+    assert_eq!((r.status, r.body.as_str()), (StatusCode::OK, "ready\n"));
+    let admin = c.login("admin", PW).await;
+    let r = c.get("/api/console/clusters/77", Some(&admin)).await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    let id = header(&r, "x-request-id").to_owned();
+    assert_eq!(id.len(), 16, "a request id on every answer");
+    // A client's own id is not taken without a trusted proxy.
+    let r = c.send_with("GET", "/healthz", None, None, "", &[("x-request-id", "client-chosen")]).await;
+    assert_ne!(header(&r, "x-request-id"), "client-chosen");
+
+    let r = c.get("/metrics", None).await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert!(header(&r, "content-type").starts_with("application/openmetrics-text"));
+    let has = |prefix: &str| r.body.lines().any(|l| l.starts_with(prefix));
+    // By route pattern, never by raw path (no cluster id, no cardinality blow-up).
+    assert!(has("kubebyon_http_requests_total{route=\"/api/console/clusters/{id}\",method=\"GET\",status=\"404\"}"), "{}", r.body);
+    assert!(!r.body.contains("/api/console/clusters/77"));
+    assert!(has("kubebyon_http_request_duration_seconds_bucket{"));
+    assert!(has("kubebyon_queue_depth 0"), "{}", r.body);
+    assert!(has("kubebyon_queue_oldest_age_seconds 0"));
+
+    // A queued change shows in the queue's depth (no host: it stays queued).
+    let body = json!({"name": "queued", "resources": {"cpu": "1", "memory_gib": 2, "storage_gib": 5},
+        "public_access": {"enabled": false}});
+    assert_eq!(c.json("POST", "/api/console/clusters", Some(&admin), body).await.status, StatusCode::CREATED);
+    let r = c.get("/metrics", None).await;
+    assert!(r.body.lines().any(|l| l == "kubebyon_queue_depth 1"), "{}", r.body);
+
+    // With a token configured, /metrics needs it.
+    let (c, _dir2) =
+        console_with(Config { metrics_token: Some("scrape-me".into()), data_dir: "unused".into(), ..Config::default() })
+            .await;
+    assert_eq!(c.get("/metrics", None).await.status, StatusCode::UNAUTHORIZED);
+    let wrong = c.send_with("GET", "/metrics", None, None, "", &[("authorization", "Bearer nope")]).await;
+    assert_eq!(wrong.status, StatusCode::UNAUTHORIZED);
+    let right = c.send_with("GET", "/metrics", None, None, "", &[("authorization", "Bearer scrape-me")]).await;
+    assert_eq!(right.status, StatusCode::OK);
+}
+
