@@ -313,7 +313,10 @@ pub async fn recent(pool: &AnyPool, user: &CurrentUser) -> Result<Vec<MigrationV
 pub async fn retry(pool: &AnyPool, user: &CurrentUser, id: i64, cluster_id: i64) -> Result<(), AppError> {
     require_admin(user)?;
     if !db::migration::transition(pool, id, cluster_id, ItemState::Failed, ItemState::Queued, "").await? {
-        return Err(AppError::new(ErrorCode::MigrationItemState));
+        // No such cluster in no such migration is not found; a cluster in
+        // another state cannot be retried.
+        let exists = db::migration::items(pool, id).await?.iter().any(|i| i.cluster_id == cluster_id);
+        return Err(AppError::new(if exists { ErrorCode::MigrationItemState } else { ErrorCode::NotFound }));
     }
     tracing::info!(migration = id, cluster = cluster_id, admin = %user.username, "migration item retried");
     let target = format!("migration:{id}/cluster:{cluster_id}");

@@ -1,0 +1,258 @@
+//! The authorization matrix: every JSON route, every server function and
+//! every page, as read from the router itself (`router::api_routes`, the
+//! server function registry, leptos' route list), called by anonymous, user
+//! A (the owner), user B and an admin through the real router and a real
+//! SQLite file. Each answer must be the status the matrix names; a route
+//! without a matrix entry, or an entry for a route that no longer exists,
+//! fails the test.
+
+mod support;
+
+use std::collections::BTreeSet;
+
+use http::StatusCode;
+use kubebyon::server::auth::session;
+use serde_json::json;
+use support::http::Console;
+
+const PW: &str = "correct horse battery";
+
+/// Who calls. `Anon` has no cookie; the others get a fresh session per call
+/// (so a sign-out row cannot end a later row's session).
+#[derive(Clone, Copy, Debug)]
+enum Who {
+    Anon,
+    Alice,
+    Bob,
+    Admin,
+}
+const WHO: [Who; 4] = [Who::Anon, Who::Alice, Who::Bob, Who::Admin];
+
+/// An expected answer: an exact status, or any success/redirect.
+#[derive(Clone, Copy, Debug)]
+enum Want {
+    Is(u16),
+    Ok,
+}
+use Want::{Is, Ok};
+/// A page that needs a signed-in user sends anonymous visitors to sign in.
+const SIGN_IN: Want = Is(303);
+
+struct Row {
+    method: &'static str,
+    /// The route as mounted (`{id}` etc.).
+    route: &'static str,
+    /// The request path: `{C}` Alice's cluster, `{F}` a fresh cluster of
+    /// Alice's for this call, `{U}` user carol, `{who}` the caller's name.
+    path: &'static str,
+    body: &'static str,
+    want: [Want; 4],
+}
+
+const fn row(method: &'static str, route: &'static str, path: &'static str, body: &'static str, want: [Want; 4]) -> Row {
+    Row { method, route, path, body, want }
+}
+
+const OWNER_ONLY: [Want; 4] = [Is(401), Ok, Is(404), Ok];
+const SIGNED_IN: [Want; 4] = [Is(401), Ok, Ok, Ok];
+const ADMIN_ONLY: [Want; 4] = [Is(401), Is(403), Is(403), Ok];
+const ANYONE: [Want; 4] = [Ok, Ok, Ok, Ok];
+const PAGE_SIGNED_IN: [Want; 4] = [SIGN_IN, Ok, Ok, Ok];
+const PAGE_OWNER: [Want; 4] = [SIGN_IN, Ok, Is(404), Ok];
+const PAGE_ADMIN: [Want; 4] = [SIGN_IN, Is(403), Is(403), Ok];
+
+const CREATE: &str = r#"{"name":"{who}-c","resources":{"cpu":"1","memory_gib":2,"storage_gib":5},"public_access":{"enabled":false}}"#;
+const FORM_CREATE: &str = "name={who}-f&cpu=1&memory_gib=2&storage_gib=5";
+const FORM_UPDATE: &str = "id={C}&cpu=1&memory_gib=2&storage_gib=5";
+// Every cluster, disabled ones too: Alice's become the migration's (the
+// driver does not run here, so nothing is switched).
+const MIGRATION: &str =
+    r#"{"all":true,"include_disabled":true,"hosts":{"template":"{name}.example.com"},"concurrency":2,"grace_secs":60}"#;
+const FORM_MIGRATION: &str =
+    "clusters=&include_disabled=on&source=template&hosts=%7Bname%7D.example.com&concurrency=2&grace_days=1";
+const SETTINGS: &str = r#"{"default_cluster_public_access_mode":"nodeport","nodeport_public_host":null,"load_balancer_annotations":{},"load_balancer_class":null}"#;
+const FORM_SETTINGS: &str = "default_mode=nodeport&nodeport_public_host=&load_balancer_annotations=&load_balancer_class=&load_balancer_address_request=auto&chart_repo=https%3A%2F%2Fcharts.loft.sh&chart_version=0.30.0";
+
+fn matrix() -> Vec<Row> {
+    vec![
+        // JSON API
+        row("GET", "/api/console/clusters", "/api/console/clusters", "", SIGNED_IN),
+        row("POST", "/api/console/clusters", "/api/console/clusters", CREATE, SIGNED_IN),
+        row("GET", "/api/console/clusters/{id}", "/api/console/clusters/{C}", "", OWNER_ONLY),
+        row("PATCH", "/api/console/clusters/{id}", "/api/console/clusters/{C}", r#"{"resources":{"cpu":"1","memory_gib":2,"storage_gib":5}}"#, OWNER_ONLY),
+        row("DELETE", "/api/console/clusters/{id}", "/api/console/clusters/{F}", "", OWNER_ONLY),
+        row("GET", "/api/console/clusters/{id}/events", "/api/console/clusters/{C}/events", "", OWNER_ONLY),
+        // No host cluster here: the owner and admins learn there is no kubeconfig yet.
+        row("GET", "/api/console/clusters/{id}/kubeconfig", "/api/console/clusters/{C}/kubeconfig", "", [Is(401), Is(409), Is(404), Is(409)]),
+        // The browser's download link: anonymous visitors are sent to sign in.
+        row("GET", "/clusters/{id}/kubeconfig", "/clusters/{C}/kubeconfig", "", [SIGN_IN, Is(409), Is(404), Is(409)]),
+        row("POST", "/api/console/clusters/{id}/probe", "/api/console/clusters/{C}/probe", "", [Is(401), Is(409), Is(404), Is(409)]),
+        row("GET", "/api/admin/system-settings", "/api/admin/system-settings", "", ADMIN_ONLY),
+        row("PUT", "/api/admin/system-settings", "/api/admin/system-settings", SETTINGS, ADMIN_ONLY),
+        row("GET", "/api/admin/audit", "/api/admin/audit", "", ADMIN_ONLY),
+        row("GET", "/api/admin/migrations", "/api/admin/migrations", "", ADMIN_ONLY),
+        row("POST", "/api/admin/migrations", "/api/admin/migrations", MIGRATION, [Is(401), Is(403), Is(403), Is(201)]),
+        row("POST", "/api/admin/migrations/dry-run", "/api/admin/migrations/dry-run", MIGRATION, ADMIN_ONLY),
+        row("GET", "/api/admin/migrations/{id}", "/api/admin/migrations/999", "", [Is(401), Is(403), Is(403), Is(404)]),
+        row("POST", "/api/admin/migrations/{id}/clusters/{cluster}/{action}", "/api/admin/migrations/999/clusters/{C}/retry", "", [Is(401), Is(403), Is(403), Is(404)]),
+        row("POST", "/api/auth/login", "/api/auth/login", r#"{"username":"alice","password":"not the password"}"#, [Is(401); 4]),
+        row("POST", "/api/auth/logout", "/api/auth/logout", "", ANYONE),
+        row("GET", "/api/{*rest}", "/api/no-such-thing", "", [Is(404); 4]),
+        row("GET", "/lang/{code}", "/lang/zh-CN", "", ANYONE),
+        row("GET", "/healthz", "/healthz", "", ANYONE),
+        row("GET", "/readyz", "/readyz", "", ANYONE),
+        row("GET", "/metrics", "/metrics", "", ANYONE),
+        // Server functions (what the pages call; form-encoded like a browser).
+        // Bob's name here: Alice's four failures above leave her one before the lock.
+        row("POST", "/fn/login", "/fn/login", "username=bob&password=not+the+password", [Is(401); 4]),
+        row("POST", "/fn/logout", "/fn/logout", "", ANYONE),
+        row("POST", "/fn/whoami", "/fn/whoami", "", ANYONE),
+        row("POST", "/fn/clusters/list", "/fn/clusters/list", "query[q]=&query[page]=1", SIGNED_IN),
+        row("POST", "/fn/clusters/get", "/fn/clusters/get", "id={C}", OWNER_ONLY),
+        row("POST", "/fn/clusters/defaults", "/fn/clusters/defaults", "", SIGNED_IN),
+        row("POST", "/fn/clusters/create", "/fn/clusters/create", FORM_CREATE, SIGNED_IN),
+        row("POST", "/fn/clusters/update", "/fn/clusters/update", FORM_UPDATE, OWNER_ONLY),
+        row("POST", "/fn/clusters/delete", "/fn/clusters/delete", "id={C}&confirm=wrong", [Is(401), Is(422), Is(404), Is(422)]),
+        row("POST", "/fn/clusters/probe", "/fn/clusters/probe", "id={C}", [Is(401), Is(409), Is(404), Is(409)]),
+        row("POST", "/fn/clusters/dismiss-moved", "/fn/clusters/dismiss-moved", "id={C}", OWNER_ONLY),
+        row("POST", "/fn/migrations/movable", "/fn/migrations/movable", "", ADMIN_ONLY),
+        row("POST", "/fn/migrations/plan", "/fn/migrations/plan", "form[clusters]=&form[include_disabled]=true&form[source]=template&form[hosts]=%7Bname%7D.example.com&form[concurrency]=2&form[grace_days]=1", ADMIN_ONLY),
+        // Alice's clusters are in the migration started above by now.
+        row("POST", "/fn/migrations/start", "/fn/migrations/start", FORM_MIGRATION, [Is(401), Is(403), Is(403), Is(409)]),
+        row("POST", "/fn/migrations/get", "/fn/migrations/get", "id=999", [Is(401), Is(403), Is(403), Is(404)]),
+        row("POST", "/fn/migrations/recent", "/fn/migrations/recent", "", ADMIN_ONLY),
+        row("POST", "/fn/migrations/item", "/fn/migrations/item", "id=999&cluster_id={C}&action=retry", [Is(401), Is(403), Is(403), Is(404)]),
+        row("POST", "/fn/users/list", "/fn/users/list", "", ADMIN_ONLY),
+        row("POST", "/fn/users/create", "/fn/users/create", "username={who}-made&password=a+long+enough+pw&role=user", ADMIN_ONLY),
+        row("POST", "/fn/users/role", "/fn/users/role", "user_id={U}&role=user", ADMIN_ONLY),
+        row("POST", "/fn/users/password", "/fn/users/password", "user_id={U}&password=a+long+enough+pw", ADMIN_ONLY),
+        row("POST", "/fn/audit/list", "/fn/audit/list", "", ADMIN_ONLY),
+        row("POST", "/fn/settings/get", "/fn/settings/get", "", ADMIN_ONLY),
+        row("POST", "/fn/settings/save", "/fn/settings/save", FORM_SETTINGS, ADMIN_ONLY),
+        // Pages
+        row("GET", "/", "/", "", PAGE_SIGNED_IN),
+        row("GET", "/login", "/login", "", ANYONE),
+        row("GET", "/clusters", "/clusters", "", PAGE_SIGNED_IN),
+        row("GET", "/clusters/new", "/clusters/new", "", PAGE_SIGNED_IN),
+        row("GET", "/clusters/{id}", "/clusters/{C}", "", PAGE_OWNER),
+        row("GET", "/clusters/{id}/edit", "/clusters/{C}/edit", "", PAGE_OWNER),
+        row("GET", "/admin/settings", "/admin/settings", "", PAGE_ADMIN),
+        row("GET", "/admin/users", "/admin/users", "", PAGE_ADMIN),
+        row("GET", "/admin/migrations", "/admin/migrations", "", PAGE_ADMIN),
+        row("GET", "/admin/migrations/{id}", "/admin/migrations/999", "", [SIGN_IN, Is(403), Is(403), Is(404)]),
+        row("GET", "/admin/audit", "/admin/audit", "", PAGE_ADMIN),
+    ]
+}
+
+/// Every (method, route) the router serves, read from the router's own lists.
+async fn served(c: &Console) -> BTreeSet<(String, String)> {
+    let mut out = BTreeSet::new();
+    // JSON routes: the methods each path answers, from axum's 405 `Allow`.
+    for (path, _) in kubebyon::server::http::router::api_routes() {
+        if path == "/api/{*rest}" {
+            out.insert(("GET".into(), path.into()));
+            continue;
+        }
+        let concrete = path.replace("{id}", "1").replace("{cluster}", "1").replace("{action}", "x").replace("{code}", "en");
+        let r = c.send("TRACE", &concrete, None, None, "").await;
+        assert_eq!(r.status, StatusCode::METHOD_NOT_ALLOWED, "{path}");
+        for m in r.headers["allow"].to_str().unwrap().split(',').map(str::trim) {
+            if m != "HEAD" {
+                out.insert((m.to_owned(), path.to_owned()));
+            }
+        }
+    }
+    for (path, method) in server_fn::axum::server_fn_paths() {
+        out.insert((method.to_string(), path.to_owned()));
+    }
+    for listing in leptos_axum::generate_route_list(kubebyon::app::App) {
+        out.insert(("GET".into(), listing.path().to_owned()));
+    }
+    out
+}
+
+#[tokio::test]
+async fn every_route_answers_each_caller_as_the_matrix_says() {
+    let (url, _dir) = support::sqlite_url();
+    let pool = kubebyon::server::db::connect(&url).await.unwrap();
+    let c = Console::new(pool.clone());
+    for (name, admin) in [("admin", true), ("alice", false), ("bob", false), ("carol", false)] {
+        c.user(name, PW, admin).await;
+    }
+    let id_of = |name: &'static str| {
+        let pool = pool.clone();
+        async move { sqlx::query_scalar::<_, i64>("SELECT id FROM users WHERE username = $1").bind(name).fetch_one(&pool).await.unwrap() }
+    };
+    let (alice_id, bob_id, admin_id, carol_id) = (id_of("alice").await, id_of("bob").await, id_of("admin").await, id_of("carol").await);
+    let session = |who: Who| {
+        let pool = pool.clone();
+        async move {
+            let uid = match who {
+                Who::Anon => return None,
+                Who::Alice => alice_id,
+                Who::Bob => bob_id,
+                Who::Admin => admin_id,
+            };
+            let token = session::new_token();
+            kubebyon::server::db::sessions::insert(&pool, &session::token_hash(&token), uid, 3600).await.unwrap();
+            Some(format!("{}={token}", session::COOKIE))
+        }
+    };
+    let alice = session(Who::Alice).await.unwrap();
+    let mut fresh = 0;
+    let new_cluster = async |name: String| {
+        let body = CREATE.replace("{who}-c", &name);
+        let r = c.json("POST", "/api/console/clusters", Some(&alice), serde_json::from_str(&body).unwrap()).await;
+        assert_eq!(r.status, 201, "{}", r.body);
+        r.json()["id"].as_i64().unwrap()
+    };
+    let cluster = new_cluster("alices".into()).await;
+
+    // Complete: the matrix names exactly what the router serves.
+    let rows = matrix();
+    let named: BTreeSet<(String, String)> = rows.iter().map(|r| (r.method.to_owned(), r.route.to_owned())).collect();
+    assert_eq!(named.len(), rows.len(), "a route is in the matrix twice");
+    let served = served(&c).await;
+    let missing: Vec<_> = served.difference(&named).collect();
+    let stale: Vec<_> = named.difference(&served).collect();
+    assert!(missing.is_empty(), "routes without a matrix entry: {missing:?}");
+    assert!(stale.is_empty(), "matrix entries for routes the router does not serve: {stale:?}");
+
+    let mut wrong = Vec::new();
+    let mut calls = 0;
+    for r in &rows {
+        for (who, want) in WHO.into_iter().zip(r.want) {
+            let name = format!("{who:?}").to_lowercase();
+            let mut path = r.path.replace("{C}", &cluster.to_string()).replace("{U}", &carol_id.to_string());
+            if path.contains("{F}") {
+                fresh += 1;
+                path = path.replace("{F}", &new_cluster(format!("fresh-{fresh}")).await.to_string());
+            }
+            let body = r.body.replace("{C}", &cluster.to_string()).replace("{U}", &carol_id.to_string()).replace("{who}", &name);
+            let content_type = if body.starts_with('{') {
+                Some("application/json")
+            } else if r.path.starts_with("/fn/") {
+                Some("application/x-www-form-urlencoded")
+            } else {
+                None
+            };
+            let cookie = session(who).await;
+            let reply = c.send(r.method, &path, cookie.as_deref(), content_type, body).await;
+            calls += 1;
+            let s = reply.status.as_u16();
+            let fine = match want {
+                Is(code) => s == code,
+                Ok => reply.status.is_success() || reply.status.is_redirection(),
+            };
+            assert!(s < 500, "{} {path} as {who:?}: {s} {}", r.method, reply.body);
+            if !fine {
+                wrong.push(format!("{} {path} as {who:?}: got {s}, want {want:?}: {}", r.method, &reply.body[..reply.body.len().min(120)]));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{} of {calls} answers differ from the matrix:\n{}", wrong.len(), wrong.join("\n"));
+    println!("authorization matrix: {} routes × 4 callers = {calls} calls, all as expected", rows.len());
+    // Nothing of Alice's was changed by anyone else: her cluster is hers, not deleted.
+    let r = c.get(&format!("/api/console/clusters/{cluster}"), Some(&alice)).await;
+    assert_eq!(r.json()["deletion_requested"], json!(false), "{}", r.body);
+}
