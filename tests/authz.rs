@@ -10,7 +10,6 @@ mod support;
 
 use std::collections::BTreeSet;
 
-use http::StatusCode;
 use kubebyon::server::auth::session;
 use serde_json::json;
 use support::http::Console;
@@ -144,33 +143,6 @@ fn matrix() -> Vec<Row> {
     ]
 }
 
-/// Every (method, route) the router serves, read from the router's own lists.
-async fn served(c: &Console) -> BTreeSet<(String, String)> {
-    let mut out = BTreeSet::new();
-    // JSON routes: the methods each path answers, from axum's 405 `Allow`.
-    for (path, _) in kubebyon::server::http::router::api_routes() {
-        if path == "/api/{*rest}" {
-            out.insert(("GET".into(), path.into()));
-            continue;
-        }
-        let concrete = path.replace("{id}", "1").replace("{cluster}", "1").replace("{action}", "x").replace("{code}", "en");
-        let r = c.send("TRACE", &concrete, None, None, "").await;
-        assert_eq!(r.status, StatusCode::METHOD_NOT_ALLOWED, "{path}");
-        for m in r.headers["allow"].to_str().unwrap().split(',').map(str::trim) {
-            if m != "HEAD" {
-                out.insert((m.to_owned(), path.to_owned()));
-            }
-        }
-    }
-    for (path, method) in server_fn::axum::server_fn_paths() {
-        out.insert((method.to_string(), path.to_owned()));
-    }
-    for listing in leptos_axum::generate_route_list(kubebyon::app::App) {
-        out.insert(("GET".into(), listing.path().to_owned()));
-    }
-    out
-}
-
 #[tokio::test]
 async fn every_route_answers_each_caller_as_the_matrix_says() {
     let (url, _dir) = support::sqlite_url();
@@ -212,7 +184,7 @@ async fn every_route_answers_each_caller_as_the_matrix_says() {
     let rows = matrix();
     let named: BTreeSet<(String, String)> = rows.iter().map(|r| (r.method.to_owned(), r.route.to_owned())).collect();
     assert_eq!(named.len(), rows.len(), "a route is in the matrix twice");
-    let served = served(&c).await;
+    let served = support::routes::served(&c).await;
     let missing: Vec<_> = served.difference(&named).collect();
     let stale: Vec<_> = named.difference(&served).collect();
     assert!(missing.is_empty(), "routes without a matrix entry: {missing:?}");

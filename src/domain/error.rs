@@ -268,7 +268,12 @@ impl FromServerFnError for AppError {
     /// code; the detail stays out of the response.
     fn from_server_fn_error(value: ServerFnErrorErr) -> Self {
         match value {
-            ServerFnErrorErr::Args(_) | ServerFnErrorErr::MissingArg(_) => Self::new(ErrorCode::BadRequest),
+            // What the caller sent could not be read (fuzzing found bodies
+            // that are not UTF-8 reaching `Deserialization`): their fault, a 400.
+            ServerFnErrorErr::Args(_)
+            | ServerFnErrorErr::MissingArg(_)
+            | ServerFnErrorErr::Deserialization(_)
+            | ServerFnErrorErr::UnsupportedRequestMethod(_) => Self::new(ErrorCode::BadRequest),
             _ => Self::new(ErrorCode::Internal),
         }
     }

@@ -6,6 +6,7 @@
 
 pub mod host;
 pub mod http;
+pub mod routes;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
