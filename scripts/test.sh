@@ -94,8 +94,9 @@ host_net="127.$a.$b"
 host_kubeconfig=$(KUBEBYON_HOST_DIR="$work/host" KUBEBYON_HOST_API_PORT=$(bash scripts/free-port.sh) \
   bash scripts/host-up.sh --test-latency --node-ip "$host_net.1" --pool "default=$host_net.200-$host_net.229" | tail -n 1)
 host_port=$(bash scripts/free-port.sh)
+# This one logs as production does (JSON on standard error), checked below.
 KUBECONFIG="$host_kubeconfig" LEPTOS_SITE_ADDR="127.0.0.1:$host_port" KUBEBYON_DATA_DIR="$work/data-host" \
-  "$KUBEBYON_BIN" serve >"$work/console-host.log" 2>&1 &
+  KUBEBYON_LOG_FORMAT=json "$KUBEBYON_BIN" serve >"$work/console-host.out" 2>"$work/console-host.log" &
 host_console_pid=$!
 wait_healthy "$host_port" "$host_console_pid" "$work/console-host.log"
 
@@ -103,7 +104,15 @@ step "Playwright (Debian Chromium)"
 KUBEBYON_URL="http://127.0.0.1:$port" KUBEBYON_ADMIN_PASSWORD="e2e-admin-password" \
   KUBEBYON_HOST_CONSOLE_URL="http://127.0.0.1:$host_port" KUBEBYON_HOST_NET="$host_net" \
   npx playwright test --config end2end/playwright.config.ts
-for log in "$work/console.log" "$work/console-host.log"; do
+# Every log line of the JSON console is one JSON object; requests carry their id.
+node -e '
+  const lines = require("fs").readFileSync(process.argv[1], "utf8").split("\n").filter(Boolean);
+  let ids = 0;
+  for (const l of lines) { const o = JSON.parse(l); if (o.request_id) ids++; }
+  if (lines.length === 0 || ids === 0) { console.error("no JSON request logs"); process.exit(1); }
+  console.error(`  JSON logs: ${lines.length} lines, ${ids} with a request id`);
+' "$work/console-host.log"
+for log in "$work/console.log" "$work/console-host.log" "$work/console-host.out"; do
   if grep -q -i -E "e2e-admin-password|kubebyon_session=|correct horse|BEGIN [A-Z ]*PRIVATE KEY|client-key-data" "$log"; then
     echo "a secret reached the console log ($log)" >&2; exit 1
   fi

@@ -22,8 +22,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
     // leptos puts on every inline script it writes (hydration, islands,
     // resolved resources): no other inline script runs.
     #[cfg(feature = "ssr")]
-    if let (Some(nonce), Some(res)) =
-        (leptos::nonce::use_nonce(), use_context::<leptos_axum::ResponseOptions>())
+    if let (Some(nonce), Some(res)) = (leptos::nonce::use_nonce(), use_context::<leptos_axum::ResponseOptions>())
         && let Ok(csp) = http::HeaderValue::from_str(&crate::server::http::guard::page_csp(&nonce))
     {
         res.insert_header(http::header::CONTENT_SECURITY_POLICY, csp);

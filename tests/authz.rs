@@ -48,7 +48,13 @@ struct Row {
     want: [Want; 4],
 }
 
-const fn row(method: &'static str, route: &'static str, path: &'static str, body: &'static str, want: [Want; 4]) -> Row {
+const fn row(
+    method: &'static str,
+    route: &'static str,
+    path: &'static str,
+    body: &'static str,
+    want: [Want; 4],
+) -> Row {
     Row { method, route, path, body, want }
 }
 
@@ -60,7 +66,8 @@ const PAGE_SIGNED_IN: [Want; 4] = [SIGN_IN, Ok, Ok, Ok];
 const PAGE_OWNER: [Want; 4] = [SIGN_IN, Ok, Is(404), Ok];
 const PAGE_ADMIN: [Want; 4] = [SIGN_IN, Is(403), Is(403), Ok];
 
-const CREATE: &str = r#"{"name":"{who}-c","resources":{"cpu":"1","memory_gib":2,"storage_gib":5},"public_access":{"enabled":false}}"#;
+const CREATE: &str =
+    r#"{"name":"{who}-c","resources":{"cpu":"1","memory_gib":2,"storage_gib":5},"public_access":{"enabled":false}}"#;
 const FORM_CREATE: &str = "name={who}-f&cpu=1&memory_gib=2&storage_gib=5";
 const FORM_UPDATE: &str = "id={C}&cpu=1&memory_gib=2&storage_gib=5";
 // Every cluster, disabled ones too: Alice's become the migration's (the
@@ -78,14 +85,32 @@ fn matrix() -> Vec<Row> {
         row("GET", "/api/console/clusters", "/api/console/clusters", "", SIGNED_IN),
         row("POST", "/api/console/clusters", "/api/console/clusters", CREATE, SIGNED_IN),
         row("GET", "/api/console/clusters/{id}", "/api/console/clusters/{C}", "", OWNER_ONLY),
-        row("PATCH", "/api/console/clusters/{id}", "/api/console/clusters/{C}", r#"{"resources":{"cpu":"1","memory_gib":2,"storage_gib":5}}"#, OWNER_ONLY),
+        row(
+            "PATCH",
+            "/api/console/clusters/{id}",
+            "/api/console/clusters/{C}",
+            r#"{"resources":{"cpu":"1","memory_gib":2,"storage_gib":5}}"#,
+            OWNER_ONLY,
+        ),
         row("DELETE", "/api/console/clusters/{id}", "/api/console/clusters/{F}", "", OWNER_ONLY),
         row("GET", "/api/console/clusters/{id}/events", "/api/console/clusters/{C}/events", "", OWNER_ONLY),
         // No host cluster here: the owner and admins learn there is no kubeconfig yet.
-        row("GET", "/api/console/clusters/{id}/kubeconfig", "/api/console/clusters/{C}/kubeconfig", "", [Is(401), Is(409), Is(404), Is(409)]),
+        row(
+            "GET",
+            "/api/console/clusters/{id}/kubeconfig",
+            "/api/console/clusters/{C}/kubeconfig",
+            "",
+            [Is(401), Is(409), Is(404), Is(409)],
+        ),
         // The browser's download link: anonymous visitors are sent to sign in.
         row("GET", "/clusters/{id}/kubeconfig", "/clusters/{C}/kubeconfig", "", [SIGN_IN, Is(409), Is(404), Is(409)]),
-        row("POST", "/api/console/clusters/{id}/probe", "/api/console/clusters/{C}/probe", "", [Is(401), Is(409), Is(404), Is(409)]),
+        row(
+            "POST",
+            "/api/console/clusters/{id}/probe",
+            "/api/console/clusters/{C}/probe",
+            "",
+            [Is(401), Is(409), Is(404), Is(409)],
+        ),
         row("GET", "/api/admin/system-settings", "/api/admin/system-settings", "", ADMIN_ONLY),
         row("PUT", "/api/admin/system-settings", "/api/admin/system-settings", SETTINGS, ADMIN_ONLY),
         row("GET", "/api/admin/audit", "/api/admin/audit", "", ADMIN_ONLY),
@@ -93,8 +118,20 @@ fn matrix() -> Vec<Row> {
         row("POST", "/api/admin/migrations", "/api/admin/migrations", MIGRATION, [Is(401), Is(403), Is(403), Is(201)]),
         row("POST", "/api/admin/migrations/dry-run", "/api/admin/migrations/dry-run", MIGRATION, ADMIN_ONLY),
         row("GET", "/api/admin/migrations/{id}", "/api/admin/migrations/999", "", [Is(401), Is(403), Is(403), Is(404)]),
-        row("POST", "/api/admin/migrations/{id}/clusters/{cluster}/{action}", "/api/admin/migrations/999/clusters/{C}/retry", "", [Is(401), Is(403), Is(403), Is(404)]),
-        row("POST", "/api/auth/login", "/api/auth/login", r#"{"username":"alice","password":"not the password"}"#, [Is(401); 4]),
+        row(
+            "POST",
+            "/api/admin/migrations/{id}/clusters/{cluster}/{action}",
+            "/api/admin/migrations/999/clusters/{C}/retry",
+            "",
+            [Is(401), Is(403), Is(403), Is(404)],
+        ),
+        row(
+            "POST",
+            "/api/auth/login",
+            "/api/auth/login",
+            r#"{"username":"alice","password":"not the password"}"#,
+            [Is(401); 4],
+        ),
         row("POST", "/api/auth/logout", "/api/auth/logout", "", ANYONE),
         row("GET", "/api/{*rest}", "/api/no-such-thing", "", [Is(404); 4]),
         row("GET", "/lang/{code}", "/lang/zh-CN", "", ANYONE),
@@ -111,18 +148,48 @@ fn matrix() -> Vec<Row> {
         row("POST", "/fn/clusters/defaults", "/fn/clusters/defaults", "", SIGNED_IN),
         row("POST", "/fn/clusters/create", "/fn/clusters/create", FORM_CREATE, SIGNED_IN),
         row("POST", "/fn/clusters/update", "/fn/clusters/update", FORM_UPDATE, OWNER_ONLY),
-        row("POST", "/fn/clusters/delete", "/fn/clusters/delete", "id={C}&confirm=wrong", [Is(401), Is(422), Is(404), Is(422)]),
+        row(
+            "POST",
+            "/fn/clusters/delete",
+            "/fn/clusters/delete",
+            "id={C}&confirm=wrong",
+            [Is(401), Is(422), Is(404), Is(422)],
+        ),
         row("POST", "/fn/clusters/probe", "/fn/clusters/probe", "id={C}", [Is(401), Is(409), Is(404), Is(409)]),
         row("POST", "/fn/clusters/dismiss-moved", "/fn/clusters/dismiss-moved", "id={C}", OWNER_ONLY),
         row("POST", "/fn/migrations/movable", "/fn/migrations/movable", "", ADMIN_ONLY),
-        row("POST", "/fn/migrations/plan", "/fn/migrations/plan", "form[clusters]=&form[include_disabled]=true&form[source]=template&form[hosts]=%7Bname%7D.example.com&form[concurrency]=2&form[grace_days]=1", ADMIN_ONLY),
+        row(
+            "POST",
+            "/fn/migrations/plan",
+            "/fn/migrations/plan",
+            "form[clusters]=&form[include_disabled]=true&form[source]=template&form[hosts]=%7Bname%7D.example.com&form[concurrency]=2&form[grace_days]=1",
+            ADMIN_ONLY,
+        ),
         // Alice's clusters are in the migration started above by now.
-        row("POST", "/fn/migrations/start", "/fn/migrations/start", FORM_MIGRATION, [Is(401), Is(403), Is(403), Is(409)]),
+        row(
+            "POST",
+            "/fn/migrations/start",
+            "/fn/migrations/start",
+            FORM_MIGRATION,
+            [Is(401), Is(403), Is(403), Is(409)],
+        ),
         row("POST", "/fn/migrations/get", "/fn/migrations/get", "id=999", [Is(401), Is(403), Is(403), Is(404)]),
         row("POST", "/fn/migrations/recent", "/fn/migrations/recent", "", ADMIN_ONLY),
-        row("POST", "/fn/migrations/item", "/fn/migrations/item", "id=999&cluster_id={C}&action=retry", [Is(401), Is(403), Is(403), Is(404)]),
+        row(
+            "POST",
+            "/fn/migrations/item",
+            "/fn/migrations/item",
+            "id=999&cluster_id={C}&action=retry",
+            [Is(401), Is(403), Is(403), Is(404)],
+        ),
         row("POST", "/fn/users/list", "/fn/users/list", "", ADMIN_ONLY),
-        row("POST", "/fn/users/create", "/fn/users/create", "username={who}-made&password=a+long+enough+pw&role=user", ADMIN_ONLY),
+        row(
+            "POST",
+            "/fn/users/create",
+            "/fn/users/create",
+            "username={who}-made&password=a+long+enough+pw&role=user",
+            ADMIN_ONLY,
+        ),
         row("POST", "/fn/users/role", "/fn/users/role", "user_id={U}&role=user", ADMIN_ONLY),
         row("POST", "/fn/users/password", "/fn/users/password", "user_id={U}&password=a+long+enough+pw", ADMIN_ONLY),
         row("POST", "/fn/audit/list", "/fn/audit/list", "", ADMIN_ONLY),
@@ -153,9 +220,16 @@ async fn every_route_answers_each_caller_as_the_matrix_says() {
     }
     let id_of = |name: &'static str| {
         let pool = pool.clone();
-        async move { sqlx::query_scalar::<_, i64>("SELECT id FROM users WHERE username = $1").bind(name).fetch_one(&pool).await.unwrap() }
+        async move {
+            sqlx::query_scalar::<_, i64>("SELECT id FROM users WHERE username = $1")
+                .bind(name)
+                .fetch_one(&pool)
+                .await
+                .unwrap()
+        }
     };
-    let (alice_id, bob_id, admin_id, carol_id) = (id_of("alice").await, id_of("bob").await, id_of("admin").await, id_of("carol").await);
+    let (alice_id, bob_id, admin_id, carol_id) =
+        (id_of("alice").await, id_of("bob").await, id_of("admin").await, id_of("carol").await);
     let session = |who: Who| {
         let pool = pool.clone();
         async move {
@@ -200,7 +274,11 @@ async fn every_route_answers_each_caller_as_the_matrix_says() {
                 fresh += 1;
                 path = path.replace("{F}", &new_cluster(format!("fresh-{fresh}")).await.to_string());
             }
-            let body = r.body.replace("{C}", &cluster.to_string()).replace("{U}", &carol_id.to_string()).replace("{who}", &name);
+            let body = r
+                .body
+                .replace("{C}", &cluster.to_string())
+                .replace("{U}", &carol_id.to_string())
+                .replace("{who}", &name);
             let content_type = if body.starts_with('{') {
                 Some("application/json")
             } else if r.path.starts_with("/fn/") {
@@ -218,7 +296,11 @@ async fn every_route_answers_each_caller_as_the_matrix_says() {
             };
             assert!(s < 500, "{} {path} as {who:?}: {s} {}", r.method, reply.body);
             if !fine {
-                wrong.push(format!("{} {path} as {who:?}: got {s}, want {want:?}: {}", r.method, &reply.body[..reply.body.len().min(120)]));
+                wrong.push(format!(
+                    "{} {path} as {who:?}: got {s}, want {want:?}: {}",
+                    r.method,
+                    &reply.body[..reply.body.len().min(120)]
+                ));
             }
         }
     }

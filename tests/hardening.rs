@@ -38,7 +38,7 @@ async fn pages_carry_a_nonce_csp_that_every_inline_script_has() {
         assert_eq!(r.status, StatusCode::OK, "{path}");
         let csp = header(&r, "content-security-policy");
         let nonce = csp
-            .split(|ch| ch == ' ' || ch == ';')
+            .split([' ', ';'])
             .find_map(|t| t.strip_prefix("'nonce-")?.strip_suffix('\''))
             .unwrap_or_else(|| panic!("{path}: no nonce in {csp:?}"));
         assert!(nonce.len() >= 16, "{path}: nonce {nonce:?}");
@@ -113,9 +113,8 @@ async fn signing_in_rotates_the_session_and_signing_out_ends_it_on_the_server() 
     assert_eq!(c.get("/api/console/clusters", Some(&second)).await.code(), "unauthenticated");
 
     // Sign-out deletes the session row: the cookie replayed later is refused.
-    let sessions = || async {
-        sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM sessions").fetch_one(&c.pool).await.unwrap()
-    };
+    let sessions =
+        || async { sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM sessions").fetch_one(&c.pool).await.unwrap() };
     assert_eq!(sessions().await, 1, "one live session: rotation removed the others");
     let r = c.send("POST", "/fn/logout", Some(&third), Some("application/x-www-form-urlencoded"), "").await;
     assert!(r.status.is_redirection() || r.status.is_success(), "{}", r.status);
@@ -150,7 +149,8 @@ async fn admin_changes_land_in_the_audit_log_admins_alone_read() {
         }
     };
     post("/fn/users/create", form("username=carol&password=a+long+enough+pw&role=user")).await;
-    let carol: i64 = sqlx::query_scalar("SELECT id FROM users WHERE username = 'carol'").fetch_one(&c.pool).await.unwrap();
+    let carol: i64 =
+        sqlx::query_scalar("SELECT id FROM users WHERE username = 'carol'").fetch_one(&c.pool).await.unwrap();
     post("/fn/users/role", format!("user_id={carol}&role=admin")).await;
     post("/fn/users/password", format!("user_id={carol}&password=another+long+password")).await;
 
@@ -216,7 +216,11 @@ async fn readiness_metrics_and_request_ids() {
     assert!(header(&r, "content-type").starts_with("application/openmetrics-text"));
     let has = |prefix: &str| r.body.lines().any(|l| l.starts_with(prefix));
     // By route pattern, never by raw path (no cluster id, no cardinality blow-up).
-    assert!(has("kubebyon_http_requests_total{route=\"/api/console/clusters/{id}\",method=\"GET\",status=\"404\"}"), "{}", r.body);
+    assert!(
+        has("kubebyon_http_requests_total{route=\"/api/console/clusters/{id}\",method=\"GET\",status=\"404\"}"),
+        "{}",
+        r.body
+    );
     assert!(!r.body.contains("/api/console/clusters/77"));
     assert!(has("kubebyon_http_request_duration_seconds_bucket{"));
     assert!(has("kubebyon_queue_depth 0"), "{}", r.body);
@@ -230,13 +234,15 @@ async fn readiness_metrics_and_request_ids() {
     assert!(r.body.lines().any(|l| l == "kubebyon_queue_depth 1"), "{}", r.body);
 
     // With a token configured, /metrics needs it.
-    let (c, _dir2) =
-        console_with(Config { metrics_token: Some("scrape-me".into()), data_dir: "unused".into(), ..Config::default() })
-            .await;
+    let (c, _dir2) = console_with(Config {
+        metrics_token: Some("scrape-me".into()),
+        data_dir: "unused".into(),
+        ..Config::default()
+    })
+    .await;
     assert_eq!(c.get("/metrics", None).await.status, StatusCode::UNAUTHORIZED);
     let wrong = c.send_with("GET", "/metrics", None, None, "", &[("authorization", "Bearer nope")]).await;
     assert_eq!(wrong.status, StatusCode::UNAUTHORIZED);
     let right = c.send_with("GET", "/metrics", None, None, "", &[("authorization", "Bearer scrape-me")]).await;
     assert_eq!(right.status, StatusCode::OK);
 }
-

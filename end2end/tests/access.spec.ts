@@ -1,7 +1,7 @@
 // Who may see what: the admin default mode, admin-only pages, and another
 // user's cluster.
-import { test, expect } from '@playwright/test';
-import { t, signIn, hydrated, unique, shot, accessible, createUser, newPage, chooseAccess, ADMIN_PASSWORD, USER_PASSWORD , navLink } from './helpers';
+import { expect } from '@playwright/test';
+import { test, t, signIn, hydrated, unique, shot, accessible, createUser, newPage, chooseAccess, ADMIN_PASSWORD, USER_PASSWORD , navLink } from './helpers';
 
 test('admin sets the default to LoadBalancer and the create form preselects it', async ({ page }) => {
   await signIn(page, 'admin', ADMIN_PASSWORD);

@@ -1,7 +1,7 @@
 // Cluster flows with JavaScript on (after hydration): sign in, the
 // LoadBalancer host rule, listing, and editing across all three states.
-import { test, expect } from '@playwright/test';
-import { t, signIn, hydrated, unique, shot, accessible, chooseAccess, ADMIN_PASSWORD , navLink } from './helpers';
+import { expect } from '@playwright/test';
+import { test, t, signIn, hydrated, unique, shot, accessible, chooseAccess, ADMIN_PASSWORD , navLink } from './helpers';
 
 test('sign in, create a LoadBalancer cluster, edit it through every state', async ({ page }) => {
   await signIn(page, 'admin', ADMIN_PASSWORD);
@@ -97,4 +97,27 @@ test('keyboard only: sign-in form and create form are usable without a mouse', a
   await page.keyboard.press('Enter');
   await expect(page).toHaveURL(/\/clusters\/\d+$/);
   await expect(page.locator('[data-field=mode]')).toHaveAttribute('data-mode', 'loadbalancer');
+});
+
+test('the audit log shows who changed the settings, in English and Chinese', async ({ page }) => {
+  await signIn(page, 'admin', ADMIN_PASSWORD);
+  // Saving the settings page (JavaScript on; saved as they are, so tests
+  // running beside this one see the same settings) is recorded.
+  await page.goto('/admin/settings');
+  await hydrated(page);
+  await page.getByRole('button', { name: t('en', 'settings.submit') }).click();
+  await expect(page.getByRole('status')).toBeVisible();
+  await navLink(page, 'en', 'app.nav_audit').click();
+  await expect(page.getByRole('heading', { level: 1 })).toHaveText(t('en', 'audit.title'));
+  const row = page.locator('tr[data-audit="settings_changed"]').first();
+  await expect(row).toContainText('admin');
+  await expect(row).toContainText(t('en', 'audit.settings_changed'));
+  await shot(page, 'admin-audit-en');
+  await accessible(page);
+  await page.goto('/lang/zh-CN');
+  await page.goto('/admin/audit');
+  await expect(page.getByRole('heading', { level: 1 })).toHaveText(t('zh-CN', 'audit.title'));
+  await expect(page.locator('tr[data-audit="settings_changed"]').first()).toContainText(t('zh-CN', 'audit.settings_changed'));
+  await shot(page, 'admin-audit-zh');
+  await page.goto('/lang/en');
 });

@@ -1,11 +1,34 @@
 // Shared helpers: translations from locales/*.json (tests assert with locale
 // keys, never copied text), sign-in, users, screenshots and axe checks.
-import { expect, type Page, type APIRequestContext, type Browser } from '@playwright/test';
+import { test as base, expect, type Page, type APIRequestContext, type Browser } from '@playwright/test';
 import AxeBuilder from '@axe-core/playwright';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
 const root = path.resolve(__dirname, '..', '..');
+
+// Content-Security-Policy violations Chromium reports on any page a test opens.
+const cspViolations: string[] = [];
+function watchCsp(page: Page) {
+  page.on('console', (m) => {
+    if (process.env.DEBUG_CONSOLE) console.log('CONSOLE', m.type(), m.text());
+    if (/Content Security Policy/i.test(m.text())) cspViolations.push(`${page.url()}: ${m.text()}`);
+  });
+  if (process.env.DEBUG_CONSOLE) page.on('request', (r) => console.log('REQ', r.method(), r.url()));
+}
+
+/** Playwright's `test`, failing any test during which a page broke the console's CSP. */
+export const test = base.extend<{ noCspViolations: void }>({
+  noCspViolations: [
+    async ({ page }, use) => {
+      cspViolations.length = 0;
+      watchCsp(page);
+      await use();
+      expect(cspViolations, 'Content-Security-Policy violations').toEqual([]);
+    },
+    { auto: true },
+  ],
+});
 const locales: Record<string, any> = {};
 
 /** The text of `key` (e.g. "errors.name_invalid") in `locale`, with {{ vars }} filled. */
@@ -62,11 +85,18 @@ export async function newPage(browser: Browser, opts: { js?: boolean; lang?: str
     locale: opts.lang ?? 'en-US',
     ...(opts.baseURL ? { baseURL: opts.baseURL } : {}),
   });
-  return context.newPage();
+  const page = await context.newPage();
+  watchCsp(page);
+  return page;
 }
 
 /** Saves a full-page screenshot as a test artefact (end2end/artifacts/). */
 export async function shot(page: Page, name: string) {
+  // Leave the focused field first: in Chromium, a full-page screenshot taken
+  // while a text field has focus swallowed the next click on the page (seen
+  // with the create form's submit button; a click elsewhere, or no
+  // screenshot, and it submits).
+  await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur());
   await page.screenshot({ path: path.join(__dirname, '..', 'artifacts', `${name}.png`), fullPage: true });
 }
 

@@ -1,6 +1,6 @@
 // The same flows in Chinese, and with JavaScript disabled.
-import { test, expect } from '@playwright/test';
-import { t, signIn, hydrated, unique, shot, accessible, newPage, chooseAccess, ADMIN_PASSWORD, USER_PASSWORD, navLink } from './helpers';
+import { expect } from '@playwright/test';
+import { test, t, signIn, hydrated, unique, shot, accessible, newPage, chooseAccess, ADMIN_PASSWORD, USER_PASSWORD, navLink } from './helpers';
 
 test('create flow in Chinese', async ({ page }) => {
   await signIn(page, 'admin', ADMIN_PASSWORD);

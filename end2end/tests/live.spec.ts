@@ -3,12 +3,12 @@
 // to it): progress arrives without a reload, the downloaded kubeconfig works
 // with kubectl, mode switches show up live, the same with JavaScript off, and
 // a failing install shows helm's own words.
-import { test, expect, type Page } from '@playwright/test';
+import { expect, type Page } from '@playwright/test';
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { t, signIn, hydrated, unique, shot, accessible, chooseAccess, newPage, ADMIN_PASSWORD } from './helpers';
+import { test, t, signIn, hydrated, unique, shot, accessible, chooseAccess, newPage, ADMIN_PASSWORD } from './helpers';
 
 const url = process.env.KUBEBYON_HOST_CONSOLE_URL;
 const lbPrefix = process.env.KUBEBYON_HOST_NET; // e.g. 127.12.34 (the host's /24)

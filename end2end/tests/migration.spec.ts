@@ -1,8 +1,8 @@
 // Moving NodePort clusters to LoadBalancer from the admin page, against the
 // simulated host (scripts/test.sh): the dry run, a batch of three watched live
 // to the end, the owner's notice on the detail page; the same with JavaScript off.
-import { test, expect, type Page } from '@playwright/test';
-import { t, signIn, unique, shot, accessible, newPage, ADMIN_PASSWORD } from './helpers';
+import { expect, type Page } from '@playwright/test';
+import { test, t, signIn, unique, shot, accessible, newPage, ADMIN_PASSWORD } from './helpers';
 
 const url = process.env.KUBEBYON_HOST_CONSOLE_URL;
 const net = process.env.KUBEBYON_HOST_NET;

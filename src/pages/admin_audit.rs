@@ -58,16 +58,29 @@ pub fn AuditPage() -> impl IntoView {
                                     <tr data-audit=e.action.as_str()>
                                         <td class="whitespace-nowrap text-sm">{format_time(e.at)}</td>
                                         <td>{e.actor}</td>
-                                        <td>{action_label(e.action)}</td>
+                                        <td class="whitespace-nowrap">{action_label(e.action)}</td>
                                         <td class="font-mono text-sm">{e.target}</td>
-                                        <td class="text-sm break-all">{e.detail}</td>
+                                        <td class="text-sm break-all">
+                                            {if e.detail.is_empty() {
+                                                t_string!(i18n, audit.no_change).to_string()
+                                            } else {
+                                                e.detail
+                                            }}
+                                        </td>
                                     </tr>
                                 }
                             })
                             .collect_view()}
                     </tbody>
                 </table>
-                {older.map(|href| view! { <p class="mt-4"><a href=href>{t!(i18n, audit.older)}</a></p> })}
+                {older
+                    .map(|href| {
+                        view! {
+                            <p class="mt-4">
+                                <a href=href>{t!(i18n, audit.older)}</a>
+                            </p>
+                        }
+                    })}
             </section>
         }
         .into_any()

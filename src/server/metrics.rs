@@ -69,7 +69,11 @@ impl Metrics {
         let queue_depth = Gauge::default();
         let queue_oldest_age = Gauge::default();
         registry.register("http_requests", "HTTP requests by route pattern, method and status", http_requests.clone());
-        registry.register("http_request_duration_seconds", "HTTP request duration by route pattern", http_duration.clone());
+        registry.register(
+            "http_request_duration_seconds",
+            "HTTP request duration by route pattern",
+            http_duration.clone(),
+        );
         registry.register(
             "reconciles",
             "Operations the reconciler ran, by outcome (done, failed, retried)",
@@ -136,7 +140,9 @@ mod tests {
     #[test]
     fn exposition_names_and_labels() {
         let m = Metrics::new();
-        m.http_requests.get_or_create(&HttpLabels { route: "/api/x/{id}".into(), method: "GET".into(), status: 200 }).inc();
+        m.http_requests
+            .get_or_create(&HttpLabels { route: "/api/x/{id}".into(), method: "GET".into(), status: 200 })
+            .inc();
         m.record_reconcile("done", Duration::from_millis(30));
         m.record_host_error("server");
         m.record_probe("ok");

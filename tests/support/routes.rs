@@ -16,7 +16,8 @@ pub async fn served(c: &Console) -> BTreeSet<(String, String)> {
             out.insert(("GET".into(), path.into()));
             continue;
         }
-        let concrete = path.replace("{id}", "1").replace("{cluster}", "1").replace("{action}", "x").replace("{code}", "en");
+        let concrete =
+            path.replace("{id}", "1").replace("{cluster}", "1").replace("{action}", "x").replace("{code}", "en");
         let r = c.send("TRACE", &concrete, None, None, "").await;
         assert_eq!(r.status, StatusCode::METHOD_NOT_ALLOWED, "{path}");
         for m in r.headers["allow"].to_str().unwrap().split(',').map(str::trim) {
@@ -33,4 +34,3 @@ pub async fn served(c: &Console) -> BTreeSet<(String, String)> {
     }
     out
 }
-

@@ -277,8 +277,10 @@ pub async fn login(
     )
     .await?;
     // A new session per sign-in: the one this client had before ends here.
-    if let Some(previous) =
-        headers.get(header::COOKIE).and_then(|v| v.to_str().ok()).and_then(|c| session::cookie_value(c, session::COOKIE))
+    if let Some(previous) = headers
+        .get(header::COOKIE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|c| session::cookie_value(c, session::COOKIE))
     {
         accounts::logout(&st.pool, previous).await?;
     }

@@ -78,7 +78,10 @@ pub async fn guard(State(state): State<AppState>, mut req: Request<Body>, next: 
     if let Some(user) = user {
         req.extensions_mut().insert(user);
     }
-    let https = session::secure(state.config.public_url_is_https(), header_str(req.headers(), header::HeaderName::from_static("x-forwarded-proto")));
+    let https = session::secure(
+        state.config.public_url_is_https(),
+        header_str(req.headers(), header::HeaderName::from_static("x-forwarded-proto")),
+    );
     let mut res = server_fn_status(next.run(req).await).await;
     let h = res.headers_mut();
     for (name, value) in security_headers(https) {

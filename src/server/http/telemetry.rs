@@ -49,7 +49,8 @@ fn quiet(route: &str) -> bool {
 
 pub async fn telemetry(State(state): State<AppState>, mut req: Request<Body>, next: Next) -> Response {
     let started = Instant::now();
-    let route = req.extensions().get::<MatchedPath>().map(|m| m.as_str().to_owned()).unwrap_or_else(|| "unmatched".into());
+    let route =
+        req.extensions().get::<MatchedPath>().map(|m| m.as_str().to_owned()).unwrap_or_else(|| "unmatched".into());
     let method = req.method().as_str().to_owned();
     let forwarded = req.headers().get(REQUEST_ID).and_then(|v| v.to_str().ok()).filter(|v| usable_id(v));
     let id = match forwarded {
@@ -85,14 +86,19 @@ pub async fn telemetry(State(state): State<AppState>, mut req: Request<Body>, ne
 /// set, only with `Authorization: Bearer <token>`.
 pub async fn metrics_page(State(state): State<AppState>, headers: http::HeaderMap) -> Response {
     if let Some(token) = &state.config.metrics_token {
-        let given = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
+        let given =
+            headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
         let matches = given.is_some_and(|g| {
             use sha2::{Digest, Sha256};
             // Compared as digests: equal length, so no early exit on length.
             Sha256::digest(g.as_bytes()) == Sha256::digest(token.as_bytes())
         });
         if !matches {
-            return (StatusCode::UNAUTHORIZED, [(header::WWW_AUTHENTICATE, "Bearer")], "metrics need the bearer token\n")
+            return (
+                StatusCode::UNAUTHORIZED,
+                [(header::WWW_AUTHENTICATE, "Bearer")],
+                "metrics need the bearer token\n",
+            )
                 .into_response();
         }
     }
@@ -104,11 +110,7 @@ pub async fn metrics_page(State(state): State<AppState>, headers: http::HeaderMa
         }
         Err(e) => tracing::warn!(error = %e, "reading the queue for /metrics failed"),
     }
-    (
-        [(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")],
-        m.encode(),
-    )
-        .into_response()
+    ([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], m.encode()).into_response()
 }
 
 /// `GET /readyz`: 200 when this replica can serve and reach its database
@@ -141,7 +143,11 @@ mod tests {
             ("/clusters/{id}", "/clusters/3", Some(3)),
             ("/clusters/{id}", "/clusters/x", None),
             ("/api/admin/migrations/{id}", "/api/admin/migrations/9", None),
-            ("/api/admin/migrations/{id}/clusters/{cluster}/{action}", "/api/admin/migrations/9/clusters/5/retry", Some(5)),
+            (
+                "/api/admin/migrations/{id}/clusters/{cluster}/{action}",
+                "/api/admin/migrations/9/clusters/5/retry",
+                Some(5),
+            ),
             ("unmatched", "/clusters/3", None),
         ] {
             assert_eq!(cluster_id(route, path), want, "{route} {path}");
