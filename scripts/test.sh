@@ -52,6 +52,13 @@ export KUBEBYON_REQUIRE_POSTGRES=1
 
 step "Rust tests"
 cargo test --features ssr
+# Each test binary is about 1 GB (debug info) and every source change makes
+# new ones: keep only the newest of each name so the shared target dir does
+# not fill the disk over many runs.
+for t in tests/*.rs lib; do
+  n=$(basename "$t" .rs); [ "$n" = lib ] && n=kubebyon
+  ls -1t "$CARGO_TARGET_DIR/debug/deps/$n"-* 2>/dev/null | grep -v '\.d$' | tail -n +2 | xargs -r rm -f
+done
 
 step "release build"
 bash scripts/build-console.sh >/dev/null

@@ -118,7 +118,17 @@ async fn serve(pool: AnyPool, db_shown: String, config: Config) -> Result<(), St
     let host = match reconciler::connect().await {
         Ok(client) => {
             let request = reconciler::detect_address_request(&client).await;
-            let ctx = Arc::new(reconciler::Context::new(client, pool.clone(), request));
+            let mut ctx = reconciler::Context::new(client, pool.clone(), request);
+            // Lease times (seconds): the observer lease, and how long a claimed
+            // operation stays a crashed replica's before another takes it.
+            let secs = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<u64>().ok()).filter(|v| *v > 0);
+            if let Some(s) = secs("KUBEBYON_LEADER_LEASE_SECS") {
+                ctx.leader_lease = std::time::Duration::from_secs(s);
+            }
+            if let Some(s) = secs("KUBEBYON_CLAIM_LEASE_SECS") {
+                ctx.lease = std::time::Duration::from_secs(s);
+            }
+            let ctx = Arc::new(ctx);
             tokio::spawn(reconciler::run(ctx.clone()));
             Some(ctx)
         }
@@ -158,13 +168,16 @@ async fn serve(pool: AnyPool, db_shown: String, config: Config) -> Result<(), St
         .map_err(|e| e.to_string())
 }
 
-/// Removes expired sessions once an hour.
+/// Removes expired sessions and failed sign-in records once an hour.
 async fn expire_sessions(pool: AnyPool) {
     let mut tick = tokio::time::interval(std::time::Duration::from_secs(3600));
     loop {
         tick.tick().await;
         if let Err(e) = db::sessions::delete_expired(&pool).await {
             tracing::warn!(error = %e, "expiring sessions failed");
+        }
+        if let Err(e) = db::shared::purge_attempts(&pool, db::now()).await {
+            tracing::warn!(error = %e, "purging sign-in records failed");
         }
     }
 }

@@ -108,3 +108,46 @@ async fn throttling_counts_per_user_and_client() {
     assert_eq!(e.code, ErrorCode::LoginRateLimited);
     assert!(accounts::login(&t.pool, &limiter, "target", PW, "10.0.0.2").await.is_ok(), "other client");
 }
+
+/// Two console replicas (two limiters, one database): failures made through
+/// either count for both, so spreading guesses over replicas gains nothing;
+/// a success through one forgives the pair on both. Both backends.
+#[tokio::test]
+async fn throttling_holds_across_replicas_on_one_database() {
+    for t in each_backend().await {
+        accounts::upsert_admin(&t.pool, "target", PW).await.unwrap();
+        let (a, b) = (LoginLimiter::default(), LoginLimiter::default());
+        for i in 0..MAX_FAILURES {
+            let replica = if i % 2 == 0 { &a } else { &b };
+            let e = accounts::login(&t.pool, replica, "target", "wrong password", "10.0.0.1").await.unwrap_err();
+            assert_eq!(e.code, ErrorCode::LoginFailed, "{}", t.backend);
+        }
+        for replica in [&a, &b] {
+            let e = accounts::login(&t.pool, replica, "target", PW, "10.0.0.1").await.unwrap_err();
+            assert_eq!(e.code, ErrorCode::LoginRateLimited, "{}: refused on both replicas", t.backend);
+        }
+        // Another client is not affected; its success forgives only its own pair.
+        assert!(accounts::login(&t.pool, &b, "target", PW, "10.0.0.2").await.is_ok(), "{}", t.backend);
+        // Records are purged once their window has passed.
+        let later = db::now() + kubebyon::server::auth::rate_limit::WINDOW_SECS + 1;
+        assert!(db::shared::purge_attempts(&t.pool, later).await.unwrap() >= 1, "{}", t.backend);
+        assert!(accounts::login(&t.pool, &LoginLimiter::default(), "target", PW, "10.0.0.1").await.is_ok());
+    }
+}
+
+/// The observer lease: one holder at a time, renewable by its holder, taken
+/// over only after it runs out.
+#[tokio::test]
+async fn leases_have_one_holder_until_they_run_out() {
+    for t in each_backend().await {
+        let take = |who: &'static str, ttl| db::shared::acquire_lease(&t.pool, "x", who, ttl);
+        assert!(take("a", 300).await.unwrap(), "{}", t.backend);
+        assert!(!take("b", 300).await.unwrap(), "{}: held by a", t.backend);
+        assert!(take("a", 300).await.unwrap(), "{}: a renews", t.backend);
+        assert_eq!(db::shared::lease_holder(&t.pool, "x").await.unwrap().as_deref(), Some("a"));
+        tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+        assert_eq!(db::shared::lease_holder(&t.pool, "x").await.unwrap(), None, "{}: ran out", t.backend);
+        assert!(take("b", 300).await.unwrap(), "{}: b takes it over", t.backend);
+        assert!(!take("a", 300).await.unwrap(), "{}", t.backend);
+    }
+}

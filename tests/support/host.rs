@@ -32,6 +32,12 @@ pub fn kubectl_get_ns_on(host: &TestHost, kubeconfig: &str, tag: &str) -> Result
 /// A client acting as user `kubebyon-console`, bound only to the ClusterRole in
 /// `deploy/rbac.yaml`: a permission the reconciler lacks fails these tests.
 pub async fn console_client(host: &TestHost) -> kube::Client {
+    let path = console_kubeconfig(host).await;
+    hostsim::testhost::client_for(&path).await.expect("console client")
+}
+
+/// The kubeconfig of user `kubebyon-console` (bound to `deploy/rbac.yaml`), as a file.
+pub async fn console_kubeconfig(host: &TestHost) -> std::path::PathBuf {
     use k8s_openapi::api::rbac::v1::ClusterRole;
     use kube::api::{Api, Patch, PatchParams};
     let admin = host.client().await.expect("admin client");
@@ -58,8 +64,7 @@ pub async fn console_client(host: &TestHost) -> kube::Client {
     let user = ca.issue_client("kubebyon-console", &[]).expect("console certificate");
     let creds = hostsim::kubeconfig::Credentials::from_file(&host.kubeconfig).expect("host kubeconfig");
     let text = hostsim::kubeconfig::render("console", &creds.server, &ca.pair.cert_pem, &user);
-    let path = ts::write_kubeconfig(&host.data_dir, &text, "kubebyon-console").unwrap();
-    hostsim::testhost::client_for(&path).await.expect("console client")
+    ts::write_kubeconfig(&host.data_dir, &text, "kubebyon-console").unwrap()
 }
 
 pub struct Env {
@@ -78,6 +83,7 @@ pub async fn context_on(host: &TestHost, pool: sqlx::AnyPool) -> Arc<Context> {
     ctx.resync = Duration::from_millis(500);
     ctx.retry_base = Duration::from_millis(200);
     ctx.lease = Duration::from_secs(2);
+    ctx.leader_lease = Duration::from_secs(2);
     ctx.settle = Duration::from_secs(2);
     Arc::new(ctx)
 }

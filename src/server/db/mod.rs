@@ -8,6 +8,7 @@ pub mod migration;
 pub mod operations;
 pub mod sessions;
 pub mod settings;
+pub mod shared;
 pub mod users;
 
 use std::path::Path;

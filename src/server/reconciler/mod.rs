@@ -64,7 +64,14 @@ pub struct Context {
     pub lease: Duration,
     /// How long after helm's upgrade a probe may still reach the old vCluster pod.
     pub settle: Duration,
+    /// The observer lease (`leases` row `reconciler-observer`): only its
+    /// holder observes, probes and repairs drift; every replica works the
+    /// queue. Renewed every pass (at least every third of it); a replica that
+    /// dies loses it when it runs out.
+    pub leader_lease: Duration,
     wake: Arc<Notify>,
+    /// Whether the last pass held the observer lease.
+    observing: std::sync::atomic::AtomicBool,
     full_requested: std::sync::atomic::AtomicBool,
     /// Install Jobs that predate the last values change, per cluster id.
     stale_jobs: Mutex<BTreeMap<i64, BTreeSet<String>>>,
@@ -95,7 +102,9 @@ impl Context {
             retry_base: Duration::from_secs(2),
             lease: Duration::from_secs(120),
             settle: Duration::from_secs(5),
+            leader_lease: Duration::from_secs(15),
             wake: Arc::new(Notify::new()),
+            observing: std::sync::atomic::AtomicBool::new(false),
             full_requested: std::sync::atomic::AtomicBool::new(false),
             stale_jobs: Mutex::default(),
             caches: std::sync::OnceLock::new(),
@@ -157,6 +166,8 @@ async fn try_detect_address_request(client: &Client) -> Option<AddressRequest> {
 
 /// How often the queue is looked at without a wake (a cheap query).
 const QUEUE_POLL: Duration = Duration::from_secs(2);
+/// The longest wait between checks while the host finishes an uninstall.
+const NOT_YET_POLL: Duration = Duration::from_secs(5);
 
 /// Runs until the process ends.
 pub async fn run(ctx: Arc<Context>) {
@@ -174,7 +185,7 @@ pub async fn run(ctx: Arc<Context>) {
         }
         tokio::select! {
             _ = ctx.wake.notified() => {}
-            _ = tokio::time::sleep(QUEUE_POLL.min(ctx.resync)) => {}
+            _ = tokio::time::sleep(QUEUE_POLL.min(ctx.resync).min(ctx.leader_lease / 3)) => {}
         }
         // Coalesce bursts of watch events into one pass.
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -185,7 +196,27 @@ pub async fn run(ctx: Arc<Context>) {
 /// (all of them when `full`: the periodic pass repairs drift).
 pub async fn pass(ctx: &Context, full: bool) -> Result<()> {
     work(ctx).await?;
+    if !observer(ctx).await? {
+        return Ok(());
+    }
     observe_all(ctx, full).await
+}
+
+pub const OBSERVER_LEASE: &str = "reconciler-observer";
+
+/// Takes or renews the observer lease; true while this replica holds it.
+async fn observer(ctx: &Context) -> Result<bool> {
+    let ttl = ctx.leader_lease.as_millis() as i64;
+    let held = db::shared::acquire_lease(&ctx.pool, OBSERVER_LEASE, &ctx.worker, ttl).await?;
+    let was = ctx.observing.swap(held, std::sync::atomic::Ordering::Relaxed);
+    if held && !was {
+        tracing::info!(worker = %ctx.worker, "took the observer lease: observing, probing and repairing drift here");
+        // What another replica applied is not known here: trust only the host.
+        ctx.resync_all();
+    } else if !held && was {
+        tracing::warn!(worker = %ctx.worker, "lost the observer lease");
+    }
+    Ok(held)
 }
 
 /// Settled: Ready for its current generation with a working connection.
@@ -229,7 +260,13 @@ async fn work(ctx: &Context) -> Result<()> {
                 fail_status(ctx, op.cluster_id, &reason).await?;
             }
             Err(e) => {
-                let delay = backoff(ctx.retry_base, op.attempts);
+                // Waiting for the host to finish something (an uninstall, a
+                // namespace deletion) is polled at most every few seconds;
+                // failures back off exponentially.
+                let delay = match e {
+                    Error::NotYet(_) => backoff(ctx.retry_base, op.attempts).min(NOT_YET_POLL),
+                    _ => backoff(ctx.retry_base, op.attempts),
+                };
                 tracing::info!(cluster = op.cluster_id, error = %e, ?delay, "operation retried later");
                 operations::retry_later(&ctx.pool, op.id, &ctx.worker, delay.as_secs().max(1) as i64, &e.reason())
                     .await?;

@@ -32,6 +32,11 @@ pub async fn login(
         tracing::warn!("login refused: too many failures");
         return Err(AppError::new(ErrorCode::LoginRateLimited));
     }
+    // The same limits, counted in the database: every replica sees them.
+    if !db::shared::begin_attempt(pool, account.as_ref().map(Username::as_str), client, t).await? {
+        tracing::warn!("login refused: too many failures (all replicas)");
+        return Err(AppError::new(ErrorCode::LoginRateLimited));
+    }
     let Some(username) = account else {
         tracing::warn!("login failed: no such account");
         return Err(AppError::new(ErrorCode::LoginFailed));
@@ -56,6 +61,7 @@ pub async fn login(
         return Err(AppError::new(ErrorCode::LoginFailed));
     };
     limiter.record_success(username, client);
+    db::shared::attempt_succeeded(pool, username, client).await?;
     let token = session::new_token();
     db::sessions::insert(pool, &session::token_hash(&token), row.id, session::TTL_SECS).await?;
     tracing::info!("signed in");
@@ -163,9 +169,16 @@ pub async fn upsert_admin(pool: &AnyPool, username: &str, secret: &str) -> Resul
             db::users::set_password_and_role(pool, row.id, &hash, Some(Role::Admin)).await?;
             Ok(false)
         }
-        None => {
-            db::users::insert(pool, &username, &hash, Role::Admin).await?;
-            Ok(true)
-        }
+        None => match db::users::insert(pool, &username, &hash, Role::Admin).await {
+            Ok(_) => Ok(true),
+            // Another replica's first start created it a moment ago.
+            Err(e) if e.is_unique_violation() => {
+                let row =
+                    db::users::by_username(pool, username.as_str()).await?.ok_or(AppError::new(ErrorCode::Internal))?;
+                db::users::set_password_and_role(pool, row.id, &hash, Some(Role::Admin)).await?;
+                Ok(false)
+            }
+            Err(e) => Err(e.into()),
+        },
     }
 }
