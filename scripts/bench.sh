@@ -92,7 +92,7 @@ median() {
 }
 # The page's own bytes, served by the same server's static file service.
 curl -fsS -b "$jar" -o "$site/pkg/bench-list.html" "$base/clusters"
-trap 'kill $pid 2>/dev/null; rm -rf "$work"; rm -f "$site/pkg/bench-list.html"' EXIT
+trap 'kill $pid 2>/dev/null || true; rm -rf "$work"; rm -f "$site/pkg/bench-list.html"' EXIT
 static=$(median "$base/pkg/bench-list.html")
 health=$(median "$base/healthz")
 api=$(median "$base/api/console/clusters?page=1")
