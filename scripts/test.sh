@@ -111,13 +111,21 @@ step "Playwright (Debian Chromium)"
 KUBEBYON_URL="http://127.0.0.1:$port" KUBEBYON_ADMIN_PASSWORD="e2e-admin-password" \
   KUBEBYON_HOST_CONSOLE_URL="http://127.0.0.1:$host_port" KUBEBYON_HOST_NET="$host_net" \
   npx playwright test --config end2end/playwright.config.ts
-# Every log line of the JSON console is one JSON object; requests carry their id.
+# Every log line of the JSON console is one JSON object; requests carry their
+# id and, on a cluster's routes, the cluster's (the request span's fields, under "span").
 node -e '
   const lines = require("fs").readFileSync(process.argv[1], "utf8").split("\n").filter(Boolean);
-  let ids = 0;
-  for (const l of lines) { const o = JSON.parse(l); if (o.request_id) ids++; }
-  if (lines.length === 0 || ids === 0) { console.error("no JSON request logs"); process.exit(1); }
-  console.error(`  JSON logs: ${lines.length} lines, ${ids} with a request id`);
+  let ids = 0, clusters = 0;
+  for (const l of lines) {
+    const span = JSON.parse(l).span || {};
+    if (span.request_id) ids++;
+    if (span.request_id && span.cluster !== undefined) clusters++;
+  }
+  if (lines.length === 0 || ids === 0 || clusters === 0) {
+    console.error(`JSON logs: ${lines.length} lines, ${ids} with a request id, ${clusters} of them with a cluster id`);
+    process.exit(1);
+  }
+  console.error(`  JSON logs: ${lines.length} lines, ${ids} with a request id, ${clusters} of them with a cluster id`);
 ' "$work/console-host.log"
 for log in "$work/console.log" "$work/console-host.log" "$work/console-host.out"; do
   if grep -q -i -E "e2e-admin-password|kubebyon_session=|correct horse|BEGIN [A-Z ]*PRIVATE KEY|client-key-data" "$log"; then

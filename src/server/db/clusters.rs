@@ -44,6 +44,14 @@ pub struct ClusterRow {
     pub old_endpoint_notice_dismissed: i64,
 }
 
+/// A row of a list page, with the total the page's filter matches.
+#[derive(Debug, FromRow)]
+struct PageRow {
+    #[sqlx(flatten)]
+    row: ClusterRow,
+    total: i64,
+}
+
 impl ClusterRow {
     pub fn into_cluster(self) -> Result<Cluster, DbError> {
         let corrupt = |what: &str| DbError::CorruptRow(format!("cluster {}: {what}", self.id));
@@ -338,18 +346,29 @@ pub async fn page(
     // (`make bench`); without it SQLite counts from an index.
     let from = if query.owner.is_some() { "clusters c JOIN users u ON u.id = c.owner_id" } else { "clusters c" };
     let count_sql = format!("SELECT COUNT(*) FROM {from}{filter}");
-    let mut count = sqlx::query_scalar::<_, i64>(&count_sql);
-    for b in &binds {
-        count = count.bind(b.clone());
-    }
-    let total = count.fetch_one(pool).await?;
+    // One round trip for the page and its total (an uncorrelated subquery is
+    // evaluated once); only a page past the end needs the count on its own.
     let offset = u64::from(query.page.max(1) - 1) * u64::from(page_size);
-    let rows_sql = format!("{SELECT}{filter} ORDER BY c.name LIMIT {page_size} OFFSET {offset}");
-    let mut rows = sqlx::query_as::<_, ClusterRow>(&rows_sql);
+    let (columns, joined) = SELECT.split_once(" FROM ").unwrap_or((SELECT, ""));
+    let rows_sql = format!(
+        "{columns}, ({count_sql}) AS total FROM {joined}{filter} ORDER BY c.name LIMIT {page_size} OFFSET {offset}"
+    );
+    let mut rows = sqlx::query_as::<_, PageRow>(&rows_sql);
     for b in &binds {
         rows = rows.bind(b.clone());
     }
     let rows = rows.fetch_all(pool).await?;
+    let total = match rows.first() {
+        Some(r) => r.total,
+        None => {
+            let mut count = sqlx::query_scalar::<_, i64>(&count_sql);
+            for b in &binds {
+                count = count.bind(b.clone());
+            }
+            count.fetch_one(pool).await?
+        }
+    };
+    let rows: Vec<ClusterRow> = rows.into_iter().map(|r| r.row).collect();
     let clusters = rows.into_iter().map(ClusterRow::into_cluster).collect::<Result<_, _>>()?;
     Ok((clusters, u64::try_from(total).unwrap_or(0)))
 }

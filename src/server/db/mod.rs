@@ -64,6 +64,11 @@ pub async fn connect_only(url: &str) -> Result<AnyPool, DbError> {
     let options = AnyPoolOptions::new()
         // SQLite has one writer; more connections only wait on its lock.
         .max_connections(if sqlite { 4 } else { 16 })
+        // A pooled SQLite connection is a file handle in this process: it
+        // cannot go stale, and pinging it cost a worker round trip before
+        // every query (`make bench`). PostgreSQL's can (server restart,
+        // proxy timeout), so there the pool still checks before lending one.
+        .test_before_acquire(!sqlite)
         .after_connect(move |conn, _| {
             Box::pin(async move {
                 if sqlite {
