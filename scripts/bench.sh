@@ -95,11 +95,13 @@ curl -fsS -b "$jar" -o "$site/pkg/bench-list.html" "$base/clusters"
 trap 'kill $pid 2>/dev/null || true; rm -rf "$work"; rm -f "$site/pkg/bench-list.html"' EXIT
 static=$(median "$base/pkg/bench-list.html")
 health=$(median "$base/healthz")
+one=$(median "$base/api/console/clusters/$id")
 api=$(median "$base/api/console/clusters?page=1")
 page=$(median "$base/clusters")
 printf 'static file (same bytes):   %6s ms\n' "$static"
 printf '/healthz (no session):      %6s ms\n' "$health"
-printf 'JSON list API (session + query + JSON): %6s ms\n' "$api"
+printf 'one cluster, JSON (session + one row):   %6s ms\n' "$one"
+printf 'JSON list API (session + 50 rows + JSON): %6s ms\n' "$api"
 printf 'list page (session + query + render):   %6s ms  = %.1fx the static file\n' "$page" "$(awk -v a="$page" -v b="$static" 'BEGIN{print a / b}')"
 rm -f "$site/pkg/bench-list.html"
 
