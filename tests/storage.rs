@@ -258,3 +258,62 @@ async fn sessions_expire_and_end_on_password_reset() {
         assert_eq!(db::users::count_admins(&t.pool).await.unwrap(), 1);
     }
 }
+
+/// A list page (one aggregated row) carries every field exactly as `get`
+/// reads it, in name order, with the total of its filter, on both databases.
+#[tokio::test]
+async fn list_pages_carry_every_field_in_name_order() {
+    use kubebyon::domain::listing::{ListQuery, ModeFilter};
+    for t in each_backend().await {
+        let ann = user(&t.pool, "ann", Role::User).await;
+        let ben = user(&t.pool, "ben", Role::Admin).await;
+        let mut ids = Vec::new();
+        for (owner, name, access) in [
+            (ann.id, "zeta", lb("api.example.com")),
+            (ben.id, "alpha", PublicAccess::NodePort { host: Some(Host::parse("10.0.0.7").unwrap()) }),
+            (ann.id, "mid-1", PublicAccess::Disabled),
+            (ann.id, "mid-2", PublicAccess::NodePort { host: None }),
+        ] {
+            ids.push(
+                db::clusters::insert(&t.pool, owner, &spec(name, access), PublicAccessMode::NodePort).await.unwrap(),
+            );
+        }
+        let status = ClusterStatus {
+            phase: Phase::Failed,
+            message: "helm said \"no\" — ünïcode, a \\ backslash,\nand a new line".into(),
+            public_access_port: Some(31443),
+            api_endpoint: Some("https://10.0.0.7:31443".into()),
+            kubeconfig_available: true,
+            connection_status: ConnectionStatus::Ok,
+            observed_generation: 1,
+        };
+        assert!(db::clusters::write_status(&t.pool, ids[1], &status).await.unwrap());
+
+        let all = ListQuery { page: 1, ..Default::default() };
+        let (page, total) = db::clusters::page(&t.pool, None, &all, 50).await.unwrap();
+        assert_eq!(total, 4, "{}", t.backend);
+        let names: Vec<&str> = page.iter().map(|c| c.spec.name.as_str()).collect();
+        assert_eq!(names, ["alpha", "mid-1", "mid-2", "zeta"], "{}", t.backend);
+        for c in &page {
+            assert_eq!(Some(c), db::clusters::get(&t.pool, c.id).await.unwrap().as_ref(), "{}", t.backend);
+        }
+        assert_eq!(page[0].status, status, "{}", t.backend);
+
+        // Pages, a filter, one owner, a page past the end: totals of the filter.
+        let (second, total) =
+            db::clusters::page(&t.pool, None, &ListQuery { page: 2, ..all.clone() }, 3).await.unwrap();
+        assert_eq!((second.len(), total), (1, 4), "{}", t.backend);
+        assert_eq!(second[0].spec.name.as_str(), "zeta");
+        let q = ListQuery { q: "mid".into(), mode: Some(ModeFilter::Mode(PublicAccessMode::NodePort)), ..all.clone() };
+        let (found, total) = db::clusters::page(&t.pool, None, &q, 50).await.unwrap();
+        assert_eq!((found.len(), total), (1, 1), "{}", t.backend);
+        assert_eq!(found[0].spec.name.as_str(), "mid-2");
+        let (mine, total) = db::clusters::page(&t.pool, Some(ann.id), &all, 50).await.unwrap();
+        assert_eq!((mine.len(), total), (3, 3), "{}", t.backend);
+        let (past, total) = db::clusters::page(&t.pool, None, &ListQuery { page: 9, ..all.clone() }, 2).await.unwrap();
+        assert_eq!((past.len(), total), (0, 4), "{}", t.backend);
+        let by_owner = ListQuery { owner: Some("ben".into()), ..all.clone() };
+        let (bens, total) = db::clusters::page(&t.pool, None, &by_owner, 50).await.unwrap();
+        assert_eq!((bens.len(), total), (1, 1), "{}", t.backend);
+    }
+}

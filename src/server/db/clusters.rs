@@ -14,7 +14,7 @@ use crate::domain::{
     ClusterName, ClusterSpec, ClusterStatus, ConnectionStatus, Phase, PublicAccess, PublicAccessMode, Resources,
 };
 
-#[derive(Debug, Clone, FromRow)]
+#[derive(Debug, Clone, FromRow, serde::Deserialize)]
 pub struct ClusterRow {
     pub id: i64,
     pub owner_id: i64,
@@ -42,14 +42,6 @@ pub struct ClusterRow {
     pub old_endpoint_until: Option<i64>,
     pub old_endpoint_closed: i64,
     pub old_endpoint_notice_dismissed: i64,
-}
-
-/// A row of a list page, with the total the page's filter matches.
-#[derive(Debug, FromRow)]
-struct PageRow {
-    #[sqlx(flatten)]
-    row: ClusterRow,
-    total: i64,
 }
 
 impl ClusterRow {
@@ -108,6 +100,39 @@ const SELECT: &str = "SELECT c.id, c.owner_id, u.username AS owner, c.name, c.cp
     c.observed_generation, c.created_at, c.updated_at, c.old_endpoint_host, c.old_endpoint_until, \
     CASE WHEN c.old_endpoint_closed THEN 1 ELSE 0 END AS old_endpoint_closed, \
     CASE WHEN c.old_endpoint_notice_dismissed THEN 1 ELSE 0 END AS old_endpoint_notice_dismissed FROM clusters c JOIN users u ON u.id = c.owner_id";
+
+/// [`ClusterRow`]'s fields, the names [`SELECT`] gives its columns.
+const ROW_FIELDS: [&str; 25] = [
+    "id",
+    "owner_id",
+    "owner",
+    "name",
+    "cpu_millis",
+    "memory_gib",
+    "storage_gib",
+    "public_access_enabled",
+    "public_access_mode",
+    "control_plane_host",
+    "generation",
+    "deletion_requested_at",
+    "phase",
+    "message",
+    "public_access_port",
+    "api_endpoint",
+    "kubeconfig_available",
+    "connection_status",
+    "observed_generation",
+    "created_at",
+    "updated_at",
+    "old_endpoint_host",
+    "old_endpoint_until",
+    "old_endpoint_closed",
+    "old_endpoint_notice_dismissed",
+];
+
+fn is_postgres(pool: &AnyPool) -> bool {
+    pool.connect_options().database_url.scheme().starts_with("postgres")
+}
 
 type AnyQuery<'q> = Query<'q, Any, AnyArguments<'q>>;
 
@@ -346,29 +371,27 @@ pub async fn page(
     // (`make bench`); without it SQLite counts from an index.
     let from = if query.owner.is_some() { "clusters c JOIN users u ON u.id = c.owner_id" } else { "clusters c" };
     let count_sql = format!("SELECT COUNT(*) FROM {from}{filter}");
-    // One round trip for the page and its total (an uncorrelated subquery is
-    // evaluated once); only a page past the end needs the count on its own.
+    // The page comes back as one row: its clusters as one JSON array, and the
+    // total. Fetched as 50 rows, each row cost ~20 µs: sqlx's SQLite driver
+    // hands every row from its worker thread to the request's task (`perf`,
+    // README *Figures*). The aggregate is ordered like the page.
     let offset = u64::from(query.page.max(1) - 1) * u64::from(page_size);
     let (columns, joined) = SELECT.split_once(" FROM ").unwrap_or((SELECT, ""));
-    let rows_sql = format!(
-        "{columns}, ({count_sql}) AS total FROM {joined}{filter} ORDER BY c.name LIMIT {page_size} OFFSET {offset}"
+    let rows_sql = format!("{columns} FROM {joined}{filter} ORDER BY c.name LIMIT {page_size} OFFSET {offset}");
+    let (array, object) =
+        if is_postgres(pool) { ("json_agg", "json_build_object") } else { ("json_group_array", "json_object") };
+    let fields = ROW_FIELDS.iter().map(|f| format!("'{f}', t.{f}")).collect::<Vec<_>>().join(", ");
+    let page_sql = format!(
+        "SELECT CAST(COALESCE({array}({object}({fields}) ORDER BY t.name), '[]') AS TEXT) AS page, \
+         ({count_sql}) AS total FROM ({rows_sql}) t"
     );
-    let mut rows = sqlx::query_as::<_, PageRow>(&rows_sql);
+    let mut q = sqlx::query_as::<_, (String, i64)>(&page_sql);
     for b in &binds {
-        rows = rows.bind(b.clone());
+        q = q.bind(b.clone());
     }
-    let rows = rows.fetch_all(pool).await?;
-    let total = match rows.first() {
-        Some(r) => r.total,
-        None => {
-            let mut count = sqlx::query_scalar::<_, i64>(&count_sql);
-            for b in &binds {
-                count = count.bind(b.clone());
-            }
-            count.fetch_one(pool).await?
-        }
-    };
-    let rows: Vec<ClusterRow> = rows.into_iter().map(|r| r.row).collect();
+    let (page, total) = q.fetch_one(pool).await?;
+    let rows: Vec<ClusterRow> =
+        serde_json::from_str(&page).map_err(|e| DbError::CorruptRow(format!("clusters page: {e}")))?;
     let clusters = rows.into_iter().map(ClusterRow::into_cluster).collect::<Result<_, _>>()?;
     Ok((clusters, u64::try_from(total).unwrap_or(0)))
 }
