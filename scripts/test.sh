@@ -121,11 +121,8 @@ node -e '
     if (span.request_id) ids++;
     if (span.request_id && span.cluster !== undefined) clusters++;
   }
-  if (lines.length === 0 || ids === 0 || clusters === 0) {
-    console.error(`JSON logs: ${lines.length} lines, ${ids} with a request id, ${clusters} of them with a cluster id`);
-    process.exit(1);
-  }
   console.error(`  JSON logs: ${lines.length} lines, ${ids} with a request id, ${clusters} of them with a cluster id`);
+  if (lines.length === 0 || ids === 0 || clusters === 0) process.exit(1);
 ' "$work/console-host.log"
 for log in "$work/console.log" "$work/console-host.log" "$work/console-host.out"; do
   if grep -q -i -E "e2e-admin-password|kubebyon_session=|correct horse|BEGIN [A-Z ]*PRIVATE KEY|client-key-data" "$log"; then

@@ -130,9 +130,10 @@ const ROW_FIELDS: [&str; 25] = [
     "old_endpoint_notice_dismissed",
 ];
 
-fn is_postgres(pool: &AnyPool) -> bool {
-    pool.connect_options().database_url.scheme().starts_with("postgres")
-}
+/// `'id', t.id, 'owner_id', t.owner_id, …`: a page row's fields as JSON
+/// object arguments (built once).
+static ROW_OBJECT_ARGS: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| ROW_FIELDS.iter().map(|f| format!("'{f}', t.{f}")).collect::<Vec<_>>().join(", "));
 
 type AnyQuery<'q> = Query<'q, Any, AnyArguments<'q>>;
 
@@ -376,11 +377,13 @@ pub async fn page(
     // hands every row from its worker thread to the request's task (`perf`,
     // README *Figures*). The aggregate is ordered like the page.
     let offset = u64::from(query.page.max(1) - 1) * u64::from(page_size);
-    let (columns, joined) = SELECT.split_once(" FROM ").unwrap_or((SELECT, ""));
-    let rows_sql = format!("{columns} FROM {joined}{filter} ORDER BY c.name LIMIT {page_size} OFFSET {offset}");
-    let (array, object) =
-        if is_postgres(pool) { ("json_agg", "json_build_object") } else { ("json_group_array", "json_object") };
-    let fields = ROW_FIELDS.iter().map(|f| format!("'{f}', t.{f}")).collect::<Vec<_>>().join(", ");
+    let rows_sql = format!("{SELECT}{filter} ORDER BY c.name LIMIT {page_size} OFFSET {offset}");
+    let (array, object) = if super::is_postgres_url(pool.connect_options().database_url.as_str()) {
+        ("json_agg", "json_build_object")
+    } else {
+        ("json_group_array", "json_object")
+    };
+    let fields = &*ROW_OBJECT_ARGS;
     let page_sql = format!(
         "SELECT CAST(COALESCE({array}({object}({fields}) ORDER BY t.name), '[]') AS TEXT) AS page, \
          ({count_sql}) AS total FROM ({rows_sql}) t"

@@ -42,13 +42,14 @@ impl DbError {
     }
 }
 
+/// True when the URL names PostgreSQL (else it is SQLite).
+pub fn is_postgres_url(url: &str) -> bool {
+    url.starts_with("postgres:") || url.starts_with("postgresql:")
+}
+
 /// Which dialect a URL speaks.
 pub fn migrator_for(url: &str) -> &'static Migrator {
-    if url.starts_with("postgres:") || url.starts_with("postgresql:") {
-        &POSTGRES_MIGRATIONS
-    } else {
-        &SQLITE_MIGRATIONS
-    }
+    if is_postgres_url(url) { &POSTGRES_MIGRATIONS } else { &SQLITE_MIGRATIONS }
 }
 
 /// The embedded default: a SQLite file in the data folder, created if missing.
@@ -60,7 +61,7 @@ pub fn sqlite_url(data_dir: &Path) -> Result<String, DbError> {
 /// Connects without migrating (the migration test drives migrations itself).
 pub async fn connect_only(url: &str) -> Result<AnyPool, DbError> {
     install_default_drivers();
-    let sqlite = !url.starts_with("postgres");
+    let sqlite = !is_postgres_url(url);
     let options = AnyPoolOptions::new()
         // SQLite has one writer; more connections only wait on its lock.
         .max_connections(if sqlite { 4 } else { 16 })
