@@ -130,5 +130,13 @@ for log in "$work/console.log" "$work/console-host.log" "$work/console-host.out"
   fi
 done
 
+step "SIGTERM stops the console gracefully (what Kubernetes sends a Pod it stops)"
+kill -TERM "$server_pid"
+status=0; wait "$server_pid" || status=$?
+server_pid=""
+[ "$status" -eq 0 ] || { echo "the console exited with $status on SIGTERM" >&2; tail -n 5 "$work/console.log" >&2; exit 1; }
+grep -q "shutting down" "$work/console.log" || { echo "no shutdown line in the console log" >&2; exit 1; }
+echo "  exit status 0 after finishing its requests" >&2
+
 step "host cluster (kube-apiserver + etcd + hostsim)"
 bash scripts/hostsim-test.sh

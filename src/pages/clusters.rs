@@ -146,7 +146,8 @@ fn Filters(query: ListQuery, is_admin: bool) -> impl IntoView {
 #[component]
 pub fn ClustersPage() -> impl IntoView {
     let i18n = use_i18n();
-    let query = ListQuery::from_params(|k| use_query_map().get_untracked().get(k));
+    let params = use_query_map().get_untracked();
+    let query = ListQuery::from_params(|k| params.get(k));
     let content = Suspend::new(async move {
         let is_admin = whoami().await.ok().and_then(|s| s.user).is_some_and(|u| u.is_admin());
         match list_clusters(query.clone()).await {
