@@ -1,7 +1,7 @@
 //! The HTML shell and the routes.
 
 use leptos::prelude::*;
-use leptos_meta::{HashedStylesheet, MetaTags, provide_meta_context};
+use leptos_meta::{MetaTags, provide_meta_context};
 use leptos_router::components::{Route, Router, Routes};
 use leptos_router::{SsrMode, path};
 
@@ -34,7 +34,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <meta charset="utf-8" />
                 <meta name="viewport" content="width=device-width, initial-scale=1" />
                 <link rel="icon" href="/favicon.ico" />
-                <HashedStylesheet options=options.clone() id="leptos" />
+                <link rel="stylesheet" id="leptos" href=stylesheet_href(&options) />
                 <AutoReload options=options.clone() />
                 <HydrationScripts options islands=true />
                 <MetaTags />
@@ -44,6 +44,26 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
             </body>
         </html>
     }
+}
+
+/// `/pkg/kubebyon.<hash>.css` (the hash from `hash.txt` beside the binary
+/// when the build hashes file names), found once. leptos_meta's
+/// `HashedStylesheet` reads that file on every page it renders.
+fn stylesheet_href(options: &LeptosOptions) -> &'static str {
+    static HREF: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    HREF.get_or_init(|| {
+        let hash = || {
+            let path = std::env::current_exe().ok()?.parent()?.join(options.hash_file.as_ref());
+            std::fs::read_to_string(path).ok()?.lines().find_map(|line| {
+                line.split_once(':').filter(|(file, _)| file.trim() == "css").map(|(_, h)| h.trim().to_owned())
+            })
+        };
+        let name = match options.hash_files.then(hash).flatten() {
+            Some(h) => format!("{}.{h}", options.output_name),
+            None => options.output_name.to_string(),
+        };
+        format!("/{}/{name}.css", options.site_pkg_dir)
+    })
 }
 
 #[component]

@@ -122,14 +122,19 @@ async fn deleting_a_cluster_uninstalls_it_and_frees_the_name() {
     // The row goes once the namespace is gone, which is the real
     // kube-controller-manager's namespace controller's work: it deletes the
     // contents first and requeues with backoff while any remain. Under the
-    // whole suite's load on 2 cores that once took longer than WAIT (60 s).
-    ts::eventually("the cluster row gone", 3 * WAIT, || async {
+    // whole suite's load on 2 cores that once took longer than WAIT (60 s);
+    // if it ever times out again, the namespace's conditions say why.
+    let gone = ts::eventually("the cluster row gone", 3 * WAIT, || async {
         let r = env.console.get(&format!("/api/console/clusters/{id}"), Some(&env.cookie)).await;
         (r.status == 404).then_some(())
     })
-    .await
-    .unwrap();
+    .await;
     let client = host().client().await.unwrap();
+    if let Err(e) = gone {
+        let ns = kube::Api::<k8s_openapi::api::core::v1::Namespace>::all(client.clone()).get_opt("kubebyon-gone").await;
+        let status = ns.map(|n| n.map(|n| serde_json::to_string(&n.status).unwrap_or_default()));
+        panic!("{e}; namespace kubebyon-gone: {status:?}");
+    }
     let namespaces = reconciler::managed_namespaces(&client).await.unwrap();
     assert!(!namespaces.contains(&"kubebyon-gone".to_owned()), "{namespaces:?}");
     let again = env.create("gone", json!({"enabled": false})).await;
