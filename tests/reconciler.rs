@@ -122,23 +122,57 @@ async fn deleting_a_cluster_uninstalls_it_and_frees_the_name() {
     // The row goes once the namespace is gone, which is the real
     // kube-controller-manager's namespace controller's work: it deletes the
     // contents first and requeues with backoff while any remain. Under the
-    // whole suite's load on 2 cores that once took longer than WAIT (60 s);
-    // if it ever times out again, the namespace's conditions say why.
-    let gone = ts::eventually("the cluster row gone", 3 * WAIT, || async {
+    // If the row stays, the panic shows every layer (that is how a
+    // ClusterRoleBinding shared with the deploy test was found: the delete
+    // failed with 403 while that test re-bound the name).
+    let gone = ts::eventually("the cluster row gone", WAIT, || async {
         let r = env.console.get(&format!("/api/console/clusters/{id}"), Some(&env.cookie)).await;
         (r.status == 404).then_some(())
     })
     .await;
     let client = host().client().await.unwrap();
     if let Err(e) = gone {
-        let ns = kube::Api::<k8s_openapi::api::core::v1::Namespace>::all(client.clone()).get_opt("kubebyon-gone").await;
-        let status = ns.map(|n| n.map(|n| serde_json::to_string(&n.status).unwrap_or_default()));
-        panic!("{e}; namespace kubebyon-gone: {status:?}");
+        panic!("{e}\n{}", deletion_state(&env, &client, id, "gone").await);
     }
     let namespaces = reconciler::managed_namespaces(&client).await.unwrap();
     assert!(!namespaces.contains(&"kubebyon-gone".to_owned()), "{namespaces:?}");
     let again = env.create("gone", json!({"enabled": false})).await;
     assert_ne!(again, id);
+}
+
+/// What a deletion that does not finish waits for: the console's row and
+/// operations, the HelmChart, helm-delete's Job, its pods and their log, the
+/// namespace.
+async fn deletion_state(env: &Env, client: &kube::Client, id: i64, name: &str) -> String {
+    use k8s_openapi::api::batch::v1::Job;
+    use k8s_openapi::api::core::v1::{Namespace, Pod};
+    use kube::api::{ListParams, LogParams};
+    let ns = format!("kubebyon-{name}");
+    let row = env.console.get(&format!("/api/console/clusters/{id}"), Some(&env.cookie)).await.body;
+    let ops: Vec<(String, String, i64, Option<String>)> =
+        sqlx::query_as("SELECT kind, state, attempts, last_error FROM cluster_operations WHERE cluster_id = $1")
+            .bind(id)
+            .fetch_all(&env.console.pool)
+            .await
+            .unwrap_or_default();
+    let hc = reconciler::apply::helm_charts(client, &ns).get_opt(name).await.map(|hc| {
+        hc.map(|hc| (hc.metadata.finalizers, hc.metadata.deletion_timestamp, hc.data.get("status").cloned()))
+    });
+    let jobs = kube::Api::<Job>::namespaced(client.clone(), &ns);
+    let job = jobs.get_opt(&format!("helm-delete-{name}")).await.map(|j| j.map(|j| j.status));
+    let pods = kube::Api::<Pod>::namespaced(client.clone(), &ns);
+    let mut logs = Vec::new();
+    let lp = ListParams::default().labels(&format!("job-name=helm-delete-{name}"));
+    for p in pods.list(&lp).await.map(|l| l.items).unwrap_or_default() {
+        let pod = p.metadata.name.clone().unwrap_or_default();
+        let log = pods.logs(&pod, &LogParams::default()).await;
+        logs.push(format!("{pod} {:?}: {log:?}", p.status.and_then(|s| s.phase)));
+    }
+    let namespace = kube::Api::<Namespace>::all(client.clone()).get_opt(&ns).await.map(|n| n.map(|n| n.status));
+    format!(
+        "row: {row}\noperations (kind, state, attempts, last error): {ops:?}\nHelmChart (finalizers, deletion, status): {hc:?}\n\
+         helm-delete Job status: {job:?}\nits pods: {logs:?}\nnamespace: {namespace:?}"
+    )
 }
 
 /// 2. A LoadBalancer cluster with a DNS host: the name is in `extraSANs` and the

@@ -47,14 +47,19 @@ pub async fn console_kubeconfig(host: &TestHost) -> std::path::PathBuf {
         .patch("kubebyon-console", &pp, &Patch::Apply(&role))
         .await
         .expect("apply the console's ClusterRole");
+    // Its own binding name: `deploy/rbac-binding.yaml` (applied for real by
+    // `deploy_manifests_pass_the_api_servers_dry_run`) is `kubebyon-console`
+    // for the ServiceAccount, and sharing the name let that apply replace this
+    // user's subject: every call of the tests running beside it was then 403
+    // (a delete stuck as failed: "cannot get resource helmcharts").
     let binding = json!({
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-        "metadata": {"name": "kubebyon-console"},
+        "metadata": {"name": "kubebyon-console-test-user"},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "kubebyon-console"},
         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "kubebyon-console"}],
     });
     Api::<k8s_openapi::api::rbac::v1::ClusterRoleBinding>::all(admin)
-        .patch("kubebyon-console", &pp, &Patch::Apply(&binding))
+        .patch("kubebyon-console-test-user", &pp, &Patch::Apply(&binding))
         .await
         .expect("bind it");
     let pki = host.data_dir.join("pki");
