@@ -98,10 +98,14 @@ pub fn shown_phase(c: &Cluster) -> Phase {
 
 #[component]
 pub fn PhaseBadge(phase: Phase) -> impl IntoView {
-    let i18n = use_i18n();
+    phase_badge(use_i18n().get_locale(), phase)
+}
+
+/// [`PhaseBadge`] for a known locale (the list's rows).
+pub fn phase_badge(locale: Locale, phase: Phase) -> impl IntoView {
     view! {
         <span class=format!("badge badge-{}", phase.as_str()) data-phase=phase.as_str()>
-            {phase_text(i18n.get_locale(), phase)}
+            {phase_text(locale, phase)}
         </span>
     }
 }
