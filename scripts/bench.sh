@@ -85,20 +85,10 @@ curl -fsS -o /dev/null -b "$jar" "$base/clusters?mode=disabled&page=100"
 echo "after browsing:   $(awk '/VmRSS/{print $2, $3}' /proc/$pid/status) RSS"
 
 echo "== where the list page's time goes, and the same bytes as a static file (10,000 clusters, same server, uncompressed)"
-# median URL [COOKIE]: median of 50 loads after 5 warm-up loads, in ms.
-median() {
-  for _ in $(seq 1 5); do curl -fsS -o /dev/null -b "$jar" "$1"; done
-  for _ in $(seq 1 50); do curl -fsS -o /dev/null -b "$jar" -w '%{time_total}\n' "$1"; done | sort -n | sed -n 25p | awk '{printf "%.2f", $1 * 1000}'
-}
+source scripts/bench-lib.sh
 # The page's own bytes, served by the same server's static file service.
 curl -fsS -b "$jar" -o "$site/pkg/bench-list.html" "$base/clusters"
 trap 'kill $pid 2>/dev/null || true; rm -rf "$work"; rm -f "$site/pkg/bench-list.html"' EXIT
-# keepalive URL: median of 200 loads on one kept-alive connection (after 20), in ms.
-keepalive() {
-  local args=()
-  for _ in $(seq 1 220); do args+=(-o /dev/null "$1"); done
-  curl -fsS -b "$jar" -w '%{time_total}\n' "${args[@]}" | tail -n 200 | sort -n | sed -n 100p | awk '{printf "%.2f", $1 * 1000}'
-}
 static=$(median "$base/pkg/bench-list.html")
 health=$(median "$base/healthz")
 one=$(median "$base/api/console/clusters/$id")
@@ -108,14 +98,13 @@ printf 'static file (same bytes):   %6s ms\n' "$static"
 printf '/healthz (no session):      %6s ms\n' "$health"
 printf 'one cluster, JSON (session + one row):   %6s ms\n' "$one"
 printf 'JSON list API (session + 50 rows + JSON): %6s ms\n' "$api"
-printf 'list page (session + query + render):   %6s ms  = %.1fx the static file\n' "$page" "$(awk -v a="$page" -v b="$static" 'BEGIN{print a / b}')"
+printf 'list page (session + query + render):   %6s ms  = %sx the static file\n' "$page" "$(ratio "$page" "$static")"
 # One connection for all loads, as a browser keeps it: no process launch or
 # TCP handshake in the figure (and the server's TCP_NODELAY at work: without
 # it every file on a kept-alive connection waited ~40 ms for a delayed ACK).
 static_ka=$(keepalive "$base/pkg/bench-list.html")
 page_ka=$(keepalive "$base/clusters")
-printf 'kept-alive connection: static file %s ms, list page %s ms = %.1fx\n' "$static_ka" "$page_ka" \
-  "$(awk -v a="$page_ka" -v b="$static_ka" 'BEGIN{print a / b}')"
+printf 'kept-alive connection: static file %s ms, list page %s ms = %sx\n' "$static_ka" "$page_ka" "$(ratio "$page_ka" "$static_ka")"
 rm -f "$site/pkg/bench-list.html"
 
 echo "== cold start to the first 200 (SQLite)"

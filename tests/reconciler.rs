@@ -13,7 +13,10 @@ use hostsim::testhost::{Net, Simulator, TestHost};
 use hostsim::testsupport as ts;
 use kubebyon::server::reconciler::{self, Context};
 use serde_json::{Value, json};
-use support::host::{Env, WAIT, context_on, env_on, kubectl_get_ns_on, nodeport_settings, ready, sign_in_admin};
+use support::host::{
+    Env, WAIT, console_kubeconfig_as, context_on, env_as, env_on, kubectl_get_ns_on, nodeport_settings, ready,
+    sign_in_admin, test_binding,
+};
 use support::http::Console;
 
 fn host() -> &'static TestHost {
@@ -138,6 +141,63 @@ async fn deleting_a_cluster_uninstalls_it_and_frees_the_name() {
     assert!(!namespaces.contains(&"kubebyon-gone".to_owned()), "{namespaces:?}");
     let again = env.create("gone", json!({"enabled": false})).await;
     assert_ne!(again, id);
+}
+
+/// 12b. A delete that meets a permission error (the console's RBAC binding
+/// taken away, as an operator's slip would) is not failed for good: it is
+/// retried with the API's words as its last error, the cluster stays
+/// *deleting*, and it finishes once the binding is back. Its own host user,
+/// so no other test loses its permissions.
+#[tokio::test]
+async fn a_delete_refused_for_want_of_permission_is_retried_until_it_is_allowed() {
+    use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
+    let user = "kubebyon-console-unbound";
+    let env = env_as(host(), user).await;
+    let id = env.create("unbound", json!({"enabled": false})).await;
+    env.converge(id, "Ready", ready).await;
+    let bindings = kube::Api::<ClusterRoleBinding>::all(host().client().await.unwrap());
+    bindings.delete(&test_binding(user), &Default::default()).await.expect("unbind");
+    let charts = reconciler::apply::helm_charts(&env.ctx.client, "kubebyon-unbound");
+    ts::eventually("the console's calls refused", WAIT, || async {
+        matches!(charts.get_opt("unbound").await, Err(kube::Error::Api(s)) if s.code == 403).then_some(())
+    })
+    .await
+    .unwrap();
+
+    let r = env.console.send("DELETE", &format!("/api/console/clusters/{id}"), Some(&env.cookie), None, "").await;
+    assert_eq!(r.status, 202, "{}", r.body);
+    env.ctx.wake();
+    let op = || async {
+        sqlx::query_as::<_, (String, i64, Option<String>)>(
+            "SELECT state, attempts, last_error FROM cluster_operations WHERE cluster_id = $1 AND kind = 'delete'",
+        )
+        .bind(id)
+        .fetch_one(&env.console.pool)
+        .await
+        .unwrap()
+    };
+    let (state, attempts, error) = ts::eventually("the delete retried", WAIT, || async {
+        let (state, attempts, error) = op().await;
+        (attempts >= 2 || state == "failed" || state == "done").then_some((state, attempts, error))
+    })
+    .await
+    .unwrap();
+    assert_eq!(state, "running", "retried, not failed: attempts {attempts}, {error:?}");
+    assert!(error.as_deref().is_some_and(|e| e.contains("forbidden")), "{error:?}");
+    let c = env.cluster(id).await;
+    assert!(c["deletion_requested"] == true && c["status"]["phase"] != "failed", "still deleting: {c}");
+
+    console_kubeconfig_as(host(), user).await; // bound again
+    env.ctx.wake();
+    let gone = ts::eventually("the cluster row gone", WAIT, || async {
+        let r = env.console.get(&format!("/api/console/clusters/{id}"), Some(&env.cookie)).await;
+        (r.status == 404).then_some(())
+    })
+    .await;
+    if let Err(e) = gone {
+        let client = host().client().await.unwrap();
+        panic!("{e}\n{}", deletion_state(&env, &client, id, "unbound").await);
+    }
 }
 
 /// What a deletion that does not finish waits for: the console's row and

@@ -225,6 +225,56 @@ async fn operations_are_claimed_once_and_survive_restart() {
     }
 }
 
+/// A deletion the host refused for good (the reconciler wrote `failed` for
+/// its generation) stops being "under way" and may be asked for again: a new
+/// generation and a new operation; while that one runs, a third is refused.
+#[tokio::test]
+async fn a_refused_deletion_can_be_asked_for_again() {
+    for t in each_backend().await {
+        let dan = user(&t.pool, "dan", Role::User).await;
+        let id =
+            db::clusters::insert(&t.pool, dan.id, &spec("gone", PublicAccess::Disabled), PublicAccessMode::NodePort)
+                .await
+                .unwrap();
+        let create = db::operations::claim_next(&t.pool, "w", 60).await.unwrap().unwrap();
+        assert!(db::operations::finish(&t.pool, create.id, "w", None).await.unwrap());
+        assert!(db::clusters::request_deletion(&t.pool, id, dan.id).await.unwrap());
+        assert!(!db::clusters::request_deletion(&t.pool, id, dan.id).await.unwrap(), "{}: under way", t.backend);
+        let first_requested: i64 = sqlx::query_scalar("SELECT deletion_requested_at FROM clusters WHERE id = $1")
+            .bind(id)
+            .fetch_one(&t.pool)
+            .await
+            .unwrap();
+
+        // The reconciler's permanent failure: the operation failed, the status Failed for that generation.
+        let delete = db::operations::claim_next(&t.pool, "w", 60).await.unwrap().unwrap();
+        assert!(db::operations::finish(&t.pool, delete.id, "w", Some("delete HelmChart: refused")).await.unwrap());
+        let failed = ClusterStatus {
+            phase: Phase::Failed,
+            message: "helm_failed: delete HelmChart: refused".into(),
+            observed_generation: delete.generation,
+            ..ClusterStatus::default()
+        };
+        assert!(db::clusters::write_status(&t.pool, id, &failed).await.unwrap());
+        let c = db::clusters::get(&t.pool, id).await.unwrap().unwrap();
+        assert!(c.deletion_failed() && !c.in_progress(), "{}: nothing under way", t.backend);
+
+        assert!(db::clusters::request_deletion(&t.pool, id, dan.id).await.unwrap(), "{}: asked again", t.backend);
+        let c = db::clusters::get(&t.pool, id).await.unwrap().unwrap();
+        assert_eq!(c.generation, delete.generation + 1, "{}", t.backend);
+        assert!(c.deletion_requested && !c.deletion_failed() && c.in_progress(), "{}", t.backend);
+        let requested: i64 = sqlx::query_scalar("SELECT deletion_requested_at FROM clusters WHERE id = $1")
+            .bind(id)
+            .fetch_one(&t.pool)
+            .await
+            .unwrap();
+        assert_eq!(requested, first_requested, "{}: the first request's time is kept", t.backend);
+        let again = db::operations::claim_next(&t.pool, "w", 60).await.unwrap().unwrap();
+        assert_eq!((again.kind.as_str(), again.generation), ("delete", c.generation), "{}", t.backend);
+        assert!(!db::clusters::request_deletion(&t.pool, id, dan.id).await.unwrap(), "{}: under way again", t.backend);
+    }
+}
+
 #[tokio::test]
 async fn settings_round_trip_and_default_to_nodeport() {
     for t in each_backend().await {

@@ -91,9 +91,10 @@ pub fn reason_text(locale: Locale, message: &str) -> Option<String> {
 }
 
 /// The phase a user should see: a requested deletion shows as deleting
-/// before the host cluster reports anything.
+/// before the host cluster reports anything, and as failed when the host
+/// refused it (the page then offers to delete again).
 pub fn shown_phase(c: &Cluster) -> Phase {
-    if c.deletion_requested { Phase::Deleting } else { c.status.phase }
+    if c.deletion_requested && !c.deletion_failed() { Phase::Deleting } else { c.status.phase }
 }
 
 #[component]

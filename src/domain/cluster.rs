@@ -330,9 +330,21 @@ impl Cluster {
         (step, failed && step != Step::Stored)
     }
 
+    /// The host refused the latest deletion request for good (the reconciler
+    /// wrote `failed` for that generation): nothing is under way until the
+    /// deletion is asked for again.
+    pub fn deletion_failed(&self) -> bool {
+        self.deletion_requested
+            && self.status.phase == Phase::Failed
+            && self.status.observed_generation == self.generation
+    }
+
     /// Work is under way: the page keeps watching (stops when settled).
     pub fn in_progress(&self) -> bool {
-        self.deletion_requested || !matches!(self.progress(), (Step::Ready, _) | (_, true))
+        if self.deletion_requested {
+            return !self.deletion_failed();
+        }
+        !matches!(self.progress(), (Step::Ready, _) | (_, true))
     }
 
     /// The status as users see it (pages, JSON API, downloads): while a spec

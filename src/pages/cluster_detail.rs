@@ -31,7 +31,8 @@ pub fn ClusterDetailPage() -> impl IntoView {
         match page {
             Ok(page) => {
                 let id = page.cluster.id;
-                let deleting = page.cluster.deletion_requested;
+                // A failed deletion may be asked for again.
+                let deleting = page.cluster.deletion_requested && !page.cluster.deletion_failed();
                 view! {
                     <Title text=page.cluster.spec.name.to_string() />
                     <LiveRegion region=REGION_ID.to_owned()>

@@ -29,15 +29,29 @@ pub fn kubectl_get_ns_on(host: &TestHost, kubeconfig: &str, tag: &str) -> Result
     }
 }
 
-/// A client acting as user `kubebyon-console`, bound only to the ClusterRole in
+/// The host user the console acts as in these tests.
+pub const CONSOLE_USER: &str = "kubebyon-console";
+
+/// A client acting as user `user`, bound only to the ClusterRole in
 /// `deploy/rbac.yaml`: a permission the reconciler lacks fails these tests.
-pub async fn console_client(host: &TestHost) -> kube::Client {
-    let path = console_kubeconfig(host).await;
+pub async fn console_client(host: &TestHost, user: &str) -> kube::Client {
+    let path = console_kubeconfig_as(host, user).await;
     hostsim::testhost::client_for(&path).await.expect("console client")
 }
 
 /// The kubeconfig of user `kubebyon-console` (bound to `deploy/rbac.yaml`), as a file.
 pub async fn console_kubeconfig(host: &TestHost) -> std::path::PathBuf {
+    console_kubeconfig_as(host, CONSOLE_USER).await
+}
+
+/// The name of `user`'s ClusterRoleBinding to the console's ClusterRole.
+pub fn test_binding(user: &str) -> String {
+    format!("{user}-test-user")
+}
+
+/// The kubeconfig of host user `user`, bound (again) to `deploy/rbac.yaml` by
+/// [`test_binding`], as a file.
+pub async fn console_kubeconfig_as(host: &TestHost, user: &str) -> std::path::PathBuf {
     use k8s_openapi::api::rbac::v1::ClusterRole;
     use kube::api::{Api, Patch, PatchParams};
     let admin = host.client().await.expect("admin client");
@@ -52,24 +66,25 @@ pub async fn console_kubeconfig(host: &TestHost) -> std::path::PathBuf {
     // for the ServiceAccount, and sharing the name let that apply replace this
     // user's subject: every call of the tests running beside it was then 403
     // (a delete stuck as failed: "cannot get resource helmcharts").
+    let name = test_binding(user);
     let binding = json!({
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-        "metadata": {"name": "kubebyon-console-test-user"},
+        "metadata": {"name": name},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "kubebyon-console"},
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "kubebyon-console"}],
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
     });
     Api::<k8s_openapi::api::rbac::v1::ClusterRoleBinding>::all(admin)
-        .patch("kubebyon-console-test-user", &pp, &Patch::Apply(&binding))
+        .patch(&name, &pp, &Patch::Apply(&binding))
         .await
         .expect("bind it");
     let pki = host.data_dir.join("pki");
     let read = |f: &str| std::fs::read_to_string(pki.join(f)).expect("host CA");
     let ca = hostsim::pki::Ca::from_pem(hostsim::pki::CertPair { cert_pem: read("ca.crt"), key_pem: read("ca.key") })
         .expect("host CA");
-    let user = ca.issue_client("kubebyon-console", &[]).expect("console certificate");
+    let cert = ca.issue_client(user, &[]).expect("console certificate");
     let creds = hostsim::kubeconfig::Credentials::from_file(&host.kubeconfig).expect("host kubeconfig");
-    let text = hostsim::kubeconfig::render("console", &creds.server, &ca.pair.cert_pem, &user);
-    ts::write_kubeconfig(&host.data_dir, &text, "kubebyon-console").unwrap()
+    let text = hostsim::kubeconfig::render("console", &creds.server, &ca.pair.cert_pem, &cert);
+    ts::write_kubeconfig(&host.data_dir, &text, user).unwrap()
 }
 
 pub struct Env {
@@ -81,7 +96,12 @@ pub struct Env {
 
 /// A reconciler as the tests run it: short resync, retry and lease.
 pub async fn context_on(host: &TestHost, pool: sqlx::AnyPool) -> Arc<Context> {
-    let client = console_client(host).await;
+    context_as(host, pool, CONSOLE_USER).await
+}
+
+/// [`context_on`], acting as host user `user`.
+pub async fn context_as(host: &TestHost, pool: sqlx::AnyPool, user: &str) -> Arc<Context> {
+    let client = console_client(host, user).await;
     let request = reconciler::detect_address_request(&client).await;
     assert_eq!(request, AddressRequest::MetalLb, "MetalLB's IPAddressPool CRD is detected");
     let mut ctx = Context::new(client, pool, request);
@@ -111,9 +131,14 @@ pub async fn sign_in_admin(console: &Console, name: &str, node_host: &str) -> St
 /// A console on a fresh SQLite file, connected to `host`, with its
 /// reconciler running; signed in as an admin.
 pub async fn env_on(host: &'static TestHost) -> Env {
+    env_as(host, CONSOLE_USER).await
+}
+
+/// [`env_on`], its reconciler acting as host user `user`.
+pub async fn env_as(host: &'static TestHost, user: &str) -> Env {
     let (url, dir) = super::sqlite_url();
     let pool = kubebyon::server::db::connect(&url).await.expect("database");
-    let ctx = context_on(host, pool.clone()).await;
+    let ctx = context_as(host, pool.clone(), user).await;
     tokio::spawn(reconciler::run(ctx.clone()));
     let console = Console::with_host(pool, Some(ctx.clone()));
     // The admin's NodePort public host: the test host's first node.

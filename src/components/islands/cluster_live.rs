@@ -338,7 +338,9 @@ pub fn Overview(
             </div>
         }
     });
-    let banner = if c.deletion_requested {
+    let banner = if c.deletion_failed() {
+        Some(t_string!(i18n, detail.deletion_failed))
+    } else if c.deletion_requested {
         Some(t_string!(i18n, detail.deletion_requested))
     } else if c.waiting_for_host() {
         Some(t_string!(i18n, detail.waiting_for_host))

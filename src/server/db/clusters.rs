@@ -203,13 +203,19 @@ pub async fn update_spec(
     Ok(Some(generation))
 }
 
-/// Records a delete request and its operation; false if already requested.
+/// Records a delete request and its operation; false if one is already
+/// under way (requested, and not refused by the host).
 pub async fn request_deletion(pool: &AnyPool, id: i64, requested_by: i64) -> Result<bool, DbError> {
     let t = now();
     let mut tx = pool.begin().await?;
+    // Asked for again after the host refused it (`Cluster::deletion_failed`),
+    // it is a new request: a new generation and operation, the first
+    // request's time kept.
     let generation: Option<i64> = sqlx::query_scalar(
-        "UPDATE clusters SET deletion_requested_at = $1, generation = generation + 1, updated_at = $1 \
-         WHERE id = $2 AND deletion_requested_at IS NULL RETURNING generation",
+        "UPDATE clusters SET deletion_requested_at = COALESCE(deletion_requested_at, $1), \
+         generation = generation + 1, updated_at = $1 \
+         WHERE id = $2 AND (deletion_requested_at IS NULL \
+         OR (phase = 'failed' AND observed_generation = generation)) RETURNING generation",
     )
     .bind(t)
     .bind(id)

@@ -18,9 +18,14 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 impl Error {
     /// A validation error from the API server (4xx other than not-found,
     /// conflict and throttling) will not go away by retrying the same request.
+    /// 401 and 403 are not the request's fault but the console's credentials
+    /// or RBAC, which an operator fixes: they are retried with backoff (a
+    /// delete that met a 403 once used to stay failed for good).
     pub fn is_permanent(&self) -> bool {
         match self {
-            Self::Kube(_, kube::Error::Api(s)) => (400..500).contains(&s.code) && ![404, 409, 429].contains(&s.code),
+            Self::Kube(_, kube::Error::Api(s)) => {
+                (400..500).contains(&s.code) && ![401, 403, 404, 409, 429].contains(&s.code)
+            }
             _ => false,
         }
     }
@@ -29,6 +34,8 @@ impl Error {
     pub fn kind(&self) -> &'static str {
         match self {
             Self::Kube(_, kube::Error::Api(s)) => match s.code {
+                401 => "unauthorized",
+                403 => "forbidden",
                 404 => "not_found",
                 409 => "conflict",
                 429 => "throttled",
@@ -63,5 +70,36 @@ pub fn ignore_not_found<T>(r: Result<T, kube::Error>) -> Result<Option<T>, kube:
         Ok(v) => Ok(Some(v)),
         Err(kube::Error::Api(s)) if s.code == 404 => Ok(None),
         Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn api(code: u16) -> Error {
+        Error::Kube(
+            "apply HelmChart",
+            kube::Error::Api(kube::core::Status::failure("refused", "Refused").with_code(code).boxed()),
+        )
+    }
+
+    #[test]
+    fn what_is_retried_and_how_it_is_counted() {
+        for (code, permanent, kind) in [
+            (400, true, "rejected"),
+            (401, false, "unauthorized"),
+            (403, false, "forbidden"),
+            (404, false, "not_found"),
+            (409, false, "conflict"),
+            (422, true, "rejected"),
+            (429, false, "throttled"),
+            (500, false, "server_error"),
+            (503, false, "server_error"),
+        ] {
+            assert_eq!(api(code).is_permanent(), permanent, "{code}");
+            assert_eq!(api(code).kind(), kind, "{code}");
+        }
+        assert!(!Error::NotYet("uninstalling").is_permanent());
     }
 }

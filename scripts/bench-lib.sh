@@ -1,0 +1,20 @@
+# Timing helpers of scripts/bench.sh and scripts/bench-list-page.sh (sourced,
+# not run). Every load sends the cookie jar "$jar".
+
+# median URL: median of 50 curl launches (after 5 warm-up loads), in ms.
+median() {
+  for _ in $(seq 1 5); do curl -fsS -o /dev/null -b "$jar" "$1"; done
+  for _ in $(seq 1 50); do curl -fsS -o /dev/null -b "$jar" -w '%{time_total}\n' "$1"; done |
+    sort -n | sed -n 25p | awk '{printf "%.3f", $1 * 1000}'
+}
+
+# keepalive URL: median of 200 loads on one kept-alive connection (after 20),
+# in ms: no process launch or TCP handshake in the figure.
+keepalive() {
+  local args=()
+  for _ in $(seq 1 220); do args+=(-o /dev/null "$1"); done
+  curl -fsS -b "$jar" -w '%{time_total}\n' "${args[@]}" | tail -n 200 | sort -n | sed -n 100p | awk '{printf "%.3f", $1 * 1000}'
+}
+
+# ratio A B: A / B to two places.
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", a / b}'; }
