@@ -356,7 +356,7 @@ pub async fn page(
     // The page comes back as one row: its clusters as one JSON array, and the
     // total. Fetched as 50 rows, each row cost ~20 µs: sqlx's SQLite driver
     // hands every row from its worker thread to the request's task (`perf`,
-    // README *Figures*). The aggregate is ordered like the page.
+    // docs/performance.md). The aggregate is ordered like the page.
     let offset = u64::from(query.page.max(1) - 1) * u64::from(page_size);
     let rows_sql = format!("{SELECT}{filter} ORDER BY c.name LIMIT {page_size} OFFSET {offset}");
     let (agg, row) = if super::is_postgres_url(pool.connect_options().database_url.as_str()) {
