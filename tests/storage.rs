@@ -258,11 +258,19 @@ async fn a_refused_deletion_can_be_asked_for_again() {
         assert!(db::clusters::write_status(&t.pool, id, &failed).await.unwrap());
         let c = db::clusters::get(&t.pool, id).await.unwrap().unwrap();
         assert!(c.deletion_failed() && !c.in_progress(), "{}: nothing under way", t.backend);
+        // The list's phase filter agrees with the phase shown.
+        let by_phase = |phase: Phase| {
+            let query = kubebyon::domain::listing::ListQuery { phase: Some(phase), ..Default::default() };
+            let pool = t.pool.clone();
+            async move { db::clusters::page(&pool, None, &query, 50).await.unwrap().1 }
+        };
+        assert_eq!((by_phase(Phase::Failed).await, by_phase(Phase::Deleting).await), (1, 0), "{}", t.backend);
 
         assert!(db::clusters::request_deletion(&t.pool, id, dan.id).await.unwrap(), "{}: asked again", t.backend);
         let c = db::clusters::get(&t.pool, id).await.unwrap().unwrap();
         assert_eq!(c.generation, delete.generation + 1, "{}", t.backend);
         assert!(c.deletion_requested && !c.deletion_failed() && c.in_progress(), "{}", t.backend);
+        assert_eq!((by_phase(Phase::Failed).await, by_phase(Phase::Deleting).await), (0, 1), "{}", t.backend);
         let requested: i64 = sqlx::query_scalar("SELECT deletion_requested_at FROM clusters WHERE id = $1")
             .bind(id)
             .fetch_one(&t.pool)

@@ -48,7 +48,8 @@ pub struct ListQuery {
     /// Part of the name (lowercase, trimmed); empty: every name.
     pub q: String,
     pub mode: Option<ModeFilter>,
-    /// `Deleting` means "deletion requested", as the list shows it.
+    /// `Deleting` means "deletion requested" (and not refused by the host:
+    /// that one is `Failed`), as the list shows it.
     pub phase: Option<Phase>,
     /// An owner's username (admins only; ignored for users).
     pub owner: Option<String>,

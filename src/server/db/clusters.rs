@@ -335,8 +335,14 @@ pub async fn page(
         }
         None => {}
     }
+    // The phase users see (`shown_phase`): a requested deletion is
+    // `deleting` until the host refuses it for good; then it is `failed`.
+    const REFUSED: &str = "(c.phase = 'failed' AND c.observed_generation = c.generation)";
     match query.phase {
-        Some(Phase::Deleting) => conds.push("c.deletion_requested_at IS NOT NULL".into()),
+        Some(Phase::Deleting) => conds.push(format!("c.deletion_requested_at IS NOT NULL AND NOT {REFUSED}")),
+        Some(Phase::Failed) => {
+            conds.push(format!("c.phase = 'failed' AND (c.deletion_requested_at IS NULL OR {REFUSED})"))
+        }
         Some(p) => {
             let b = bind(p.as_str().to_owned(), &mut binds);
             conds.push(format!("c.phase = {b} AND c.deletion_requested_at IS NULL"));
