@@ -56,7 +56,21 @@ pub struct Session {
 
 #[server(prefix = "/fn", endpoint = "whoami")]
 pub async fn whoami() -> Result<Session, AppError> {
-    use crate::server::context::{current_user, state};
-    let st = state()?;
-    Ok(Session { user: current_user(), simulated_host: st.config.simulated_host, no_host: st.host.is_none() })
+    session_now()
+}
+
+/// [`whoami`] without the wait, for what the server renders: the session
+/// middleware has already read the user, so the page frame needs no
+/// `Suspense` (each boundary was a visible part of a page's server time,
+/// docs/performance.md). Never called in the browser, where pages are not
+/// rendered (only islands hydrate).
+pub fn session_now() -> Result<Session, AppError> {
+    #[cfg(feature = "ssr")]
+    {
+        use crate::server::context::{current_user, state};
+        let st = state()?;
+        Ok(Session { user: current_user(), simulated_host: st.config.simulated_host, no_host: st.host.is_none() })
+    }
+    #[cfg(not(feature = "ssr"))]
+    Err(AppError::new(crate::domain::ErrorCode::Internal))
 }

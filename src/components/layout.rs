@@ -5,7 +5,7 @@ use leptos::form::ActionForm;
 use leptos::prelude::*;
 use leptos_router::hooks::use_location;
 
-use crate::actions::auth::{Logout, whoami};
+use crate::actions::auth::{Logout, session_now};
 use crate::i18n::*;
 use leptos_i18n::I18nContext;
 
@@ -53,8 +53,8 @@ fn LanguageSwitcher() -> impl IntoView {
 pub fn Layout(children: Children) -> impl IntoView {
     let i18n = use_i18n();
     let logout = ServerAction::<Logout>::new();
-    let user_area = Suspend::new(async move {
-        let session = whoami().await.ok();
+    let user_area = {
+        let session = session_now().ok();
         let simulated = session.as_ref().is_some_and(|s| s.simulated_host);
         let no_host = session.as_ref().is_some_and(|s| s.no_host);
         let banner = simulated.then(|| {
@@ -101,7 +101,7 @@ pub fn Layout(children: Children) -> impl IntoView {
             }
         });
         (user, banner, host_banner)
-    });
+    };
     view! {
         <a href="#main" class="skip-link">
             {t!(i18n, app.skip_to_content)}
@@ -111,7 +111,7 @@ pub fn Layout(children: Children) -> impl IntoView {
                 <a href="/clusters" class="brand">
                     {t!(i18n, app.name)}
                 </a>
-                <Suspense fallback=|| ()>{user_area}</Suspense>
+                {user_area}
                 <LanguageSwitcher />
             </div>
         </header>

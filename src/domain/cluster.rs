@@ -108,29 +108,35 @@ pub struct ClusterStatus {
     pub observed_generation: i64,
 }
 
+/// A cluster as unit tests build one: generation 1, no deletion asked for.
+#[cfg(test)]
+pub fn test_cluster(id: i64, name: &str, owner: &str, access: PublicAccess, status: ClusterStatus) -> Cluster {
+    Cluster {
+        id,
+        owner_id: 1,
+        owner: owner.into(),
+        spec: ClusterSpec {
+            name: ClusterName::parse(name).unwrap(),
+            resources: Resources::default(),
+            public_access: access,
+        },
+        status,
+        generation: 1,
+        deletion_requested: false,
+        created_at: 0,
+        updated_at: 0,
+        unusable_host: None,
+        old_endpoint: None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::{ClusterName, Host};
+    use crate::domain::Host;
 
     fn cluster(access: PublicAccess, status: ClusterStatus, generation: i64) -> Cluster {
-        Cluster {
-            id: 1,
-            owner_id: 1,
-            owner: "o".into(),
-            spec: ClusterSpec {
-                name: ClusterName::parse("c").unwrap(),
-                resources: Resources::default(),
-                public_access: access,
-            },
-            status,
-            generation,
-            deletion_requested: false,
-            created_at: 0,
-            updated_at: 0,
-            unusable_host: None,
-            old_endpoint: None,
-        }
+        Cluster { generation, ..test_cluster(1, "c", "o", access, status) }
     }
 
     #[test]
@@ -339,10 +345,17 @@ impl Cluster {
             && self.status.observed_generation == self.generation
     }
 
+    /// A deletion is asked for and not refused: the cluster shows as
+    /// deleting. The SQL of the list's phase filter says the same
+    /// (`db::clusters::REFUSED`).
+    pub fn deleting(&self) -> bool {
+        self.deletion_requested && !self.deletion_failed()
+    }
+
     /// Work is under way: the page keeps watching (stops when settled).
     pub fn in_progress(&self) -> bool {
         if self.deletion_requested {
-            return !self.deletion_failed();
+            return self.deleting();
         }
         !matches!(self.progress(), (Step::Ready, _) | (_, true))
     }

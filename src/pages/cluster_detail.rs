@@ -32,7 +32,7 @@ pub fn ClusterDetailPage() -> impl IntoView {
             Ok(page) => {
                 let id = page.cluster.id;
                 // A failed deletion may be asked for again.
-                let deleting = page.cluster.deletion_requested && !page.cluster.deletion_failed();
+                let deleting = page.cluster.deleting();
                 view! {
                     <Title text=page.cluster.spec.name.to_string() />
                     <LiveRegion region=REGION_ID.to_owned()>

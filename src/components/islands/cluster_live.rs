@@ -393,7 +393,9 @@ pub fn Overview(
                 })}
             <section class="card">
                 <h2 class="section-title">{t!(i18n, detail.overview)}</h2>
-                <Progress cluster=c.clone() />
+                // The steps are a create's or an update's; a deletion (under
+                // way or refused) is told by the banner above.
+                {(!c.deletion_requested).then(|| view! { <Progress cluster=c.clone() /> })}
                 <Facts page=page.clone() />
             </section>
             <section class="card">

@@ -110,6 +110,11 @@ static ROW_ARRAY_ARGS: std::sync::LazyLock<String> = std::sync::LazyLock::new(||
     super::struct_fields::<ClusterRow>().iter().map(|f| format!("t.{f}")).collect::<Vec<_>>().join(", ")
 });
 
+/// `Cluster::deletion_failed` in SQL, for a row named `c` (with
+/// `deletion_requested_at IS NOT NULL`): the reconciler wrote `failed` for
+/// the latest generation.
+const REFUSED: &str = "(c.phase = 'failed' AND c.observed_generation = c.generation)";
+
 type AnyQuery<'q> = Query<'q, Any, AnyArguments<'q>>;
 
 /// Binds the spec columns as `$1..$6`, in the order both spec writers use.
@@ -211,16 +216,12 @@ pub async fn request_deletion(pool: &AnyPool, id: i64, requested_by: i64) -> Res
     // Asked for again after the host refused it (`Cluster::deletion_failed`),
     // it is a new request: a new generation and operation, the first
     // request's time kept.
-    let generation: Option<i64> = sqlx::query_scalar(
-        "UPDATE clusters SET deletion_requested_at = COALESCE(deletion_requested_at, $1), \
-         generation = generation + 1, updated_at = $1 \
-         WHERE id = $2 AND (deletion_requested_at IS NULL \
-         OR (phase = 'failed' AND observed_generation = generation)) RETURNING generation",
-    )
-    .bind(t)
-    .bind(id)
-    .fetch_optional(&mut *tx)
-    .await?;
+    let sql = format!(
+        "UPDATE clusters AS c SET deletion_requested_at = COALESCE(c.deletion_requested_at, $1), \
+         generation = c.generation + 1, updated_at = $1 \
+         WHERE c.id = $2 AND (c.deletion_requested_at IS NULL OR {REFUSED}) RETURNING generation"
+    );
+    let generation: Option<i64> = sqlx::query_scalar(&sql).bind(t).bind(id).fetch_optional(&mut *tx).await?;
     let Some(generation) = generation else {
         return Ok(false);
     };
@@ -337,7 +338,6 @@ pub async fn page(
     }
     // The phase users see (`shown_phase`): a requested deletion is
     // `deleting` until the host refuses it for good; then it is `failed`.
-    const REFUSED: &str = "(c.phase = 'failed' AND c.observed_generation = c.generation)";
     match query.phase {
         Some(Phase::Deleting) => conds.push(format!("c.deletion_requested_at IS NOT NULL AND NOT {REFUSED}")),
         Some(Phase::Failed) => {
