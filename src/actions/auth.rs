@@ -60,8 +60,8 @@ pub async fn whoami() -> Result<Session, AppError> {
 }
 
 /// [`whoami`] without the wait, for what the server renders: the session
-/// middleware has already read the user, so the page frame needs no
-/// `Suspense` (each boundary was a visible part of a page's server time,
+/// middleware has already read the user, so the list page reads it without
+/// a `Suspense` (each boundary was a visible part of its server time,
 /// docs/performance.md). Never called in the browser, where pages are not
 /// rendered (only islands hydrate).
 pub fn session_now() -> Result<Session, AppError> {
