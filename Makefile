@@ -7,7 +7,7 @@ run: ## Build and run the console on http://127.0.0.1:3000 (embedded SQLite in .
 test: ## Every test: unit, storage (SQLite + PostgreSQL), HTTP, browser (Playwright), host cluster
 	bash scripts/test.sh
 
-bench: ## Bundle size and server memory figures
+bench: ## Figures: bundle size, memory, the list page against a static file, cold start, reconciler
 	bash scripts/bench.sh
 
 lint: ## Formatting and clippy for the console and hostsim (part of `make test`)
