@@ -1,5 +1,6 @@
-# Timing helpers of scripts/bench.sh and scripts/bench-list-page.sh (sourced,
-# not run). Every load sends the cookie jar "$jar".
+# Timing helpers of scripts/bench.sh, scripts/bench-list-page.sh and
+# docs/experiments/list-page-text-frame.sh (sourced, not run). Every load
+# sends the cookie jar "$jar".
 
 # median URL: median of 50 curl launches (after 5 warm-up loads), in ms.
 median() {
@@ -18,3 +19,15 @@ keepalive() {
 
 # ratio A B: A / B to two places.
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", a / b}'; }
+
+# cpu URL: the server's (pid $pid) CPU per request over 1,000 requests on one
+# connection, in µs, from /proc/<pid>/stat.
+cpu() {
+  local tck a b args=()
+  tck=$(getconf CLK_TCK)
+  a=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+  for _ in $(seq 1 1000); do args+=(-o /dev/null "$base$1"); done
+  curl -fsS -b "$jar" "${args[@]}"
+  b=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+  awk -v a="$a" -v b="$b" -v t="$tck" 'BEGIN{printf "%.0f", (b - a) / t * 1e6 / 1000}'
+}

@@ -52,17 +52,6 @@ if [ ! -d "$seeded" ]; then
 fi
 
 source scripts/bench-lib.sh
-tck=$(getconf CLK_TCK)
-# cpu URL: the server's CPU per request over 1,000 requests on one connection, in µs.
-cpu() {
-  local a b args=()
-  a=$(awk '{print $14 + $15}' "/proc/$pid/stat")
-  for _ in $(seq 1 1000); do args+=(-o /dev/null "$base$1"); done
-  curl -fsS -b "$jar" "${args[@]}"
-  b=$(awk '{print $14 + $15}' "/proc/$pid/stat")
-  awk -v a="$a" -v b="$b" -v t="$tck" 'BEGIN{printf "%.0f", (b - a) / t * 1e6 / 1000}'
-}
-
 for round in $(seq 1 "${ROUNDS:-3}"); do
   for bin in "${bins[@]}"; do
     start "$bin"
