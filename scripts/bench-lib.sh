@@ -2,6 +2,21 @@
 # docs/experiments/list-page-text-frame.sh (sourced, not run). Every load
 # sends the cookie jar "$jar".
 
+# serve DIR PORT [BIN]: a release console (no host; BIN defaults to
+# $KUBEBYON_BIN) over the data folder DIR on 127.0.0.1:PORT, in the background
+# ($! is its pid), logging to DIR/log; up_at PORT waits until it answers.
+serve() {
+  KUBECONFIG="$1/no-host.kubeconfig" LEPTOS_SITE_ADDR="127.0.0.1:$2" KUBEBYON_DATA_DIR="$1" KUBEBYON_ADMIN_PASSWORD="bench-password-123" \
+    "${3:-$KUBEBYON_BIN}" serve >"$1/log" 2>&1 &
+}
+up_at() { until curl -fsS "http://127.0.0.1:$1/healthz" >/dev/null 2>&1; do sleep 0.1; done; }
+
+# sign_in: the first admin's session (the password serve gives) into "$jar", at "$base".
+sign_in() {
+  curl -fsS -c "$jar" -H 'content-type: application/json' \
+    -d '{"username":"admin","password":"bench-password-123"}' "$base/api/auth/login" >/dev/null
+}
+
 # median URL: median of 50 curl launches (after 5 warm-up loads), in ms.
 median() {
   for _ in $(seq 1 5); do curl -fsS -o /dev/null -b "$jar" "$1"; done

@@ -17,6 +17,7 @@ cd "$(dirname "$0")/.."
 source scripts/env.sh
 site=$(bash scripts/build-console.sh)
 source scripts/console-env.sh
+source scripts/bench-lib.sh
 bins=("$@")
 [ ${#bins[@]} -gt 0 ] || bins=("$(dirname "$KUBEBYON_BIN")")
 seeded="${XDG_CACHE_HOME:-$HOME/.cache}/kubebyon/bench-10k"
@@ -29,14 +30,12 @@ start() {
   work=$(mktemp -d)
   [ -d "$seeded" ] && cp -a "$seeded/." "$work/"
   port=$(bash scripts/free-port.sh)
-  KUBECONFIG="$work/no-host.kubeconfig" LEPTOS_SITE_ADDR="127.0.0.1:$port" KUBEBYON_DATA_DIR="$work" \
-    KUBEBYON_ADMIN_PASSWORD="bench-password-123" "$1/kubebyon" serve >"$work/log" 2>&1 &
+  serve "$work" "$port" "$1/kubebyon"
   pid=$!
   base="http://127.0.0.1:$port"
-  until curl -fsS "$base/healthz" >/dev/null 2>&1; do sleep 0.1; done
+  up_at "$port"
   jar="$work/cookies"
-  curl -fsS -c "$jar" -H 'content-type: application/json' \
-    -d '{"username":"admin","password":"bench-password-123"}' "$base/api/auth/login" >/dev/null
+  sign_in
 }
 stop() { kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""; rm -rf "$work"; work=""; }
 
@@ -51,7 +50,6 @@ if [ ! -d "$seeded" ]; then
   rm -rf "$work"; work=""
 fi
 
-source scripts/bench-lib.sh
 for round in $(seq 1 "${ROUNDS:-3}"); do
   for bin in "${bins[@]}"; do
     start "$bin"

@@ -25,14 +25,7 @@ for ext in wasm js css; do
 done
 printf 'wasm + js        %8d bytes raw %8d bytes gzip (%d KiB gzip)\n' "$total_raw" "$total_gz" $((total_gz / 1024))
 
-# serve DIR PORT: a release console (no host) over the data folder DIR on
-# 127.0.0.1:PORT, in the background ($! is its pid); up_at PORT waits for it.
-serve() {
-  KUBECONFIG="$1/no-host.kubeconfig" LEPTOS_SITE_ADDR="127.0.0.1:$2" KUBEBYON_DATA_DIR="$1" KUBEBYON_ADMIN_PASSWORD="bench-password-123" \
-    "$KUBEBYON_BIN" serve >"$1/log" 2>&1 &
-}
-up_at() { until curl -fsS "http://127.0.0.1:$1/healthz" >/dev/null 2>&1; do sleep 0.1; done; }
-
+source scripts/bench-lib.sh
 work=$(mktemp -d)
 port=$(bash scripts/free-port.sh)
 serve "$work" "$port"
@@ -47,7 +40,7 @@ echo "after 200 pages:  $(awk '/VmRSS/{print $2, $3}' /proc/$pid/status) RSS"
 echo "== bytes over the wire: a cluster's detail page, first and repeat visit (Accept-Encoding: br, gzip)"
 base="http://127.0.0.1:$port"
 jar="$work/cookies"
-curl -fsS -c "$jar" -H 'content-type: application/json' -d '{"username":"admin","password":"bench-password-123"}' "$base/api/auth/login" >/dev/null
+sign_in
 id=$(curl -fsS -b "$jar" -H 'content-type: application/json' \
   -d '{"name":"wire","resources":{"cpu":"1","memory_gib":2,"storage_gib":5},"public_access":{"enabled":false}}' \
   "$base/api/console/clusters" | sed -E 's/^\{"id":([0-9]+).*/\1/')
@@ -95,7 +88,6 @@ echo "after browsing:   $(awk '/VmRSS/{print $2, $3}' /proc/$pid/status) RSS"
 # with 100 clusters, both settled: the figures above are taken minutes apart
 # (the 10,000 right after seeding), and one hour's drift on this machine is
 # larger than the difference sought.
-source scripts/bench-lib.sh
 small=$(mktemp -d)
 small_port=$(bash scripts/free-port.sh)
 serve "$small" "$small_port"
@@ -105,7 +97,7 @@ small_base="http://127.0.0.1:$small_port"
 up_at "$small_port"
 big_jar=$jar big_base=$base
 jar="$small/cookies" base=$small_base
-curl -fsS -c "$jar" -H 'content-type: application/json' -d '{"username":"admin","password":"bench-password-123"}' "$base/api/auth/login" >/dev/null
+sign_in
 seed 1 100
 ratios=()
 for round in 1 2 3; do

@@ -22,14 +22,13 @@ source scripts/bench-lib.sh
 work=$(mktemp -d)
 cp -a "${XDG_CACHE_HOME:-$HOME/.cache}/kubebyon/bench-10k/." "$work/"
 port=$(bash scripts/free-port.sh)
-KUBEBYON_PROTO_FRAME="$work/frame.html" KUBECONFIG="$work/no-host.kubeconfig" LEPTOS_SITE_ADDR="127.0.0.1:$port" \
-  KUBEBYON_DATA_DIR="$work" KUBEBYON_ADMIN_PASSWORD="bench-password-123" "$KUBEBYON_BIN" serve >"$work/log" 2>&1 &
+KUBEBYON_PROTO_FRAME="$work/frame.html" serve "$work" "$port"
 pid=$!
 trap 'kill $pid 2>/dev/null; rm -rf "$work" "$site/pkg/bench-list.html"' EXIT
 base="http://127.0.0.1:$port"
-until curl -fsS "$base/healthz" >/dev/null 2>&1; do sleep 0.1; done
+up_at "$port"
 jar="$work/cookies"
-curl -fsS -c "$jar" -H 'content-type: application/json' -d '{"username":"admin","password":"bench-password-123"}' "$base/api/auth/login" >/dev/null
+sign_in
 curl -fsS -b "$jar" -o "$work/frame.html" "$base/clusters"
 cp "$work/frame.html" "$site/pkg/bench-list.html"
 same() { sed -E 's/(nonce|crossorigin)="[^"]*"/\1=""/g' "$1"; }
