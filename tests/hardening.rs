@@ -246,3 +246,93 @@ async fn readiness_metrics_and_request_ids() {
     let right = c.send_with("GET", "/metrics", None, None, "", &[("authorization", "Bearer scrape-me")]).await;
     assert_eq!(right.status, StatusCode::OK);
 }
+
+/// The real binary (`kubebyon serve`, over TCP through hyper): 2,000
+/// requests, each with its own made-up method of at least 4 KB and its own
+/// path, add no series to `/metrics` (methods map to a fixed set, routes are
+/// the router's patterns) and leave the process's RSS within 10 %.
+#[test]
+fn made_up_methods_and_paths_grow_neither_metrics_nor_memory() {
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
+    use std::process::{Command, Stdio};
+
+    let dir = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kubebyon"))
+        .arg("serve")
+        .env("KUBEBYON_DATA_DIR", dir.path())
+        .env_remove("DATABASE_URL")
+        .env("KUBECONFIG", dir.path().join("no-host"))
+        .env("LEPTOS_SITE_ADDR", format!("127.0.0.1:{port}"))
+        .env("LEPTOS_OUTPUT_NAME", "kubebyon")
+        .env("LEPTOS_SITE_ROOT", dir.path().join("site"))
+        .env("LEPTOS_SITE_PKG_DIR", "pkg")
+        .env_remove("LEPTOS_HASH_FILES")
+        .env("KUBEBYON_ADMIN_PASSWORD", PW)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start kubebyon serve");
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let pid = child.id();
+    let send = |head: &str| -> String {
+        let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.write_all(format!("{head}\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").as_bytes()).unwrap();
+        let mut out = String::new();
+        let _ = s.read_to_string(&mut out);
+        out
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(child.try_wait().unwrap().is_none(), "kubebyon serve exited");
+        assert!(std::time::Instant::now() < deadline, "kubebyon serve did not listen");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let child = Kill(child);
+    let series = || {
+        let page = send("GET /metrics HTTP/1.1");
+        page.lines().filter(|l| l.starts_with("kubebyon_") && !l.starts_with('#')).count()
+    };
+    let rss_kib = || {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap().to_owned();
+        line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap()
+    };
+    let made_up = |i: usize| {
+        let method = format!("M{i:05}{}", "X".repeat(4096));
+        send(&format!("{method} /made-up/{i}/{:016x} HTTP/1.1", rand_u64(i)))
+    };
+    // Warm up: the series every made-up request and every scrape share.
+    for i in 0..50 {
+        assert!(made_up(i).starts_with("HTTP/1.1 "), "an answer to a made-up method");
+    }
+    series();
+    let (before, rss_before) = (series(), rss_kib());
+    for i in 50..2050 {
+        let answer = made_up(i);
+        let status: u16 = answer.get(9..12).and_then(|s| s.parse().ok()).unwrap_or(0);
+        assert!((400..500).contains(&status), "request {i}: {}", answer.lines().next().unwrap_or(""));
+    }
+    let (after, rss_after) = (series(), rss_kib());
+    assert_eq!(after, before, "series before and after 2,000 made-up methods and paths");
+    assert!(
+        rss_after * 10 <= rss_before * 11,
+        "RSS grew from {rss_before} KiB to {rss_after} KiB over 2,000 made-up methods and paths"
+    );
+    let page = send("GET /metrics HTTP/1.1");
+    assert!(!page.contains("XXXX") && !page.contains("/made-up/"), "no method or path text in /metrics");
+    drop(child);
+}
+
+/// A fixed pseudo-random number per request (paths differ, runs repeat).
+fn rand_u64(i: usize) -> u64 {
+    (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(17)
+}

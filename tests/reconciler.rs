@@ -11,11 +11,15 @@ use std::time::Duration;
 
 use hostsim::testhost::{Net, Simulator, TestHost};
 use hostsim::testsupport as ts;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use kube::{Api, ResourceExt};
+use kubebyon::server::db;
+use kubebyon::server::reconciler::render::INSTALLATION_LABEL;
 use kubebyon::server::reconciler::{self, Context};
 use serde_json::{Value, json};
 use support::host::{
-    Env, WAIT, console_kubeconfig_as, context_on, env_as, env_on, kubectl_get_ns_on, nodeport_settings, ready,
-    sign_in_admin, test_binding,
+    Env, WAIT, console_kubeconfig_as, context_on, env_as, env_on, env_parked, kubectl_get_ns_on, nodeport_settings,
+    ready, sign_in_admin, test_binding,
 };
 use support::http::Console;
 
@@ -527,29 +531,144 @@ async fn work_retries_through_an_api_server_outage() {
 }
 
 /// 13. A cluster an older console installed with a fixed node port (pre-mode
-/// clusters read as NodePort: `tests/storage.rs`) keeps that port when this
-/// console takes the HelmChart over: the values never carry `httpsNodePort`,
-/// and the API server keeps an allocated port the update leaves unset.
+/// clusters read as NodePort: `tests/storage.rs`), before the console
+/// labelled what it creates with its installation id: the namespace and
+/// HelmChart carry only the old labels, and the console's records show it
+/// applied them (migration 6 marks such rows `adopt_legacy`). The console
+/// takes them over once and the cluster keeps its port: the values never
+/// carry `httpsNodePort`, and the API server keeps an allocated port the
+/// update leaves unset.
 #[tokio::test]
 async fn a_legacy_node_port_keeps_its_port_when_the_console_takes_over() {
-    let env = env().await;
+    let env = env_parked(host(), support::host::CONSOLE_USER).await;
+    let id = env.create("legacy", json!({"enabled": true, "mode": "nodeport"})).await;
     let client = host().client().await.unwrap();
     let ns = "kubebyon-legacy";
-    let namespaces: kube::Api<k8s_openapi::api::core::v1::Namespace> = kube::Api::all(client.clone());
-    let body: k8s_openapi::api::core::v1::Namespace =
-        serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap();
-    namespaces.create(&Default::default(), &body).await.unwrap();
+    let old_labels = json!({"app.kubernetes.io/managed-by": "kubebyon", "kubebyon.io/cluster-id": id.to_string()});
+    let body: Namespace = serde_json::from_value(json!({"metadata": {"name": ns, "labels": old_labels}})).unwrap();
+    let created = Api::<Namespace>::all(client.clone()).create(&Default::default(), &body).await.unwrap();
     let old_values = "controlPlane:\n  service:\n    httpsNodePort: 31555\n    spec:\n      type: NodePort\n";
     ts::apply_chart(&client, ns, "legacy", old_values, json!({})).await.unwrap();
+    let label = json!({"metadata": {"labels": old_labels}});
+    ts::helmcharts(&client, ns).patch("legacy", &Default::default(), &kube::api::Patch::Merge(&label)).await.unwrap();
     assert_eq!(ts::wait_install_job(&client, ns, "legacy", WAIT).await.unwrap(), ts::JobOutcome::Complete);
+    sqlx::query("UPDATE clusters SET adopt_legacy = TRUE WHERE id = $1")
+        .bind(id)
+        .execute(&env.console.pool)
+        .await
+        .unwrap();
 
-    let id = env.create("legacy", json!({"enabled": true, "mode": "nodeport"})).await;
+    env.start();
     let c = env.converge(id, "Ready under the console", ready).await;
     assert_eq!(c["status"]["public_access_port"], 31555, "{c}");
     let hc = ts::helmcharts(&client, ns).get("legacy").await.unwrap();
     let values = hc.data["spec"]["valuesContent"].as_str().unwrap();
     assert!(!values.contains("httpsNodePort"), "{values}");
+    let installation = env.ctx.installation().await.unwrap().to_owned();
+    assert_eq!(hc.labels().get(INSTALLATION_LABEL), Some(&installation), "the chart is labelled as ours now");
+    let record = db::clusters::host_record(&env.console.pool, id).await.unwrap();
+    assert_eq!(record.namespace_uid, created.metadata.uid, "the namespace is remembered by its UID");
+    assert!(!record.adopt_legacy, "taken over once");
     kubectl_get_ns(&env.kubeconfig(id).await, "legacy").expect("the old port still works");
+}
+
+/// 14. Tenancy: a namespace the console did not create (an operator's
+/// `kubebyon-db` holding a ConfigMap) is never changed or deleted. Cluster
+/// `db` fails with `namespace_taken` naming it; deleting the cluster leaves
+/// the namespace, its labels and its ConfigMap as they were.
+#[tokio::test]
+async fn an_operators_namespace_survives_create_and_delete_of_a_cluster_of_its_name() {
+    let env = env().await;
+    let admin = host().client().await.unwrap();
+    let namespaces = Api::<Namespace>::all(admin.clone());
+    let body: Namespace =
+        serde_json::from_value(json!({"metadata": {"name": "kubebyon-db", "labels": {"team": "db"}}})).unwrap();
+    let before = namespaces.create(&Default::default(), &body).await.unwrap();
+    let config_maps = Api::<ConfigMap>::namespaced(admin.clone(), "kubebyon-db");
+    let cm: ConfigMap =
+        serde_json::from_value(json!({"metadata": {"name": "settings"}, "data": {"keep": "me"}})).unwrap();
+    config_maps.create(&Default::default(), &cm).await.unwrap();
+
+    let id = env.create("db", json!({"enabled": false})).await;
+    let c = env.converge(id, "failed: the name is taken", |s| s["phase"] == "failed").await;
+    assert_eq!(c["status"]["message"], "namespace_taken: namespace kubebyon-db", "{c}");
+    let page = env.console.get(&format!("/clusters/{id}"), Some(&env.cookie)).await;
+    assert!(page.body.contains("Its name is taken on the host") && page.body.contains("namespace kubebyon-db"));
+    let charts = reconciler::apply::helm_charts(&admin, "kubebyon-db");
+    assert!(charts.get_opt("db").await.unwrap().is_none(), "no HelmChart written into it");
+
+    env.delete(id).await.expect("the cluster row goes without touching the namespace");
+    let after = namespaces.get("kubebyon-db").await.expect("the operator's namespace survives");
+    assert_eq!(after.metadata.uid, before.metadata.uid);
+    assert!(after.metadata.deletion_timestamp.is_none());
+    assert_eq!(after.metadata.labels, before.metadata.labels, "its labels as they were");
+    let kept = config_maps.get("settings").await.expect("its ConfigMap survives");
+    assert_eq!(kept.data.unwrap()["keep"], "me");
+    namespaces.delete("kubebyon-db", &Default::default()).await.unwrap();
+}
+
+/// 15. Two consoles on one host (each its own database, so its own
+/// installation id): the second one's cluster of the same name fails as
+/// taken, never shows or probes the first one's vCluster, and deleting it
+/// leaves the first one's cluster Ready with its kubeconfig working.
+#[tokio::test]
+async fn a_second_console_never_touches_the_first_ones_cluster_of_the_same_name() {
+    let first = env().await;
+    let a = first.create("twin", json!({"enabled": true, "mode": "nodeport"})).await;
+    first.converge(a, "first console's twin Ready", ready).await;
+    let second = env().await;
+    let b = second.create("twin", json!({"enabled": true, "mode": "nodeport"})).await;
+    let c = second.converge(b, "second console's twin failed as taken", |s| s["phase"] == "failed").await;
+    assert_eq!(c["status"]["message"], "namespace_taken: namespace kubebyon-twin", "{c}");
+    assert_eq!(c["status"]["kubeconfig_available"], false, "{c}");
+    let r = second.console.get(&format!("/api/console/clusters/{b}/kubeconfig"), Some(&second.cookie)).await;
+    assert_eq!(r.status, 409, "the other console's kubeconfig is never handed out");
+
+    second.delete(b).await.expect("the second console's row goes");
+    let client = host().client().await.unwrap();
+    let ns = Api::<Namespace>::all(client).get("kubebyon-twin").await.unwrap();
+    assert!(ns.metadata.deletion_timestamp.is_none(), "the first console's namespace stays");
+    first.ctx.wake();
+    first.converge(a, "first console's twin still Ready", ready).await;
+    kubectl_get_ns(&first.kubeconfig(a).await, "twin").expect("its kubeconfig still works");
+}
+
+/// 16. A name whose old namespace is still terminating waits for it to go,
+/// and then installs: it does not fail.
+#[tokio::test]
+async fn a_name_whose_namespace_is_still_terminating_waits_then_installs() {
+    let env = env().await;
+    let admin = host().client().await.unwrap();
+    let namespaces = Api::<Namespace>::all(admin.clone());
+    let body: Namespace =
+        serde_json::from_value(json!({"metadata": {"name": "kubebyon-later", "finalizers": ["example.com/hold"]}}))
+            .unwrap();
+    namespaces.create(&Default::default(), &body).await.unwrap();
+    namespaces.delete("kubebyon-later", &Default::default()).await.unwrap();
+
+    let id = env.create("later", json!({"enabled": false})).await;
+    let waited = ts::eventually("the create waits for the terminating namespace", WAIT, || async {
+        let row: (String, i64, Option<String>) = sqlx::query_as(
+            "SELECT state, attempts, last_error FROM cluster_operations WHERE cluster_id = $1 AND kind = 'create'",
+        )
+        .bind(id)
+        .fetch_one(&env.console.pool)
+        .await
+        .unwrap();
+        (row.1 >= 2).then_some(row)
+    })
+    .await
+    .unwrap();
+    assert_eq!(waited.0, "running", "{waited:?}");
+    assert!(waited.2.as_deref().is_some_and(|e| e.contains("still being deleted")), "{waited:?}");
+    assert_ne!(env.cluster(id).await["status"]["phase"], "failed");
+
+    let release = json!({"metadata": {"finalizers": null}});
+    namespaces.patch("kubebyon-later", &Default::default(), &kube::api::Patch::Merge(&release)).await.unwrap();
+    env.converge(id, "Ready once the old namespace is gone", ready).await;
+    let ns = namespaces.get("kubebyon-later").await.unwrap();
+    let installation = env.ctx.installation().await.unwrap().to_owned();
+    assert_eq!(ns.labels().get(INSTALLATION_LABEL), Some(&installation));
 }
 
 /// `deploy/` as an operator applies it (`kubectl apply -k deploy/` plus the
@@ -622,6 +741,8 @@ async fn deploy_manifests_pass_the_api_servers_dry_run() {
     let sa = "--as=system:serviceaccount:kubebyon:kubebyon-console";
     for (verb, resource, allowed) in [
         ("patch", "helmcharts.helm.cattle.io", true),
+        ("create", "namespaces", true),
+        ("patch", "namespaces", false),
         ("watch", "services", true),
         ("get", "secrets", true),
         ("list", "secrets", false),

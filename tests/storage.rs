@@ -82,6 +82,65 @@ async fn legacy_clusters_read_as_nodeport_after_upgrade() {
     }
 }
 
+/// Migration 6 on a database of the earlier schema: a cluster the console's
+/// records show it applied (an observed generation, or a finished create or
+/// update) is marked to be taken over once; one never applied is not; no
+/// cluster has a namespace UID yet. The installation id is made once and
+/// read the same after, per database.
+#[tokio::test]
+async fn ownership_migration_marks_only_what_the_console_applied() {
+    let (sqlite, _dir) = sqlite_url();
+    let pg = support::maybe_postgres_url().await.map(|u| (u, "postgres"));
+    let mut ids = Vec::new();
+    for (url, dialect) in std::iter::once((sqlite, "sqlite")).chain(pg) {
+        let old = tempfile::tempdir().unwrap();
+        for e in std::fs::read_dir(Path::new("migrations").join(dialect)).unwrap() {
+            let path = e.unwrap().path();
+            if !path.file_name().unwrap().to_str().unwrap().contains("host_ownership") {
+                std::fs::copy(&path, old.path().join(path.file_name().unwrap())).unwrap();
+            }
+        }
+        let pool = db::connect_only(&url).await.unwrap();
+        Migrator::new(old.path()).await.unwrap().run(&pool).await.unwrap();
+        let owner = user(&pool, "earlier", Role::User).await;
+        let mut made = Vec::new();
+        for name in ["observed", "finished", "queued"] {
+            let s = spec(name, PublicAccess::Disabled);
+            made.push(db::clusters::insert(&pool, owner.id, &s, PublicAccessMode::NodePort).await.unwrap());
+        }
+        let [observed, finished, queued] = made[..] else { unreachable!() };
+        sqlx::query("UPDATE clusters SET observed_generation = 1 WHERE id = $1")
+            .bind(observed)
+            .execute(&pool)
+            .await
+            .unwrap();
+        sqlx::query("UPDATE cluster_operations SET state = 'done' WHERE cluster_id = $1")
+            .bind(finished)
+            .execute(&pool)
+            .await
+            .unwrap();
+        pool.close().await;
+
+        let pool = db::connect(&url).await.unwrap();
+        for (id, adopt) in [(observed, true), (finished, true), (queued, false)] {
+            let record = db::clusters::host_record(&pool, id).await.unwrap();
+            assert_eq!(record, db::clusters::HostRecord { namespace_uid: None, adopt_legacy: adopt }, "{dialect} {id}");
+        }
+        db::clusters::record_namespace(&pool, observed, "uid-1").await.unwrap();
+        db::clusters::end_adoption(&pool, observed).await.unwrap();
+        let record = db::clusters::host_record(&pool, observed).await.unwrap();
+        assert_eq!(record, db::clusters::HostRecord { namespace_uid: Some("uid-1".into()), adopt_legacy: false });
+
+        let id = db::shared::installation_id(&pool).await.unwrap();
+        assert_eq!(id.len(), 32, "{dialect}: {id}");
+        assert_eq!(db::shared::installation_id(&pool).await.unwrap(), id, "{dialect}: made once");
+        ids.push(id);
+    }
+    if let [a, b] = &ids[..] {
+        assert_ne!(a, b, "each database its own id");
+    }
+}
+
 #[tokio::test]
 async fn create_stores_spec_and_operation_together() {
     for t in each_backend().await {

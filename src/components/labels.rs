@@ -62,6 +62,7 @@ pub fn reason_text(locale: Locale, message: &str) -> Option<String> {
         ("installing", _) => td_string!(locale, reason.installing),
         ("starting", _) => td_string!(locale, reason.starting),
         ("helm_failed", _) => td_string!(locale, reason.helm_failed),
+        ("namespace_taken", _) => td_string!(locale, reason.namespace_taken),
         ("lb_pending", None) => {
             return Some(format!(
                 "{} {}",

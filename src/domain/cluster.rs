@@ -326,7 +326,7 @@ impl Cluster {
             Step::Stored
         } else if self.status.phase == Phase::Ready {
             Step::Ready
-        } else if matches!(code, "installing" | "helm_failed") || (failed && code.is_empty()) {
+        } else if matches!(code, "installing" | "helm_failed" | "namespace_taken") || (failed && code.is_empty()) {
             Step::Installing
         } else if code.is_empty() && self.status.phase == Phase::Pending {
             Step::Stored

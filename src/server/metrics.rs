@@ -16,12 +16,33 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
+/// Every label of every family takes its value from a bounded set, so no
+/// caller can grow the registry: routes are the router's own patterns
+/// (`MatchedPath`, else `unmatched`), methods one of [`method_label`]'s,
+/// statuses the handlers' own codes, the rest `&'static str` constants.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct HttpLabels {
     /// The route's pattern (`/api/console/clusters/{id}`), never the raw path.
     pub route: String,
-    pub method: String,
+    pub method: &'static str,
     pub status: u16,
+}
+
+/// A request's method as a label or log field: the methods the router
+/// serves or a client commonly sends, else `other` (a made-up method is
+/// any token up to hyper's head limit; each would be a new series).
+pub fn method_label(method: &http::Method) -> &'static str {
+    use http::Method as M;
+    match *method {
+        M::GET => "GET",
+        M::HEAD => "HEAD",
+        M::POST => "POST",
+        M::PUT => "PUT",
+        M::PATCH => "PATCH",
+        M::DELETE => "DELETE",
+        M::OPTIONS => "OPTIONS",
+        _ => "other",
+    }
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -138,11 +159,27 @@ mod tests {
     use super::*;
 
     #[test]
+    fn methods_are_a_fixed_set() {
+        for (method, label) in [
+            ("GET", "GET"),
+            ("POST", "POST"),
+            ("DELETE", "DELETE"),
+            ("OPTIONS", "OPTIONS"),
+            ("TRACE", "other"),
+            ("CONNECT", "other"),
+            ("get", "other"),
+            ("PROPFIND", "other"),
+        ] {
+            assert_eq!(method_label(&http::Method::from_bytes(method.as_bytes()).unwrap()), label, "{method}");
+        }
+        let huge = http::Method::from_bytes("X".repeat(4096).as_bytes()).unwrap();
+        assert_eq!(method_label(&huge), "other");
+    }
+
+    #[test]
     fn exposition_names_and_labels() {
         let m = Metrics::new();
-        m.http_requests
-            .get_or_create(&HttpLabels { route: "/api/x/{id}".into(), method: "GET".into(), status: 200 })
-            .inc();
+        m.http_requests.get_or_create(&HttpLabels { route: "/api/x/{id}".into(), method: "GET", status: 200 }).inc();
         m.record_reconcile("done", Duration::from_millis(30));
         m.record_host_error("server");
         m.record_probe("ok");

@@ -136,10 +136,17 @@ pub async fn env_on(host: &'static TestHost) -> Env {
 
 /// [`env_on`], its reconciler acting as host user `user`.
 pub async fn env_as(host: &'static TestHost, user: &str) -> Env {
+    let env = env_parked(host, user).await;
+    env.start();
+    env
+}
+
+/// [`env_as`] with its reconciler not running yet ([`Env::start`]): a test
+/// can set up what an older console left first.
+pub async fn env_parked(host: &'static TestHost, user: &str) -> Env {
     let (url, dir) = super::sqlite_url();
     let pool = kubebyon::server::db::connect(&url).await.expect("database");
     let ctx = context_as(host, pool.clone(), user).await;
-    tokio::spawn(reconciler::run(ctx.clone()));
     let console = Console::with_host(pool, Some(ctx.clone()));
     // The admin's NodePort public host: the test host's first node.
     let cookie = sign_in_admin(&console, "root", &host.net.node().to_string()).await;
@@ -147,6 +154,24 @@ pub async fn env_as(host: &'static TestHost, user: &str) -> Env {
 }
 
 impl Env {
+    /// Runs the reconciler.
+    pub fn start(&self) {
+        tokio::spawn(reconciler::run(self.ctx.clone()));
+    }
+
+    /// Asks for the deletion of a cluster and waits until its row is gone.
+    pub async fn delete(&self, id: i64) -> Result<(), String> {
+        let r = self.console.send("DELETE", &format!("/api/console/clusters/{id}"), Some(&self.cookie), None, "").await;
+        assert_eq!(r.status, 202, "{}", r.body);
+        self.ctx.wake();
+        ts::eventually("the cluster row gone", 3 * WAIT, || async {
+            let r = self.console.get(&format!("/api/console/clusters/{id}"), Some(&self.cookie)).await;
+            (r.status == 404).then_some(())
+        })
+        .await
+        .map_err(|e| e.to_string())
+    }
+
     pub async fn create(&self, name: &str, access: Value) -> i64 {
         let body = json!({"name": name, "resources": {"cpu": "1", "memory_gib": 2, "storage_gib": 5}, "public_access": access});
         let r = self.console.json("POST", "/api/console/clusters", Some(&self.cookie), body).await;

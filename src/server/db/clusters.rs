@@ -287,6 +287,40 @@ pub async fn load_balancer_host_taken(pool: &AnyPool, host: &str, except: Option
     Ok(n > 0)
 }
 
+/// What the console knows of a cluster's objects on the host: the UID of the
+/// namespace it created, and whether objects applied before the console
+/// labelled its creations (migration 6) may still be taken over once.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HostRecord {
+    pub namespace_uid: Option<String>,
+    pub adopt_legacy: bool,
+}
+
+pub async fn host_record(pool: &AnyPool, id: i64) -> Result<HostRecord, DbError> {
+    let row: Option<(Option<String>, i64)> =
+        sqlx::query_as("SELECT namespace_uid, CASE WHEN adopt_legacy THEN 1 ELSE 0 END FROM clusters WHERE id = $1")
+            .bind(id)
+            .fetch_optional(pool)
+            .await?;
+    Ok(row.map(|(namespace_uid, adopt)| HostRecord { namespace_uid, adopt_legacy: adopt != 0 }).unwrap_or_default())
+}
+
+/// Remembers the namespace the console created (or took over) for a cluster.
+pub async fn record_namespace(pool: &AnyPool, id: i64, uid: &str) -> Result<(), DbError> {
+    sqlx::query("UPDATE clusters SET namespace_uid = $1 WHERE id = $2").bind(uid).bind(id).execute(pool).await?;
+    Ok(())
+}
+
+/// The one take-over of a pre-migration cluster is over (its namespace and
+/// HelmChart now carry what the console knows them by).
+pub async fn end_adoption(pool: &AnyPool, id: i64) -> Result<(), DbError> {
+    sqlx::query("UPDATE clusters SET adopt_legacy = FALSE WHERE id = $1 AND adopt_legacy")
+        .bind(id)
+        .execute(pool)
+        .await?;
+    Ok(())
+}
+
 /// Removes a cluster whose uninstall finished (its history goes with it); the
 /// name is free again. Only a cluster whose deletion was requested.
 pub async fn delete_row(pool: &AnyPool, id: i64) -> Result<bool, DbError> {

@@ -317,7 +317,7 @@ pub async fn cluster_kubeconfig(
     let cluster = clusters::get(&st.pool, &u, cluster_id(&id)?).await?;
     let unavailable = || ApiError(AppError::new(ErrorCode::KubeconfigUnavailable));
     let host = st.host.as_ref().ok_or_else(unavailable)?;
-    let text = match reconciler::download(&host.client, &cluster).await {
+    let text = match reconciler::download(host, &cluster).await {
         Ok(Some(text)) => text,
         Ok(None) => return Err(unavailable()),
         Err(e) => {

@@ -51,7 +51,7 @@ pub async fn telemetry(State(state): State<AppState>, mut req: Request<Body>, ne
     let started = Instant::now();
     let route =
         req.extensions().get::<MatchedPath>().map(|m| m.as_str().to_owned()).unwrap_or_else(|| "unmatched".into());
-    let method = req.method().as_str().to_owned();
+    let method = metrics::method_label(req.method());
     let forwarded = req.headers().get(REQUEST_ID).and_then(|v| v.to_str().ok()).filter(|v| usable_id(v));
     let id = match forwarded {
         Some(v) if !state.config.trusted_proxies.is_empty() => v.to_owned(),

@@ -1,16 +1,29 @@
-//! Writes to the host: the cluster's namespace and HelmChart (server-side apply,
-//! field manager `kubebyon`, rendered by [`super::render`]), and the uninstall:
-//! HelmChart deleted and its finalizer awaited (helm-controller runs
-//! `helm-delete-<name>`), then the namespace. NotFound on cleanup is success.
+//! Writes to the host: the cluster's namespace and HelmChart, and the
+//! uninstall. The console touches only what it created:
+//!
+//! - the namespace and the HelmChart are made with a plain create, labelled
+//!   with this console's installation id and the cluster's id
+//!   ([`render::INSTALLATION_LABEL`], [`render::CLUSTER_ID_LABEL`]); an object
+//!   already there without them is never modified or deleted: the cluster
+//!   fails with `namespace_taken` naming it ([`Error::Taken`]);
+//! - the namespace's UID is stored; the uninstall deletes the HelmChart, waits
+//!   for its finalizer (helm-controller runs `helm-delete-<name>`), then the
+//!   namespace, each with its UID as a precondition (a label can be copied);
+//! - a HelmChart of ours is then updated with server-side apply (field manager
+//!   `kubebyon`, rendered by [`super::render`]).
+//!
+//! A namespace of the same name still terminating is waited for, not failed.
 
 use k8s_openapi::api::core::v1::Namespace;
-use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, Preconditions};
 use kube::{Client, ResourceExt};
 
 use super::error::{Error, Result, ignore_not_found, kube};
-use super::render::{self, AddressRequest};
+use super::render::{self, AddressRequest, CLUSTER_ID_LABEL, INSTALLATION_LABEL, MANAGED_BY};
 use crate::domain::SystemSettings;
 use crate::domain::cluster::Cluster;
+use crate::server::db::clusters::HostRecord;
 
 pub const FIELD_MANAGER: &str = "kubebyon";
 /// The generation of the spec a HelmChart was rendered from.
@@ -31,6 +44,40 @@ pub fn helm_charts(client: &Client, ns: &str) -> Api<DynamicObject> {
     Api::namespaced_with(client.clone(), ns, &charts_resource())
 }
 
+/// Who the console is on the host for one cluster: its installation id, the
+/// cluster's id, and what the database remembers of the cluster's objects.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Owner {
+    pub installation: String,
+    pub cluster_id: i64,
+    pub record: HostRecord,
+}
+
+impl Owner {
+    fn label<'a>(meta: &'a ObjectMeta, key: &str) -> Option<&'a str> {
+        meta.labels.as_ref()?.get(key).map(String::as_str)
+    }
+
+    /// Created by this console for this cluster: both labels that only its
+    /// create writes; or, for a cluster applied before the console labelled
+    /// its creations (`adopt_legacy`), the old labels without any installation.
+    pub fn created(&self, meta: &ObjectMeta) -> bool {
+        let id = self.cluster_id.to_string();
+        let cluster = Self::label(meta, CLUSTER_ID_LABEL) == Some(id.as_str());
+        match Self::label(meta, INSTALLATION_LABEL) {
+            Some(installation) => cluster && installation == self.installation,
+            None => cluster && self.record.adopt_legacy && Self::label(meta, MANAGED_BY.0) == Some(MANAGED_BY.1),
+        }
+    }
+
+    /// The namespace this cluster's objects live in: the one whose UID the
+    /// console stored, or one it created and had not stored yet.
+    pub fn owns_namespace(&self, meta: &ObjectMeta) -> bool {
+        let stored = self.record.namespace_uid.is_some() && meta.uid == self.record.namespace_uid;
+        stored || self.created(meta)
+    }
+}
+
 /// What an apply changed.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Applied {
@@ -38,63 +85,173 @@ pub struct Applied {
     pub changed: bool,
     /// The spec as applied.
     pub spec: serde_json::Value,
+    /// The namespace's UID, when it was created or checked in this apply.
+    pub namespace_uid: Option<String>,
 }
 
-/// Applies the namespace and the HelmChart for the cluster's current spec.
-/// `cached` is the HelmChart as the watch cache holds it (else it is read);
-/// while it exists, so does its namespace, which is then not applied again.
+fn create_params() -> PostParams {
+    PostParams { field_manager: Some(FIELD_MANAGER.into()), ..PostParams::default() }
+}
+
+fn delete_if_uid(uid: Option<String>) -> DeleteParams {
+    DeleteParams { preconditions: Some(Preconditions { uid, resource_version: None }), ..DeleteParams::default() }
+}
+
+/// The cluster's namespace, created if missing; its UID. One of another
+/// owner is [`Error::Taken`]; one still terminating is waited for.
+async fn ensure_namespace(client: &Client, ns: &str, owner: &Owner) -> Result<String> {
+    let api: Api<Namespace> = Api::all(client.clone());
+    match api.get_opt(ns).await.map_err(kube("read namespace"))? {
+        Some(n) if n.metadata.deletion_timestamp.is_some() => {
+            Err(Error::NotYet("a namespace of this name is still being deleted"))
+        }
+        Some(n) if owner.owns_namespace(&n.metadata) => Ok(n.uid().unwrap_or_default()),
+        Some(_) => Err(Error::Taken(format!("namespace {ns}"))),
+        None => {
+            let body = render::namespace_object(owner.cluster_id, &owner.installation, ns);
+            let body: Namespace = serde_json::from_value(body).map_err(|_| Error::NotYet("rendering the namespace"))?;
+            match api.create(&create_params(), &body).await {
+                Ok(n) => Ok(n.uid().unwrap_or_default()),
+                // Made meanwhile (by us on another replica, or by someone
+                // else): the next attempt reads whose it is.
+                Err(kube::Error::Api(s)) if s.code == 409 => Err(Error::NotYet("the namespace was created meanwhile")),
+                Err(e) => Err(kube("create namespace")(e)),
+            }
+        }
+    }
+}
+
+/// Creates or updates the namespace and the HelmChart for the cluster's
+/// current spec. `cached` is the HelmChart as the watch cache holds it (else
+/// it is read). While a HelmChart of ours exists in the namespace whose UID
+/// is stored, the namespace is not read again.
 pub async fn apply(
     client: &Client,
     cluster: &Cluster,
     settings: &SystemSettings,
     request: AddressRequest,
     cached: Option<Option<DynamicObject>>,
+    owner: &Owner,
 ) -> Result<Applied> {
     let name = cluster.spec.name.as_str();
     let ns = render::namespace(name);
-    let pp = PatchParams::apply(FIELD_MANAGER).force();
     let api = helm_charts(client, &ns);
     let before = match cached {
         Some(c) => c,
         None => ignore_not_found(api.get(name).await).map_err(kube("read HelmChart"))?,
     };
-    if before.is_none() {
-        Api::<Namespace>::all(client.clone())
-            .patch(&ns, &pp, &Patch::Apply(render::namespace_object(cluster.id, name)))
-            .await
-            .map_err(kube("apply namespace"))?;
-    }
+    let ours = before.as_ref().map(|b| owner.created(&b.metadata));
+    let namespace_uid = match (&owner.record.namespace_uid, ours) {
+        (Some(_), Some(true)) => None,
+        _ => Some(ensure_namespace(client, &ns, owner).await?),
+    };
     let mut body = render::desired(cluster, settings, request);
+    body["metadata"]["labels"][INSTALLATION_LABEL] = owner.installation.clone().into();
     body["metadata"]["annotations"] = serde_json::json!({GENERATION_ANNOTATION: cluster.generation.to_string()});
-    let after = api.patch(name, &pp, &Patch::Apply(&body)).await.map_err(kube("apply HelmChart"))?;
+    let after = match &before {
+        None => {
+            let chart: DynamicObject =
+                serde_json::from_value(body.clone()).map_err(|_| Error::NotYet("rendering the HelmChart"))?;
+            match api.create(&create_params(), &chart).await {
+                Ok(c) => c,
+                Err(kube::Error::Api(s)) if s.code == 409 => {
+                    return Err(Error::NotYet("the HelmChart was created meanwhile"));
+                }
+                Err(e) => return Err(kube("create HelmChart")(e)),
+            }
+        }
+        Some(b) if owner.created(&b.metadata) => {
+            // Ours: kept ours by UID (the API server refuses another's).
+            body["metadata"]["uid"] = b.uid().unwrap_or_default().into();
+            let pp = PatchParams::apply(FIELD_MANAGER).force();
+            api.patch(name, &pp, &Patch::Apply(&body)).await.map_err(kube("apply HelmChart"))?
+        }
+        Some(_) => return Err(Error::Taken(format!("HelmChart {ns}/{name}"))),
+    };
     let changed = before.is_none_or(|b| b.data.get("spec") != after.data.get("spec"));
-    Ok(Applied { changed, spec: body["spec"].clone() })
+    Ok(Applied { changed, spec: body["spec"].clone(), namespace_uid })
 }
 
 /// One step of the uninstall; `Err(NotYet)` while helm-controller or the
-/// namespace controller are still at work.
-pub async fn uninstall(client: &Client, cluster: &Cluster) -> Result<()> {
+/// namespace controller are still at work. Nothing that is not the
+/// cluster's own is deleted: a namespace of another owner (or none) ends it.
+pub async fn uninstall(client: &Client, cluster: &Cluster, owner: &Owner) -> Result<()> {
     let name = cluster.spec.name.as_str();
     let ns = render::namespace(name);
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let Some(n) = ignore_not_found(namespaces.get(&ns).await).map_err(kube("read namespace"))? else {
+        return Ok(());
+    };
+    if !owner.owns_namespace(&n.metadata) {
+        return Ok(());
+    }
+    if n.metadata.deletion_timestamp.is_some() {
+        return Err(Error::NotYet("the namespace is being deleted"));
+    }
     let charts = helm_charts(client, &ns);
-    if let Some(hc) = ignore_not_found(charts.get(name).await).map_err(kube("read HelmChart"))? {
+    if let Some(hc) = ignore_not_found(charts.get(name).await).map_err(kube("read HelmChart"))?
+        && owner.created(&hc.metadata)
+    {
         if hc.metadata.deletion_timestamp.is_none() {
-            ignore_not_found(charts.delete(name, &DeleteParams::default()).await).map_err(kube("delete HelmChart"))?;
+            ignore_not_found(charts.delete(name, &delete_if_uid(hc.uid())).await).map_err(kube("delete HelmChart"))?;
         }
         return Err(Error::NotYet("helm-controller is uninstalling the release"));
     }
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    if let Some(n) = ignore_not_found(namespaces.get(&ns).await).map_err(kube("read namespace"))? {
-        // Only a namespace the console made for this cluster.
-        let ours = n.labels().get(render::CLUSTER_ID_LABEL) == Some(&cluster.id.to_string());
-        if !ours {
-            return Ok(());
+    ignore_not_found(namespaces.delete(&ns, &delete_if_uid(n.uid())).await).map_err(kube("delete namespace"))?;
+    Err(Error::NotYet("the namespace is being deleted"))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    fn meta(uid: &str, labels: &[(&str, &str)]) -> ObjectMeta {
+        ObjectMeta {
+            uid: Some(uid.into()),
+            labels: Some(labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<BTreeMap<_, _>>()),
+            ..ObjectMeta::default()
         }
-        if n.metadata.deletion_timestamp.is_none() {
-            ignore_not_found(namespaces.delete(&ns, &DeleteParams::default()).await)
-                .map_err(kube("delete namespace"))?;
-        }
-        return Err(Error::NotYet("the namespace is being deleted"));
     }
-    Ok(())
+
+    fn owner(stored: Option<&str>, adopt_legacy: bool) -> Owner {
+        Owner {
+            installation: "inst-a".into(),
+            cluster_id: 7,
+            record: HostRecord { namespace_uid: stored.map(Into::into), adopt_legacy },
+        }
+    }
+
+    /// Whose an object is, from its UID and labels and what the console stored.
+    #[test]
+    fn what_the_console_counts_as_its_own() {
+        let managed = (MANAGED_BY.0, MANAGED_BY.1);
+        let ours = [managed, (CLUSTER_ID_LABEL, "7"), (INSTALLATION_LABEL, "inst-a")];
+        let other_console = [managed, (CLUSTER_ID_LABEL, "7"), (INSTALLATION_LABEL, "inst-b")];
+        let other_cluster = [managed, (CLUSTER_ID_LABEL, "8"), (INSTALLATION_LABEL, "inst-a")];
+        let legacy = [managed, (CLUSTER_ID_LABEL, "7")];
+        let operators: [(&str, &str); 1] = [("team", "db")];
+        // (object uid, labels, stored uid, adopt legacy, created, owns the namespace)
+        let cases: Vec<(&str, &[(&str, &str)], Option<&str>, bool, bool, bool)> = vec![
+            ("u1", &ours, None, false, true, true),
+            ("u1", &ours, Some("u0"), false, true, true),
+            ("u1", &other_console, None, false, false, false),
+            ("u1", &other_console, None, true, false, false),
+            ("u1", &other_cluster, None, false, false, false),
+            ("u1", &operators, None, false, false, false),
+            ("u1", &operators, None, true, false, false),
+            // The stored UID is the namespace's identity, whatever its labels.
+            ("u1", &operators, Some("u1"), false, false, true),
+            // Before migration 6: taken over only where the records allow.
+            ("u1", &legacy, None, true, true, true),
+            ("u1", &legacy, None, false, false, false),
+            ("u1", &[(CLUSTER_ID_LABEL, "7")], None, true, false, false),
+        ];
+        for (uid, labels, stored, adopt, created, owns) in cases {
+            let (m, o) = (meta(uid, labels), owner(stored, adopt));
+            assert_eq!(o.created(&m), created, "created: {labels:?} stored {stored:?} adopt {adopt}");
+            assert_eq!(o.owns_namespace(&m), owns, "owns: {labels:?} stored {stored:?} adopt {adopt}");
+        }
+    }
 }

@@ -11,6 +11,10 @@ pub enum Error {
     Db(#[from] DbError),
     #[error("waiting for the host: {0}")]
     NotYet(&'static str),
+    /// An object the cluster needs exists on the host and is not the
+    /// console's (`namespace kubebyon-db`): left untouched, the cluster fails.
+    #[error("{0} exists on the host and was not created by this console")]
+    Taken(String),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -26,6 +30,7 @@ impl Error {
             Self::Kube(_, kube::Error::Api(s)) => {
                 (400..500).contains(&s.code) && ![401, 403, 404, 409, 429].contains(&s.code)
             }
+            Self::Taken(_) => true,
             _ => false,
         }
     }
@@ -45,6 +50,7 @@ impl Error {
             Self::Kube(..) => "unreachable",
             Self::Db(_) => "database",
             Self::NotYet(_) => "not_ready",
+            Self::Taken(_) => "taken",
         }
     }
 
@@ -55,6 +61,17 @@ impl Error {
             Self::Kube(step, _) => format!("{step}: the host cluster did not answer"),
             Self::Db(_) => "database error".into(),
             Self::NotYet(what) => (*what).into(),
+            Self::Taken(_) => self.to_string(),
+        }
+    }
+
+    /// The status message of a cluster this failure stopped: a code the
+    /// pages translate, then the detail (`namespace_taken: namespace
+    /// kubebyon-db`, `helm_failed: <the API server's words>`).
+    pub fn status_message(&self) -> String {
+        match self {
+            Self::Taken(object) => format!("{}: {object}", super::observe::message::NAMESPACE_TAKEN),
+            _ => format!("{}: {}", super::observe::message::HELM_FAILED, self.reason()),
         }
     }
 }
@@ -101,5 +118,10 @@ mod tests {
             assert_eq!(api(code).kind(), kind, "{code}");
         }
         assert!(!Error::NotYet("uninstalling").is_permanent());
+        let taken = Error::Taken("namespace kubebyon-db".into());
+        assert!(taken.is_permanent());
+        assert_eq!(taken.kind(), "taken");
+        assert_eq!(taken.status_message(), "namespace_taken: namespace kubebyon-db");
+        assert_eq!(api(422).status_message(), "helm_failed: apply HelmChart: refused");
     }
 }

@@ -86,14 +86,8 @@ pub async fn read_secret(client: &Client, name: &str) -> Result<Option<Secret>> 
         .map_err(kube("read vc Secret"))
 }
 
-/// Reads one cluster with GETs. `stale_jobs` are install Jobs known to predate the last
-/// values change (recorded when the HelmChart was applied).
-pub async fn gather(client: &Client, name: &str, stale_jobs: &BTreeSet<String>) -> Result<Gathered> {
-    let raw = fetch(client, name).await?;
-    Ok(assemble(client, name, raw, stale_jobs).await)
-}
-
-/// From the raw objects to what the status needs; reads the Job pod's log only
+/// From the raw objects to what the status needs (`stale_jobs`: install Jobs
+/// known to predate the last values change); reads the Job pod's log only
 /// while helm fails, and the Service's Events only while its address is pending.
 pub async fn assemble(client: &Client, name: &str, raw: Raw, stale_jobs: &BTreeSet<String>) -> Gathered {
     let ns = render::namespace(name);

@@ -86,6 +86,8 @@ pub struct Context {
     /// it read again. (Watching Secrets would need list/watch on every Secret of
     /// the host: `vc-<name>` carries no label to select it by.)
     secrets: Mutex<BTreeMap<i64, SecretMemo>>,
+    /// This console's installation id (read from the database once).
+    installation: tokio::sync::OnceCell<String>,
 }
 
 impl Context {
@@ -110,7 +112,30 @@ impl Context {
             caches: std::sync::OnceLock::new(),
             applied: Mutex::default(),
             secrets: Mutex::default(),
+            installation: tokio::sync::OnceCell::new(),
         }
+    }
+
+    /// This console's installation id, the label of what it creates on the host.
+    pub async fn installation(&self) -> Result<&str> {
+        let id = self.installation.get_or_try_init(|| db::shared::installation_id(&self.pool)).await?;
+        Ok(id.as_str())
+    }
+
+    /// Who the console is on the host for one cluster.
+    async fn owner(&self, cluster_id: i64) -> Result<apply::Owner> {
+        let installation = self.installation().await?.to_owned();
+        let record = clusters::host_record(&self.pool, cluster_id).await?;
+        Ok(apply::Owner { installation, cluster_id, record })
+    }
+
+    /// Whether a HelmChart read from the host is this cluster's, made by this
+    /// console: what is read from any other is never shown or probed.
+    async fn chart_is_ours(&self, cluster_id: i64, chart: Option<&kube::api::DynamicObject>) -> Result<bool> {
+        let Some(chart) = chart else { return Ok(false) };
+        let installation = self.installation().await?.to_owned();
+        let owner = apply::Owner { installation, cluster_id, record: Default::default() };
+        Ok(owner.created(&chart.metadata))
     }
 
     /// Wakes the loop (a change was stored).
@@ -257,7 +282,7 @@ async fn work(ctx: &Context) -> Result<()> {
                 tracing::warn!(cluster = op.cluster_id, error = %e, "operation failed");
                 let reason = e.reason();
                 operations::finish(&ctx.pool, op.id, &ctx.worker, Some(&reason)).await?;
-                fail_status(ctx, op.cluster_id, &reason).await?;
+                fail_status(ctx, op.cluster_id, &e.status_message()).await?;
             }
             Err(e) => {
                 // Waiting for the host to finish something (an uninstall, a
@@ -290,7 +315,8 @@ async fn handle(ctx: &Context, cluster_id: i64) -> Result<()> {
         return Ok(()); // already gone
     };
     if cluster.deletion_requested {
-        apply::uninstall(&ctx.client, &cluster).await?;
+        let owner = ctx.owner(cluster.id).await?;
+        apply::uninstall(&ctx.client, &cluster, &owner).await?;
         clusters::delete_row(&ctx.pool, cluster.id).await?;
         ctx.forget(cluster.id);
         tracing::info!(cluster = %cluster.spec.name.as_str(), "uninstalled and removed");
@@ -309,7 +335,17 @@ async fn handle(ctx: &Context, cluster_id: i64) -> Result<()> {
 async fn apply_tracked(ctx: &Context, cluster: &Cluster, settings: &crate::domain::SystemSettings) -> Result<()> {
     let stale = current_job_uid(ctx, cluster).await;
     let cached = ctx.caches.get().map(|c| c.raw(cluster.spec.name.as_str()).chart);
-    let applied = apply::apply(&ctx.client, cluster, settings, ctx.address_request(settings), cached).await?;
+    let owner = ctx.owner(cluster.id).await?;
+    let applied = apply::apply(&ctx.client, cluster, settings, ctx.address_request(settings), cached, &owner).await?;
+    if let Some(uid) = &applied.namespace_uid
+        && owner.record.namespace_uid.as_ref() != Some(uid)
+    {
+        clusters::record_namespace(&ctx.pool, cluster.id, uid).await?;
+    }
+    if owner.record.adopt_legacy {
+        clusters::end_adoption(&ctx.pool, cluster.id).await?;
+        tracing::info!(cluster = %cluster.spec.name.as_str(), "applied before labels of ownership: taken over once");
+    }
     if let Ok(mut m) = ctx.applied.lock() {
         m.insert(cluster.id, applied.spec.clone());
     }
@@ -353,11 +389,12 @@ async fn cached_secret(ctx: &Context, id: i64, name: &str) -> Result<Option<k8s_
     Ok(secret)
 }
 
-async fn fail_status(ctx: &Context, cluster_id: i64, reason: &str) -> Result<()> {
+/// Fails the cluster's current generation with `message` (a code and its detail).
+async fn fail_status(ctx: &Context, cluster_id: i64, message: &str) -> Result<()> {
     if let Some(c) = clusters::get(&ctx.pool, cluster_id).await? {
         let status = ClusterStatus {
             phase: Phase::Failed,
-            message: format!("{}: {reason}", observe::message::HELM_FAILED),
+            message: message.to_owned(),
             observed_generation: c.generation,
             ..ClusterStatus::default()
         };
@@ -425,13 +462,34 @@ async fn observe_one(
         let generation = raw.chart.as_ref().and_then(|h| h.annotations().get(apply::GENERATION_ANNOTATION).cloned());
         generation == Some(cluster.generation.to_string())
     });
-    let mut g = match cached {
-        Some(mut raw) => {
-            raw.secret = cached_secret(ctx, cluster.id, name).await?;
-            gather::assemble(&ctx.client, name, raw, &stale).await
-        }
-        None => gather::gather(&ctx.client, name, &stale).await?,
+    let (mut raw, from_cache) = match cached {
+        Some(raw) => (raw, true),
+        None => (gather::fetch(&ctx.client, name).await?, false),
     };
+    let installation = ctx.installation().await?.to_owned();
+    let owner = |adopt_legacy| apply::Owner {
+        installation: installation.clone(),
+        cluster_id: cluster.id,
+        record: db::clusters::HostRecord { namespace_uid: None, adopt_legacy },
+    };
+    let chart = raw.chart.as_ref().map(|c| &c.metadata);
+    if !chart.is_some_and(|m| owner(false).created(m)) {
+        // Applied before the console labelled what it creates (the old
+        // labels name this cluster): taken over once where its records
+        // allow, else failed as taken (once).
+        let legacy = chart.is_some_and(|m| owner(true).created(m));
+        if legacy && !cluster.status.message.starts_with(observe::message::NAMESPACE_TAKEN) {
+            return match apply_tracked(ctx, cluster, settings).await {
+                Err(e) if e.is_permanent() => fail_status(ctx, cluster.id, &e.status_message()).await,
+                other => other,
+            };
+        }
+        return Err(Error::NotYet("no HelmChart of this cluster's on the host"));
+    }
+    if from_cache {
+        raw.secret = cached_secret(ctx, cluster.id, name).await?;
+    }
+    let mut g = gather::assemble(&ctx.client, name, raw, &stale).await;
     if g.chart_generation != Some(cluster.generation) {
         return Err(Error::NotYet("the HelmChart is not rendered from the current spec yet"));
     }
@@ -478,12 +536,23 @@ async fn observe_one(
     Ok(())
 }
 
+/// One cluster read from the host now, with GETs; `None` unless its
+/// HelmChart is this console's for this cluster.
+async fn gather_ours(ctx: &Context, cluster: &Cluster) -> Result<Option<gather::Gathered>> {
+    let name = cluster.spec.name.as_str();
+    let raw = gather::fetch(&ctx.client, name).await?;
+    if !ctx.chart_is_ours(cluster.id, raw.chart.as_ref()).await? {
+        return Ok(None);
+    }
+    Ok(Some(gather::assemble(&ctx.client, name, raw, &BTreeSet::new()).await))
+}
+
 /// The kubeconfig of a cluster, read from the host now (never stored).
-pub async fn download(client: &Client, cluster: &Cluster) -> Result<Option<String>> {
+pub async fn download(ctx: &Context, cluster: &Cluster) -> Result<Option<String>> {
     let Some(endpoint) = cluster.status.api_endpoint.as_deref().filter(|_| cluster.kubeconfig_downloadable()) else {
         return Ok(None);
     };
-    let g = gather::gather(client, cluster.spec.name.as_str(), &BTreeSet::new()).await?;
+    let Some(g) = gather_ours(ctx, cluster).await? else { return Ok(None) };
     let Some(config) = g.vcluster_config else { return Ok(None) };
     Ok(kubeconfig::render(&config, cluster.spec.name.as_str(), endpoint).ok())
 }
@@ -511,7 +580,7 @@ pub async fn probe_now(ctx: &Context, cluster: &Cluster) -> Result<Option<probe:
     else {
         return Ok(None);
     };
-    let g = gather::gather(&ctx.client, cluster.spec.name.as_str(), &BTreeSet::new()).await?;
+    let Some(g) = gather_ours(ctx, cluster).await? else { return Ok(None) };
     let Some(creds) = g.credentials else { return Ok(None) };
     let report = probe::probe(endpoint, &creds, &ctx.resolver).await;
     crate::server::metrics::global().record_probe(report.status.as_str());

@@ -53,6 +53,9 @@ pub struct Observation {
 pub mod message {
     pub const INSTALLING: &str = "installing";
     pub const HELM_FAILED: &str = "helm_failed";
+    /// `namespace_taken: <object>`: the name's namespace or HelmChart on
+    /// the host is not the console's (left untouched).
+    pub const NAMESPACE_TAKEN: &str = "namespace_taken";
     pub const LB_PENDING: &str = "lb_pending";
     pub const STARTING: &str = "starting";
     pub const PROBE_FAILED: &str = "probe_failed";

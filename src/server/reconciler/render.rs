@@ -18,6 +18,10 @@ pub use crate::domain::settings::AddressRequest;
 pub const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "kubebyon");
 /// The label naming the console's cluster id.
 pub const CLUSTER_ID_LABEL: &str = "kubebyon.io/cluster-id";
+/// The label naming the console installation that created the object (its
+/// id is generated once and kept in the database): only the console's own
+/// create writes it, and nothing without it is ever changed or deleted.
+pub const INSTALLATION_LABEL: &str = "kubebyon.io/installation";
 
 pub use crate::domain::sans::namespace;
 
@@ -200,14 +204,18 @@ pub fn helm_chart(cluster_id: i64, spec: &ClusterSpec, values_content: &str, cha
     })
 }
 
-/// The cluster's namespace, as a server-side apply body.
-pub fn namespace_object(cluster_id: i64, name: &str) -> Value {
+/// The cluster's namespace `ns`, as the body of its create.
+pub fn namespace_object(cluster_id: i64, installation: &str, ns: &str) -> Value {
     json!({
         "apiVersion": "v1",
         "kind": "Namespace",
         "metadata": {
-            "name": namespace(name),
-            "labels": {MANAGED_BY.0: MANAGED_BY.1, CLUSTER_ID_LABEL: cluster_id.to_string()},
+            "name": ns,
+            "labels": {
+                MANAGED_BY.0: MANAGED_BY.1,
+                CLUSTER_ID_LABEL: cluster_id.to_string(),
+                INSTALLATION_LABEL: installation,
+            },
         },
     })
 }
