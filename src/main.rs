@@ -151,7 +151,7 @@ async fn serve(pool: AnyPool, db_shown: String, config: Config) -> Result<(), St
     let state = AppState {
         leptos_options: conf.leptos_options,
         pool: pool.clone(),
-        limiter: Arc::default(),
+        limiter: Arc::new(kubebyon::server::auth::rate_limit::LoginLimiter::with_budget(config.password_memory_mib)),
         config: Arc::new(config),
         host,
     };

@@ -197,6 +197,30 @@ async fn admin_changes_land_in_the_audit_log_admins_alone_read() {
     assert_eq!(c.get("/admin/audit", Some(&alice)).await.status, StatusCode::FORBIDDEN);
 }
 
+/// No shared cache may keep one user's page or JSON: every page, JSON answer
+/// and redirect says `private, no-store`; the kubeconfig keeps `no-store`.
+#[tokio::test]
+async fn pages_and_json_are_never_stored_by_a_shared_cache() {
+    let (c, _dir) = console().await;
+    let admin = c.login("admin", PW).await;
+    for (path, cookie) in [
+        ("/clusters", Some(admin.as_str())),
+        ("/clusters/new", Some(admin.as_str())),
+        ("/admin/settings", Some(admin.as_str())),
+        ("/api/console/clusters", Some(admin.as_str())),
+        ("/api/console/clusters/999", Some(admin.as_str())),
+        ("/api/admin/system-settings", Some(admin.as_str())),
+        ("/login", None),
+        ("/clusters", None),
+        ("/api/console/clusters", None),
+    ] {
+        let r = c.get(path, cookie).await;
+        assert_eq!(header(&r, "cache-control"), "private, no-store", "{path} signed in: {}", cookie.is_some());
+    }
+    let r = c.json("POST", "/api/auth/login", None, json!({"username": "admin", "password": "wrong"})).await;
+    assert_eq!(header(&r, "cache-control"), "private, no-store");
+}
+
 #[tokio::test]
 async fn readiness_metrics_and_request_ids() {
     let (c, _dir) = console().await;

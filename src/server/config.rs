@@ -26,6 +26,11 @@ pub struct Config {
     pub metrics_token: Option<String>,
     /// `KUBEBYON_LOG_FORMAT`: `text` (default) or `json` (one object per line).
     pub log_json: bool,
+    /// `KUBEBYON_PASSWORD_MEMORY_MIB`: the memory sign-ins' password checks
+    /// may use at once (each argon2 check holds ~19 MiB); sizes the check
+    /// slots ([`crate::server::auth::rate_limit::check_slots`]). Default
+    /// [`crate::server::auth::rate_limit::DEFAULT_PASSWORD_MEMORY_MIB`]: two.
+    pub password_memory_mib: u64,
 }
 
 impl Config {
@@ -38,6 +43,15 @@ impl Config {
             Some("json") => true,
             Some(other) => return Err(format!("KUBEBYON_LOG_FORMAT: {other:?} is neither \"text\" nor \"json\"")),
         };
+        let password_memory_mib = match var("KUBEBYON_PASSWORD_MEMORY_MIB") {
+            None => crate::server::auth::rate_limit::DEFAULT_PASSWORD_MEMORY_MIB,
+            Some(v) => v
+                .trim()
+                .parse::<u64>()
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or_else(|| format!("KUBEBYON_PASSWORD_MEMORY_MIB: {v:?} is not a positive number of MiB"))?,
+        };
         Ok(Self {
             data_dir: var("KUBEBYON_DATA_DIR").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("data")),
             database_url: var("DATABASE_URL"),
@@ -47,6 +61,7 @@ impl Config {
             trusted_proxies,
             metrics_token: var("KUBEBYON_METRICS_TOKEN"),
             log_json,
+            password_memory_mib,
         })
     }
 

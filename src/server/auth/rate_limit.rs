@@ -14,9 +14,13 @@
 //!   entries nearest to expiry make room. A new pair is never refused because
 //!   the table is full.
 //! - **Password checks** (argon2, ~19 MiB and tens of ms each) run at most
-//!   `available_parallelism` at once, and at most `QUEUED_PER_CHECK` times that
-//!   many sign-ins wait for one; past that a sign-in is refused at once
-//!   (`login_rate_limited`) instead of queueing without bound.
+//!   [`check_slots`] at once, sized from a memory budget
+//!   (`KUBEBYON_PASSWORD_MEMORY_MIB`, default two checks' worth) and not from
+//!   the node's CPU count (a pod on a 16-core node under a 256 Mi limit would
+//!   otherwise be OOM-killed by ~30 parallel anonymous sign-ins); at most
+//!   `QUEUED_PER_CHECK` times that many sign-ins wait for one; past that a
+//!   sign-in is refused at once (`login_rate_limited`) instead of queueing
+//!   without bound.
 //!
 //! An attempt counts as a failure when it starts (and is forgiven on success),
 //! so a burst of parallel guesses cannot all pass before any failure is recorded.
@@ -35,6 +39,16 @@ pub const WINDOW_SECS: i64 = 15 * 60;
 pub const MAX_ENTRIES: usize = 100_000;
 /// Sign-ins that may wait for each password check slot.
 pub const QUEUED_PER_CHECK: usize = 16;
+/// What one argon2 check holds: its memory cost (argon2's default, which
+/// `password.rs` uses), rounded up to MiB.
+pub const MIB_PER_CHECK: u64 = (argon2::Params::DEFAULT_M_COST as u64).div_ceil(1024);
+/// The default budget: two checks at once.
+pub const DEFAULT_PASSWORD_MEMORY_MIB: u64 = 2 * MIB_PER_CHECK;
+
+/// How many password checks may run at once within `budget_mib` (at least one).
+pub fn check_slots(budget_mib: u64) -> usize {
+    usize::try_from(budget_mib / MIB_PER_CHECK).unwrap_or(usize::MAX).max(1)
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Attempts {
@@ -111,8 +125,7 @@ pub struct LoginLimiter {
 
 impl Default for LoginLimiter {
     fn default() -> Self {
-        let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
-        Self::new(MAX_ENTRIES, cpus)
+        Self::with_budget(DEFAULT_PASSWORD_MEMORY_MIB)
     }
 }
 
@@ -140,6 +153,11 @@ impl LoginLimiter {
             in_flight: AtomicUsize::new(0),
             max_in_flight: checks * (1 + QUEUED_PER_CHECK),
         }
+    }
+
+    /// Password checks sized by a memory budget in MiB ([`check_slots`]).
+    pub fn with_budget(budget_mib: u64) -> Self {
+        Self::new(MAX_ENTRIES, check_slots(budget_mib))
     }
 
     fn with<T>(&self, f: impl FnOnce(&mut Tables) -> T) -> T {
@@ -198,6 +216,18 @@ impl LoginLimiter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn check_slots_follow_the_memory_budget_not_the_cpus() {
+        assert_eq!(MIB_PER_CHECK, 19);
+        for (budget, slots) in [(1, 1), (18, 1), (19, 1), (37, 1), (38, 2), (DEFAULT_PASSWORD_MEMORY_MIB, 2), (190, 10)]
+        {
+            assert_eq!(check_slots(budget), slots, "{budget} MiB");
+        }
+        let l = LoginLimiter::default();
+        assert_eq!(l.checks.available_permits(), 2);
+        assert_eq!(l.max_in_flight, 2 * (1 + QUEUED_PER_CHECK));
+    }
 
     #[test]
     fn five_attempts_lock_the_pair_until_the_window_ends() {

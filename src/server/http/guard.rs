@@ -28,6 +28,9 @@ fn header_str(headers: &HeaderMap, name: header::HeaderName) -> Option<&str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
+/// The caching of every page and JSON answer.
+pub const NOT_STORED: &str = "private, no-store";
+
 /// Static assets need no user: their requests skip the session lookup.
 fn is_asset(path: &str) -> bool {
     path.starts_with("/pkg/") || path == "/favicon.ico"
@@ -72,7 +75,9 @@ pub async fn guard(State(state): State<AppState>, mut req: Request<Body>, next: 
 
     if user.is_none() && req.method() == http::Method::GET && needs_sign_in(req.uri().path()) {
         let target = req.uri().path_and_query().map(|p| p.as_str()).unwrap_or("/");
-        return Redirect::to(&format!("/login?next={}", encode(target))).into_response();
+        let mut res = Redirect::to(&format!("/login?next={}", encode(target))).into_response();
+        res.headers_mut().insert(header::CACHE_CONTROL, http::HeaderValue::from_static(NOT_STORED));
+        return res;
     }
 
     if let Some(user) = user {
@@ -82,8 +87,14 @@ pub async fn guard(State(state): State<AppState>, mut req: Request<Body>, next: 
         state.config.public_url_is_https(),
         header_str(req.headers(), header::HeaderName::from_static("x-forwarded-proto")),
     );
+    let asset = is_asset(req.uri().path());
     let mut res = server_fn_status(next.run(req).await).await;
     let h = res.headers_mut();
+    // Pages and JSON are one user's: no shared cache may keep them (assets
+    // and answers that chose their own caching keep it).
+    if !asset && !h.contains_key(header::CACHE_CONTROL) {
+        h.insert(header::CACHE_CONTROL, http::HeaderValue::from_static(NOT_STORED));
+    }
     for (name, value) in security_headers(https) {
         if name != header::CONTENT_SECURITY_POLICY || !h.contains_key(&name) {
             h.insert(name, http::HeaderValue::from_static(value));

@@ -233,7 +233,8 @@ mod tests {
         let legacy = [managed, (CLUSTER_ID_LABEL, "7")];
         let operators: [(&str, &str); 1] = [("team", "db")];
         // (object uid, labels, stored uid, adopt legacy, created, owns the namespace)
-        let cases: Vec<(&str, &[(&str, &str)], Option<&str>, bool, bool, bool)> = vec![
+        type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], Option<&'a str>, bool, bool, bool);
+        let cases: Vec<Case> = vec![
             ("u1", &ours, None, false, true, true),
             ("u1", &ours, Some("u0"), false, true, true),
             ("u1", &other_console, None, false, false, false),
