@@ -730,3 +730,36 @@ async fn login_throttling_follows_the_forwarded_client_only_behind_a_trusted_pro
     let r = c.send_with("POST", "/api/auth/login", None, Some("application/json"), body, &headers).await;
     assert_eq!(r.status, StatusCode::TOO_MANY_REQUESTS);
 }
+
+/// Storage is fixed at creation (a real host refuses to change the
+/// StatefulSet's volume claims): an edit of it is refused with a translated
+/// field error and changes nothing; CPU and memory still change. The edit
+/// page shows the field read-only, saying why.
+#[tokio::test]
+async fn storage_cannot_be_edited_after_creation() {
+    let (c, _d) = console().await;
+    let alice = c.login("alice", PW).await;
+    let a = Some(alice.as_str());
+    let r = c.json("POST", "/api/console/clusters", a, cluster("disk", json!({"enabled": false}))).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let id = r.json()["id"].as_i64().unwrap();
+    let path = format!("/api/console/clusters/{id}");
+    let ops = count(&c, "cluster_operations").await;
+    let r = c.json("PATCH", &path, a, json!({"resources": {"cpu": "2", "memory_gib": 4, "storage_gib": 40}})).await;
+    assert_eq!(
+        (r.status, r.json()),
+        (StatusCode::UNPROCESSABLE_ENTITY, json!({"code": "storage_fixed", "field": "storage_gib"}))
+    );
+    let now = c.get(&path, a).await.json();
+    assert_eq!((now["generation"].clone(), now["spec"]["resources"]["storage_gib"].clone()), (json!(1), json!(20)));
+    assert_eq!(count(&c, "cluster_operations").await, ops, "nothing queued");
+    let r = c.json("PATCH", &path, a, json!({"resources": {"cpu": "4", "memory_gib": 8, "storage_gib": 20}})).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.json()["spec"]["resources"], json!({"cpu_millis": 4000, "memory_gib": 8, "storage_gib": 20}));
+    let page = c.get(&format!("/clusters/{id}/edit"), a).await;
+    assert!(page.body.contains("Fixed at creation"), "the edit page says why");
+    assert!(
+        page.body.contains(r#"name="storage_gib""#) && page.body.contains("readonly"),
+        "read-only on the edit page"
+    );
+}

@@ -350,6 +350,9 @@ async fn helm_failures_say_why_and_settings_follow_through() {
     let lb =
         env.create("settle-lb", json!({"enabled": true, "mode": "loadbalancer", "control_plane_host": lb_ip})).await;
     env.converge(lb, "LB Ready", ready).await;
+    // The kubeconfig from before the failed upgrade: a reinstall (klipper-helm's
+    // default failure policy) would make a new CA and break it.
+    let before_failure = env.kubeconfig(lb).await;
     let pool = env.console.pool.clone();
     let mut bad = kubebyon::server::db::settings::load(&pool).await.unwrap();
     bad.load_balancer_annotations.insert("bad key!".into(), "x".into());
@@ -363,6 +366,10 @@ async fn helm_failures_say_why_and_settings_follow_through() {
     kubebyon::server::db::settings::save(&pool, &bad).await.unwrap();
     env.ctx.wake();
     env.converge(lb, "recovered", ready).await;
+    kubectl_get_ns(&before_failure, "settle-lb-same-ca").expect("upgraded again, not reinstalled: the same CA");
+    let admin = host().client().await.unwrap();
+    let hc = reconciler::apply::helm_charts(&admin, "kubebyon-settle-lb").get("settle-lb").await.unwrap();
+    assert_eq!(hc.data["spec"]["failurePolicy"], "retry");
 
     // The admin asks kube-vip for addresses: only the LoadBalancer cluster with
     // an IP host renders differently. MetalLB does not read kube-vip's

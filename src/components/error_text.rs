@@ -17,6 +17,7 @@ pub fn error_text(locale: Locale, code: ErrorCode) -> &'static str {
         E::CpuInvalid => td_string!(locale, errors.cpu_invalid),
         E::MemoryInvalid => td_string!(locale, errors.memory_invalid),
         E::StorageInvalid => td_string!(locale, errors.storage_invalid),
+        E::StorageFixed => td_string!(locale, errors.storage_fixed),
         E::AnnotationsInvalid => td_string!(locale, errors.annotations_invalid),
         E::LoadBalancerClassInvalid => td_string!(locale, errors.load_balancer_class_invalid),
         E::AddressRequestInvalid => td_string!(locale, errors.address_request_invalid),

@@ -16,6 +16,7 @@ pub fn TextField(
     #[prop(optional)] autocomplete: Option<&'static str>,
     #[prop(optional)] inputmode: Option<&'static str>,
     #[prop(optional)] required: bool,
+    #[prop(optional)] readonly: bool,
     #[prop(optional, into)] class: String,
 ) -> impl IntoView {
     let id = field.as_str();
@@ -48,6 +49,7 @@ pub fn TextField(
                 autocomplete=autocomplete
                 inputmode=inputmode
                 required=required
+                readonly=readonly
                 aria-invalid=move || invalid().to_string()
                 aria-describedby=described
             />

@@ -18,6 +18,7 @@ pub enum ErrorCode {
     CpuInvalid,
     MemoryInvalid,
     StorageInvalid,
+    StorageFixed,
     AnnotationsInvalid,
     LoadBalancerClassInvalid,
     AddressRequestInvalid,
@@ -50,7 +51,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, for the locale completeness test and the API docs.
-    pub const ALL: [ErrorCode; 37] = [
+    pub const ALL: [ErrorCode; 38] = [
         Self::NameInvalid,
         Self::NameTaken,
         Self::HostInvalid,
@@ -60,6 +61,7 @@ impl ErrorCode {
         Self::CpuInvalid,
         Self::MemoryInvalid,
         Self::StorageInvalid,
+        Self::StorageFixed,
         Self::AnnotationsInvalid,
         Self::LoadBalancerClassInvalid,
         Self::AddressRequestInvalid,
@@ -102,6 +104,7 @@ impl ErrorCode {
             Self::CpuInvalid => "cpu_invalid",
             Self::MemoryInvalid => "memory_invalid",
             Self::StorageInvalid => "storage_invalid",
+            Self::StorageFixed => "storage_fixed",
             Self::AnnotationsInvalid => "annotations_invalid",
             Self::LoadBalancerClassInvalid => "load_balancer_class_invalid",
             Self::AddressRequestInvalid => "address_request_invalid",

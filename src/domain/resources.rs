@@ -34,6 +34,17 @@ impl Resources {
         Ok(Self { cpu_millis, memory_gib, storage_gib })
     }
 
+    /// An edit of an existing cluster's resources: CPU and memory may change,
+    /// storage may not. vCluster renders it into its StatefulSet's
+    /// `volumeClaimTemplates`, which Kubernetes refuses to change: helm's
+    /// upgrade would fail (docs/architecture.md, "Storage is fixed").
+    pub fn edited(self, to: Resources) -> Result<Resources, AppError> {
+        if to.storage_gib != self.storage_gib {
+            return Err(AppError::at(ErrorCode::StorageFixed, Field::Storage));
+        }
+        Ok(to)
+    }
+
     /// CPU in cores as the user wrote it, e.g. `1.5`.
     pub fn cpu_cores(&self) -> String {
         let whole = self.cpu_millis / 1000;
@@ -120,6 +131,18 @@ mod tests {
         ];
         for ((c, m, s), want) in cases {
             assert_eq!(Resources::parse(c, m, s), want, "{c:?} {m:?} {s:?}");
+        }
+    }
+
+    #[test]
+    fn an_edit_keeps_the_storage_of_the_creation() {
+        let was = Resources { cpu_millis: 1000, memory_gib: 2, storage_gib: 5 };
+        let more = Resources { cpu_millis: 4000, memory_gib: 8, storage_gib: 5 };
+        assert_eq!(was.edited(more), Ok(more));
+        assert_eq!(was.edited(was), Ok(was));
+        for storage_gib in [4, 6, 4096] {
+            let to = Resources { storage_gib, ..more };
+            assert_eq!(was.edited(to), Err(AppError::at(ErrorCode::StorageFixed, Field::Storage)), "{storage_gib}");
         }
     }
 

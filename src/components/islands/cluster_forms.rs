@@ -79,8 +79,16 @@ impl ClusterFormValues {
 }
 
 #[component]
-fn ResourceFields(values: ClusterFormValues, #[prop(into)] error: Signal<Option<AppError>>) -> impl IntoView {
+fn ResourceFields(
+    values: ClusterFormValues,
+    #[prop(into)] error: Signal<Option<AppError>>,
+    /// An existing cluster: its storage is fixed at creation.
+    #[prop(optional)]
+    editing: bool,
+) -> impl IntoView {
     let i18n = use_i18n();
+    let storage_hint =
+        if editing { t_string!(i18n, form.storage_fixed_hint) } else { t_string!(i18n, form.storage_hint) };
     view! {
         <fieldset class="card-section">
             <legend class="section-title">{t!(i18n, form.resources)}</legend>
@@ -104,10 +112,11 @@ fn ResourceFields(values: ClusterFormValues, #[prop(into)] error: Signal<Option<
                 <TextField
                     field=Field::Storage
                     label=t_string!(i18n, form.storage)
-                    hint=t_string!(i18n, form.storage_hint)
+                    hint=storage_hint
                     value=values.storage_gib
                     error
                     inputmode="numeric"
+                    readonly=editing
                 />
             </div>
         </fieldset>
@@ -222,7 +231,7 @@ pub fn EditClusterForm(
         <IslandForm action name="edit-cluster" error>
             <input type="hidden" name="id" value=id />
             <div class="contents" on:input=typing on:change=typing>
-                <ResourceFields values=values.clone() error />
+                <ResourceFields values=values.clone() error editing=true />
                 <PublicAccessFields enabled=values.enabled mode=values.mode host=values.host error />
             </div>
             {children()}

@@ -200,6 +200,12 @@ pub fn helm_chart(cluster_id: i64, spec: &ClusterSpec, values_content: &str, cha
             "version": chart.chart_version,
             "targetNamespace": ns,
             "valuesContent": values_content,
+            // klipper-helm's `entry` on a failed release: `reinstall` (the
+            // default) uninstalls and installs again (a new CA: every
+            // kubeconfig broken), `abort` waits for an operator, `retry`
+            // upgrades again, so a corrected spec recovers and nothing is
+            // reinstalled behind the user's back.
+            "failurePolicy": "retry",
         },
     })
 }
@@ -355,5 +361,6 @@ mod tests {
         assert_eq!(hc["spec"]["targetNamespace"], "kubebyon-demo");
         assert_eq!(hc["spec"]["valuesContent"], a);
         assert_eq!(hc["metadata"]["labels"][CLUSTER_ID_LABEL], "7");
+        assert_eq!(hc["spec"]["failurePolicy"], "retry", "a failed upgrade is upgraded again, never reinstalled");
     }
 }

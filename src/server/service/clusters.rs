@@ -90,7 +90,7 @@ pub async fn update(pool: &AnyPool, user: &CurrentUser, id: i64, patch: &Cluster
     }
     let mut spec = current.spec.clone();
     if let Some(resources) = &patch.resources {
-        spec.resources = resources.parse()?;
+        spec.resources = current.spec.resources.edited(resources.parse()?)?;
     }
     // An update without a mode keeps the cluster's own (remembered) mode.
     let remembered = db::clusters::remembered_mode(pool, id).await?;
