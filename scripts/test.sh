@@ -102,7 +102,8 @@ host_kubeconfig=$(KUBEBYON_HOST_DIR="$work/host" KUBEBYON_HOST_API_PORT=$(bash s
   bash scripts/host-up.sh --test-latency --node-ip "$host_net.1" --pool "default=$host_net.200-$host_net.229" | tail -n 1)
 host_port=$(bash scripts/free-port.sh)
 # This one logs as production does (JSON on standard error), checked below.
-KUBECONFIG="$host_kubeconfig" LEPTOS_SITE_ADDR="127.0.0.1:$host_port" KUBEBYON_DATA_DIR="$work/data-host" \
+# The simulated host serves on 127.0.0.0/8: the probe may reach loopback.
+KUBECONFIG="$host_kubeconfig" LEPTOS_SITE_ADDR="127.0.0.1:$host_port" KUBEBYON_DATA_DIR="$work/data-host" KUBEBYON_PROBE_LOOPBACK=1 \
   KUBEBYON_LOG_FORMAT=json "$KUBEBYON_BIN" serve >"$work/console-host.out" 2>"$work/console-host.log" &
 host_console_pid=$!
 wait_healthy "$host_port" "$host_console_pid" "$work/console-host.log"

@@ -126,8 +126,14 @@ async fn serve(pool: AnyPool, db_shown: String, config: Config) -> Result<(), St
     let state_simulated = config.simulated_host;
     let host = match reconciler::connect().await {
         Ok(client) => {
-            let request = reconciler::detect_address_request(&client).await;
+            // Start-up never waits long on the host: a host that does not answer
+            // within a few seconds is detected again on the first full pass.
+            let detect = reconciler::detect_address_request(&client);
+            let request = tokio::time::timeout(std::time::Duration::from_secs(3), detect)
+                .await
+                .unwrap_or(reconciler::render::AddressRequest::None);
             let mut ctx = reconciler::Context::new(client, pool.clone(), request);
+            ctx.resolver.targets = config.probe_targets.clone();
             // Lease times (seconds): the observer lease, and how long a claimed
             // operation stays a crashed replica's before another takes it.
             let secs = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<u64>().ok()).filter(|v| *v > 0);

@@ -234,6 +234,14 @@ async fn readiness_metrics_and_request_ids() {
     // A client's own id is not taken without a trusted proxy.
     let r = c.send_with("GET", "/healthz", None, None, "", &[("x-request-id", "client-chosen")]).await;
     assert_ne!(header(&r, "x-request-id"), "client-chosen");
+    // Nor from a peer that is not one of the trusted proxies (the tests' peer
+    // is 127.0.0.1); from a trusted proxy it is.
+    for (proxies, kept) in [("10.0.0.0/8", false), ("127.0.0.0/8", true)] {
+        let trusted_proxies = kubebyon::server::auth::client::Cidr::parse_list(proxies).unwrap();
+        let (p, _d) = console_with(Config { trusted_proxies, data_dir: "unused".into(), ..Config::default() }).await;
+        let r = p.send_with("GET", "/healthz", None, None, "", &[("x-request-id", "proxy-chosen")]).await;
+        assert_eq!(header(&r, "x-request-id") == "proxy-chosen", kept, "trusted proxies {proxies}");
+    }
 
     let r = c.get("/metrics", None).await;
     assert_eq!(r.status, StatusCode::OK);

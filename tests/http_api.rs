@@ -763,3 +763,25 @@ async fn storage_cannot_be_edited_after_creation() {
         "read-only on the edit page"
     );
 }
+
+/// The detail page shows a connection test's status from the URL (a fixed
+/// set), never text from it: a crafted link cannot write on the page.
+#[tokio::test]
+async fn no_text_from_the_url_reaches_the_detail_page() {
+    let (c, _d) = console().await;
+    let alice = c.login("alice", PW).await;
+    let a = Some(alice.as_str());
+    let r = c.json("POST", "/api/console/clusters", a, cluster("linked", json!({"enabled": false}))).await;
+    let id = r.json()["id"].as_i64().unwrap();
+    let page = c.get(&format!("/clusters/{id}?probe=ok&probe_detail=Call+0800-PHISH+now"), a).await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(page.body.contains(r#"data-testid="probe-outcome""#), "the status is shown");
+    // Only the language links carry the URL (percent-encoded, as `next=`).
+    let shown: String = page
+        .body
+        .split("href=\"")
+        .enumerate()
+        .map(|(i, part)| if i == 0 { part } else { part.split_once('"').map_or("", |(_, rest)| rest) })
+        .collect();
+    assert!(!shown.contains("PHISH"), "the URL's text is not shown");
+}

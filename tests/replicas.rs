@@ -49,6 +49,7 @@ fn start(db: &str, kubeconfig: &Path, logs: &Path, tag: &str) -> Replica {
         .env("KUBEBYON_LEADER_LEASE_SECS", LEADER_LEASE_SECS.to_string())
         .env("KUBEBYON_CLAIM_LEASE_SECS", "5")
         .env("KUBEBYON_LOG_FORMAT", "json")
+        .env("KUBEBYON_PROBE_LOOPBACK", "1")
         .env("RUST_LOG", "info,sqlx=warn")
         .stdout(Stdio::null())
         .stderr(log)

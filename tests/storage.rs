@@ -240,6 +240,68 @@ async fn spec_and_status_writers_do_not_overwrite_each_other() {
 
 /// The queue is durable and claimed once: two workers never get the same row,
 /// a crashed worker's claim expires, and rows survive reopening the database.
+/// One tenant cannot starve the queue: user A's 5,000 queued edits (50
+/// clusters, 100 edits each, written to the queue directly) do not delay user
+/// B's create beyond two claims, since claims rotate across owners; and one
+/// claim of a cluster finishes its other pending edits up to the generation
+/// it applied (superseded: the handler applies the current spec anyway).
+#[tokio::test]
+async fn claims_rotate_across_owners_and_supersede_a_clusters_queued_edits() {
+    for t in each_backend().await {
+        let (pool, backend) = (&t.pool, t.backend);
+        let a = user(pool, "tenant-a", Role::User).await;
+        let b = user(pool, "tenant-b", Role::User).await;
+        for i in 0..50 {
+            let s = spec(&format!("a{i}"), PublicAccess::Disabled);
+            db::clusters::insert(pool, a.id, &s, PublicAccessMode::NodePort).await.unwrap();
+        }
+        sqlx::query(
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100) \
+             INSERT INTO cluster_operations (cluster_id, kind, generation, detail, requested_by, created_at) \
+             SELECT c.id, 'update', 1 + n.i, '{\"kind\":\"update\",\"changes\":[]}', c.owner_id, 1 \
+             FROM clusters c, n WHERE c.owner_id = $1",
+        )
+        .bind(a.id)
+        .execute(pool)
+        .await
+        .unwrap();
+        sqlx::query("UPDATE clusters SET generation = 101 WHERE owner_id = $1").bind(a.id).execute(pool).await.unwrap();
+        let queued: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM cluster_operations WHERE state = 'pending'")
+            .fetch_one(pool)
+            .await
+            .unwrap();
+        assert_eq!(queued, 5_050, "{backend}");
+        let b_cluster =
+            db::clusters::insert(pool, b.id, &spec("b0", PublicAccess::Disabled), PublicAccessMode::NodePort)
+                .await
+                .unwrap();
+
+        let mut claimed = Vec::new();
+        for _ in 0..3 {
+            let op = db::operations::claim_next(pool, "w", 60).await.unwrap().expect("runnable work");
+            let generation: i64 = sqlx::query_scalar("SELECT generation FROM clusters WHERE id = $1")
+                .bind(op.cluster_id)
+                .fetch_one(pool)
+                .await
+                .unwrap();
+            assert!(db::operations::finish(pool, op.id, "w", None).await.unwrap());
+            let folded = db::operations::supersede(pool, op.cluster_id, generation).await.unwrap();
+            claimed.push((op.cluster_id, folded));
+        }
+        let b_at = claimed.iter().position(|(c, _)| *c == b_cluster);
+        assert!(b_at.is_some_and(|i| i < 2), "{backend}: B's create within two claims: {claimed:?}");
+        for (cluster, folded) in &claimed {
+            let want = if *cluster == b_cluster { 0 } else { 100 };
+            assert_eq!(*folded, want, "{backend}: cluster {cluster}'s queued edits superseded by one claim");
+        }
+        let left: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM cluster_operations WHERE state = 'pending'")
+            .fetch_one(pool)
+            .await
+            .unwrap();
+        assert_eq!(left, 5_050 - 2 * 101, "{backend}");
+    }
+}
+
 #[tokio::test]
 async fn operations_are_claimed_once_and_survive_restart() {
     for t in each_backend().await {

@@ -24,3 +24,11 @@ UPDATE clusters SET adopt_legacy = TRUE
 WHERE observed_generation > 0
    OR EXISTS (SELECT 1 FROM cluster_operations o
               WHERE o.cluster_id = clusters.id AND o.state = 'done' AND o.kind IN ('create', 'update'));
+
+-- When each owner's operation was last claimed: claims go to the owner served
+-- longest ago, so one owner's queue cannot starve another's
+-- (operations::claim_next).
+CREATE TABLE queue_turns (
+    owner_id BIGINT PRIMARY KEY,
+    served_ms BIGINT NOT NULL
+);

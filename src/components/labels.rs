@@ -44,6 +44,7 @@ pub fn connection_text(locale: Locale, status: ConnectionStatus) -> &'static str
         C::CertificateUntrusted => td_string!(locale, connection.certificate_untrusted),
         C::Unauthorized => td_string!(locale, connection.unauthorized),
         C::HttpError => td_string!(locale, connection.http_error),
+        C::AddressNotAllowed => td_string!(locale, connection.address_not_allowed),
     }
 }
 

@@ -61,10 +61,14 @@ pub enum ConnectionStatus {
     CertificateUntrusted,
     Unauthorized,
     HttpError,
+    /// The endpoint resolves only to addresses the console does not probe
+    /// (link-local, the host cluster's Pod and Service ranges; loopback
+    /// unless configured): never connected to.
+    AddressNotAllowed,
 }
 
 impl ConnectionStatus {
-    pub const ALL: [ConnectionStatus; 9] = [
+    pub const ALL: [ConnectionStatus; 10] = [
         Self::Unknown,
         Self::Ok,
         Self::DnsFailure,
@@ -74,6 +78,7 @@ impl ConnectionStatus {
         Self::CertificateUntrusted,
         Self::Unauthorized,
         Self::HttpError,
+        Self::AddressNotAllowed,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -87,6 +92,7 @@ impl ConnectionStatus {
             Self::CertificateUntrusted => "certificate_untrusted",
             Self::Unauthorized => "unauthorized",
             Self::HttpError => "http_error",
+            Self::AddressNotAllowed => "address_not_allowed",
         }
     }
 

@@ -18,11 +18,10 @@ use crate::i18n::*;
 #[component]
 pub fn ClusterDetailPage() -> impl IntoView {
     let i18n = use_i18n();
-    // A connection test posted without JavaScript lands here with its outcome.
+    // A connection test posted without JavaScript lands here with its
+    // outcome's status (a fixed set; no text from the URL is shown).
     let query = use_query_map().get_untracked();
-    let probed = query
-        .get("probe")
-        .map(|s| ProbeOutcome { status: ConnectionStatus::parse(&s), detail: query.get("probe_detail") });
+    let probed = query.get("probe").map(|s| ProbeOutcome { status: ConnectionStatus::parse(&s), detail: None });
     let content = Suspend::new(async move {
         let page = match route_id() {
             Some(id) => load_cluster(id).await,

@@ -31,6 +31,10 @@ pub struct Config {
     /// slots ([`crate::server::auth::rate_limit::check_slots`]). Default
     /// [`crate::server::auth::rate_limit::DEFAULT_PASSWORD_MEMORY_MIB`]: two.
     pub password_memory_mib: u64,
+    /// What the probe may connect to: `KUBEBYON_PROBE_DENY_CIDRS` (the host
+    /// cluster's Pod and Service ranges; default k3s's), loopback only with
+    /// `KUBEBYON_PROBE_LOOPBACK=1` or the simulated host.
+    pub probe_targets: crate::server::reconciler::probe::Targets,
 }
 
 impl Config {
@@ -43,6 +47,13 @@ impl Config {
             Some("json") => true,
             Some(other) => return Err(format!("KUBEBYON_LOG_FORMAT: {other:?} is neither \"text\" nor \"json\"")),
         };
+        let mut probe_targets = crate::server::reconciler::probe::Targets::default();
+        if let Some(raw) = var("KUBEBYON_PROBE_DENY_CIDRS") {
+            probe_targets.deny = Cidr::parse_list(&raw)
+                .map_err(|bad| format!("KUBEBYON_PROBE_DENY_CIDRS: {bad:?} is not an IP address or CIDR block"))?;
+        }
+        probe_targets.allow_loopback = var("KUBEBYON_PROBE_LOOPBACK").is_some_and(|v| v == "1")
+            || var("KUBEBYON_SIMULATED_HOST").is_some_and(|v| v == "1");
         let password_memory_mib = match var("KUBEBYON_PASSWORD_MEMORY_MIB") {
             None => crate::server::auth::rate_limit::DEFAULT_PASSWORD_MEMORY_MIB,
             Some(v) => v
@@ -62,6 +73,7 @@ impl Config {
             metrics_token: var("KUBEBYON_METRICS_TOKEN"),
             log_json,
             password_memory_mib,
+            probe_targets,
         })
     }
 

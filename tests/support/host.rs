@@ -105,6 +105,8 @@ pub async fn context_as(host: &TestHost, pool: sqlx::AnyPool, user: &str) -> Arc
     let request = reconciler::detect_address_request(&client).await;
     assert_eq!(request, AddressRequest::MetalLb, "MetalLB's IPAddressPool CRD is detected");
     let mut ctx = Context::new(client, pool, request);
+    // The test host serves on 127.0.0.0/8.
+    ctx.resolver.targets.allow_loopback = true;
     ctx.resync = Duration::from_millis(500);
     ctx.retry_base = Duration::from_millis(200);
     ctx.lease = Duration::from_secs(2);

@@ -87,9 +87,11 @@ pub async fn queue_stats(pool: &AnyPool) -> Result<(i64, Option<i64>), DbError> 
     Ok(row)
 }
 
-/// Claims the oldest runnable operation for `worker` for `lease_secs`.
-/// When another worker takes the chosen row first, the conditional UPDATE
-/// matches nothing; then we look again while runnable rows remain.
+/// Claims a runnable operation for `worker` for `lease_secs`: of the owner
+/// served longest ago (`queue_turns`, so claims rotate across owners and one
+/// owner's thousands of queued edits do not hold up another's create), its
+/// oldest. When another worker takes the chosen row first, the conditional
+/// UPDATE matches nothing; then we look again while runnable rows remain.
 pub async fn claim_next(pool: &AnyPool, worker: &str, lease_secs: i64) -> Result<Option<OperationRow>, DbError> {
     // Runnable: pending, or claimed by a worker whose lease ran out; and the
     // oldest unfinished operation of its cluster, so one cluster's operations
@@ -99,15 +101,27 @@ pub async fn claim_next(pool: &AnyPool, worker: &str, lease_secs: i64) -> Result
          AND e.state IN ('pending', 'running'))";
     let sql = format!(
         "UPDATE cluster_operations SET state = 'running', claimed_by = $1, claimed_until = $2, attempts = attempts + 1 \
-         WHERE id = (SELECT q.id FROM cluster_operations q WHERE {RUNNABLE} ORDER BY q.id LIMIT 1) \
+         WHERE id = (SELECT q.id FROM cluster_operations q JOIN clusters c ON c.id = q.cluster_id \
+           LEFT JOIN queue_turns t ON t.owner_id = c.owner_id \
+           WHERE {RUNNABLE} ORDER BY COALESCE(t.served_ms, 0), q.id LIMIT 1) \
          AND (state = 'pending' OR (state = 'running' AND claimed_until < $3)) \
          RETURNING {COLUMNS}"
     );
     let runnable = format!("SELECT COUNT(*) FROM cluster_operations q WHERE {}", RUNNABLE.replace("$3", "$1"));
     for _ in 0..16 {
         let t = now();
-        let claimed = sqlx::query_as(&sql).bind(worker).bind(t + lease_secs).bind(t).fetch_optional(pool).await?;
-        if claimed.is_some() {
+        let claimed: Option<OperationRow> =
+            sqlx::query_as(&sql).bind(worker).bind(t + lease_secs).bind(t).fetch_optional(pool).await?;
+        if let Some(op) = &claimed {
+            // The owner's turn is used: the others come first next time.
+            sqlx::query(
+                "INSERT INTO queue_turns (owner_id, served_ms) SELECT owner_id, $2 FROM clusters WHERE id = $1 \
+                 ON CONFLICT (owner_id) DO UPDATE SET served_ms = $2",
+            )
+            .bind(op.cluster_id)
+            .bind(now_ms())
+            .execute(pool)
+            .await?;
             return Ok(claimed);
         }
         let left: i64 = sqlx::query_scalar(&runnable).bind(t).fetch_one(pool).await?;
@@ -133,6 +147,26 @@ pub async fn finish(pool: &AnyPool, id: i64, worker: &str, error: Option<&str>) 
     .execute(pool)
     .await?;
     Ok(done.rows_affected() == 1)
+}
+
+/// Finishes the cluster's other pending operations up to `generation`: the
+/// handler applied the cluster's current spec, which they asked for (or
+/// less), so running them again would only repeat it. Returns how many.
+pub async fn supersede(pool: &AnyPool, cluster_id: i64, generation: i64) -> Result<u64, DbError> {
+    let done = sqlx::query(
+        "UPDATE cluster_operations SET state = 'done', finished_at = $1 \
+         WHERE cluster_id = $2 AND state = 'pending' AND generation <= $3",
+    )
+    .bind(now())
+    .bind(cluster_id)
+    .bind(generation)
+    .execute(pool)
+    .await?;
+    Ok(done.rows_affected())
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or_default()
 }
 
 /// Leaves a claimed operation to be tried again after `delay_secs` (its lease

@@ -52,9 +52,12 @@ pub async fn telemetry(State(state): State<AppState>, mut req: Request<Body>, ne
     let route =
         req.extensions().get::<MatchedPath>().map(|m| m.as_str().to_owned()).unwrap_or_else(|| "unmatched".into());
     let method = metrics::method_label(req.method());
+    // A client's own id is kept only when the socket peer is a trusted proxy.
+    let peer = req.extensions().get::<axum::extract::ConnectInfo<std::net::SocketAddr>>().map(|c| c.0.ip());
+    let from_proxy = peer.is_some_and(|ip| state.config.trusted_proxies.iter().any(|c| c.contains(ip)));
     let forwarded = req.headers().get(REQUEST_ID).and_then(|v| v.to_str().ok()).filter(|v| usable_id(v));
     let id = match forwarded {
-        Some(v) if !state.config.trusted_proxies.is_empty() => v.to_owned(),
+        Some(v) if from_proxy => v.to_owned(),
         _ => new_id(),
     };
     if let Ok(v) = HeaderValue::from_str(&id) {

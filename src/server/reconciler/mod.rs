@@ -88,7 +88,15 @@ pub struct Context {
     secrets: Mutex<BTreeMap<i64, SecretMemo>>,
     /// This console's installation id (read from the database once).
     installation: tokio::sync::OnceCell<String>,
+    /// Host calls made for a request (kubeconfig download, probe now): at
+    /// most [`REQUEST_CALLS`] at once, each within [`REQUEST_CALL_TIMEOUT`].
+    request_calls: tokio::sync::Semaphore,
 }
+
+/// Host calls on request paths at once, per process.
+pub const REQUEST_CALLS: usize = 16;
+/// How long a request waits for the host (a slot and the calls together).
+pub const REQUEST_CALL_TIMEOUT: Duration = Duration::from_secs(25);
 
 impl Context {
     pub fn new(client: Client, pool: AnyPool, detected: AddressRequest) -> Self {
@@ -113,7 +121,20 @@ impl Context {
             applied: Mutex::default(),
             secrets: Mutex::default(),
             installation: tokio::sync::OnceCell::new(),
+            request_calls: tokio::sync::Semaphore::new(REQUEST_CALLS),
         }
+    }
+
+    /// Runs host calls for a request: bounded in number and in time, so a
+    /// host that does not answer ties up neither requests nor memory.
+    async fn for_request<T>(&self, calls: impl std::future::Future<Output = Result<T>>) -> Result<T> {
+        let bounded = async {
+            let _slot = self.request_calls.acquire().await.map_err(|_| Error::NotYet("shutting down"))?;
+            calls.await
+        };
+        tokio::time::timeout(REQUEST_CALL_TIMEOUT, bounded)
+            .await
+            .unwrap_or(Err(Error::NotYet("the host did not answer in time")))
     }
 
     /// This console's installation id, the label of what it creates on the host.
@@ -263,7 +284,7 @@ async fn work(ctx: &Context) -> Result<()> {
         let metrics = crate::server::metrics::global();
         metrics.record_reconcile(
             match &outcome {
-                Ok(()) => "done",
+                Ok(_) => "done",
                 Err(e) if e.is_permanent() => "failed",
                 Err(_) => "retried",
             },
@@ -275,8 +296,11 @@ async fn work(ctx: &Context) -> Result<()> {
             metrics.record_host_error(e.kind());
         }
         match outcome {
-            Ok(()) => {
+            Ok(applied) => {
                 operations::finish(&ctx.pool, op.id, &ctx.worker, None).await?;
+                if let Some(generation) = applied {
+                    operations::supersede(&ctx.pool, op.cluster_id, generation).await?;
+                }
             }
             Err(e) if e.is_permanent() => {
                 tracing::warn!(cluster = op.cluster_id, error = %e, "operation failed");
@@ -309,10 +333,10 @@ pub fn backoff(base: Duration, attempts: i64) -> Duration {
     capped.mul_f64(jitter)
 }
 
-/// Applies (or uninstalls) the cluster's current spec.
-async fn handle(ctx: &Context, cluster_id: i64) -> Result<()> {
+/// Applies (or uninstalls) the cluster's current spec; the generation applied.
+async fn handle(ctx: &Context, cluster_id: i64) -> Result<Option<i64>> {
     let Some(cluster) = clusters::get(&ctx.pool, cluster_id).await? else {
-        return Ok(()); // already gone
+        return Ok(None); // already gone
     };
     if cluster.deletion_requested {
         let owner = ctx.owner(cluster.id).await?;
@@ -320,15 +344,16 @@ async fn handle(ctx: &Context, cluster_id: i64) -> Result<()> {
         clusters::delete_row(&ctx.pool, cluster.id).await?;
         ctx.forget(cluster.id);
         tracing::info!(cluster = %cluster.spec.name.as_str(), "uninstalled and removed");
-        return Ok(());
+        return Ok(None);
     }
     if let Some(raw) = &cluster.unusable_host {
         // Rendering it would drop its public access: wait for an edit.
         tracing::warn!(cluster = %cluster.spec.name.as_str(), host = %raw, "stored host is not a valid host; left alone until edited");
-        return Ok(());
+        return Ok(None);
     }
     let settings = db::settings::load(&ctx.pool).await?;
-    apply_tracked(ctx, &cluster, &settings).await
+    apply_tracked(ctx, &cluster, &settings).await?;
+    Ok(Some(cluster.generation))
 }
 
 /// Applies, remembering the install Job that predates a values change.
@@ -552,7 +577,7 @@ pub async fn download(ctx: &Context, cluster: &Cluster) -> Result<Option<String>
     let Some(endpoint) = cluster.status.api_endpoint.as_deref().filter(|_| cluster.kubeconfig_downloadable()) else {
         return Ok(None);
     };
-    let Some(g) = gather_ours(ctx, cluster).await? else { return Ok(None) };
+    let Some(g) = ctx.for_request(gather_ours(ctx, cluster)).await? else { return Ok(None) };
     let Some(config) = g.vcluster_config else { return Ok(None) };
     Ok(kubeconfig::render(&config, cluster.spec.name.as_str(), endpoint).ok())
 }
@@ -580,9 +605,14 @@ pub async fn probe_now(ctx: &Context, cluster: &Cluster) -> Result<Option<probe:
     else {
         return Ok(None);
     };
-    let Some(g) = gather_ours(ctx, cluster).await? else { return Ok(None) };
-    let Some(creds) = g.credentials else { return Ok(None) };
-    let report = probe::probe(endpoint, &creds, &ctx.resolver).await;
+    let report = ctx
+        .for_request(async {
+            let Some(g) = gather_ours(ctx, cluster).await? else { return Ok(None) };
+            let Some(creds) = g.credentials else { return Ok(None) };
+            Ok(Some(probe::probe(endpoint, &creds, &ctx.resolver).await))
+        })
+        .await?;
+    let Some(report) = report else { return Ok(None) };
     crate::server::metrics::global().record_probe(report.status.as_str());
     Ok(Some(report))
 }

@@ -23,10 +23,45 @@ use crate::domain::ConnectionStatus;
 pub const TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Names resolved by the probe: fixed entries first (tests, split-horizon DNS),
-/// then the system resolver.
+/// then the system resolver (within [`TIMEOUT`]); then only the addresses
+/// [`Targets`] allows.
 #[derive(Clone, Debug, Default)]
 pub struct Resolver {
     fixed: Arc<RwLock<BTreeMap<String, IpAddr>>>,
+    pub targets: Targets,
+}
+
+/// Which addresses the probe may connect to. A user chooses the host (a DNS
+/// name may resolve to anything), so the probe never reaches link-local
+/// addresses (cloud metadata services), unspecified, multicast or broadcast
+/// ones, the host cluster's Pod and Service ranges (`KUBEBYON_PROBE_DENY_CIDRS`,
+/// default k3s's `10.42.0.0/16,10.43.0.0/16`), nor loopback unless allowed
+/// (`KUBEBYON_PROBE_LOOPBACK=1`; the simulated host serves on 127.0.0.0/8).
+#[derive(Clone, Debug)]
+pub struct Targets {
+    pub deny: Vec<crate::server::auth::client::Cidr>,
+    pub allow_loopback: bool,
+}
+
+/// k3s's default cluster (Pod) and Service CIDRs.
+pub const K3S_CIDRS: &str = "10.42.0.0/16,10.43.0.0/16";
+
+impl Default for Targets {
+    fn default() -> Self {
+        let deny = crate::server::auth::client::Cidr::parse_list(K3S_CIDRS).unwrap_or_default();
+        Self { deny, allow_loopback: false }
+    }
+}
+
+impl Targets {
+    pub fn allows(&self, ip: IpAddr) -> bool {
+        let ip = ip.to_canonical();
+        let special = match ip {
+            IpAddr::V4(v4) => v4.is_link_local() || v4.is_unspecified() || v4.is_multicast() || v4.is_broadcast(),
+            IpAddr::V6(v6) => v6.is_unicast_link_local() || v6.is_unspecified() || v6.is_multicast(),
+        };
+        !special && (self.allow_loopback || !ip.is_loopback()) && !self.deny.iter().any(|c| c.contains(ip))
+    }
 }
 
 impl Resolver {
@@ -37,6 +72,14 @@ impl Resolver {
         }
     }
 
+    /// The allowed addresses of `host`; `Err(())` when it resolves only to
+    /// addresses the probe may not reach.
+    async fn resolve_allowed(&self, host: &str, port: u16) -> Option<Result<Vec<SocketAddr>, ()>> {
+        let all = self.resolve(host, port).await?;
+        let allowed: Vec<SocketAddr> = all.into_iter().filter(|a| self.targets.allows(a.ip())).collect();
+        Some(if allowed.is_empty() { Err(()) } else { Ok(allowed) })
+    }
+
     async fn resolve(&self, host: &str, port: u16) -> Option<Vec<SocketAddr>> {
         if let Ok(ip) = host.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>() {
             return Some(vec![SocketAddr::new(ip, port)]);
@@ -45,7 +88,10 @@ impl Resolver {
         if let Some(ip) = fixed {
             return Some(vec![SocketAddr::new(ip, port)]);
         }
-        let found: Vec<SocketAddr> = tokio::net::lookup_host((host, port)).await.ok()?.collect();
+        // The system resolver gets the connect's timeout: a stalled DNS
+        // server must not hold the loop.
+        let found: Vec<SocketAddr> =
+            tokio::time::timeout(TIMEOUT, tokio::net::lookup_host((host, port))).await.ok()?.ok()?.collect();
         (!found.is_empty()).then_some(found)
     }
 }
@@ -77,18 +123,20 @@ pub async fn probe(endpoint: &str, creds: &Credentials, resolver: &Resolver) -> 
     let Some((host, port)) = split_endpoint(endpoint) else {
         return Report::of(ConnectionStatus::HttpError, Some("bad endpoint".into()));
     };
+    let bare = host.trim_start_matches('[').trim_end_matches(']').to_owned();
+    let Ok(name) = ServerName::try_from(bare.clone()) else {
+        return Report::of(ConnectionStatus::HttpError, Some("bad host".into()));
+    };
+    let addrs = match resolver.resolve_allowed(&bare, port).await {
+        None => return Report::of(ConnectionStatus::DnsFailure, None),
+        Some(Err(())) => return Report::of(ConnectionStatus::AddressNotAllowed, None),
+        Some(Ok(addrs)) => addrs,
+    };
     let config = match client_config(creds) {
         Ok(c) => c,
         Err(_) => {
             return Report::of(ConnectionStatus::CertificateUntrusted, Some("unusable kubeconfig credentials".into()));
         }
-    };
-    let bare = host.trim_start_matches('[').trim_end_matches(']').to_owned();
-    let Ok(name) = ServerName::try_from(bare.clone()) else {
-        return Report::of(ConnectionStatus::HttpError, Some("bad host".into()));
-    };
-    let Some(addrs) = resolver.resolve(&bare, port).await else {
-        return Report::of(ConnectionStatus::DnsFailure, None);
     };
     let tcp = match tokio::time::timeout(TIMEOUT, TcpStream::connect(&addrs[..])).await {
         Err(_) => return Report::of(ConnectionStatus::Timeout, None),
@@ -187,6 +235,59 @@ mod tests {
         assert_eq!(split_endpoint("https://[2001:db8::1]:443"), Some(("[2001:db8::1]".into(), 443)));
         assert_eq!(split_endpoint("https://api.example.com:6443/"), Some(("api.example.com".into(), 6443)));
         assert_eq!(split_endpoint("http://x:1"), None);
+    }
+
+    #[test]
+    fn probe_targets() {
+        let default = Targets::default();
+        let loopback = Targets { allow_loopback: true, ..Targets::default() };
+        for (ip, by_default, with_loopback) in [
+            ("203.0.113.7", true, true),
+            ("10.0.0.5", true, true),
+            ("192.168.1.10", true, true),
+            ("2001:db8::7", true, true),
+            ("127.0.0.1", false, true),
+            ("127.3.99.214", false, true),
+            ("::1", false, true),
+            ("::ffff:127.0.0.1", false, true),
+            ("169.254.169.254", false, false),
+            ("fe80::1", false, false),
+            ("::ffff:169.254.169.254", false, false),
+            ("0.0.0.0", false, false),
+            ("::", false, false),
+            ("224.0.0.1", false, false),
+            ("255.255.255.255", false, false),
+            ("10.42.3.4", false, false),
+            ("10.43.0.1", false, false),
+            ("10.44.0.1", true, true),
+        ] {
+            let ip: IpAddr = ip.parse().unwrap();
+            assert_eq!(default.allows(ip), by_default, "{ip} by default");
+            assert_eq!(loopback.allows(ip), with_loopback, "{ip} with loopback");
+        }
+    }
+
+    /// A name resolving to a refused address, or a refused address itself, is
+    /// reported as such and never connected to (a listener on loopback sees
+    /// no connection until loopback is allowed).
+    #[tokio::test]
+    async fn refused_targets_are_never_connected_to() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let mut r = Resolver::default();
+        r.insert("metadata.example.test", [169, 254, 169, 254].into());
+        r.insert("loop.example.test", [127, 0, 0, 1].into());
+        let creds = Credentials { ca_pem: String::new(), cert_pem: String::new(), key_pem: String::new() };
+        let loopback = format!("https://127.0.0.1:{port}");
+        let named = format!("https://loop.example.test:{port}");
+        for endpoint in ["https://metadata.example.test:443", "https://10.43.0.1:443", &loopback, &named] {
+            assert_eq!(probe(endpoint, &creds, &r).await.status, ConnectionStatus::AddressNotAllowed, "{endpoint}");
+        }
+        let accepted = tokio::time::timeout(Duration::from_millis(200), listener.accept()).await;
+        assert!(accepted.is_err(), "nothing connected while loopback is refused");
+        r.targets.allow_loopback = true;
+        let report = probe(&loopback, &creds, &r).await;
+        assert_eq!(report.status, ConnectionStatus::CertificateUntrusted, "allowed: it gets as far as the credentials");
     }
 
     #[tokio::test]
