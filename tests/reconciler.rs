@@ -290,7 +290,11 @@ async fn probe_outcomes_are_told_apart() {
     };
     let ca = creds("kubebyon-probe-a", "probe-a").await;
     let cb_creds = creds("kubebyon-probe-b", "probe-b").await;
-    let r = Resolver::default();
+    let mut r = Resolver::default();
+    // Loopback is refused by default (the probe must not reach the console's
+    // own host); the test host serves on 127.0.0.0/8.
+    assert_eq!(probe(&format!("https://{a_ip}:443"), &ca, &r).await.status, S::AddressNotAllowed);
+    r.targets.allow_loopback = true;
     let ok = probe(&format!("https://{a_ip}:443"), &ca, &r).await;
     assert_eq!(ok.status, S::Ok, "{ok:?}");
     assert_eq!(ok.detail.as_deref(), Some("v1.36.3"));

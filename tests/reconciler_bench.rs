@@ -115,6 +115,8 @@ async fn switch_node_port_to_load_balancer() {
     kubebyon::server::db::settings::save(&pool_db, &settings).await.unwrap();
     let client = counting_client(host, &CONSOLE_CALLS).await;
     let mut ctx = Context::new(client, pool_db.clone(), reconciler::render::AddressRequest::MetalLb);
+    // The test host serves on 127.0.0.0/8.
+    ctx.resolver.targets.allow_loopback = true;
     ctx.resync = Duration::from_secs(10);
     ctx.retry_base = Duration::from_millis(500);
     let ctx = Arc::new(ctx);
@@ -197,6 +199,8 @@ async fn switch_node_port_to_load_balancer() {
     }
     drop(stream);
     // One Secret read each, then the same probe until it answers.
+    let mut loopback = Resolver::default();
+    loopback.targets.allow_loopback = true;
     for i in 0..n {
         let ns = format!("bare-{i}");
         let s: Secret = Api::namespaced(bare.clone(), &ns).get("vc-bare").await.unwrap();
@@ -208,8 +212,7 @@ async fn switch_node_port_to_load_balancer() {
         };
         let endpoint = format!("https://{}:443", bare_ip(i));
         ts::eventually("bare endpoint answers", Duration::from_secs(300), || async {
-            (probe(&endpoint, &creds, &Resolver::default()).await.status == kubebyon::domain::ConnectionStatus::Ok)
-                .then_some(())
+            (probe(&endpoint, &creds, &loopback).await.status == kubebyon::domain::ConnectionStatus::Ok).then_some(())
         })
         .await
         .unwrap();
