@@ -221,6 +221,21 @@ async fn pages_and_json_are_never_stored_by_a_shared_cache() {
     assert_eq!(header(&r, "cache-control"), "private, no-store");
 }
 
+/// A database that does not answer during the session lookup is 503 with
+/// `Retry-After`, not "signed out" (no redirect to the sign-in page, no 401).
+#[tokio::test]
+async fn a_database_outage_is_unavailable_not_signed_out() {
+    let (c, _dir) = console().await;
+    let admin = c.login("admin", PW).await;
+    c.pool.close().await;
+    for path in ["/api/console/clusters", "/clusters"] {
+        let r = c.get(path, Some(&admin)).await;
+        assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE, "{path}: {}", r.body);
+        assert_eq!(r.code(), "unavailable");
+        assert_eq!(header(&r, "retry-after"), "5");
+    }
+}
+
 #[tokio::test]
 async fn readiness_metrics_and_request_ids() {
     let (c, _dir) = console().await;

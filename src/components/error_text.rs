@@ -45,6 +45,7 @@ pub fn error_text(locale: Locale, code: ErrorCode) -> &'static str {
         E::MigrationEmpty => td_string!(locale, errors.migration_empty),
         E::MigrationHasProblems => td_string!(locale, errors.migration_has_problems),
         E::MigrationItemState => td_string!(locale, errors.migration_item_state),
+        E::Unavailable => td_string!(locale, errors.unavailable),
         E::Internal => td_string!(locale, errors.internal),
     }
 }

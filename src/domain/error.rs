@@ -46,12 +46,14 @@ pub enum ErrorCode {
     MigrationEmpty,
     MigrationHasProblems,
     MigrationItemState,
+    /// The console cannot reach its database (503): not "signed out".
+    Unavailable,
     Internal,
 }
 
 impl ErrorCode {
     /// Every code, for the locale completeness test and the API docs.
-    pub const ALL: [ErrorCode; 38] = [
+    pub const ALL: [ErrorCode; 39] = [
         Self::NameInvalid,
         Self::NameTaken,
         Self::HostInvalid,
@@ -89,6 +91,7 @@ impl ErrorCode {
         Self::MigrationEmpty,
         Self::MigrationHasProblems,
         Self::MigrationItemState,
+        Self::Unavailable,
         Self::Internal,
     ];
 
@@ -132,6 +135,7 @@ impl ErrorCode {
             Self::MigrationEmpty => "migration_empty",
             Self::MigrationHasProblems => "migration_has_problems",
             Self::MigrationItemState => "migration_item_state",
+            Self::Unavailable => "unavailable",
             Self::Internal => "internal",
         }
     }
@@ -156,6 +160,7 @@ impl ErrorCode {
             Self::UnsupportedMediaType => 415,
             Self::LoginRateLimited => 429,
             Self::Internal => 500,
+            Self::Unavailable => 503,
             _ => 422,
         }
     }

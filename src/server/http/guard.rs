@@ -53,7 +53,18 @@ pub async fn guard(State(state): State<AppState>, mut req: Request<Body>, next: 
         .and_then(|c| session::cookie_value(c, session::COOKIE))
         .filter(|_| !is_asset(req.uri().path()));
     let user = match token {
-        Some(t) => accounts::user_for_token(&state.pool, t).await.ok().flatten(),
+        // A database that does not answer is not "signed out": 503, so the
+        // browser keeps its session and nothing is sent to the sign-in page.
+        Some(t) => match accounts::user_for_token(&state.pool, t).await {
+            Ok(user) => user,
+            Err(e) => {
+                tracing::warn!(code = e.code.as_str(), "session lookup failed");
+                let mut res = ApiError(AppError::new(ErrorCode::Unavailable)).into_response();
+                res.headers_mut().insert(header::CACHE_CONTROL, http::HeaderValue::from_static(NOT_STORED));
+                res.headers_mut().insert(header::RETRY_AFTER, http::HeaderValue::from_static("5"));
+                return res;
+            }
+        },
         None => None,
     };
 
