@@ -74,6 +74,17 @@ fn admin_password(config: &Config) -> (String, bool) {
     }
 }
 
+/// Writes a new file only this process's user may read (mode 0600).
+fn write_private(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut f = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(path)?;
+    f.write_all(format!("{text}\n").as_bytes())
+}
+
 async fn run(command: Command, config: Config) -> Result<(), String> {
     let (pool, db_shown) = open_database(&config).await?;
     match command {
@@ -108,18 +119,30 @@ async fn serve(pool: AnyPool, db_shown: String, config: Config) -> Result<(), St
         conf.leptos_options.hash_files = false;
     }
 
-    // First start: no admin yet, so make one and say how to sign in.
+    // First start: no admin yet, so make one and say how to sign in. Only
+    // the replica whose create made it reports it (two fresh replicas: the
+    // other's password was never set). A generated password goes to a file
+    // only this user may read, never to the log.
     if db::users::count_admins(&pool).await.map_err(|e| e.to_string())? == 0 {
         let (password, generated) = admin_password(&config);
-        accounts::upsert_admin(&pool, "admin", &password)
+        let created = accounts::create_first_admin(&pool, "admin", &password)
             .await
             .map_err(|e| format!("could not create the first admin: {}", e.code.as_str()))?;
-        println!("\nFirst start: created the admin account.");
-        println!("  username: admin");
-        if generated {
-            println!("  password: {password}   (shown once; reset with `kubebyon admin`)");
-        } else {
-            println!("  password: the value of KUBEBYON_ADMIN_PASSWORD");
+        if created {
+            println!("\nFirst start: created the admin account.");
+            println!("  username: admin");
+            if !generated {
+                println!("  password: the value of KUBEBYON_ADMIN_PASSWORD");
+            } else {
+                let file = config.data_dir.join("initial-admin-password");
+                match write_private(&file, &password) {
+                    Ok(()) => println!("  password: in {} (readable by this user only)", file.display()),
+                    Err(e) => println!(
+                        "  password: not shown ({e} writing {}); set one with `kubebyon admin`",
+                        file.display()
+                    ),
+                }
+            }
         }
     }
 

@@ -12,6 +12,27 @@ use support::each_backend;
 
 const PW: &str = "a long enough password";
 
+/// Two fresh replicas starting together each make a first admin with their own
+/// generated password: exactly one creates it, and the password that replica
+/// reports is the one that works (the other's is never set).
+#[tokio::test]
+async fn two_first_starts_at_once_leave_the_reported_password_working() {
+    for t in each_backend().await {
+        let (one, two) = ("first replica's password", "second replica's password");
+        let (a, b) = tokio::join!(
+            accounts::create_first_admin(&t.pool, "admin", one),
+            accounts::create_first_admin(&t.pool, "admin", two)
+        );
+        let (a, b) = (a.unwrap(), b.unwrap());
+        assert!(a ^ b, "{}: exactly one created it ({a}, {b})", t.backend);
+        let (reported, other) = if a { (one, two) } else { (two, one) };
+        let limiter = LoginLimiter::default();
+        assert!(accounts::login(&t.pool, &limiter, "admin", reported, "c").await.is_ok(), "{}", t.backend);
+        let err = accounts::login(&t.pool, &limiter, "admin", other, "c2").await.unwrap_err();
+        assert_eq!(err.code, ErrorCode::LoginFailed, "{}", t.backend);
+    }
+}
+
 #[tokio::test]
 async fn admin_upsert_creates_then_resets_and_promotes() {
     for t in each_backend().await {

@@ -302,22 +302,12 @@ async fn readiness_metrics_and_request_ids() {
 fn made_up_methods_and_paths_grow_neither_metrics_nor_memory() {
     use std::io::{Read, Write};
     use std::net::TcpStream;
-    use std::process::{Command, Stdio};
+    use std::process::Stdio;
 
     let dir = tempfile::tempdir().unwrap();
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kubebyon"))
-        .arg("serve")
-        .env("KUBEBYON_DATA_DIR", dir.path())
-        .env_remove("DATABASE_URL")
-        .env("KUBECONFIG", dir.path().join("no-host"))
-        .env("LEPTOS_SITE_ADDR", format!("127.0.0.1:{port}"))
-        .env("LEPTOS_OUTPUT_NAME", "kubebyon")
-        .env("LEPTOS_SITE_ROOT", dir.path().join("site"))
-        .env("LEPTOS_SITE_PKG_DIR", "pkg")
-        .env_remove("LEPTOS_HASH_FILES")
+    let mut child = serve_command(dir.path(), port)
         .env("KUBEBYON_ADMIN_PASSWORD", PW)
-        .env("RUST_LOG", "warn")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -382,4 +372,58 @@ fn made_up_methods_and_paths_grow_neither_metrics_nor_memory() {
 /// A fixed pseudo-random number per request (paths differ, runs repeat).
 fn rand_u64(i: usize) -> u64 {
     (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(17)
+}
+
+/// `kubebyon serve` (the real binary) on a fresh SQLite folder and `port`,
+/// without a host cluster.
+fn serve_command(dir: &std::path::Path, port: u16) -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_kubebyon"));
+    cmd.arg("serve")
+        .env("KUBEBYON_DATA_DIR", dir)
+        .env_remove("DATABASE_URL")
+        .env_remove("KUBEBYON_ADMIN_PASSWORD")
+        .env("KUBECONFIG", dir.join("no-host"))
+        .env("LEPTOS_SITE_ADDR", format!("127.0.0.1:{port}"))
+        .env("LEPTOS_OUTPUT_NAME", "kubebyon")
+        .env("LEPTOS_SITE_ROOT", dir.join("site"))
+        .env("LEPTOS_SITE_PKG_DIR", "pkg")
+        .env_remove("LEPTOS_HASH_FILES")
+        .env("RUST_LOG", "info");
+    cmd
+}
+
+/// The first start's generated admin password goes to a file only this user
+/// may read (0600), never to the terminal or the log; it signs in.
+#[tokio::test]
+async fn the_generated_admin_password_is_in_a_private_file_not_the_log() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let (out, err) = (dir.path().join("stdout"), dir.path().join("stderr"));
+    let mut child = serve_command(dir.path(), port)
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .expect("start kubebyon serve");
+    let file = dir.path().join("initial-admin-password");
+    let mut ready = false;
+    for _ in 0..300 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            ready = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(ready, "kubebyon serve listened");
+    let password = std::fs::read_to_string(&file).expect("the password file").trim().to_owned();
+    assert_eq!(password.len(), 20);
+    assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
+    let printed = std::fs::read_to_string(&out).unwrap() + &std::fs::read_to_string(&err).unwrap();
+    assert!(printed.contains("initial-admin-password"), "says where: {printed}");
+    assert!(!printed.contains(&password), "the password is not in the output");
+    let pool = kubebyon::server::db::connect(&kubebyon::server::db::sqlite_url(dir.path()).unwrap()).await.unwrap();
+    let limiter = kubebyon::server::auth::rate_limit::LoginLimiter::default();
+    kubebyon::server::service::accounts::login(&pool, &limiter, "admin", &password, "c").await.expect("it signs in");
 }

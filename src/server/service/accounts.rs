@@ -160,6 +160,19 @@ pub async fn reset_password(pool: &AnyPool, admin: &CurrentUser, user_id: i64, s
 /// Creates the admin account, or resets its password and role if it exists
 /// (the CLI and the first start). Returns true when the account was created.
 #[tracing::instrument(skip(pool, secret))]
+/// The first start's admin: created with `secret`, or left as another replica
+/// created it a moment ago (its password stands). True when created here.
+pub async fn create_first_admin(pool: &AnyPool, username: &str, secret: &str) -> Result<bool, AppError> {
+    let username = Username::parse(username)?;
+    let new_password = NewPassword::parse(secret)?;
+    let hash = password::hash(new_password.expose().to_owned()).await.map_err(internal)?;
+    match db::users::insert(pool, &username, &hash, Role::Admin).await {
+        Ok(_) => Ok(true),
+        Err(e) if e.is_unique_violation() => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
 pub async fn upsert_admin(pool: &AnyPool, username: &str, secret: &str) -> Result<bool, AppError> {
     let username = Username::parse(username)?;
     let new_password = NewPassword::parse(secret)?;
