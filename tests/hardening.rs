@@ -359,6 +359,7 @@ fn made_up_methods_and_paths_grow_neither_metrics_nor_memory() {
         assert!((400..500).contains(&status), "request {i}: {}", answer.lines().next().unwrap_or(""));
     }
     let (after, rss_after) = (series(), rss_kib());
+    eprintln!("made-up methods: {before} -> {after} series, RSS {rss_before} -> {rss_after} KiB");
     assert_eq!(after, before, "series before and after 2,000 made-up methods and paths");
     assert!(
         rss_after * 10 <= rss_before * 11,

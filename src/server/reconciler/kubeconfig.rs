@@ -1,8 +1,10 @@
 //! The kubeconfig a user downloads, pure: vCluster's own (Secret `vc-<name>`,
 //! key `config`, server `https://localhost:8443`) with the server set to the
-//! public endpoint and the cluster, context and user named after the cluster. The
-//! CA and client credentials are kept as vCluster wrote them. Never stored, never
-//! logged: it is built on demand from the Secret.
+//! public endpoint and the cluster, context and user named after the cluster.
+//! Only the CA and the client certificate and key are taken from it: nothing
+//! else a Secret's text may hold (an `exec` plugin, an `auth-provider`, a
+//! token, `insecure-skip-tls-verify`, a `proxy-url`) reaches a user's
+//! machine. Never stored, never logged: it is built on demand from the Secret.
 
 use serde_yaml::{Mapping, Value};
 
@@ -19,15 +21,23 @@ pub enum KubeconfigError {
 pub fn render(vcluster_config: &str, cluster_name: &str, endpoint: &str) -> Result<String, KubeconfigError> {
     let doc: Value = serde_yaml::from_str(vcluster_config).map_err(|_| KubeconfigError::NotYaml)?;
     let first = |key: &str, inner: &str| -> Option<Value> { doc.get(key)?.as_sequence()?.first()?.get(inner).cloned() };
-    let mut cluster = first("clusters", "cluster").ok_or(KubeconfigError::Incomplete)?;
-    let user = first("users", "user").ok_or(KubeconfigError::Incomplete)?;
-    let has = |v: &Value, k: &str| v.get(k).is_some_and(|x| !x.is_null());
-    if !has(&cluster, "certificate-authority-data")
-        || !(has(&user, "client-certificate-data") && has(&user, "client-key-data") || has(&user, "token"))
-    {
-        return Err(KubeconfigError::Incomplete);
-    }
-    cluster.as_mapping_mut().ok_or(KubeconfigError::Incomplete)?.insert("server".into(), endpoint.into());
+    let from = first("clusters", "cluster").ok_or(KubeconfigError::Incomplete)?;
+    let from_user = first("users", "user").ok_or(KubeconfigError::Incomplete)?;
+    // Only these keys, each a non-empty string.
+    let only = |v: &Value, keys: &[&str]| -> Option<Mapping> {
+        let mut m = Mapping::new();
+        for k in keys {
+            let text = v.get(*k)?.as_str().filter(|s| !s.is_empty())?;
+            m.insert((*k).into(), text.into());
+        }
+        Some(m)
+    };
+    let mut cluster = only(&from, &["certificate-authority-data"]).ok_or(KubeconfigError::Incomplete)?;
+    cluster.insert("server".into(), endpoint.into());
+    let cluster = Value::Mapping(cluster);
+    let user = Value::Mapping(
+        only(&from_user, &["client-certificate-data", "client-key-data"]).ok_or(KubeconfigError::Incomplete)?,
+    );
     let named = |name: &str, key: &str, body: Value| -> Value {
         let mut m = Mapping::new();
         m.insert("name".into(), name.into());
@@ -72,5 +82,33 @@ mod tests {
         assert_eq!(render("clusters: []\n", "demo", "https://x:1"), Err(KubeconfigError::Incomplete));
         let no_key = VC.replace("    client-key-data: S0VZ\n", "");
         assert_eq!(render(&no_key, "demo", "https://x:1"), Err(KubeconfigError::Incomplete));
+        // A token alone is not a client certificate: refused, never passed on.
+        let token_only = no_key.replace("    client-certificate-data: Q0VSVA==\n", "    token: abc\n");
+        assert_eq!(render(&token_only, "demo", "https://x:1"), Err(KubeconfigError::Incomplete));
+    }
+
+    /// Whatever else the Secret's kubeconfig holds stays out of the download:
+    /// only the CA, the server, the client certificate and key.
+    #[test]
+    fn only_the_ca_and_the_client_certificate_and_key_are_handed_out() {
+        let extra = VC
+            .replace(
+                "    certificate-authority-data: Q0E=\n",
+                "    certificate-authority-data: Q0E=\n    insecure-skip-tls-verify: true\n    proxy-url: http://evil:3128\n",
+            )
+            .replace(
+                "    client-key-data: S0VZ\n",
+                "    client-key-data: S0VZ\n    token: secret-token\n    exec: {command: /bin/sh, args: [-c, id]}\n    auth-provider: {name: oidc}\n",
+            );
+        let out = render(&extra, "demo", "https://203.0.113.7:443").unwrap();
+        let v: Value = serde_yaml::from_str(&out).unwrap();
+        let keys = |v: &Value| -> Vec<String> {
+            v.as_mapping().unwrap().keys().map(|k| k.as_str().unwrap().to_owned()).collect()
+        };
+        assert_eq!(keys(&v["clusters"][0]["cluster"]), ["certificate-authority-data", "server"]);
+        assert_eq!(keys(&v["users"][0]["user"]), ["client-certificate-data", "client-key-data"]);
+        for leaked in ["exec", "auth-provider", "secret-token", "evil", "insecure"] {
+            assert!(!out.contains(leaked), "{leaked} in {out}");
+        }
     }
 }
