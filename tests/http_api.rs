@@ -504,6 +504,30 @@ async fn bad_input_gets_4xx_with_a_code_and_changes_nothing() {
             "chart_repo_invalid",
         ),
         (
+            with(
+                settings("nodeport", Value::Null, Value::Null, Value::Null),
+                "chart_repo",
+                json!("http://charts.loft.sh"),
+            ),
+            "chart_repo_invalid",
+        ),
+        (
+            with(
+                settings("nodeport", Value::Null, Value::Null, Value::Null),
+                "chart_repo",
+                json!("https://user:token@charts.loft.sh"),
+            ),
+            "chart_repo_invalid",
+        ),
+        (
+            with(
+                settings("nodeport", Value::Null, Value::Null, Value::Null),
+                "chart_repo",
+                json!("https://charts.example.com"),
+            ),
+            "chart_repo_not_allowed",
+        ),
+        (
             with(settings("nodeport", Value::Null, Value::Null, Value::Null), "chart_version", json!(">=0.30.0")),
             "chart_version_invalid",
         ),
@@ -784,4 +808,29 @@ async fn no_text_from_the_url_reaches_the_detail_page() {
         .map(|(i, part)| if i == 0 { part } else { part.split_once('"').map_or("", |(_, rest)| rest) })
         .collect();
     assert!(!shown.contains("PHISH"), "the URL's text is not shown");
+}
+
+/// The operator decides which chart repositories admins may choose
+/// (`KUBEBYON_CHART_REPOS`): one it lists is saved, the default one is then
+/// refused unless listed too.
+#[tokio::test]
+async fn the_operator_allows_the_chart_repositories() {
+    use kubebyon::server::config::Config;
+    let (url, _dir) = support::sqlite_url();
+    let pool = kubebyon::server::db::connect(&url).await.unwrap();
+    let config = Config { chart_repos: vec!["oci://registry.example/charts".into()], ..Config::default() };
+    let c = Console::with(pool, None, config);
+    c.user("admin", PW, true).await;
+    let admin = c.login("admin", PW).await;
+    let body = |repo: &str| {
+        json!({"default_cluster_public_access_mode": "nodeport", "nodeport_public_host": null,
+            "load_balancer_annotations": {}, "load_balancer_class": null, "chart_repo": repo})
+    };
+    let r = c.json("PUT", "/api/admin/system-settings", Some(&admin), body("oci://registry.example/charts")).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.json()["chart_repo"], "oci://registry.example/charts");
+    let r = c.json("PUT", "/api/admin/system-settings", Some(&admin), body("https://charts.loft.sh")).await;
+    assert_eq!(r.json(), json!({"code": "chart_repo_not_allowed", "field": "chart_repo"}));
+    let now = c.get("/api/admin/system-settings", Some(&admin)).await.json();
+    assert_eq!(now["chart_repo"], "oci://registry.example/charts", "nothing changed");
 }

@@ -38,8 +38,14 @@ pub async fn save_settings(
     };
     let st = state()?;
     let detected = st.host.as_ref().map(|h| h.detected());
-    let (_, rerendered) =
-        crate::server::service::settings::update(&st.pool, &require_admin()?, &input, detected).await?;
+    let (_, rerendered) = crate::server::service::settings::update(
+        &st.pool,
+        &require_admin()?,
+        &input,
+        detected,
+        &st.config.chart_repos(),
+    )
+    .await?;
     if let Some(host) = &st.host {
         host.resync_all(); // re-render the clusters the change touches
     }

@@ -22,6 +22,7 @@ pub fn error_text(locale: Locale, code: ErrorCode) -> &'static str {
         E::LoadBalancerClassInvalid => td_string!(locale, errors.load_balancer_class_invalid),
         E::AddressRequestInvalid => td_string!(locale, errors.address_request_invalid),
         E::ChartRepoInvalid => td_string!(locale, errors.chart_repo_invalid),
+        E::ChartRepoNotAllowed => td_string!(locale, errors.chart_repo_not_allowed),
         E::ChartVersionInvalid => td_string!(locale, errors.chart_version_invalid),
         E::UsernameInvalid => td_string!(locale, errors.username_invalid),
         E::UsernameTaken => td_string!(locale, errors.username_taken),

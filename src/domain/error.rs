@@ -23,6 +23,7 @@ pub enum ErrorCode {
     LoadBalancerClassInvalid,
     AddressRequestInvalid,
     ChartRepoInvalid,
+    ChartRepoNotAllowed,
     ChartVersionInvalid,
     UsernameInvalid,
     UsernameTaken,
@@ -53,7 +54,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, for the locale completeness test and the API docs.
-    pub const ALL: [ErrorCode; 39] = [
+    pub const ALL: [ErrorCode; 40] = [
         Self::NameInvalid,
         Self::NameTaken,
         Self::HostInvalid,
@@ -68,6 +69,7 @@ impl ErrorCode {
         Self::LoadBalancerClassInvalid,
         Self::AddressRequestInvalid,
         Self::ChartRepoInvalid,
+        Self::ChartRepoNotAllowed,
         Self::ChartVersionInvalid,
         Self::UsernameInvalid,
         Self::UsernameTaken,
@@ -112,6 +114,7 @@ impl ErrorCode {
             Self::LoadBalancerClassInvalid => "load_balancer_class_invalid",
             Self::AddressRequestInvalid => "address_request_invalid",
             Self::ChartRepoInvalid => "chart_repo_invalid",
+            Self::ChartRepoNotAllowed => "chart_repo_not_allowed",
             Self::ChartVersionInvalid => "chart_version_invalid",
             Self::UsernameInvalid => "username_invalid",
             Self::UsernameTaken => "username_taken",

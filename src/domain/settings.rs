@@ -113,13 +113,24 @@ impl AddressStyle {
 /// A Helm chart repository: an `http(s)://` or `oci://` URL with a host and no
 /// spaces, quotes or query.
 pub fn is_chart_repo(s: &str) -> bool {
-    let rest = ["https://", "http://", "oci://"].iter().find_map(|p| s.strip_prefix(p));
+    // Only TLS or OCI, never credentials in the URL (`user:pass@host`).
+    let rest = ["https://", "oci://"].iter().find_map(|p| s.strip_prefix(p));
     rest.is_some_and(|r| {
         let host = r.split('/').next().unwrap_or_default();
         s.len() <= 512
             && !host.is_empty()
+            && !host.contains('@')
             && r.bytes().all(|b| b.is_ascii_graphic() && !matches!(b, b'"' | b'\'' | b'?' | b'#' | b'\\' | b'`'))
     })
+}
+
+/// Whether the operator allows the console's admins to point the host at
+/// `repo` (`KUBEBYON_CHART_REPOS`; a HelmChart's Job runs with cluster-admin
+/// rights on k3s, so the chart is the operator's choice, not only the
+/// admin's). Compared without a trailing slash.
+pub fn chart_repo_allowed(repo: &str, allowed: &[String]) -> bool {
+    let bare = |s: &str| s.trim().trim_end_matches('/').to_owned();
+    allowed.iter().any(|a| bare(a) == bare(repo))
 }
 
 /// A chart version as Helm takes it exactly: SemVer 2 `MAJOR.MINOR.PATCH`, with
@@ -252,6 +263,21 @@ pub fn is_qualified_name(s: &str) -> bool {
 mod tests {
     use super::*;
 
+    #[test]
+    fn chart_repos_the_operator_allows() {
+        let allowed = vec!["https://charts.loft.sh".to_owned(), "oci://registry.example/charts/".to_owned()];
+        for (repo, ok) in [
+            ("https://charts.loft.sh", true),
+            ("https://charts.loft.sh/", true),
+            ("oci://registry.example/charts", true),
+            ("https://charts.example.com", false),
+            ("https://charts.loft.sh.evil.example", false),
+            ("oci://registry.example", false),
+        ] {
+            assert_eq!(chart_repo_allowed(repo, &allowed), ok, "{repo}");
+        }
+    }
+
     fn input<'a>(mode: &'a str, host: &'a str, ann: &'a str, class: &'a str) -> SettingsInput<'a> {
         SettingsInput {
             default_mode: mode,
@@ -289,7 +315,11 @@ mod tests {
             (with("auto", "charts.loft.sh", "0.30.0"), repo.clone()),
             (with("auto", "https://", "0.30.0"), repo.clone()),
             (with("auto", "https://a b", "0.30.0"), repo.clone()),
-            (with("auto", "https://x/?q=1", "0.30.0"), repo),
+            (with("auto", "https://x/?q=1", "0.30.0"), repo.clone()),
+            (with("auto", "http://charts.loft.sh", "0.30.0"), repo.clone()),
+            (with("auto", "https://user:secret@charts.example.com", "0.30.0"), repo.clone()),
+            (with("auto", "oci://token@registry.example/charts", "0.30.0"), repo.clone()),
+            (with("auto", "file:///etc/charts", "0.30.0"), repo),
             (with("auto", DEFAULT_CHART_REPO, ""), version.clone()),
             (with("auto", DEFAULT_CHART_REPO, "v0.30.0"), version.clone()),
             (with("auto", DEFAULT_CHART_REPO, "0.30"), version.clone()),

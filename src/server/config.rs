@@ -35,6 +35,9 @@ pub struct Config {
     /// cluster's Pod and Service ranges; default k3s's), loopback only with
     /// `KUBEBYON_PROBE_LOOPBACK=1` or the simulated host.
     pub probe_targets: crate::server::reconciler::probe::Targets,
+    /// `KUBEBYON_CHART_REPOS`: the chart repositories admins may choose
+    /// (comma-separated); empty: the default repository only.
+    pub chart_repos: Vec<String>,
 }
 
 impl Config {
@@ -74,6 +77,9 @@ impl Config {
             log_json,
             password_memory_mib,
             probe_targets,
+            chart_repos: var("KUBEBYON_CHART_REPOS")
+                .map(|v| v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect())
+                .unwrap_or_default(),
         })
     }
 
@@ -81,6 +87,16 @@ impl Config {
     pub fn client_key(&self, peer: std::net::IpAddr, headers: &http::HeaderMap) -> String {
         let forwarded: Vec<&str> = headers.get_all("x-forwarded-for").iter().filter_map(|v| v.to_str().ok()).collect();
         super::auth::client::client_key(super::auth::client::client_ip(peer, &forwarded, &self.trusted_proxies))
+    }
+
+    /// The chart repositories admins may choose (`KUBEBYON_CHART_REPOS`, else
+    /// the default repository).
+    pub fn chart_repos(&self) -> Vec<String> {
+        if self.chart_repos.is_empty() {
+            vec![crate::domain::settings::DEFAULT_CHART_REPO.to_owned()]
+        } else {
+            self.chart_repos.clone()
+        }
     }
 
     pub fn public_url_is_https(&self) -> bool {

@@ -238,7 +238,7 @@ pub async fn update_settings(
         chart_version: body.chart_version.as_deref().unwrap_or(&current.chart_version),
     };
     let detected = st.host.as_ref().map(|h| h.detected());
-    let (saved, rerendered) = settings::update(&st.pool, &u, &input, detected).await?;
+    let (saved, rerendered) = settings::update(&st.pool, &u, &input, detected, &st.config.chart_repos()).await?;
     if let Some(host) = &st.host {
         host.resync_all(); // re-render the clusters the change touches
     }

@@ -21,11 +21,15 @@ pub async fn update(
     user: &CurrentUser,
     input: &SettingsInput<'_>,
     detected: Option<AddressRequest>,
+    allowed_repos: &[String],
 ) -> Result<(SystemSettings, usize), AppError> {
     if !user.is_admin() {
         return Err(AppError::new(ErrorCode::Forbidden));
     }
     let settings = SystemSettings::parse(input)?;
+    if !crate::domain::settings::chart_repo_allowed(&settings.chart_repo, allowed_repos) {
+        return Err(AppError::at(ErrorCode::ChartRepoNotAllowed, crate::domain::Field::ChartRepo));
+    }
     let before = db::settings::load(pool).await?;
     db::settings::save(pool, &settings).await?;
     let clusters = db::clusters::list(pool, None).await?;
