@@ -5,7 +5,7 @@
 
 use sqlx::{Any, AnyPool, FromRow, Transaction};
 
-use super::{DbError, now};
+use super::{DbError, now, now_ms};
 use crate::domain::change::{ClusterEvent, Operation};
 
 #[derive(Debug, Clone, FromRow)]
@@ -163,10 +163,6 @@ pub async fn supersede(pool: &AnyPool, cluster_id: i64, generation: i64) -> Resu
     .execute(pool)
     .await?;
     Ok(done.rows_affected())
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or_default()
 }
 
 /// Leaves a claimed operation to be tried again after `delay_secs` (its lease

@@ -4,7 +4,7 @@
 
 use sqlx::AnyPool;
 
-use super::DbError;
+use super::{DbError, now_ms};
 use crate::server::auth::rate_limit::{MAX_CLIENT_FAILURES, MAX_FAILURES, WINDOW_SECS};
 
 fn pair_key(account: &str, client: &str) -> String {
@@ -63,11 +63,6 @@ pub async fn purge_attempts(pool: &AnyPool, now: i64) -> Result<u64, DbError> {
         .execute(pool)
         .await?;
     Ok(done.rows_affected())
-}
-
-fn now_ms() -> i64 {
-    use std::time::{SystemTime, UNIX_EPOCH};
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or_default()
 }
 
 /// Takes or renews lease `name` for `holder` for `ttl_ms`: true when `holder`

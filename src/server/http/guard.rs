@@ -31,6 +31,10 @@ fn header_str(headers: &HeaderMap, name: header::HeaderName) -> Option<&str> {
 /// The caching of every page and JSON answer.
 pub const NOT_STORED: &str = "private, no-store";
 
+fn not_stored(h: &mut HeaderMap) {
+    h.insert(header::CACHE_CONTROL, http::HeaderValue::from_static(NOT_STORED));
+}
+
 /// Static assets need no user: their requests skip the session lookup.
 fn is_asset(path: &str) -> bool {
     path.starts_with("/pkg/") || path == "/favicon.ico"
@@ -60,7 +64,7 @@ pub async fn guard(State(state): State<AppState>, mut req: Request<Body>, next: 
             Err(e) => {
                 tracing::warn!(code = e.code.as_str(), "session lookup failed");
                 let mut res = ApiError(AppError::new(ErrorCode::Unavailable)).into_response();
-                res.headers_mut().insert(header::CACHE_CONTROL, http::HeaderValue::from_static(NOT_STORED));
+                not_stored(res.headers_mut());
                 res.headers_mut().insert(header::RETRY_AFTER, http::HeaderValue::from_static("5"));
                 return res;
             }
@@ -87,7 +91,7 @@ pub async fn guard(State(state): State<AppState>, mut req: Request<Body>, next: 
     if user.is_none() && req.method() == http::Method::GET && needs_sign_in(req.uri().path()) {
         let target = req.uri().path_and_query().map(|p| p.as_str()).unwrap_or("/");
         let mut res = Redirect::to(&format!("/login?next={}", encode(target))).into_response();
-        res.headers_mut().insert(header::CACHE_CONTROL, http::HeaderValue::from_static(NOT_STORED));
+        not_stored(res.headers_mut());
         return res;
     }
 
@@ -104,7 +108,7 @@ pub async fn guard(State(state): State<AppState>, mut req: Request<Body>, next: 
     // Pages and JSON are one user's: no shared cache may keep them (assets
     // and answers that chose their own caching keep it).
     if !asset && !h.contains_key(header::CACHE_CONTROL) {
-        h.insert(header::CACHE_CONTROL, http::HeaderValue::from_static(NOT_STORED));
+        not_stored(h);
     }
     for (name, value) in security_headers(https) {
         if name != header::CONTENT_SECURITY_POLICY || !h.contains_key(&name) {

@@ -154,9 +154,15 @@ impl Context {
     /// console: what is read from any other is never shown or probed.
     async fn chart_is_ours(&self, cluster_id: i64, chart: Option<&kube::api::DynamicObject>) -> Result<bool> {
         let Some(chart) = chart else { return Ok(false) };
+        Ok(self.label_owner(cluster_id, false).await?.created(&chart.metadata))
+    }
+
+    /// The console as an object's labels name it (nothing stored is consulted):
+    /// with `adopt_legacy`, the labels of before the installation id count too.
+    async fn label_owner(&self, cluster_id: i64, adopt_legacy: bool) -> Result<apply::Owner> {
         let installation = self.installation().await?.to_owned();
-        let owner = apply::Owner { installation, cluster_id, record: Default::default() };
-        Ok(owner.created(&chart.metadata))
+        let record = db::clusters::HostRecord { namespace_uid: None, adopt_legacy };
+        Ok(apply::Owner { installation, cluster_id, record })
     }
 
     /// Wakes the loop (a change was stored).
@@ -491,18 +497,13 @@ async fn observe_one(
         Some(raw) => (raw, true),
         None => (gather::fetch(&ctx.client, name).await?, false),
     };
-    let installation = ctx.installation().await?.to_owned();
-    let owner = |adopt_legacy| apply::Owner {
-        installation: installation.clone(),
-        cluster_id: cluster.id,
-        record: db::clusters::HostRecord { namespace_uid: None, adopt_legacy },
-    };
-    let chart = raw.chart.as_ref().map(|c| &c.metadata);
-    if !chart.is_some_and(|m| owner(false).created(m)) {
+    if !ctx.chart_is_ours(cluster.id, raw.chart.as_ref()).await? {
+        let chart = raw.chart.as_ref().map(|c| &c.metadata);
+        let legacy_owner = ctx.label_owner(cluster.id, true).await?;
         // Applied before the console labelled what it creates (the old
         // labels name this cluster): taken over once where its records
         // allow, else failed as taken (once).
-        let legacy = chart.is_some_and(|m| owner(true).created(m));
+        let legacy = chart.is_some_and(|m| legacy_owner.created(m));
         if legacy && !cluster.status.message.starts_with(observe::message::NAMESPACE_TAKEN) {
             return match apply_tracked(ctx, cluster, settings).await {
                 Err(e) if e.is_permanent() => fail_status(ctx, cluster.id, &e.status_message()).await,
