@@ -84,6 +84,7 @@ fn matrix() -> Vec<Row> {
         // JSON API
         row("GET", "/api/console/clusters", "/api/console/clusters", "", SIGNED_IN),
         row("POST", "/api/console/clusters", "/api/console/clusters", CREATE, SIGNED_IN),
+        row("GET", "/api/console/quota", "/api/console/quota", "", SIGNED_IN),
         row("GET", "/api/console/clusters/{id}", "/api/console/clusters/{C}", "", OWNER_ONLY),
         row(
             "PATCH",
@@ -192,6 +193,13 @@ fn matrix() -> Vec<Row> {
         ),
         row("POST", "/fn/users/role", "/fn/users/role", "user_id={U}&role=user", ADMIN_ONLY),
         row("POST", "/fn/users/password", "/fn/users/password", "user_id={U}&password=a+long+enough+pw", ADMIN_ONLY),
+        row(
+            "POST",
+            "/fn/users/quota",
+            "/fn/users/quota",
+            "user_id={U}&quota_clusters=9&quota_cpu=&quota_memory_gib=&quota_storage_gib=",
+            ADMIN_ONLY,
+        ),
         row("POST", "/fn/audit/list", "/fn/audit/list", "", ADMIN_ONLY),
         row("POST", "/fn/settings/get", "/fn/settings/get", "", ADMIN_ONLY),
         row("POST", "/fn/settings/save", "/fn/settings/save", FORM_SETTINGS, ADMIN_ONLY),

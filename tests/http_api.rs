@@ -834,3 +834,77 @@ async fn the_operator_allows_the_chart_repositories() {
     let now = c.get("/api/admin/system-settings", Some(&admin)).await.json();
     assert_eq!(now["chart_repo"], "oci://registry.example/charts", "nothing changed");
 }
+
+/// Quotas through the API and the pages: the platform default (5 clusters,
+/// 16 CPU) refuses the sixth cluster and a CPU total past 16 with a
+/// translated code naming the limit, changing nothing; the create page shows
+/// what the user holds; an admin's per-user override (the users page's form)
+/// lifts the count for that user only; admins are not held to quotas.
+#[tokio::test]
+async fn quotas_refuse_growth_past_the_limit_and_the_create_form_shows_them() {
+    let (c, _d) = console().await;
+    let (admin, alice, bob) = (c.login("admin", PW).await, c.login("alice", PW).await, c.login("bob", PW).await);
+    let a = Some(alice.as_str());
+    for i in 0..5 {
+        let r = c.json("POST", "/api/console/clusters", a, cluster(&format!("q{i}"), json!({"enabled": false}))).await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    }
+    let quota = c.get("/api/console/quota", a).await.json();
+    assert_eq!(quota["used"], json!({"clusters": 5, "cpu_millis": 10000, "memory_gib": 20, "storage_gib": 100}));
+    assert_eq!(quota["limit"]["clusters"], 5);
+    let (clusters, ops) = (count(&c, "clusters").await, count(&c, "cluster_operations").await);
+    let r = c.json("POST", "/api/console/clusters", a, cluster("q5", json!({"enabled": false}))).await;
+    assert_eq!((r.status, r.json()), (StatusCode::UNPROCESSABLE_ENTITY, json!({"code": "quota_clusters_exceeded"})));
+    // 10 CPU used of 16: growing one cluster from 2 to 9 CPU goes past it.
+    let first = c.get("/api/console/clusters", a).await.json()[0]["id"].as_i64().unwrap();
+    let path = format!("/api/console/clusters/{first}");
+    let r = c.json("PATCH", &path, a, json!({"resources": {"cpu": "9", "memory_gib": 4, "storage_gib": 20}})).await;
+    assert_eq!(
+        (r.status, r.json()),
+        (StatusCode::UNPROCESSABLE_ENTITY, json!({"code": "quota_exceeded", "field": "cpu"}))
+    );
+    assert_eq!(
+        (count(&c, "clusters").await, count(&c, "cluster_operations").await),
+        (clusters, ops),
+        "nothing written"
+    );
+    let r = c.json("PATCH", &path, a, json!({"resources": {"cpu": "8", "memory_gib": 4, "storage_gib": 20}})).await;
+    assert_eq!(r.status, StatusCode::OK, "exactly 16 CPU: {}", r.body);
+
+    let page = c.get("/clusters/new", a).await;
+    assert!(page.body.contains("5 of 5 clusters") && page.body.contains("16 of 16 CPU"), "the create page says");
+    let zh_cookie = format!("{alice}; i18n_pref_locale=zh-CN");
+    let zh = c.get("/clusters/new", Some(&zh_cookie)).await;
+    assert!(zh.body.contains("已用 5 / 5 个集群"), "translated");
+
+    // The admin lifts alice's count (a plain form post, as without JavaScript).
+    let alice_id: i64 =
+        sqlx::query_scalar("SELECT id FROM users WHERE username = 'alice'").fetch_one(&c.pool).await.unwrap();
+    let headers = [("origin", "http://127.0.0.1:3000"), ("referer", "http://127.0.0.1:3000/admin/users")];
+    let bad = format!("user_id={alice_id}&quota_clusters=lots&quota_cpu=&quota_memory_gib=&quota_storage_gib=");
+    let form = Some("application/x-www-form-urlencoded");
+    let r = c.send_with("POST", "/fn/users/quota", Some(&admin), form, bad.clone(), &headers).await;
+    let refused = |r: &support::http::Reply, code: &str| {
+        r.body.contains(code) || r.headers.get("location").is_some_and(|l| l.to_str().unwrap().contains(code))
+    };
+    assert!(refused(&r, "quota_invalid"), "{} {}", r.status, r.body);
+    let ok = format!("user_id={alice_id}&quota_clusters=6&quota_cpu=24&quota_memory_gib=&quota_storage_gib=");
+    let r = c.send_with("POST", "/fn/users/quota", Some(&alice), form, ok.clone(), &headers).await;
+    assert!(refused(&r, "forbidden"), "only admins: {} {}", r.status, r.body);
+    let r = c.send_with("POST", "/fn/users/quota", Some(&admin), form, ok.clone(), &headers).await;
+    assert!(!r.status.is_server_error() && !refused(&r, "quota_"), "{} {}", r.status, r.body);
+    let r = c.json("POST", "/api/console/clusters", a, cluster("q5", json!({"enabled": false}))).await;
+    assert_eq!(r.status, StatusCode::CREATED, "alice's own limit: {}", r.body);
+    let audit = c.get("/api/admin/audit", Some(&admin)).await.json();
+    assert_eq!(audit[0]["action"], "quota_changed", "{audit}");
+    assert_eq!(audit[0]["detail"], "clusters: null → 6; cpu_millis: null → 24000", "{audit}");
+    // Bob still has the platform's 5; admins none.
+    assert_eq!(c.get("/api/console/quota", Some(&bob)).await.json()["limit"]["clusters"], 5);
+    assert_eq!(c.get("/api/console/quota", Some(&admin)).await.json()["limit"], Value::Null);
+    for i in 0..9 {
+        let r = c
+            .json("POST", "/api/console/clusters", Some(&admin), cluster(&format!("adm{i}"), json!({"enabled": false})))
+            .await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    }
+}

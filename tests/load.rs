@@ -42,7 +42,11 @@ async fn session_for(c: &Console, username: &str) -> String {
 
 async fn load(backend: &str, c: Arc<Console>) {
     let secs: u64 = std::env::var("KUBEBYON_LOAD_SECS").ok().and_then(|v| v.parse().ok()).unwrap_or(5);
-    // Ten owners with 20 clusters each to read; readers and writers spread over them.
+    // Ten owners with 20 clusters each to read; readers and writers spread
+    // over them. Quotas are not what this measures: lifted.
+    let mut settings = kubebyon::server::db::settings::load(&c.pool).await.unwrap();
+    settings.quota = kubebyon::domain::quota::Quota::UNLIMITED;
+    kubebyon::server::db::settings::save(&c.pool, &settings).await.unwrap();
     let mut owners = Vec::new();
     for o in 0..10 {
         let name = format!("owner{o}");

@@ -644,6 +644,60 @@ async fn a_second_console_never_touches_the_first_ones_cluster_of_the_same_name(
     kubectl_get_ns(&first.kubeconfig(a).await, "twin").expect("its kubeconfig still works");
 }
 
+/// 17. Tenant isolation on the host: the namespace carries Pod Security
+/// labels (`enforce: baseline`), the console's NetworkPolicy allows the API
+/// port, the namespace, DNS and HTTPS/host API out and denies the rest, and
+/// the rendered values turn on vCluster's own quota (one NodePort allowed,
+/// sized to admit the control plane and helm's Job) and Pod Security
+/// Standard. The admin's switch removes the NetworkPolicy and brings it back.
+/// (The test host does not enforce NetworkPolicy: the objects are asserted.)
+#[tokio::test]
+async fn tenant_isolation_objects_are_made_and_follow_the_settings() {
+    use k8s_openapi::api::networking::v1::NetworkPolicy;
+    let env = env().await;
+    let id = env.create("iso", json!({"enabled": true, "mode": "nodeport"})).await;
+    env.converge(id, "isolated cluster Ready", ready).await;
+    let admin = host().client().await.unwrap();
+    let ns = Api::<Namespace>::all(admin.clone()).get("kubebyon-iso").await.unwrap();
+    let labels = ns.labels();
+    assert_eq!(labels["pod-security.kubernetes.io/enforce"], "baseline", "{labels:?}");
+    assert_eq!(labels["pod-security.kubernetes.io/warn"], "restricted", "{labels:?}");
+    let policies = Api::<NetworkPolicy>::namespaced(admin.clone(), "kubebyon-iso");
+    let np = policies.get("kubebyon-isolation").await.expect("the console's NetworkPolicy");
+    assert_eq!(np.labels()[INSTALLATION_LABEL], env.ctx.installation().await.unwrap());
+    let spec = serde_json::to_value(np.spec.unwrap()).unwrap();
+    assert_eq!(spec["policyTypes"], json!(["Ingress", "Egress"]), "{spec}");
+    assert_eq!(spec["podSelector"], json!({}), "every pod of the namespace");
+    assert_eq!(spec["ingress"][1]["ports"], json!([{"port": 8443, "protocol": "TCP"}]), "{spec}");
+    let egress = spec["egress"].to_string();
+    assert!(egress.contains("kube-dns") && egress.contains("6443") && egress.contains("443"), "{egress}");
+    let chart = reconciler::apply::helm_charts(&admin, "kubebyon-iso").get("iso").await.unwrap();
+    let values = chart.data["spec"]["valuesContent"].as_str().unwrap().to_owned();
+    for want in ["podSecurityStandard: baseline", "services.nodeports: '1'", "limits.cpu: 35000m"] {
+        assert!(values.contains(want), "{want} in {values}");
+    }
+
+    let mut off = support::host::nodeport_settings(&host().net.node().to_string());
+    off["network_policy"] = json!(false);
+    let r = env.console.json("PUT", "/api/admin/system-settings", Some(&env.cookie), off.clone()).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    env.ctx.wake();
+    ts::eventually("the NetworkPolicy removed", WAIT, || async {
+        policies.get_opt("kubebyon-isolation").await.unwrap().is_none().then_some(())
+    })
+    .await
+    .unwrap();
+    off["network_policy"] = json!(true);
+    let r = env.console.json("PUT", "/api/admin/system-settings", Some(&env.cookie), off).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    env.ctx.wake();
+    ts::eventually("the NetworkPolicy back", WAIT, || async {
+        policies.get_opt("kubebyon-isolation").await.unwrap().map(|_| ())
+    })
+    .await
+    .unwrap();
+}
+
 /// 16. A name whose old namespace is still terminating waits for it to go,
 /// and then installs: it does not fail.
 #[tokio::test]

@@ -74,10 +74,15 @@ async fn legacy_clusters_read_as_nodeport_after_upgrade() {
         assert_eq!(clusters[2].spec.public_access, PublicAccess::NodePort { host: None }, "{dialect}");
         assert_eq!(clusters[0].status.public_access_port, Some(30443), "observed fields survive: {dialect}");
         // A new cluster after the upgrade can be LoadBalancer.
-        let id =
-            db::clusters::insert(&pool, owner.id, &spec("new-lb", lb("api.example.com")), PublicAccessMode::NodePort)
-                .await
-                .unwrap();
+        let id = db::clusters::insert(
+            &pool,
+            owner.id,
+            &spec("new-lb", lb("api.example.com")),
+            PublicAccessMode::NodePort,
+            None,
+        )
+        .await
+        .unwrap();
         assert_eq!(db::clusters::get(&pool, id).await.unwrap().unwrap().spec.public_access, lb("api.example.com"));
     }
 }
@@ -106,7 +111,7 @@ async fn ownership_migration_marks_only_what_the_console_applied() {
         let mut made = Vec::new();
         for name in ["observed", "finished", "queued"] {
             let s = spec(name, PublicAccess::Disabled);
-            made.push(db::clusters::insert(&pool, owner.id, &s, PublicAccessMode::NodePort).await.unwrap());
+            made.push(db::clusters::insert(&pool, owner.id, &s, PublicAccessMode::NodePort, None).await.unwrap());
         }
         let [observed, finished, queued] = made[..] else { unreachable!() };
         sqlx::query("UPDATE clusters SET observed_generation = 1 WHERE id = $1")
@@ -146,7 +151,7 @@ async fn create_stores_spec_and_operation_together() {
     for t in each_backend().await {
         let alice = user(&t.pool, "alice", Role::User).await;
         let s = spec("dev", lb("api.example.com"));
-        let id = db::clusters::insert(&t.pool, alice.id, &s, PublicAccessMode::NodePort).await.unwrap();
+        let id = db::clusters::insert(&t.pool, alice.id, &s, PublicAccessMode::NodePort, None).await.unwrap();
         let c = db::clusters::get(&t.pool, id).await.unwrap().unwrap();
         assert_eq!(c.spec, s, "{}", t.backend);
         assert_eq!((c.generation, c.status.observed_generation), (1, 0));
@@ -159,7 +164,7 @@ async fn create_stores_spec_and_operation_together() {
         assert_eq!(events[0].requested_by_name.as_deref(), Some("alice"));
 
         // Duplicate names are refused by the database, and nothing else is written.
-        let err = db::clusters::insert(&t.pool, alice.id, &s, PublicAccessMode::NodePort).await.unwrap_err();
+        let err = db::clusters::insert(&t.pool, alice.id, &s, PublicAccessMode::NodePort, None).await.unwrap_err();
         assert!(err.is_unique_violation(), "{}: {err}", t.backend);
         let ops: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM cluster_operations").fetch_one(&t.pool).await.unwrap();
         assert_eq!(ops, 1, "{}: no half-written operation", t.backend);
@@ -177,6 +182,7 @@ async fn spec_and_status_writers_do_not_overwrite_each_other() {
             bob.id,
             &spec("np", PublicAccess::NodePort { host: None }),
             PublicAccessMode::NodePort,
+            None,
         )
         .await
         .unwrap();
@@ -193,8 +199,9 @@ async fn spec_and_status_writers_do_not_overwrite_each_other() {
 
         let new = spec("np", lb("vip.example.com"));
         let op = Operation::Update { changes: vec![] };
-        let generation =
-            db::clusters::update_spec(&t.pool, id, 1, &new, PublicAccessMode::NodePort, &op, bob.id).await.unwrap();
+        let generation = db::clusters::update_spec(&t.pool, id, 1, &new, PublicAccessMode::NodePort, &op, bob.id, None)
+            .await
+            .unwrap();
         assert_eq!(generation, Some(2));
         let c = db::clusters::get(&t.pool, id).await.unwrap().unwrap();
         assert_eq!(c.spec, new);
@@ -214,6 +221,7 @@ async fn spec_and_status_writers_do_not_overwrite_each_other() {
             PublicAccessMode::NodePort,
             &op,
             bob.id,
+            None,
         )
         .await
         .unwrap();
@@ -253,7 +261,7 @@ async fn claims_rotate_across_owners_and_supersede_a_clusters_queued_edits() {
         let b = user(pool, "tenant-b", Role::User).await;
         for i in 0..50 {
             let s = spec(&format!("a{i}"), PublicAccess::Disabled);
-            db::clusters::insert(pool, a.id, &s, PublicAccessMode::NodePort).await.unwrap();
+            db::clusters::insert(pool, a.id, &s, PublicAccessMode::NodePort, None).await.unwrap();
         }
         sqlx::query(
             "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100) \
@@ -272,7 +280,7 @@ async fn claims_rotate_across_owners_and_supersede_a_clusters_queued_edits() {
             .unwrap();
         assert_eq!(queued, 5_050, "{backend}");
         let b_cluster =
-            db::clusters::insert(pool, b.id, &spec("b0", PublicAccess::Disabled), PublicAccessMode::NodePort)
+            db::clusters::insert(pool, b.id, &spec("b0", PublicAccess::Disabled), PublicAccessMode::NodePort, None)
                 .await
                 .unwrap();
 
@@ -306,10 +314,16 @@ async fn claims_rotate_across_owners_and_supersede_a_clusters_queued_edits() {
 async fn operations_are_claimed_once_and_survive_restart() {
     for t in each_backend().await {
         let carol = user(&t.pool, "carol", Role::User).await;
-        let a = db::clusters::insert(&t.pool, carol.id, &spec("a", PublicAccess::Disabled), PublicAccessMode::NodePort)
-            .await
-            .unwrap();
-        db::clusters::insert(&t.pool, carol.id, &spec("b", PublicAccess::Disabled), PublicAccessMode::NodePort)
+        let a = db::clusters::insert(
+            &t.pool,
+            carol.id,
+            &spec("a", PublicAccess::Disabled),
+            PublicAccessMode::NodePort,
+            None,
+        )
+        .await
+        .unwrap();
+        db::clusters::insert(&t.pool, carol.id, &spec("b", PublicAccess::Disabled), PublicAccessMode::NodePort, None)
             .await
             .unwrap();
         db::clusters::request_deletion(&t.pool, a, carol.id).await.unwrap();
@@ -353,10 +367,15 @@ async fn operations_are_claimed_once_and_survive_restart() {
 async fn a_refused_deletion_can_be_asked_for_again() {
     for t in each_backend().await {
         let dan = user(&t.pool, "dan", Role::User).await;
-        let id =
-            db::clusters::insert(&t.pool, dan.id, &spec("gone", PublicAccess::Disabled), PublicAccessMode::NodePort)
-                .await
-                .unwrap();
+        let id = db::clusters::insert(
+            &t.pool,
+            dan.id,
+            &spec("gone", PublicAccess::Disabled),
+            PublicAccessMode::NodePort,
+            None,
+        )
+        .await
+        .unwrap();
         let create = db::operations::claim_next(&t.pool, "w", 60).await.unwrap().unwrap();
         assert!(db::operations::finish(&t.pool, create.id, "w", None).await.unwrap());
         assert!(db::clusters::request_deletion(&t.pool, id, dan.id).await.unwrap());
@@ -416,6 +435,9 @@ async fn settings_round_trip_and_default_to_nodeport() {
             load_balancer_address_request: kubebyon::domain::settings::AddressStyle::KubeVip,
             chart_repo: "oci://registry.example/charts".into(),
             chart_version: "0.30.5".into(),
+            quota: kubebyon::domain::quota::Quota { clusters: Some(9), storage_gib: None, ..Default::default() },
+            pod_security: kubebyon::domain::settings::PodSecurity::Privileged,
+            network_policy: false,
         };
         db::settings::save(&t.pool, &s).await.unwrap();
         db::settings::save(&t.pool, &s).await.unwrap();
@@ -454,7 +476,9 @@ async fn list_pages_carry_every_field_in_name_order() {
             (ann.id, "mid-2", PublicAccess::NodePort { host: None }),
         ] {
             ids.push(
-                db::clusters::insert(&t.pool, owner, &spec(name, access), PublicAccessMode::NodePort).await.unwrap(),
+                db::clusters::insert(&t.pool, owner, &spec(name, access), PublicAccessMode::NodePort, None)
+                    .await
+                    .unwrap(),
             );
         }
         let status = ClusterStatus {
@@ -494,5 +518,100 @@ async fn list_pages_carry_every_field_in_name_order() {
         let by_owner = ListQuery { owner: Some("ben".into()), ..all.clone() };
         let (bens, total) = db::clusters::page(&t.pool, None, &by_owner, 50).await.unwrap();
         assert_eq!((bens.len(), total), (1, 1), "{}", t.backend);
+    }
+}
+
+/// Quotas hold under concurrency: 12 creates of one user at once, with a
+/// limit of 3 clusters, store exactly 3, on SQLite and on PostgreSQL (where
+/// READ COMMITTED alone would let several read the same count and all
+/// insert); an edit growing past the CPU limit is refused and changes
+/// nothing; another user is not held to the first one's count.
+#[tokio::test]
+async fn quotas_hold_when_creates_race() {
+    use kubebyon::domain::quota::{Dimension, Quota};
+    for t in each_backend().await {
+        let erin = user(&t.pool, "erin", Role::User).await;
+        let frank = user(&t.pool, "frank", Role::User).await;
+        let limit = Quota { clusters: Some(3), cpu_millis: Some(7_000), ..Quota::UNLIMITED };
+        let tasks: Vec<_> = (0..12)
+            .map(|i| {
+                let pool = t.pool.clone();
+                tokio::spawn(async move {
+                    let s = spec(&format!("race-{i}"), PublicAccess::Disabled);
+                    db::clusters::insert(&pool, erin.id, &s, PublicAccessMode::NodePort, Some(&limit)).await
+                })
+            })
+            .collect();
+        let mut stored = 0;
+        for task in tasks {
+            match task.await.unwrap() {
+                Ok(_) => stored += 1,
+                Err(db::DbError::OverQuota(Dimension::Clusters)) => {}
+                Err(e) => panic!("{}: {e}", t.backend),
+            }
+        }
+        assert_eq!(stored, 3, "{}: exactly the limit", t.backend);
+        let used = db::clusters::usage(&t.pool, erin.id, None).await.unwrap();
+        assert_eq!((used.clusters, used.cpu_millis), (3, 6_000), "{}", t.backend);
+        let ops: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM cluster_operations").fetch_one(&t.pool).await.unwrap();
+        assert_eq!(ops, 3, "{}: no operation without its cluster", t.backend);
+
+        // Growing one cluster from 2 to 3 CPU takes erin to 7 CPU: allowed; to 3.5: refused.
+        let c = db::clusters::list(&t.pool, Some(erin.id)).await.unwrap().remove(0);
+        let grow = |cpu: u32| {
+            let mut s = c.spec.clone();
+            s.resources.cpu_millis = cpu;
+            s
+        };
+        let op = Operation::Update { changes: vec![] };
+        let hold = db::clusters::QuotaHold { owner: erin.id, limit: &limit, from: c.spec.resources };
+        let err = db::clusters::update_spec(
+            &t.pool,
+            c.id,
+            c.generation,
+            &grow(3_500),
+            PublicAccessMode::NodePort,
+            &op,
+            erin.id,
+            Some(hold),
+        )
+        .await
+        .unwrap_err();
+        assert!(matches!(err, db::DbError::OverQuota(Dimension::Cpu)), "{}: {err}", t.backend);
+        let unchanged = db::clusters::get(&t.pool, c.id).await.unwrap().unwrap();
+        assert_eq!((unchanged.generation, unchanged.spec.resources), (c.generation, c.spec.resources));
+        db::clusters::update_spec(
+            &t.pool,
+            c.id,
+            c.generation,
+            &grow(3_000),
+            PublicAccessMode::NodePort,
+            &op,
+            erin.id,
+            Some(hold),
+        )
+        .await
+        .unwrap()
+        .expect("within the limit");
+        // A deletion frees its share; another user has their own count.
+        assert!(db::clusters::request_deletion(&t.pool, c.id, erin.id).await.unwrap());
+        db::clusters::insert(
+            &t.pool,
+            erin.id,
+            &spec("after-delete", PublicAccess::Disabled),
+            PublicAccessMode::NodePort,
+            Some(&limit),
+        )
+        .await
+        .expect("a deleted cluster no longer counts");
+        db::clusters::insert(
+            &t.pool,
+            frank.id,
+            &spec("frank-1", PublicAccess::Disabled),
+            PublicAccessMode::NodePort,
+            Some(&limit),
+        )
+        .await
+        .expect("frank's own count");
     }
 }

@@ -21,11 +21,14 @@ pub struct ClusterPage {
     pub nodeport_host: Option<Host>,
 }
 
-/// What the create form starts from: the admin's default mode and NodePort public host.
+/// What the create form starts from: the admin's default mode and NodePort
+/// public host, and the user's quota.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ClusterDefaults {
     pub mode: PublicAccessMode,
     pub nodeport_host: Option<Host>,
+    /// What the user holds and may hold.
+    pub quota: crate::domain::quota::QuotaView,
 }
 
 /// One page of the clusters list (search, filters and page from the URL).
@@ -60,9 +63,11 @@ pub async fn load_cluster(id: i64) -> Result<ClusterPage, AppError> {
 #[server(prefix = "/fn", endpoint = "clusters/defaults")]
 pub async fn form_defaults() -> Result<ClusterDefaults, AppError> {
     use crate::server::context::{require_user, state};
-    require_user()?;
-    let settings = crate::server::service::settings::get(&state()?.pool).await?;
-    Ok(ClusterDefaults { mode: settings.default_mode, nodeport_host: settings.nodeport_public_host })
+    let user = require_user()?;
+    let pool = &state()?.pool;
+    let settings = crate::server::service::settings::get(pool).await?;
+    let quota = crate::server::service::quota::view(pool, &user).await?;
+    Ok(ClusterDefaults { mode: settings.default_mode, nodeport_host: settings.nodeport_public_host, quota })
 }
 
 /// The resource and public access fields of the create and edit forms, as posted.

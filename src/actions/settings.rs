@@ -1,5 +1,9 @@
 //! System settings server functions (admins only).
 
+// The settings form's fields are the server function's arguments (one per
+// field, as the HTML form posts them), and the macro repeats them.
+#![allow(clippy::too_many_arguments)]
+
 use leptos::prelude::*;
 
 use crate::domain::AppError;
@@ -15,7 +19,6 @@ pub async fn load_settings() -> Result<SettingsView, AppError> {
 }
 
 #[server(prefix = "/fn", endpoint = "settings/save")]
-#[allow(clippy::too_many_arguments)]
 pub async fn save_settings(
     default_mode: String,
     nodeport_public_host: String,
@@ -24,8 +27,26 @@ pub async fn save_settings(
     load_balancer_address_request: String,
     chart_repo: String,
     chart_version: String,
+    // Added later: a form without them (an older page) keeps what is stored.
+    quota_clusters: Option<String>,
+    quota_cpu: Option<String>,
+    quota_memory_gib: Option<String>,
+    quota_storage_gib: Option<String>,
+    pod_security: Option<String>,
+    network_policy: Option<String>,
 ) -> Result<(), AppError> {
+    use crate::domain::quota::{QuotaInput, QuotaText};
     use crate::domain::settings::SettingsInput;
+    let st = state()?;
+    let stored = crate::server::service::settings::get(&st.pool).await?;
+    let text = QuotaText::of(&stored.quota);
+    let or = |v: &Option<String>, d: &str| v.clone().unwrap_or_else(|| d.to_owned());
+    let quota_clusters = or(&quota_clusters, &text.clusters);
+    let quota_cpu = or(&quota_cpu, &text.cpu);
+    let quota_memory_gib = or(&quota_memory_gib, &text.memory_gib);
+    let quota_storage_gib = or(&quota_storage_gib, &text.storage_gib);
+    let pod_security = or(&pod_security, stored.pod_security.as_str());
+    let network_policy = or(&network_policy, if stored.network_policy { "on" } else { "off" });
     use crate::server::context::{require_admin, state};
     let input = SettingsInput {
         default_mode: &default_mode,
@@ -35,8 +56,15 @@ pub async fn save_settings(
         load_balancer_address_request: &load_balancer_address_request,
         chart_repo: &chart_repo,
         chart_version: &chart_version,
+        quota: QuotaInput {
+            clusters: &quota_clusters,
+            cpu: &quota_cpu,
+            memory_gib: &quota_memory_gib,
+            storage_gib: &quota_storage_gib,
+        },
+        pod_security: &pod_security,
+        network_policy: &network_policy,
     };
-    let st = state()?;
     let detected = st.host.as_ref().map(|h| h.detected());
     let (_, rerendered) = crate::server::service::settings::update(
         &st.pool,

@@ -49,3 +49,30 @@ pub async fn reset_password(user_id: i64, password: String) -> Result<(), AppErr
     leptos_axum::redirect("/admin/users?saved=1");
     Ok(())
 }
+
+/// A user's own quota limits; empty fields: the platform's.
+#[server(prefix = "/fn", endpoint = "users/quota")]
+pub async fn set_quota(
+    user_id: i64,
+    quota_clusters: String,
+    quota_cpu: String,
+    quota_memory_gib: String,
+    quota_storage_gib: String,
+) -> Result<(), AppError> {
+    use crate::domain::quota::QuotaInput;
+    use crate::server::context::{keep_input_on_error, require_admin, state};
+    use server_fn::ServerFn as _;
+    let input = QuotaInput {
+        clusters: &quota_clusters,
+        cpu: &quota_cpu,
+        memory_gib: &quota_memory_gib,
+        storage_gib: &quota_storage_gib,
+    };
+    // Without JavaScript the page shows the error in this user's row.
+    let row = user_id.to_string();
+    crate::server::service::quota::set_user_quota(&state()?.pool, &require_admin()?, user_id, &input)
+        .await
+        .inspect_err(|e| keep_input_on_error(SetQuota::PATH, "/admin/users", &[("user_id", row.as_str())], e))?;
+    leptos_axum::redirect("/admin/users?saved=1");
+    Ok(())
+}

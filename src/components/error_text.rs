@@ -46,6 +46,10 @@ pub fn error_text(locale: Locale, code: ErrorCode) -> &'static str {
         E::MigrationEmpty => td_string!(locale, errors.migration_empty),
         E::MigrationHasProblems => td_string!(locale, errors.migration_has_problems),
         E::MigrationItemState => td_string!(locale, errors.migration_item_state),
+        E::QuotaExceeded => td_string!(locale, errors.quota_exceeded),
+        E::QuotaClustersExceeded => td_string!(locale, errors.quota_clusters_exceeded),
+        E::QuotaInvalid => td_string!(locale, errors.quota_invalid),
+        E::RateLimited => td_string!(locale, errors.rate_limited),
         E::Unavailable => td_string!(locale, errors.unavailable),
         E::Internal => td_string!(locale, errors.internal),
     }

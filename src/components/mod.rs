@@ -10,3 +10,4 @@ pub mod labels;
 pub mod layout;
 pub mod planned_names;
 pub mod public_access_fields;
+pub mod quota;

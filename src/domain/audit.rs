@@ -13,17 +13,19 @@ pub enum AuditAction {
     UserCreated,
     RoleChanged,
     PasswordReset,
+    QuotaChanged,
     MigrationStarted,
     MigrationItemRetried,
     MigrationItemRolledBack,
 }
 
 impl AuditAction {
-    pub const ALL: [Self; 7] = [
+    pub const ALL: [Self; 8] = [
         Self::SettingsChanged,
         Self::UserCreated,
         Self::RoleChanged,
         Self::PasswordReset,
+        Self::QuotaChanged,
         Self::MigrationStarted,
         Self::MigrationItemRetried,
         Self::MigrationItemRolledBack,
@@ -35,6 +37,7 @@ impl AuditAction {
             Self::UserCreated => "user_created",
             Self::RoleChanged => "role_changed",
             Self::PasswordReset => "password_reset",
+            Self::QuotaChanged => "quota_changed",
             Self::MigrationStarted => "migration_started",
             Self::MigrationItemRetried => "migration_item_retried",
             Self::MigrationItemRolledBack => "migration_item_rolled_back",

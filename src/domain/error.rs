@@ -47,6 +47,10 @@ pub enum ErrorCode {
     MigrationEmpty,
     MigrationHasProblems,
     MigrationItemState,
+    QuotaExceeded,
+    QuotaClustersExceeded,
+    QuotaInvalid,
+    RateLimited,
     /// The console cannot reach its database (503): not "signed out".
     Unavailable,
     Internal,
@@ -54,7 +58,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, for the locale completeness test and the API docs.
-    pub const ALL: [ErrorCode; 40] = [
+    pub const ALL: [ErrorCode; 44] = [
         Self::NameInvalid,
         Self::NameTaken,
         Self::HostInvalid,
@@ -93,6 +97,10 @@ impl ErrorCode {
         Self::MigrationEmpty,
         Self::MigrationHasProblems,
         Self::MigrationItemState,
+        Self::QuotaExceeded,
+        Self::QuotaClustersExceeded,
+        Self::QuotaInvalid,
+        Self::RateLimited,
         Self::Unavailable,
         Self::Internal,
     ];
@@ -138,6 +146,10 @@ impl ErrorCode {
             Self::MigrationEmpty => "migration_empty",
             Self::MigrationHasProblems => "migration_has_problems",
             Self::MigrationItemState => "migration_item_state",
+            Self::QuotaExceeded => "quota_exceeded",
+            Self::QuotaClustersExceeded => "quota_clusters_exceeded",
+            Self::QuotaInvalid => "quota_invalid",
+            Self::RateLimited => "rate_limited",
             Self::Unavailable => "unavailable",
             Self::Internal => "internal",
         }
@@ -161,7 +173,7 @@ impl ErrorCode {
             Self::BadRequest => 400,
             Self::PayloadTooLarge => 413,
             Self::UnsupportedMediaType => 415,
-            Self::LoginRateLimited => 429,
+            Self::LoginRateLimited | Self::RateLimited => 429,
             Self::Internal => 500,
             Self::Unavailable => 503,
             _ => 422,
@@ -196,10 +208,18 @@ pub enum Field {
     Hosts,
     /// A migration's choice of clusters.
     Clusters,
+    QuotaClusters,
+    QuotaCpu,
+    #[serde(rename = "quota_memory_gib")]
+    QuotaMemory,
+    #[serde(rename = "quota_storage_gib")]
+    QuotaStorage,
+    PodSecurity,
+    NetworkPolicy,
 }
 
 impl Field {
-    pub const ALL: [Field; 19] = [
+    pub const ALL: [Field; 25] = [
         Self::Name,
         Self::Cpu,
         Self::Memory,
@@ -219,6 +239,12 @@ impl Field {
         Self::Confirm,
         Self::Hosts,
         Self::Clusters,
+        Self::QuotaClusters,
+        Self::QuotaCpu,
+        Self::QuotaMemory,
+        Self::QuotaStorage,
+        Self::PodSecurity,
+        Self::NetworkPolicy,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -242,6 +268,12 @@ impl Field {
             Self::Confirm => "confirm",
             Self::Hosts => "hosts",
             Self::Clusters => "clusters",
+            Self::QuotaClusters => "quota_clusters",
+            Self::QuotaCpu => "quota_cpu",
+            Self::QuotaMemory => "quota_memory_gib",
+            Self::QuotaStorage => "quota_storage_gib",
+            Self::PodSecurity => "pod_security",
+            Self::NetworkPolicy => "network_policy",
         }
     }
 }

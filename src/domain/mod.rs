@@ -12,6 +12,7 @@ pub mod listing;
 pub mod migration;
 pub mod path;
 pub mod public_access;
+pub mod quota;
 pub mod resources;
 pub mod sans;
 pub mod settings;

@@ -90,7 +90,7 @@ fn parse_in(raw: &str, (min, max): (u32, u32)) -> Option<u32> {
 }
 
 /// `"1.25"` → 1250 millicores; at most three decimals, no sign, no exponent.
-fn parse_cores(raw: &str) -> Option<u32> {
+pub fn parse_cores(raw: &str) -> Option<u32> {
     let raw = raw.trim();
     let (whole, frac) = raw.split_once('.').unwrap_or((raw, ""));
     let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());

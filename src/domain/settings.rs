@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::quota::{Quota, QuotaInput};
 use super::{AppError, ErrorCode, Field, Host, PublicAccessMode};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -22,6 +23,14 @@ pub struct SystemSettings {
     /// The vCluster chart's Helm repository and version.
     pub chart_repo: String,
     pub chart_version: String,
+    /// Each user's limits unless an admin sets the user's own.
+    pub quota: Quota,
+    /// The Pod Security Standard each cluster namespace enforces, and each
+    /// vCluster enforces inside (`policies.podSecurityStandard`).
+    pub pod_security: PodSecurity,
+    /// Whether each cluster namespace gets the console's NetworkPolicy
+    /// (docs/runbooks/deploy.md, "Tenant isolation").
+    pub network_policy: bool,
 }
 
 /// The vCluster chart installed unless the admin picks another.
@@ -38,7 +47,45 @@ impl Default for SystemSettings {
             load_balancer_address_request: AddressStyle::Auto,
             chart_repo: DEFAULT_CHART_REPO.to_owned(),
             chart_version: DEFAULT_CHART_VERSION.to_owned(),
+            quota: Quota::default(),
+            pod_security: PodSecurity::Baseline,
+            network_policy: true,
         }
+    }
+}
+
+/// The Pod Security Standard a cluster namespace enforces. `baseline` is the
+/// strictest the vCluster chart's pod passes (it runs as user 0, which
+/// `restricted` refuses); `privileged` turns the check off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum PodSecurity {
+    #[default]
+    Baseline,
+    Privileged,
+}
+
+impl PodSecurity {
+    pub const ALL: [Self; 2] = [Self::Baseline, Self::Privileged];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Baseline => "baseline",
+            Self::Privileged => "privileged",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|p| p.as_str() == s.trim())
+    }
+}
+
+/// `on` / `off` as the settings form sends a switch.
+pub fn parse_switch(s: &str) -> Option<bool> {
+    match s.trim() {
+        "on" | "true" => Some(true),
+        "off" | "false" => Some(false),
+        _ => None,
     }
 }
 
@@ -169,6 +216,10 @@ pub struct SettingsInput<'a> {
     pub load_balancer_address_request: &'a str,
     pub chart_repo: &'a str,
     pub chart_version: &'a str,
+    pub quota: QuotaInput<'a>,
+    pub pod_security: &'a str,
+    /// `on` or `off`.
+    pub network_policy: &'a str,
 }
 
 impl SystemSettings {
@@ -197,6 +248,11 @@ impl SystemSettings {
         if !is_chart_version(chart_version) {
             return Err(AppError::at(ErrorCode::ChartVersionInvalid, Field::ChartVersion));
         }
+        let quota = Quota::parse(&input.quota)?;
+        let pod_security =
+            PodSecurity::parse(input.pod_security).ok_or(AppError::at(ErrorCode::BadRequest, Field::PodSecurity))?;
+        let network_policy =
+            parse_switch(input.network_policy).ok_or(AppError::at(ErrorCode::BadRequest, Field::NetworkPolicy))?;
         Ok(Self {
             default_mode,
             nodeport_public_host,
@@ -205,6 +261,9 @@ impl SystemSettings {
             load_balancer_address_request,
             chart_repo: chart_repo.to_owned(),
             chart_version: chart_version.to_owned(),
+            quota,
+            pod_security,
+            network_policy,
         })
     }
 
@@ -287,6 +346,9 @@ mod tests {
             load_balancer_address_request: "auto",
             chart_repo: DEFAULT_CHART_REPO,
             chart_version: DEFAULT_CHART_VERSION,
+            quota: QuotaInput { clusters: "5", cpu: "16", memory_gib: "64", storage_gib: "500" },
+            pod_security: "baseline",
+            network_policy: "on",
         }
     }
 

@@ -103,6 +103,8 @@ pub struct UserSummary {
     pub username: String,
     pub role: Role,
     pub created_at: i64,
+    /// The user's own quota limits (unset dimensions: the platform's).
+    pub quota: crate::domain::quota::Quota,
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@ pub fn AuditPage() -> impl IntoView {
         AuditAction::UserCreated => t_string!(i18n, audit.user_created),
         AuditAction::RoleChanged => t_string!(i18n, audit.role_changed),
         AuditAction::PasswordReset => t_string!(i18n, audit.password_reset),
+        AuditAction::QuotaChanged => t_string!(i18n, audit.quota_changed),
         AuditAction::MigrationStarted => t_string!(i18n, audit.migration_started),
         AuditAction::MigrationItemRetried => t_string!(i18n, audit.migration_item_retried),
         AuditAction::MigrationItemRolledBack => t_string!(i18n, audit.migration_item_rolled_back),

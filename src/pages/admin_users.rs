@@ -6,7 +6,7 @@ use server_fn::ServerFn;
 
 use super::problem::problem_view;
 use super::{SavedBanner, retyped, url_error};
-use crate::actions::users::{CreateUser, ResetPassword, SetRole, list_users};
+use crate::actions::users::{CreateUser, ResetPassword, SetQuota, SetRole, list_users};
 use crate::components::islands::user_forms::{CreateUserForm, UserRowForms};
 use crate::components::labels::format_time;
 use crate::components::layout::Layout;
@@ -24,8 +24,10 @@ pub fn UsersPage() -> impl IntoView {
         // A role/password post refused without JavaScript: its row shows the error.
         let failed_row = retyped(SetRole::PATH)
             .or_else(|| retyped(ResetPassword::PATH))
+            .or_else(|| retyped(SetQuota::PATH))
             .and_then(|q| q.get("user_id")?.parse::<i64>().ok());
         let (role_error, reset_error) = (url_error(SetRole::PATH), url_error(ResetPassword::PATH));
+        let quota_error = url_error(SetQuota::PATH);
         let typed = retyped(CreateUser::PATH);
         let typed_username = typed.as_ref().and_then(|q| q.get("username")).unwrap_or_default();
         let typed_role = typed.and_then(|q| q.get("role")).and_then(|r| Role::parse(&r).ok()).unwrap_or(Role::User);
@@ -57,13 +59,14 @@ pub fn UsersPage() -> impl IntoView {
                                 let failed = failed_row == Some(u.id);
                                 let role_url_error = role_error.filter(|_| failed);
                                 let reset_url_error = reset_error.filter(|_| failed);
+                                let quota_url_error = quota_error.filter(|_| failed);
                                 view! {
                                     <tr data-user=key>
                                         <th scope="row">{name}</th>
                                         <td>{role}</td>
                                         <td class="whitespace-nowrap text-sm">{format_time(u.created_at)}</td>
                                         <td>
-                                            <UserRowForms user=u role_url_error reset_url_error />
+                                            <UserRowForms user=u role_url_error reset_url_error quota_url_error />
                                         </td>
                                     </tr>
                                 }

@@ -10,6 +10,7 @@ use crate::actions::clusters::{CreateCluster, form_defaults};
 use crate::components::islands::cluster_forms::{ClusterFormValues, CreateClusterForm};
 use crate::components::layout::Layout;
 use crate::components::planned_names::{self, PlannedNames};
+use crate::components::quota::QuotaLine;
 use crate::i18n::*;
 
 #[component]
@@ -24,6 +25,7 @@ pub fn NewClusterPage() -> impl IntoView {
                 }
                 let shown = planned_names::shown(&values, defaults.nodeport_host.as_ref(), None);
                 view! {
+                    <QuotaLine quota=defaults.quota />
                     <CreateClusterForm
                         values
                         nodeport_host=defaults.nodeport_host

@@ -6,7 +6,9 @@ use crate::actions::settings::SaveSettings;
 use crate::components::error_text::{FieldError, action_error};
 use crate::components::field::TextField;
 use crate::components::island_form::IslandForm;
-use crate::domain::settings::{AddressRequest, AddressStyle};
+use crate::components::quota::quota_fields;
+use crate::domain::quota::QuotaText;
+use crate::domain::settings::{AddressRequest, AddressStyle, PodSecurity};
 use crate::domain::{AppError, Field, PublicAccessMode, SystemSettings};
 use crate::i18n::*;
 
@@ -19,6 +21,7 @@ pub fn SettingsForm(
     let i18n = use_i18n();
     let action = ServerAction::<SaveSettings>::new();
     let error = action_error(action.value(), action.version(), url_error);
+    let quota = QuotaText::of(&settings.quota);
     let annotations_invalid = move || error.get().is_some_and(|e| e.field == Some(Field::LoadBalancerAnnotations));
     let radio = move |m: PublicAccessMode, label: &'static str| {
         let id = format!("default_mode_{}", m.as_str());
@@ -148,6 +151,67 @@ pub fn SettingsForm(
                     error
                     autocomplete="off"
                 />
+            </fieldset>
+            <fieldset class="card-section" aria-describedby="quota-hint">
+                <legend class="section-title">{t!(i18n, quota.settings_title)}</legend>
+                <p id="quota-hint" class="field-hint">
+                    {t!(i18n, quota.settings_hint)}
+                </p>
+                <div class="grid grid-cols-2 gap-x-4 sm:grid-cols-4">
+                    {quota_fields(i18n.get_locale_untracked(), quota)
+                        .into_iter()
+                        .map(|(field, label, inputmode, value)| {
+                            view! { <TextField field label value error inputmode autocomplete="off" /> }
+                        })
+                        .collect_view()}
+                </div>
+            </fieldset>
+            <fieldset class="card-section">
+                <legend class="section-title">{t!(i18n, settings.isolation)}</legend>
+                <div class="field">
+                    <label for="pod_security" class="field-label">
+                        {t!(i18n, settings.pod_security)}
+                    </label>
+                    <select
+                        id="pod_security"
+                        name="pod_security"
+                        class="field-input"
+                        aria-describedby="pod_security-hint"
+                    >
+                        <option value="baseline" selected=settings.pod_security == PodSecurity::Baseline>
+                            {t!(i18n, settings.pod_security_baseline)}
+                        </option>
+                        <option value="privileged" selected=settings.pod_security == PodSecurity::Privileged>
+                            {t!(i18n, settings.pod_security_privileged)}
+                        </option>
+                    </select>
+                    <p id="pod_security-hint" class="field-hint">
+                        {t!(i18n, settings.pod_security_hint)}
+                    </p>
+                    <FieldError field=Field::PodSecurity error />
+                </div>
+                <div class="field">
+                    <label for="network_policy" class="field-label">
+                        {t!(i18n, settings.network_policy)}
+                    </label>
+                    <select
+                        id="network_policy"
+                        name="network_policy"
+                        class="field-input"
+                        aria-describedby="network_policy-hint"
+                    >
+                        <option value="on" selected=settings.network_policy>
+                            {t!(i18n, settings.on)}
+                        </option>
+                        <option value="off" selected=!settings.network_policy>
+                            {t!(i18n, settings.off)}
+                        </option>
+                    </select>
+                    <p id="network_policy-hint" class="field-hint">
+                        {t!(i18n, settings.network_policy_hint)}
+                    </p>
+                    <FieldError field=Field::NetworkPolicy error />
+                </div>
             </fieldset>
             <div class="form-actions">
                 <button type="submit" class="btn btn-primary" disabled=move || action.pending().get()>

@@ -4,10 +4,11 @@
 use leptos::form::ActionForm;
 use leptos::prelude::*;
 
-use crate::actions::users::{CreateUser, ResetPassword, SetRole};
+use crate::actions::users::{CreateUser, ResetPassword, SetQuota, SetRole};
 use crate::components::error_text::{FieldError, FormError, action_error};
 use crate::components::field::TextField;
 use crate::components::island_form::IslandForm;
+use crate::components::quota::quota_fields;
 use crate::domain::user::{Role, UserSummary};
 use crate::domain::{AppError, Field};
 use crate::i18n::*;
@@ -82,6 +83,7 @@ pub fn UserRowForms(
     /// The errors of this row's posts refused without JavaScript.
     role_url_error: Option<AppError>,
     reset_url_error: Option<AppError>,
+    quota_url_error: Option<AppError>,
 ) -> impl IntoView {
     let i18n = use_i18n();
     let hydrated = crate::components::hydration::hydration_flag();
@@ -89,6 +91,30 @@ pub fn UserRowForms(
     let reset = ServerAction::<ResetPassword>::new();
     let role_error = action_error(set_role.value(), set_role.version(), role_url_error);
     let reset_error = action_error(reset.value(), reset.version(), reset_url_error);
+    let set_quota = ServerAction::<SetQuota>::new();
+    let quota_error = action_error(set_quota.value(), set_quota.version(), quota_url_error);
+    let quota = crate::domain::quota::QuotaText::of(&user.quota);
+    let quota_label = t_string!(i18n, quota.user_for, username = user.username.as_str());
+    let quota_input = move |(field, label, inputmode, value): (Field, &'static str, &'static str, String)| {
+        let id = format!("{}-{}", field.as_str(), user.id);
+        view! {
+            <div>
+                <label for=id.clone() class="field-label">
+                    {label}
+                </label>
+                <input
+                    id=id
+                    name=field.as_str()
+                    value=value
+                    class="field-input w-24"
+                    inputmode=inputmode
+                    autocomplete="off"
+                    placeholder=t_string!(i18n, quota.platform)
+                    aria-invalid=move || quota_error.get().is_some_and(|e| e.field == Some(field)).to_string()
+                />
+            </div>
+        }
+    };
     let role_id = format!("role-{}", user.id);
     let password_id = format!("password-{}", user.id);
     let role_label = t_string!(i18n, users.role_for, username = user.username.as_str());
@@ -130,7 +156,26 @@ pub fn UserRowForms(
                     {t!(i18n, users.reset_submit)}
                 </button>
             </ActionForm>
+            <ActionForm
+                action=set_quota
+                attr:data-hydrated=hydrated
+                attr:class="flex flex-wrap items-end gap-2"
+                attr:novalidate=true
+                attr:data-form="user-quota"
+                attr:aria-label=quota_label
+            >
+                <input type="hidden" name="user_id" value=user.id />
+                {quota_fields(i18n.get_locale_untracked(), quota).into_iter().map(quota_input).collect_view()}
+                <button type="submit" class="btn" title=t_string!(i18n, quota.user_hint)>
+                    {t!(i18n, quota.user_submit)}
+                </button>
+            </ActionForm>
         </div>
+        <FormError error=quota_error />
+        {quota_fields(i18n.get_locale_untracked(), Default::default())
+            .into_iter()
+            .map(|(field, ..)| view! { <FieldError field error=quota_error /> })
+            .collect_view()}
         <FormError error=role_error />
         <FieldError field=Field::Role error=role_error />
         <FormError error=reset_error />

@@ -10,6 +10,7 @@ use super::{DbError, now, operations};
 use crate::domain::change::Operation;
 use crate::domain::cluster::Cluster;
 use crate::domain::listing::{ListQuery, ModeFilter};
+use crate::domain::quota::{Quota, Usage};
 use crate::domain::{
     ClusterName, ClusterSpec, ClusterStatus, ConnectionStatus, Phase, PublicAccess, PublicAccessMode, Resources,
 };
@@ -127,15 +128,67 @@ fn bind_spec<'q>(q: AnyQuery<'q>, spec: &ClusterSpec, remembered_mode: PublicAcc
         .bind(spec.public_access.host().map(ToString::to_string))
 }
 
-/// Stores a new cluster and its `create` operation atomically.
+/// What `owner`'s clusters whose deletion was not requested hold, `except`
+/// one (the cluster being edited).
+pub async fn usage<'e>(
+    db: impl sqlx::Executor<'e, Database = Any>,
+    owner: i64,
+    except: Option<i64>,
+) -> Result<Usage, DbError> {
+    let (clusters, cpu, memory, storage): (i64, i64, i64, i64) = sqlx::query_as(
+        "SELECT COUNT(*), COALESCE(SUM(cpu_millis), 0), COALESCE(SUM(memory_gib), 0), COALESCE(SUM(storage_gib), 0) \
+         FROM clusters WHERE owner_id = $1 AND deletion_requested_at IS NULL AND id <> $2",
+    )
+    .bind(owner)
+    .bind(except.unwrap_or(-1))
+    .fetch_one(db)
+    .await?;
+    let n = |v: i64| u64::try_from(v).unwrap_or(0);
+    Ok(Usage {
+        clusters: u32::try_from(clusters).unwrap_or(u32::MAX),
+        cpu_millis: n(cpu),
+        memory_gib: n(memory),
+        storage_gib: n(storage),
+    })
+}
+
+/// Inside a write's transaction: locks the owner's row (two writes of one
+/// owner queue here, on PostgreSQL as on SQLite, so neither decides on a sum
+/// the other is about to change), then refuses the write if it takes the
+/// owner over `limit`. `from`: the edited cluster's id and current resources.
+async fn hold_quota(
+    tx: &mut sqlx::Transaction<'_, Any>,
+    owner: i64,
+    limit: Option<&Quota>,
+    from: Option<(i64, Resources)>,
+    to: Resources,
+) -> Result<(), DbError> {
+    let Some(limit) = limit else { return Ok(()) };
+    sqlx::query("UPDATE users SET updated_at = updated_at WHERE id = $1").bind(owner).execute(&mut **tx).await?;
+    let others = usage(&mut **tx, owner, from.map(|(id, _)| id)).await?;
+    let before = match from {
+        Some((_, r)) => others.with(None, r),
+        None => others,
+    };
+    let after = others.with(None, to);
+    match limit.refuses(&before, &after) {
+        Some(dimension) => Err(DbError::OverQuota(dimension)),
+        None => Ok(()),
+    }
+}
+
+/// Stores a new cluster and its `create` operation atomically, if it fits
+/// the owner's quota (`limit`; `None`: not limited).
 pub async fn insert(
     pool: &AnyPool,
     owner_id: i64,
     spec: &ClusterSpec,
     remembered_mode: PublicAccessMode,
+    limit: Option<&Quota>,
 ) -> Result<i64, DbError> {
     let t = now();
     let mut tx = pool.begin().await?;
+    hold_quota(&mut tx, owner_id, limit, None, spec.resources).await?;
     let insert = sqlx::query(
         "INSERT INTO clusters (cpu_millis, memory_gib, storage_gib, public_access_enabled, public_access_mode, \
          control_plane_host, owner_id, name, generation, created_at, updated_at) \
@@ -174,9 +227,20 @@ pub async fn list(pool: &AnyPool, owner: Option<i64>) -> Result<Vec<Cluster>, Db
     rows.into_iter().map(ClusterRow::into_cluster).collect()
 }
 
+/// How an edit is checked against its owner's quota.
+#[derive(Debug, Clone, Copy)]
+pub struct QuotaHold<'a> {
+    pub owner: i64,
+    pub limit: &'a Quota,
+    /// The cluster's resources before the edit.
+    pub from: Resources,
+}
+
 /// Writes a new spec and its `update` operation if the cluster is still at
-/// `expected_generation` (no lost updates). Returns the new generation, or
+/// `expected_generation` (no lost updates) and the edit fits the owner's
+/// quota (`quota`; `None`: not limited). Returns the new generation, or
 /// `None` when someone else changed it first.
+#[allow(clippy::too_many_arguments)]
 pub async fn update_spec(
     pool: &AnyPool,
     id: i64,
@@ -185,8 +249,12 @@ pub async fn update_spec(
     remembered_mode: PublicAccessMode,
     op: &Operation,
     requested_by: i64,
+    quota: Option<QuotaHold<'_>>,
 ) -> Result<Option<i64>, DbError> {
     let mut tx = pool.begin().await?;
+    if let Some(q) = quota {
+        hold_quota(&mut tx, q.owner, Some(q.limit), Some((id, q.from)), spec.resources).await?;
+    }
     let update = sqlx::query(
         "UPDATE clusters SET cpu_millis = $1, memory_gib = $2, storage_gib = $3, public_access_enabled = $4, \
          public_access_mode = $5, control_plane_host = CASE WHEN $4 THEN $6 ELSE control_plane_host END, \

@@ -33,6 +33,9 @@ pub enum DbError {
     Query(#[from] sqlx::Error),
     #[error("stored row is not valid: {0}")]
     CorruptRow(String),
+    /// The write would take its owner over a quota limit; nothing was written.
+    #[error("over the owner's quota: {0:?}")]
+    OverQuota(crate::domain::quota::Dimension),
 }
 
 impl DbError {

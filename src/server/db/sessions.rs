@@ -20,7 +20,8 @@ pub async fn insert(pool: &AnyPool, token_hash: &str, user_id: i64, ttl_secs: i6
 /// The user behind an unexpired session.
 pub async fn user_for(pool: &AnyPool, token_hash: &str) -> Result<Option<UserRow>, DbError> {
     Ok(sqlx::query_as(
-        "SELECT u.id, u.username, u.password_hash, u.role, u.created_at FROM sessions s \
+        "SELECT u.id, u.username, u.password_hash, u.role, u.created_at, u.quota_clusters, u.quota_cpu_millis, \
+         u.quota_memory_gib, u.quota_storage_gib FROM sessions s \
          JOIN users u ON u.id = s.user_id WHERE s.token_hash = $1 AND s.expires_at > $2",
     )
     .bind(token_hash)

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use sqlx::AnyPool;
 
 use super::{DbError, now};
-use crate::domain::settings::AddressStyle;
+use crate::domain::settings::{AddressStyle, PodSecurity, parse_switch};
 use crate::domain::{Host, PublicAccessMode, SystemSettings};
 
 const DEFAULT_MODE: &str = "default_cluster_public_access_mode";
@@ -15,9 +15,12 @@ const LB_CLASS: &str = "load_balancer_class";
 const LB_ADDRESS: &str = "load_balancer_address_request";
 const CHART_REPO: &str = "chart_repo";
 const CHART_VERSION: &str = "chart_version";
+const QUOTA: &str = "quota";
+const POD_SECURITY: &str = "pod_security";
+const NETWORK_POLICY: &str = "network_policy";
 
 /// Missing or unreadable keys take their defaults (`nodeport`, none, empty,
-/// `auto`, the default chart).
+/// `auto`, the default chart, the default quota, `baseline`, a NetworkPolicy).
 pub async fn load(pool: &AnyPool) -> Result<SystemSettings, DbError> {
     let rows: Vec<(String, String)> = sqlx::query_as("SELECT key, value FROM system_settings").fetch_all(pool).await?;
     let get = |key: &str| rows.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str());
@@ -36,6 +39,9 @@ pub async fn load(pool: &AnyPool) -> Result<SystemSettings, DbError> {
             .and_then(|j| serde_json::from_str::<BTreeMap<String, String>>(j).ok())
             .unwrap_or_default(),
         load_balancer_class: get(LB_CLASS).filter(|c| !c.is_empty()).map(str::to_owned),
+        quota: get(QUOTA).and_then(|j| serde_json::from_str(j).ok()).unwrap_or(defaults.quota),
+        pod_security: get(POD_SECURITY).and_then(PodSecurity::parse).unwrap_or(defaults.pod_security),
+        network_policy: get(NETWORK_POLICY).and_then(parse_switch).unwrap_or(defaults.network_policy),
     })
 }
 
@@ -51,6 +57,9 @@ pub async fn save(pool: &AnyPool, settings: &SystemSettings) -> Result<(), DbErr
         (LB_ADDRESS, settings.load_balancer_address_request.as_str().to_owned()),
         (CHART_REPO, settings.chart_repo.clone()),
         (CHART_VERSION, settings.chart_version.clone()),
+        (QUOTA, serde_json::to_string(&settings.quota).map_err(|e| DbError::CorruptRow(e.to_string()))?),
+        (POD_SECURITY, settings.pod_security.as_str().to_owned()),
+        (NETWORK_POLICY, settings.network_policy.to_string()),
     ];
     let t = now();
     let mut tx = pool.begin().await?;

@@ -12,15 +12,31 @@ pub struct UserRow {
     pub password_hash: String,
     pub role: String,
     pub created_at: i64,
+    pub quota_clusters: Option<i64>,
+    pub quota_cpu_millis: Option<i64>,
+    pub quota_memory_gib: Option<i64>,
+    pub quota_storage_gib: Option<i64>,
 }
 
 impl UserRow {
     pub fn current_user(&self) -> CurrentUser {
         CurrentUser { id: self.id, username: self.username.clone(), role: Role::parse(&self.role).unwrap_or_default() }
     }
+
+    /// The user's own quota limits (`None` per dimension: the platform's).
+    pub fn quota(&self) -> crate::domain::quota::Quota {
+        let n = |v: Option<i64>| v.and_then(|v| u64::try_from(v).ok());
+        crate::domain::quota::Quota {
+            clusters: self.quota_clusters.and_then(|v| u32::try_from(v).ok()),
+            cpu_millis: n(self.quota_cpu_millis),
+            memory_gib: n(self.quota_memory_gib),
+            storage_gib: n(self.quota_storage_gib),
+        }
+    }
 }
 
-const COLUMNS: &str = "id, username, password_hash, role, created_at";
+const COLUMNS: &str = "id, username, password_hash, role, created_at, \
+    quota_clusters, quota_cpu_millis, quota_memory_gib, quota_storage_gib";
 
 pub async fn insert(pool: &AnyPool, username: &Username, password_hash: &str, role: Role) -> Result<i64, DbError> {
     let t = now();
@@ -116,5 +132,28 @@ pub async fn set_password_and_role(
             .await?;
     sqlx::query("DELETE FROM sessions WHERE user_id = $1").bind(id).execute(&mut *tx).await?;
     tx.commit().await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// A user's own quota limits (`None` per dimension: the platform's).
+pub async fn quota(pool: &AnyPool, id: i64) -> Result<crate::domain::quota::Quota, DbError> {
+    Ok(by_id(pool, id).await?.map(|r| r.quota()).unwrap_or(crate::domain::quota::Quota::UNLIMITED))
+}
+
+/// Sets a user's own quota limits; false if there is no such user.
+pub async fn set_quota(pool: &AnyPool, id: i64, quota: &crate::domain::quota::Quota) -> Result<bool, DbError> {
+    let n = |v: Option<u64>| v.and_then(|v| i64::try_from(v).ok());
+    let done = sqlx::query(
+        "UPDATE users SET quota_clusters = $1, quota_cpu_millis = $2, quota_memory_gib = $3, quota_storage_gib = $4, \
+         updated_at = $5 WHERE id = $6",
+    )
+    .bind(quota.clusters.map(i64::from))
+    .bind(n(quota.cpu_millis))
+    .bind(n(quota.memory_gib))
+    .bind(n(quota.storage_gib))
+    .bind(now())
+    .bind(id)
+    .execute(pool)
+    .await?;
     Ok(done.rows_affected() == 1)
 }

@@ -163,6 +163,12 @@ pub async fn list_audit(
     Ok(Json(crate::server::service::audit::list(&st.pool, &u, q.before).await?))
 }
 
+/// What the signed-in user holds of their quota, and their limits (`limit`
+/// is `null` for admins).
+pub async fn my_quota(State(st): State<AppState>, ApiUser(u): ApiUser) -> ApiResult<crate::domain::quota::QuotaView> {
+    Ok(Json(crate::server::service::quota::view(&st.pool, &u).await?))
+}
+
 pub async fn get_settings(State(st): State<AppState>, ApiUser(u): ApiUser) -> ApiResult<SettingsReply> {
     if !u.is_admin() {
         return Err(ApiError(AppError::new(ErrorCode::Forbidden)));
@@ -175,8 +181,9 @@ pub async fn get_settings(State(st): State<AppState>, ApiUser(u): ApiUser) -> Ap
 }
 
 /// The settings body: the four original fields are required (a PUT replaces
-/// the whole set; `null` clears the optional ones); the address request and
-/// chart fields, added later, keep their stored value when left out.
+/// the whole set; `null` clears the optional ones); the fields added later
+/// (address request, chart, quota, pod security, network policy) keep their
+/// stored value when left out.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SettingsBody {
@@ -193,6 +200,13 @@ pub struct SettingsBody {
     chart_repo: Option<String>,
     #[serde(default)]
     chart_version: Option<String>,
+    /// The platform's quota, as the GET reply shows it (`null` per dimension: no limit).
+    #[serde(default)]
+    quota: Option<crate::domain::quota::Quota>,
+    #[serde(default)]
+    pod_security: Option<String>,
+    #[serde(default)]
+    network_policy: Option<bool>,
     /// Read-only fields of the GET reply, accepted (and ignored) so a client
     /// can GET, change a field and PUT the result back.
     #[serde(default, rename = "detected_address_request")]
@@ -225,6 +239,7 @@ pub async fn update_settings(
         return Err(ApiError(AppError::new(ErrorCode::Forbidden)));
     }
     let current = settings::get(&st.pool).await?;
+    let quota_text = crate::domain::quota::QuotaText::of(&body.quota.unwrap_or(current.quota));
     let input = SettingsInput {
         default_mode: &body.default_cluster_public_access_mode,
         nodeport_public_host: body.nodeport_public_host.as_deref().unwrap_or_default(),
@@ -236,6 +251,10 @@ pub async fn update_settings(
             .unwrap_or(current.load_balancer_address_request.as_str()),
         chart_repo: body.chart_repo.as_deref().unwrap_or(&current.chart_repo),
         chart_version: body.chart_version.as_deref().unwrap_or(&current.chart_version),
+        // Through the form's text, so the bounds are checked in one place.
+        quota: quota_text.as_input(),
+        pod_security: body.pod_security.as_deref().unwrap_or(current.pod_security.as_str()),
+        network_policy: if body.network_policy.unwrap_or(current.network_policy) { "on" } else { "off" },
     };
     let detected = st.host.as_ref().map(|h| h.detected());
     let (saved, rerendered) = settings::update(&st.pool, &u, &input, detected, &st.config.chart_repos()).await?;

@@ -28,6 +28,7 @@ pub fn api_routes() -> Vec<(&'static str, MethodRouter<AppState>)> {
         ("/api/console/clusters/{id}/events", get(api::cluster_events)),
         ("/api/console/clusters/{id}/kubeconfig", get(api::cluster_kubeconfig)),
         ("/api/console/clusters/{id}/probe", post(api::probe_cluster)),
+        ("/api/console/quota", get(api::my_quota)),
         ("/clusters/{id}/kubeconfig", get(api::cluster_kubeconfig)),
         ("/api/admin/system-settings", get(api::get_settings).put(api::update_settings)),
         ("/api/admin/audit", get(api::list_audit)),

@@ -15,6 +15,7 @@
 //! A namespace of the same name still terminating is waited for, not failed.
 
 use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, Preconditions};
 use kube::{Client, ResourceExt};
@@ -23,11 +24,15 @@ use super::error::{Error, Result, ignore_not_found, kube};
 use super::render::{self, AddressRequest, CLUSTER_ID_LABEL, INSTALLATION_LABEL, MANAGED_BY};
 use crate::domain::SystemSettings;
 use crate::domain::cluster::Cluster;
+use crate::domain::settings::PodSecurity;
 use crate::server::db::clusters::HostRecord;
 
 pub const FIELD_MANAGER: &str = "kubebyon";
 /// The generation of the spec a HelmChart was rendered from.
 pub const GENERATION_ANNOTATION: &str = "kubebyon.io/generation";
+/// On the HelmChart: whether the namespace's NetworkPolicy was last made
+/// (`on`) or removed (`off`), so a change of the admin's setting reaches it.
+pub const NETWORK_POLICY_ANNOTATION: &str = "kubebyon.io/network-policy";
 
 /// helm-controller's `helm.cattle.io/v1` HelmChart.
 pub fn charts_resource() -> kube::api::ApiResource {
@@ -99,7 +104,7 @@ fn delete_if_uid(uid: Option<String>) -> DeleteParams {
 
 /// The cluster's namespace, created if missing; its UID. One of another
 /// owner is [`Error::Taken`]; one still terminating is waited for.
-async fn ensure_namespace(client: &Client, ns: &str, owner: &Owner) -> Result<String> {
+async fn ensure_namespace(client: &Client, ns: &str, owner: &Owner, pod_security: PodSecurity) -> Result<String> {
     let api: Api<Namespace> = Api::all(client.clone());
     match api.get_opt(ns).await.map_err(kube("read namespace"))? {
         Some(n) if n.metadata.deletion_timestamp.is_some() => {
@@ -108,7 +113,7 @@ async fn ensure_namespace(client: &Client, ns: &str, owner: &Owner) -> Result<St
         Some(n) if owner.owns_namespace(&n.metadata) => Ok(n.uid().unwrap_or_default()),
         Some(_) => Err(Error::Taken(format!("namespace {ns}"))),
         None => {
-            let body = render::namespace_object(owner.cluster_id, &owner.installation, ns);
+            let body = render::namespace_object(owner.cluster_id, &owner.installation, ns, pod_security);
             let body: Namespace = serde_json::from_value(body).map_err(|_| Error::NotYet("rendering the namespace"))?;
             match api.create(&create_params(), &body).await {
                 Ok(n) => Ok(n.uid().unwrap_or_default()),
@@ -118,6 +123,45 @@ async fn ensure_namespace(client: &Client, ns: &str, owner: &Owner) -> Result<St
                 Err(e) => Err(kube("create namespace")(e)),
             }
         }
+    }
+}
+
+/// The value of [`NETWORK_POLICY_ANNOTATION`] the admin's settings ask for.
+pub fn network_policy_switch(settings: &SystemSettings) -> &'static str {
+    if settings.network_policy { "on" } else { "off" }
+}
+
+/// The console's NetworkPolicy in the cluster's namespace: created, or kept
+/// as rendered, while the admin's setting is on; deleted (by UID) when off.
+/// One of that name the console did not create is left alone.
+async fn ensure_network_policy(client: &Client, ns: &str, owner: &Owner, wanted: bool) -> Result<()> {
+    let api: Api<NetworkPolicy> = Api::namespaced(client.clone(), ns);
+    let name = render::NETWORK_POLICY;
+    let current = api.get_opt(name).await.map_err(kube("read NetworkPolicy"))?;
+    let mut body = render::network_policy_object(owner.cluster_id, &owner.installation, ns);
+    match current {
+        None if wanted => {
+            let np: NetworkPolicy =
+                serde_json::from_value(body).map_err(|_| Error::NotYet("rendering the NetworkPolicy"))?;
+            match api.create(&create_params(), &np).await {
+                Ok(_) => Ok(()),
+                Err(kube::Error::Api(s)) if s.code == 409 => {
+                    Err(Error::NotYet("the NetworkPolicy was created meanwhile"))
+                }
+                Err(e) => Err(kube("create NetworkPolicy")(e)),
+            }
+        }
+        Some(np) if owner.created(&np.metadata) && wanted => {
+            body["metadata"]["uid"] = np.uid().unwrap_or_default().into();
+            let pp = PatchParams::apply(FIELD_MANAGER).force();
+            api.patch(name, &pp, &Patch::Apply(&body)).await.map_err(kube("apply NetworkPolicy"))?;
+            Ok(())
+        }
+        Some(np) if owner.created(&np.metadata) => {
+            ignore_not_found(api.delete(name, &delete_if_uid(np.uid())).await).map_err(kube("delete NetworkPolicy"))?;
+            Ok(())
+        }
+        _ => Ok(()),
     }
 }
 
@@ -143,11 +187,21 @@ pub async fn apply(
     let ours = before.as_ref().map(|b| owner.created(&b.metadata));
     let namespace_uid = match (&owner.record.namespace_uid, ours) {
         (Some(_), Some(true)) => None,
-        _ => Some(ensure_namespace(client, &ns, owner).await?),
+        _ => Some(ensure_namespace(client, &ns, owner, settings.pod_security).await?),
     };
+    // The NetworkPolicy is looked at when the namespace was, and when the
+    // admin's setting changed since the HelmChart was last applied.
+    let switch = network_policy_switch(settings);
+    let last_switch = before.as_ref().and_then(|b| b.annotations().get(NETWORK_POLICY_ANNOTATION).cloned());
+    if namespace_uid.is_some() || last_switch.as_deref() != Some(switch) {
+        ensure_network_policy(client, &ns, owner, settings.network_policy).await?;
+    }
     let mut body = render::desired(cluster, settings, request);
     body["metadata"]["labels"][INSTALLATION_LABEL] = owner.installation.clone().into();
-    body["metadata"]["annotations"] = serde_json::json!({GENERATION_ANNOTATION: cluster.generation.to_string()});
+    body["metadata"]["annotations"] = serde_json::json!({
+        GENERATION_ANNOTATION: cluster.generation.to_string(),
+        NETWORK_POLICY_ANNOTATION: switch,
+    });
     let after = match &before {
         None => {
             let chart: DynamicObject =

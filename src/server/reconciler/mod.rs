@@ -515,6 +515,11 @@ async fn observe_one(
     if from_cache {
         raw.secret = cached_secret(ctx, cluster.id, name).await?;
     }
+    // The admin switched the namespace's NetworkPolicy on or off since the
+    // HelmChart was applied.
+    let policy_switched =
+        raw.chart.as_ref().and_then(|h| h.annotations().get(apply::NETWORK_POLICY_ANNOTATION)).map(String::as_str)
+            != Some(apply::network_policy_switch(settings));
     let mut g = gather::assemble(&ctx.client, name, raw, &stale).await;
     if g.chart_generation != Some(cluster.generation) {
         return Err(Error::NotYet("the HelmChart is not rendered from the current spec yet"));
@@ -528,7 +533,7 @@ async fn observe_one(
         .any(|(k, v)| g.chart_spec.as_ref().and_then(|s| s.get(k)) != Some(v));
     let just_applied =
         ctx.applied.lock().ok().and_then(|m| m.get(&cluster.id).cloned()) == Some(wanted["spec"].clone());
-    if differs && !just_applied {
+    if (differs && !just_applied) || policy_switched {
         tracing::info!(cluster = %cluster.spec.name.as_str(), "HelmChart differs from its rendering; applying again");
         apply_tracked(ctx, cluster, settings).await?;
         return Ok(());

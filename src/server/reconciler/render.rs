@@ -10,6 +10,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::domain::cluster::{Cluster, OldEndpoint};
+use crate::domain::settings::PodSecurity;
 use crate::domain::{ClusterSpec, Host, PublicAccess, SystemSettings};
 
 pub use crate::domain::settings::AddressRequest;
@@ -29,6 +30,63 @@ pub use crate::domain::sans::namespace;
 #[serde(rename_all = "camelCase")]
 pub struct Values {
     pub control_plane: ControlPlane,
+    pub policies: Policies,
+}
+
+/// vCluster's own isolation (`policies.*`, chart v0.30 `values.yaml`): the
+/// Pod Security Standard enforced inside the virtual cluster, and the
+/// ResourceQuota and LimitRange the chart creates in the cluster's namespace
+/// (`templates/resourcequota.yaml`, `limitrange.yaml`).
+#[derive(Serialize, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Policies {
+    /// `baseline`, or empty for no check (the chart's "" default).
+    pub pod_security_standard: &'static str,
+    pub resource_quota: ResourceQuota,
+    pub limit_range: Enabled,
+}
+
+#[derive(Serialize, Debug, PartialEq)]
+pub struct ResourceQuota {
+    pub enabled: bool,
+    /// Merged by helm over the chart's defaults (which set
+    /// `services.nodeports: 0`: that would refuse the NodePort mode).
+    pub quota: BTreeMap<&'static str, String>,
+}
+
+#[derive(Serialize, Debug, PartialEq)]
+pub struct Enabled {
+    pub enabled: bool,
+}
+
+/// What helm-controller's Job pod asks for (`--job-resources` default,
+/// helm-controller v0.17.9 `pkg/app/app.go`): requests 0.1 CPU / 10M, limits
+/// 32 CPU / 32G. The Job runs in the cluster's namespace on every install
+/// and upgrade, so the quota must admit it beside a running control plane.
+const JOB_REQUEST: (u64, u64) = (100, 128); // millicores, MiB (the LimitRange default request, 128Mi, is larger than 10M)
+const JOB_LIMIT: (u64, u64) = (32_000, 30_518); // 32 CPU, 32G = 30,518 MiB (rounded up)
+/// The virtual cluster's CoreDNS pod, synced into the namespace (chart
+/// v0.30 `controlPlane.coredns.deployment.resources`): requests 20m / 64Mi,
+/// limits 1 CPU / 170Mi.
+const COREDNS_REQUEST: (u64, u64) = (20, 64);
+const COREDNS_LIMIT: (u64, u64) = (1_000, 170);
+
+/// The hard limits of the cluster's namespace: the control plane (requests =
+/// limits = the cluster's size), helm-controller's Job, the virtual cluster's
+/// CoreDNS, and synced workloads up to the cluster's size again; storage for
+/// the control plane's volume and workload claims of the same size; one
+/// NodePort and one LoadBalancer Service (the cluster's own).
+pub fn namespace_quota(r: crate::domain::Resources) -> BTreeMap<&'static str, String> {
+    let (cpu, mem) = (u64::from(r.cpu_millis), u64::from(r.memory_gib) * 1024);
+    let mut q = BTreeMap::new();
+    q.insert("requests.cpu", format!("{}m", 2 * cpu + JOB_REQUEST.0 + COREDNS_REQUEST.0));
+    q.insert("limits.cpu", format!("{}m", 2 * cpu + JOB_LIMIT.0 + COREDNS_LIMIT.0));
+    q.insert("requests.memory", format!("{}Mi", 2 * mem + JOB_REQUEST.1 + COREDNS_REQUEST.1));
+    q.insert("limits.memory", format!("{}Mi", 2 * mem + JOB_LIMIT.1 + COREDNS_LIMIT.1));
+    q.insert("requests.storage", format!("{}Gi", 2 * u64::from(r.storage_gib)));
+    q.insert("services.nodeports", "1".into());
+    q.insert("services.loadbalancers", "1".into());
+    q
 }
 
 #[derive(Serialize, Debug, PartialEq)]
@@ -166,6 +224,14 @@ pub fn values(
                 persistence: Persistence { volume_claim: VolumeClaim { size: format!("{}Gi", r.storage_gib) } },
             },
         },
+        policies: Policies {
+            pod_security_standard: match settings.pod_security {
+                PodSecurity::Baseline => "baseline",
+                PodSecurity::Privileged => "",
+            },
+            resource_quota: ResourceQuota { enabled: true, quota: namespace_quota(r) },
+            limit_range: Enabled { enabled: true },
+        },
     }
 }
 
@@ -210,18 +276,73 @@ pub fn helm_chart(cluster_id: i64, spec: &ClusterSpec, values_content: &str, cha
     })
 }
 
-/// The cluster's namespace `ns`, as the body of its create.
-pub fn namespace_object(cluster_id: i64, installation: &str, ns: &str) -> Value {
+/// The labels only the console's create writes on a cluster's objects.
+fn owner_labels(cluster_id: i64, installation: &str) -> Value {
+    json!({
+        MANAGED_BY.0: MANAGED_BY.1,
+        CLUSTER_ID_LABEL: cluster_id.to_string(),
+        INSTALLATION_LABEL: installation,
+    })
+}
+
+/// The cluster's namespace `ns`, as the body of its create: the console's
+/// labels and Pod Security admission's (`enforce` at the admin's level,
+/// `warn` and `audit` at `restricted` so what would not pass it shows).
+pub fn namespace_object(cluster_id: i64, installation: &str, ns: &str, pod_security: PodSecurity) -> Value {
+    let mut labels = owner_labels(cluster_id, installation);
+    for (key, value) in [
+        ("pod-security.kubernetes.io/enforce", pod_security.as_str()),
+        ("pod-security.kubernetes.io/enforce-version", "latest"),
+        ("pod-security.kubernetes.io/warn", "restricted"),
+        ("pod-security.kubernetes.io/warn-version", "latest"),
+        ("pod-security.kubernetes.io/audit", "restricted"),
+        ("pod-security.kubernetes.io/audit-version", "latest"),
+    ] {
+        labels[key] = value.into();
+    }
     json!({
         "apiVersion": "v1",
         "kind": "Namespace",
-        "metadata": {
-            "name": ns,
-            "labels": {
-                MANAGED_BY.0: MANAGED_BY.1,
-                CLUSTER_ID_LABEL: cluster_id.to_string(),
-                INSTALLATION_LABEL: installation,
-            },
+        "metadata": { "name": ns, "labels": labels },
+    })
+}
+
+/// The name of the console's NetworkPolicy in each cluster namespace.
+pub const NETWORK_POLICY: &str = "kubebyon-isolation";
+/// The vCluster API server's container port (`controlPlane.proxy.port`), the
+/// Service's target port in every public mode.
+pub const API_PORT: u16 = 8443;
+
+/// The console's NetworkPolicy for a cluster namespace: every pod may talk to
+/// the others in the namespace; the API port is open to anyone (the public
+/// endpoint, NodePort or LoadBalancer, arrives there); out: DNS to
+/// kube-system's kube-dns, and TCP 443 and 6443 anywhere (the host API server,
+/// which vCluster syncs to, is no pod a selector can name, and helm's Job
+/// fetches the chart over HTTPS). Everything else is denied.
+pub fn network_policy_object(cluster_id: i64, installation: &str, ns: &str) -> Value {
+    let tcp = |port: u16| json!({"protocol": "TCP", "port": port});
+    json!({
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": { "name": NETWORK_POLICY, "namespace": ns, "labels": owner_labels(cluster_id, installation) },
+        "spec": {
+            "podSelector": {},
+            "policyTypes": ["Ingress", "Egress"],
+            "ingress": [
+                {"from": [{"podSelector": {}}]},
+                {"ports": [tcp(API_PORT)]},
+            ],
+            "egress": [
+                {"to": [{"podSelector": {}}]},
+                {
+                    "to": [{
+                        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
+                        "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
+                    }],
+                    "ports": [{"protocol": "UDP", "port": 53}, tcp(53)],
+                },
+                {"ports": [tcp(443), tcp(6443)]},
+            ],
         },
     })
 }
@@ -260,6 +381,44 @@ mod tests {
 
     /// Every mode × host kind: Service type, extraSANs, annotations, class, and
     /// never a nodePort or loadBalancerIP in the YAML.
+    /// The namespace quota admits the control plane, helm-controller's Job
+    /// (at its default limits) and CoreDNS at once, with the cluster's size
+    /// again for workloads; it allows the cluster's own NodePort (the chart's
+    /// default of 0 would refuse the NodePort mode).
+    #[test]
+    fn namespace_quota_admits_what_must_run() {
+        use crate::domain::Resources as R;
+        for r in [
+            R { cpu_millis: 100, memory_gib: 1, storage_gib: 1 },
+            R { cpu_millis: 2_000, memory_gib: 4, storage_gib: 20 },
+            R { cpu_millis: 64_000, memory_gib: 512, storage_gib: 4_096 },
+        ] {
+            let q = namespace_quota(r);
+            let millis = |k: &str| q[k].trim_end_matches('m').parse::<u64>().unwrap();
+            let mib = |k: &str| q[k].trim_end_matches("Mi").parse::<u64>().unwrap();
+            let (cpu, mem) = (u64::from(r.cpu_millis), u64::from(r.memory_gib) * 1024);
+            // Control plane + Job + CoreDNS + workloads of the cluster's size.
+            assert!(millis("limits.cpu") >= cpu + 32_000 + 1_000 + cpu, "{q:?}");
+            assert!(millis("requests.cpu") >= cpu + 100 + 20 + cpu, "{q:?}");
+            assert!(mib("limits.memory") * 1024 * 1024 >= (mem + mem + 170) * 1024 * 1024 + 32_000_000_000, "{q:?}");
+            assert!(mib("requests.memory") >= mem + 128 + 64 + mem, "{q:?}");
+            assert_eq!(q["requests.storage"], format!("{}Gi", 2 * r.storage_gib));
+            assert_eq!((q["services.nodeports"].as_str(), q["services.loadbalancers"].as_str()), ("1", "1"));
+        }
+        let privileged = SystemSettings { pod_security: PodSecurity::Privileged, ..settings() };
+        let v = values(&spec(PublicAccess::Disabled), None, &privileged, AddressRequest::None);
+        assert_eq!(v.policies.pod_security_standard, "");
+        let v = values(&spec(PublicAccess::Disabled), None, &settings(), AddressRequest::None);
+        assert_eq!(v.policies.pod_security_standard, "baseline");
+        assert!(v.policies.resource_quota.enabled && v.policies.limit_range.enabled);
+        let ns = namespace_object(7, "inst", "kubebyon-demo", PodSecurity::Baseline);
+        assert_eq!(ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"], "baseline");
+        assert_eq!(ns["metadata"]["labels"][INSTALLATION_LABEL], "inst");
+        let np = network_policy_object(7, "inst", "kubebyon-demo");
+        assert_eq!(np["metadata"]["namespace"], "kubebyon-demo");
+        assert_eq!(np["spec"]["policyTypes"], json!(["Ingress", "Egress"]));
+    }
+
     #[test]
     fn values_for_every_mode() {
         let s = settings();

@@ -92,6 +92,7 @@ pub async fn list_users(pool: &AnyPool, admin: &CurrentUser) -> Result<Vec<UserS
         .map(|r: UserRow| UserSummary {
             id: r.id,
             role: r.current_user().role,
+            quota: r.quota(),
             username: r.username,
             created_at: r.created_at,
         })

@@ -71,7 +71,8 @@ pub async fn create(pool: &AnyPool, user: &CurrentUser, draft: &ClusterDraft) ->
     let public_access = PublicAccess::from_input(&request.as_input(), settings.default_mode)?;
     let spec = ClusterSpec { name, resources, public_access };
     refuse_taken_host(pool, &spec.public_access, None).await?;
-    let id = db::clusters::insert(pool, user.id, &spec, settings.default_mode).await.map_err(|e| {
+    let limit = super::quota::limit_for(pool, user).await?;
+    let id = db::clusters::insert(pool, user.id, &spec, settings.default_mode, limit.as_ref()).await.map_err(|e| {
         if e.is_unique_violation() { AppError::at(ErrorCode::NameTaken, Field::Name) } else { e.into() }
     })?;
     tracing::info!(cluster = id, name = %spec.name, mode = ?spec.public_access.mode(), user = %user.username, "cluster create requested");
@@ -115,7 +116,14 @@ pub async fn update(pool: &AnyPool, user: &CurrentUser, id: i64, patch: &Cluster
     }
     refuse_taken_host(pool, &spec.public_access, Some(id)).await?;
     let op = Operation::Update { changes };
-    db::clusters::update_spec(pool, id, current.generation, &spec, remembered, &op, user.id)
+    // The owner's quota, for a user's own edit (admins are not held to it).
+    let limit = super::quota::limit_for(pool, user).await?;
+    let hold = limit.as_ref().map(|limit| db::clusters::QuotaHold {
+        owner: current.owner_id,
+        limit,
+        from: current.spec.resources,
+    });
+    db::clusters::update_spec(pool, id, current.generation, &spec, remembered, &op, user.id, hold)
         .await?
         .ok_or(AppError::new(ErrorCode::ChangedConcurrently))?;
     tracing::info!(cluster = id, mode = ?spec.public_access.mode(), user = %user.username, "cluster update requested");

@@ -346,9 +346,18 @@ pub async fn rollback(pool: &AnyPool, user: &CurrentUser, id: i64, cluster_id: i
     let mut changes = describe_update(&cluster.spec, &spec);
     changes.push(Change::Migration { id, rollback: true });
     let op = Operation::Update { changes };
-    db::clusters::update_spec(pool, cluster_id, cluster.generation, &spec, PublicAccessMode::NodePort, &op, user.id)
-        .await?
-        .ok_or(AppError::new(ErrorCode::ChangedConcurrently))?;
+    db::clusters::update_spec(
+        pool,
+        cluster_id,
+        cluster.generation,
+        &spec,
+        PublicAccessMode::NodePort,
+        &op,
+        user.id,
+        None,
+    )
+    .await?
+    .ok_or(AppError::new(ErrorCode::ChangedConcurrently))?;
     db::migration::set_old_endpoint(pool, cluster_id, None).await?;
     db::migration::transition(pool, id, cluster_id, ItemState::Failed, ItemState::RolledBack, "").await?;
     tracing::info!(migration = id, cluster = cluster_id, admin = %user.username, "migration item rolled back");
@@ -457,7 +466,9 @@ async fn switch(
     changes.push(Change::Migration { id: m.id, rollback: false });
     let op = Operation::Update { changes };
     let remembered = PublicAccessMode::LoadBalancer;
-    match db::clusters::update_spec(pool, cluster.id, cluster.generation, &spec, remembered, &op, admin.id).await? {
+    match db::clusters::update_spec(pool, cluster.id, cluster.generation, &spec, remembered, &op, admin.id, None)
+        .await?
+    {
         Some(generation) => {
             db::migration::set_target_generation(pool, m.id, item.cluster_id, generation).await?;
             tracing::info!(migration = m.id, cluster = cluster.id, host = %item.new_host, "cluster switching to LoadBalancer");

@@ -7,6 +7,7 @@ pub mod accounts;
 pub mod audit;
 pub mod clusters;
 pub mod migration;
+pub mod quota;
 pub mod settings;
 
 use crate::domain::{AppError, ErrorCode};
@@ -20,6 +21,9 @@ pub(crate) fn internal(err: impl std::fmt::Display) -> AppError {
 
 impl From<DbError> for AppError {
     fn from(err: DbError) -> Self {
-        internal(err)
+        match err {
+            DbError::OverQuota(dimension) => dimension.error(),
+            err => internal(err),
+        }
     }
 }
