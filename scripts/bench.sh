@@ -146,7 +146,7 @@ cold_start() {
   local p t0 t1 cpid
   p=$(bash scripts/free-port.sh)
   t0=$(date +%s%N)
-  KUBECONFIG="$work/no-host.kubeconfig" LEPTOS_SITE_ADDR="127.0.0.1:$p" KUBEBYON_DATA_DIR="$1" KUBEBYON_ADMIN_PASSWORD="bench-password-123" \
+  KUBEBYON_SPEC_WRITE_LIMIT=off KUBECONFIG="$work/no-host.kubeconfig" LEPTOS_SITE_ADDR="127.0.0.1:$p" KUBEBYON_DATA_DIR="$1" KUBEBYON_ADMIN_PASSWORD="bench-password-123" \
     "$KUBEBYON_BIN" serve >"$work/cold.log" 2>&1 &
   cpid=$!
   until curl -fsS -o /dev/null "http://127.0.0.1:$p/login" 2>/dev/null; do sleep 0.005; done

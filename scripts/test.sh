@@ -69,6 +69,9 @@ port=$(bash scripts/free-port.sh)
 # No host cluster for these pages: requests stay queued (docs/testing.md).
 export KUBECONFIG="$work/no-host.kubeconfig"
 export LEPTOS_SITE_ADDR="127.0.0.1:$port" KUBEBYON_DATA_DIR="$work/data" KUBEBYON_ADMIN_PASSWORD="e2e-admin-password"
+# The browser suite signs in as one admin for most of its writes: the per-user
+# spec write limit (tests/http_api.rs checks it) would only slow it down.
+export KUBEBYON_SPEC_WRITE_LIMIT=off
 "$KUBEBYON_BIN" serve >"$work/console.log" 2>&1 &
 server_pid=$!
 wait_healthy "$port" "$server_pid" "$work/console.log"

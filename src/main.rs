@@ -181,6 +181,7 @@ async fn serve(pool: AnyPool, db_shown: String, config: Config) -> Result<(), St
         leptos_options: conf.leptos_options,
         pool: pool.clone(),
         limiter: Arc::new(kubebyon::server::auth::rate_limit::LoginLimiter::with_budget(config.password_memory_mib)),
+        spec_writes: Arc::new(kubebyon::server::service::write_limit::SpecWriteLimiter::new(config.spec_write_limit)),
         config: Arc::new(config),
         host,
     };

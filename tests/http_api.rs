@@ -908,3 +908,73 @@ async fn quotas_refuse_growth_past_the_limit_and_the_create_form_shows_them() {
         assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
     }
 }
+
+/// Spec writes are limited per user (with the limit on, as in production):
+/// 20 at once, then 429 `rate_limited` with `Retry-After`, nothing written;
+/// refused input does not count; another user is not held back.
+#[tokio::test]
+async fn spec_writes_are_rate_limited_per_user() {
+    let (url, _dir) = support::sqlite_url();
+    let pool = kubebyon::server::db::connect(&url).await.unwrap();
+    let config =
+        kubebyon::server::config::Config { data_dir: "unused".into(), spec_write_limit: true, ..Default::default() };
+    let c = Console::with(pool, None, config);
+    c.user("admin", PW, true).await;
+    c.user("bob", PW, false).await;
+    let (admin, bob) = (c.login("admin", PW).await, c.login("bob", PW).await);
+    for _ in 0..5 {
+        let r = c
+            .json("POST", "/api/console/clusters", Some(&admin), cluster("Not A Name", json!({"enabled": false})))
+            .await;
+        assert_eq!(r.code(), "name_invalid");
+    }
+    for i in 0..20 {
+        let r = c
+            .json("POST", "/api/console/clusters", Some(&admin), cluster(&format!("w{i}"), json!({"enabled": false})))
+            .await;
+        assert_eq!(r.status, StatusCode::CREATED, "write {i}: {}", r.body);
+    }
+    let (clusters, ops) = (count(&c, "clusters").await, count(&c, "cluster_operations").await);
+    let r = c.json("POST", "/api/console/clusters", Some(&admin), cluster("w20", json!({"enabled": false}))).await;
+    assert_eq!((r.status, r.code()), (StatusCode::TOO_MANY_REQUESTS, "rate_limited".to_owned()));
+    assert_eq!(r.headers["retry-after"], "3");
+    let r = c.send("DELETE", "/api/console/clusters/1", Some(&admin), None, "").await;
+    assert_eq!(r.status, StatusCode::TOO_MANY_REQUESTS, "deletes count too");
+    assert_eq!((count(&c, "clusters").await, count(&c, "cluster_operations").await), (clusters, ops));
+    let r = c.json("POST", "/api/console/clusters", Some(&bob), cluster("bobs", json!({"enabled": false}))).await;
+    assert_eq!(r.status, StatusCode::CREATED, "bob has his own: {}", r.body);
+}
+
+/// A cluster's history is paged, newest first: 50 per page on `/events` and
+/// on the detail page, the next page from the last id shown.
+#[tokio::test]
+async fn the_history_is_paged() {
+    let (c, _d) = console().await;
+    let admin = c.login("admin", PW).await;
+    let a = Some(admin.as_str());
+    let id = c.json("POST", "/api/console/clusters", a, cluster("busy", json!({"enabled": false}))).await.json()["id"]
+        .as_i64()
+        .unwrap();
+    for i in 0..60 {
+        let cpu = if i % 2 == 0 { "3" } else { "2" };
+        let body = json!({"resources": {"cpu": cpu, "memory_gib": 4, "storage_gib": 20}});
+        let r = c.json("PATCH", &format!("/api/console/clusters/{id}"), a, body).await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    }
+    let first = c.get(&format!("/api/console/clusters/{id}/events"), a).await.json();
+    let first = first.as_array().unwrap();
+    assert_eq!(first.len(), 50);
+    let last = first[49]["id"].as_i64().unwrap();
+    assert!(first.windows(2).all(|w| w[0]["id"].as_i64() > w[1]["id"].as_i64()), "newest first");
+    let rest = c.get(&format!("/api/console/clusters/{id}/events?before={last}"), a).await.json();
+    let rest = rest.as_array().unwrap();
+    assert_eq!(rest.len(), 11, "61 requests in all");
+    assert_eq!(rest[10]["operation"]["kind"], "create");
+    let r = c.get(&format!("/api/console/clusters/{id}/events?before=x"), a).await;
+    assert_eq!(r.code(), "bad_request");
+    let page = c.get(&format!("/clusters/{id}"), a).await;
+    assert!(page.body.contains(&format!("/clusters/{id}?before={last}")), "a link to the older page");
+    let older = c.get(&format!("/clusters/{id}?before={last}"), a).await;
+    assert_eq!(older.body.matches("data-kind=").count(), 11);
+    assert!(older.body.contains(r#"data-testid="events-newest""#) && !older.body.contains("events-older"));
+}

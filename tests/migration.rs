@@ -225,7 +225,7 @@ async fn two_drivers_and_a_crash_switch_each_cluster_once() {
                     control_plane_host: None,
                 }),
             };
-            create(&t.pool, &admin, &draft).await.unwrap();
+            create(&t.pool, &Default::default(), &admin, &draft).await.unwrap();
         }
         let req = MigrationRequest {
             clusters: vec![],

@@ -772,6 +772,7 @@ async fn deploy_manifests_pass_the_api_servers_dry_run() {
         "deployment.apps/kubebyon",
         "poddisruptionbudget.policy/kubebyon",
         "service/kubebyon",
+        "networkpolicy.networking.k8s.io/kubebyon",
     ] {
         assert!(out.lines().any(|l| l == object), "{object} missing from: {out}");
     }

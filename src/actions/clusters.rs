@@ -7,11 +7,21 @@ use crate::domain::change::ClusterEvent;
 use crate::domain::cluster::Cluster;
 use crate::domain::{AppError, Host, PublicAccessMode};
 
+/// Which page of a cluster's history is shown: the id to page on from (when
+/// older requests may follow), and whether it is an older page.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+pub struct HistoryPage {
+    pub older: Option<i64>,
+    pub paged: bool,
+}
+
 /// What the cluster pages show.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ClusterPage {
     pub cluster: Cluster,
     pub events: Vec<ClusterEvent>,
+    /// Where the shown page of the history sits.
+    pub history: HistoryPage,
     pub viewer_is_admin: bool,
     /// The stored mode a disabled cluster returns to (preselected in the edit form).
     pub remembered_mode: PublicAccessMode,
@@ -42,16 +52,20 @@ pub async fn list_clusters(
 }
 
 #[server(prefix = "/fn", endpoint = "clusters/get")]
-pub async fn load_cluster(id: i64) -> Result<ClusterPage, AppError> {
+pub async fn load_cluster(id: i64, before: Option<i64>) -> Result<ClusterPage, AppError> {
     use crate::server::context::{require_user, state};
     use crate::server::service::clusters;
     let (st, user) = (state()?, require_user()?);
-    let (cluster, events, remembered_mode, host) = clusters::page(&st.pool, &user, id).await?;
+    let (cluster, events, remembered_mode, host) = clusters::page(&st.pool, &user, id, before).await?;
+    // A full page may have older requests after it.
+    let full = events.len() == usize::try_from(crate::domain::change::HISTORY_PAGE).unwrap_or(usize::MAX);
+    let history = HistoryPage { older: events.last().filter(|_| full).map(|e| e.id), paged: before.is_some() };
     let remembered_host = host.map(|h| h.to_string());
     let nodeport_host = crate::server::service::settings::get(&st.pool).await?.nodeport_public_host;
     Ok(ClusterPage {
         cluster,
         events,
+        history,
         viewer_is_admin: user.is_admin(),
         remembered_mode,
         remembered_host,
@@ -142,7 +156,7 @@ pub async fn create_cluster(
     fields.insert(0, ("name", &name));
     let draft =
         ClusterDraft { name: name.clone(), resources: posted.resources(), public_access: Some(posted.access()) };
-    let cluster = create(&st.pool, &user, &draft)
+    let cluster = create(&st.pool, &st.spec_writes, &user, &draft)
         .await
         .inspect_err(|e| keep_input_on_error(CreateCluster::PATH, "/clusters/new", &fields, e))?;
     leptos_axum::redirect(&format!("/clusters/{}", cluster.id));
@@ -168,7 +182,7 @@ pub async fn update_cluster(
     let posted = Posted::new((cpu, memory_gib, storage_gib), access);
     let fields = posted.fields();
     let patch = ClusterPatch { resources: Some(posted.resources()), public_access: Some(posted.access()) };
-    update(&st.pool, &user, id, &patch)
+    update(&st.pool, &st.spec_writes, &user, id, &patch)
         .await
         .inspect_err(|e| keep_input_on_error(UpdateCluster::PATH, &format!("/clusters/{id}/edit"), &fields, e))?;
     leptos_axum::redirect(&format!("/clusters/{id}"));
@@ -178,7 +192,8 @@ pub async fn update_cluster(
 #[server(prefix = "/fn", endpoint = "clusters/delete")]
 pub async fn delete_cluster(id: i64, confirm: String) -> Result<(), AppError> {
     use crate::server::context::{require_user, state};
-    crate::server::service::clusters::delete(&state()?.pool, &require_user()?, id, Some(&confirm)).await?;
+    let st = state()?;
+    crate::server::service::clusters::delete(&st.pool, &st.spec_writes, &require_user()?, id, Some(&confirm)).await?;
     leptos_axum::redirect(&format!("/clusters/{id}"));
     Ok(())
 }

@@ -24,6 +24,9 @@ impl Operation {
     }
 }
 
+/// Requests per page of a cluster's history (pages and `/events`).
+pub const HISTORY_PAGE: i64 = 50;
+
 /// One entry of a cluster's event history.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClusterEvent {

@@ -22,9 +22,11 @@ pub fn ClusterDetailPage() -> impl IntoView {
     // outcome's status (a fixed set; no text from the URL is shown).
     let query = use_query_map().get_untracked();
     let probed = query.get("probe").map(|s| ProbeOutcome { status: ConnectionStatus::parse(&s), detail: None });
+    // An older page of the request history (`?before=<request id>`).
+    let before = query.get("before").and_then(|b| b.parse::<i64>().ok());
     let content = Suspend::new(async move {
         let page = match route_id() {
-            Some(id) => load_cluster(id).await,
+            Some(id) => load_cluster(id, before).await,
             None => Err(AppError::new(ErrorCode::NotFound)),
         };
         match page {

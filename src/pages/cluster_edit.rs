@@ -18,7 +18,7 @@ pub fn EditClusterPage() -> impl IntoView {
     let i18n = use_i18n();
     let content = Suspend::new(async move {
         let page = match route_id() {
-            Some(id) => load_cluster(id).await,
+            Some(id) => load_cluster(id, None).await,
             None => Err(AppError::new(ErrorCode::NotFound)),
         };
         match page {

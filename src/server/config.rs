@@ -38,6 +38,9 @@ pub struct Config {
     /// `KUBEBYON_CHART_REPOS`: the chart repositories admins may choose
     /// (comma-separated); empty: the default repository only.
     pub chart_repos: Vec<String>,
+    /// `KUBEBYON_SPEC_WRITE_LIMIT`: `on` (default) or `off`; spec writes per
+    /// user ([`crate::server::service::write_limit`]).
+    pub spec_write_limit: bool,
 }
 
 impl Config {
@@ -66,6 +69,11 @@ impl Config {
                 .filter(|n| *n > 0)
                 .ok_or_else(|| format!("KUBEBYON_PASSWORD_MEMORY_MIB: {v:?} is not a positive number of MiB"))?,
         };
+        let spec_write_limit = match var("KUBEBYON_SPEC_WRITE_LIMIT").as_deref() {
+            None | Some("on") => true,
+            Some("off") => false,
+            Some(other) => return Err(format!("KUBEBYON_SPEC_WRITE_LIMIT: {other:?} is neither \"on\" nor \"off\"")),
+        };
         Ok(Self {
             data_dir: var("KUBEBYON_DATA_DIR").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("data")),
             database_url: var("DATABASE_URL"),
@@ -80,6 +88,7 @@ impl Config {
             chart_repos: var("KUBEBYON_CHART_REPOS")
                 .map(|v| v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect())
                 .unwrap_or_default(),
+            spec_write_limit,
         })
     }
 

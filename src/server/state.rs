@@ -15,6 +15,8 @@ pub struct AppState {
     pub leptos_options: LeptosOptions,
     pub pool: AnyPool,
     pub limiter: Arc<LoginLimiter>,
+    /// Spec writes per user ([`super::service::write_limit`]).
+    pub spec_writes: Arc<super::service::write_limit::SpecWriteLimiter>,
     pub config: Arc<Config>,
     /// The host cluster connection and its reconciler, when there is a host.
     pub host: Option<Arc<reconciler::Context>>,

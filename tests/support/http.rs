@@ -67,6 +67,9 @@ impl Console {
             leptos_options: conf.leptos_options,
             pool: pool.clone(),
             limiter: Arc::default(),
+            spec_writes: Arc::new(kubebyon::server::service::write_limit::SpecWriteLimiter::new(
+                config.spec_write_limit,
+            )),
             config: Arc::new(config),
             host,
         };

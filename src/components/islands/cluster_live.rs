@@ -415,6 +415,28 @@ pub fn Overview(
             <section class="card">
                 <h2 class="section-title">{t!(i18n, detail.events)}</h2>
                 <Events events=page.events />
+                <nav class="mt-2 flex gap-4 text-sm" aria-label=t_string!(i18n, detail.events_pages)>
+                    {page
+                        .history
+                        .paged
+                        .then(|| {
+                            view! {
+                                <a href=format!("/clusters/{id}") data-testid="events-newest">
+                                    {t!(i18n, detail.events_newest)}
+                                </a>
+                            }
+                        })}
+                    {page
+                        .history
+                        .older
+                        .map(|before| {
+                            view! {
+                                <a href=format!("/clusters/{id}?before={before}") data-testid="events-older">
+                                    {t!(i18n, detail.events_older)}
+                                </a>
+                            }
+                        })}
+                </nav>
             </section>
         </div>
     }

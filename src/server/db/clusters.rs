@@ -136,8 +136,8 @@ pub async fn usage<'e>(
     except: Option<i64>,
 ) -> Result<Usage, DbError> {
     let (clusters, cpu, memory, storage): (i64, i64, i64, i64) = sqlx::query_as(
-        "SELECT COUNT(*), COALESCE(SUM(cpu_millis), 0), COALESCE(SUM(memory_gib), 0), COALESCE(SUM(storage_gib), 0) \
-         FROM clusters WHERE owner_id = $1 AND deletion_requested_at IS NULL AND id <> $2",
+        "SELECT COUNT(*), CAST(COALESCE(SUM(cpu_millis), 0) AS BIGINT), CAST(COALESCE(SUM(memory_gib), 0) AS BIGINT), \
+         CAST(COALESCE(SUM(storage_gib), 0) AS BIGINT) FROM clusters WHERE owner_id = $1 AND deletion_requested_at IS NULL AND id <> $2",
     )
     .bind(owner)
     .bind(except.unwrap_or(-1))

@@ -73,8 +73,19 @@ pub async fn insert(
 
 /// A cluster's history, newest first.
 pub async fn for_cluster(pool: &AnyPool, cluster_id: i64) -> Result<Vec<OperationRow>, DbError> {
-    let sql = format!("SELECT {COLUMNS} FROM cluster_operations WHERE cluster_id = $1 ORDER BY id DESC");
-    Ok(sqlx::query_as(&sql).bind(cluster_id).fetch_all(pool).await?)
+    history_page(pool, cluster_id, None, i64::MAX).await
+}
+
+/// Up to `limit` of a cluster's operations older than `before` (an id), newest first.
+pub async fn history_page(
+    pool: &AnyPool,
+    cluster_id: i64,
+    before: Option<i64>,
+    limit: i64,
+) -> Result<Vec<OperationRow>, DbError> {
+    let sql =
+        format!("SELECT {COLUMNS} FROM cluster_operations WHERE cluster_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3");
+    Ok(sqlx::query_as(&sql).bind(cluster_id).bind(before.unwrap_or(i64::MAX)).bind(limit).fetch_all(pool).await?)
 }
 
 /// How many operations wait or run, and when the oldest of them was requested.

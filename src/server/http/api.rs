@@ -26,7 +26,12 @@ pub struct ApiError(pub AppError);
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = StatusCode::from_u16(self.0.code.http_status()).unwrap_or(StatusCode::BAD_REQUEST);
-        (status, Json(self.0)).into_response()
+        let mut res = (status, Json(self.0)).into_response();
+        if self.0.code == ErrorCode::RateLimited {
+            let after = crate::server::service::write_limit::RETRY_AFTER_SECS;
+            res.headers_mut().insert(http::header::RETRY_AFTER, http::HeaderValue::from(after));
+        }
+        res
     }
 }
 
@@ -99,7 +104,7 @@ pub async fn create_cluster(
     ApiUser(u): ApiUser,
     ApiJson(draft): ApiJson<clusters::ClusterDraft>,
 ) -> Result<(StatusCode, Json<Cluster>), ApiError> {
-    Ok((StatusCode::CREATED, Json(clusters::create(&st.pool, &u, &draft).await?)))
+    Ok((StatusCode::CREATED, Json(clusters::create(&st.pool, &st.spec_writes, &u, &draft).await?)))
 }
 
 pub async fn get_cluster(
@@ -116,7 +121,7 @@ pub async fn update_cluster(
     Path(id): Path<String>,
     ApiJson(patch): ApiJson<clusters::ClusterPatch>,
 ) -> ApiResult<Cluster> {
-    Ok(Json(clusters::update(&st.pool, &u, cluster_id(&id)?, &patch).await?))
+    Ok(Json(clusters::update(&st.pool, &st.spec_writes, &u, cluster_id(&id)?, &patch).await?))
 }
 
 pub async fn delete_cluster(
@@ -124,15 +129,19 @@ pub async fn delete_cluster(
     ApiUser(u): ApiUser,
     Path(id): Path<String>,
 ) -> Result<(StatusCode, Json<Cluster>), ApiError> {
-    Ok((StatusCode::ACCEPTED, Json(clusters::delete(&st.pool, &u, cluster_id(&id)?, None).await?)))
+    Ok((StatusCode::ACCEPTED, Json(clusters::delete(&st.pool, &st.spec_writes, &u, cluster_id(&id)?, None).await?)))
 }
 
+/// `GET /api/console/clusters/{id}/events[?before=ID]`: the newest 50
+/// requests (older ones with `before`, the last id of the previous page).
 pub async fn cluster_events(
     State(st): State<AppState>,
     ApiUser(u): ApiUser,
     Path(id): Path<String>,
+    query: Result<axum::extract::Query<AuditQuery>, axum::extract::rejection::QueryRejection>,
 ) -> ApiResult<Vec<ClusterEvent>> {
-    Ok(Json(clusters::events(&st.pool, &u, cluster_id(&id)?).await?))
+    let axum::extract::Query(q) = query.map_err(|_| ApiError(AppError::new(ErrorCode::BadRequest)))?;
+    Ok(Json(clusters::events(&st.pool, &u, cluster_id(&id)?, q.before).await?))
 }
 
 /// The settings as the API shows them: every stored field, what the console
@@ -147,6 +156,7 @@ pub struct SettingsReply {
     clusters_rerendered: Option<usize>,
 }
 
+/// `?before=ID`: the page of a newest-first list older than entry ID.
 #[derive(Deserialize)]
 pub struct AuditQuery {
     before: Option<i64>,

@@ -4,13 +4,14 @@
 use serde::{Deserialize, Serialize};
 use sqlx::AnyPool;
 
-use crate::domain::change::{ClusterEvent, Operation, describe_update};
+use crate::domain::change::{ClusterEvent, HISTORY_PAGE, Operation, describe_update};
 use crate::domain::cluster::Cluster;
 use crate::domain::public_access::PublicAccessRequest;
 use crate::domain::resources::ResourcesRequest;
 use crate::domain::user::CurrentUser;
 use crate::domain::{AppError, ClusterName, ClusterSpec, ErrorCode, Field, PublicAccess};
 use crate::server::db;
+use crate::server::service::write_limit::SpecWriteLimiter;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -62,7 +63,12 @@ pub async fn get(pool: &AnyPool, user: &CurrentUser, id: i64) -> Result<Cluster,
     }
 }
 
-pub async fn create(pool: &AnyPool, user: &CurrentUser, draft: &ClusterDraft) -> Result<Cluster, AppError> {
+pub async fn create(
+    pool: &AnyPool,
+    writes: &SpecWriteLimiter,
+    user: &CurrentUser,
+    draft: &ClusterDraft,
+) -> Result<Cluster, AppError> {
     let name = ClusterName::parse(&draft.name)?;
     let resources = draft.resources.parse()?;
     let settings = db::settings::load(pool).await?;
@@ -72,6 +78,7 @@ pub async fn create(pool: &AnyPool, user: &CurrentUser, draft: &ClusterDraft) ->
     let spec = ClusterSpec { name, resources, public_access };
     refuse_taken_host(pool, &spec.public_access, None).await?;
     let limit = super::quota::limit_for(pool, user).await?;
+    writes.take(user.id)?;
     let id = db::clusters::insert(pool, user.id, &spec, settings.default_mode, limit.as_ref()).await.map_err(|e| {
         if e.is_unique_violation() { AppError::at(ErrorCode::NameTaken, Field::Name) } else { e.into() }
     })?;
@@ -79,7 +86,13 @@ pub async fn create(pool: &AnyPool, user: &CurrentUser, draft: &ClusterDraft) ->
     get(pool, user, id).await
 }
 
-pub async fn update(pool: &AnyPool, user: &CurrentUser, id: i64, patch: &ClusterPatch) -> Result<Cluster, AppError> {
+pub async fn update(
+    pool: &AnyPool,
+    writes: &SpecWriteLimiter,
+    user: &CurrentUser,
+    id: i64,
+    patch: &ClusterPatch,
+) -> Result<Cluster, AppError> {
     let current = get(pool, user, id).await?;
     if current.deletion_requested {
         return Err(AppError::new(ErrorCode::ClusterDeleting));
@@ -115,6 +128,7 @@ pub async fn update(pool: &AnyPool, user: &CurrentUser, id: i64, patch: &Cluster
         return Ok(current);
     }
     refuse_taken_host(pool, &spec.public_access, Some(id)).await?;
+    writes.take(user.id)?;
     let op = Operation::Update { changes };
     // The owner's quota, for a user's own edit (admins are not held to it).
     let limit = super::quota::limit_for(pool, user).await?;
@@ -143,11 +157,18 @@ async fn refuse_taken_host(pool: &AnyPool, access: &PublicAccess, except: Option
 }
 
 /// `confirm` (the form's typed name) must match when given.
-pub async fn delete(pool: &AnyPool, user: &CurrentUser, id: i64, confirm: Option<&str>) -> Result<Cluster, AppError> {
+pub async fn delete(
+    pool: &AnyPool,
+    writes: &SpecWriteLimiter,
+    user: &CurrentUser,
+    id: i64,
+    confirm: Option<&str>,
+) -> Result<Cluster, AppError> {
     let current = get(pool, user, id).await?;
     if confirm.is_some_and(|typed| typed.trim() != current.spec.name.as_str()) {
         return Err(AppError::at(ErrorCode::ConfirmationMismatch, Field::Confirm));
     }
+    writes.take(user.id)?;
     if !db::clusters::request_deletion(pool, id, user.id).await? {
         return Err(AppError::new(ErrorCode::ClusterDeleting));
     }
@@ -155,8 +176,15 @@ pub async fn delete(pool: &AnyPool, user: &CurrentUser, id: i64, confirm: Option
     get(pool, user, id).await
 }
 
-pub async fn events(pool: &AnyPool, user: &CurrentUser, id: i64) -> Result<Vec<ClusterEvent>, AppError> {
-    history(pool, &get(pool, user, id).await?).await
+/// One page of a cluster's request history (newest first, [`HISTORY_PAGE`]
+/// at most, older than the event `before`).
+pub async fn events(
+    pool: &AnyPool,
+    user: &CurrentUser,
+    id: i64,
+    before: Option<i64>,
+) -> Result<Vec<ClusterEvent>, AppError> {
+    history(pool, &get(pool, user, id).await?, before).await
 }
 
 /// Everything a cluster's pages show: the cluster, its history, and the mode
@@ -165,17 +193,18 @@ pub async fn page(
     pool: &AnyPool,
     user: &CurrentUser,
     id: i64,
+    before: Option<i64>,
 ) -> Result<(Cluster, Vec<ClusterEvent>, crate::domain::PublicAccessMode, Option<crate::domain::Host>), AppError> {
     let cluster = get(pool, user, id).await?;
-    let events = history(pool, &cluster).await?;
+    let events = history(pool, &cluster, before).await?;
     let remembered = db::clusters::remembered_mode(pool, id).await?;
     let host = db::clusters::remembered_host(pool, id).await?;
     Ok((cluster, events, remembered, host))
 }
 
-/// The history of a cluster the caller already may see (from `get`).
-pub async fn history(pool: &AnyPool, cluster: &Cluster) -> Result<Vec<ClusterEvent>, AppError> {
-    let rows = db::operations::for_cluster(pool, cluster.id).await?;
+/// A page of the history of a cluster the caller already may see (from `get`).
+pub async fn history(pool: &AnyPool, cluster: &Cluster, before: Option<i64>) -> Result<Vec<ClusterEvent>, AppError> {
+    let rows = db::operations::history_page(pool, cluster.id, before, HISTORY_PAGE).await?;
     Ok(rows.into_iter().map(db::operations::OperationRow::into_event).collect::<Result<_, _>>()?)
 }
 

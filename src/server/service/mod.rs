@@ -9,6 +9,7 @@ pub mod clusters;
 pub mod migration;
 pub mod quota;
 pub mod settings;
+pub mod write_limit;
 
 use crate::domain::{AppError, ErrorCode};
 use crate::server::db::DbError;

@@ -1,0 +1,106 @@
+//! Spec writes (create, edit, delete of clusters) per user: a token bucket
+//! of [`BURST`] writes refilled one every [`INTERVAL_MS`], in memory, per
+//! console process (each replica counts its own). A write past it is refused
+//! with `rate_limited` (429, `Retry-After`), so one user cannot flood the
+//! queue the reconciler serves everyone from. Only writes that passed
+//! validation count: a typo costs nothing. `KUBEBYON_SPEC_WRITE_LIMIT=off`
+//! turns it off (load tests and benchmarks).
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use crate::domain::{AppError, ErrorCode};
+
+/// Writes one user may make at once.
+pub const BURST: u32 = 20;
+/// One more write every 3 s (20 a minute, sustained).
+pub const INTERVAL_MS: i64 = 3_000;
+/// What `Retry-After` says: when the next write is allowed, at most.
+pub const RETRY_AFTER_SECS: u64 = (INTERVAL_MS as u64).div_ceil(1000);
+
+/// One user's bucket: writes left, and when it was last refilled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bucket {
+    pub tokens: u32,
+    pub at_ms: i64,
+}
+
+/// Pure rule: the bucket after one more write at `now_ms`, or `None` when
+/// none is left. Whole intervals since `at_ms` add one token each, up to `burst`.
+pub fn take(bucket: Option<Bucket>, now_ms: i64, burst: u32, interval_ms: i64) -> Option<Bucket> {
+    let b = bucket.unwrap_or(Bucket { tokens: burst, at_ms: now_ms });
+    let intervals = (now_ms - b.at_ms).max(0) / interval_ms;
+    let refilled = u32::try_from(intervals).unwrap_or(u32::MAX).saturating_add(b.tokens).min(burst);
+    // Keep the remainder of a partial interval: refill time advances by whole intervals only.
+    let at_ms = if refilled == burst { now_ms } else { b.at_ms + intervals * interval_ms };
+    (refilled > 0).then(|| Bucket { tokens: refilled - 1, at_ms })
+}
+
+/// The limiter of one console process. `Default` is off (every write passes).
+#[derive(Debug, Default)]
+pub struct SpecWriteLimiter {
+    on: bool,
+    buckets: Mutex<HashMap<i64, Bucket>>,
+}
+
+impl SpecWriteLimiter {
+    pub fn new(on: bool) -> Self {
+        Self { on, buckets: Mutex::default() }
+    }
+
+    /// One write of `user`, or `rate_limited`. The table holds one entry per
+    /// user who wrote (users are accounts, not anonymous: bounded by them).
+    pub fn take(&self, user: i64) -> Result<(), AppError> {
+        if !self.on {
+            return Ok(());
+        }
+        let now = crate::server::db::now_ms();
+        let mut buckets = self.buckets.lock().map_err(|_| AppError::new(ErrorCode::Internal))?;
+        match take(buckets.get(&user).copied(), now, BURST, INTERVAL_MS) {
+            Some(b) => {
+                buckets.insert(user, b);
+                Ok(())
+            }
+            None => {
+                tracing::warn!(user, "spec writes rate-limited");
+                Err(AppError::new(ErrorCode::RateLimited))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bucket_table() {
+        let b = |tokens, at_ms| Some(Bucket { tokens, at_ms });
+        for (before, now, want) in [
+            // A first write: a full bucket less one.
+            (None, 1_000, b(2, 1_000)),
+            (b(2, 0), 0, b(1, 0)),
+            // Empty, and not a whole interval later: refused.
+            (b(0, 0), 999, None),
+            // One interval later: one token, used at once; the refill time advances by the interval.
+            (b(0, 0), 1_500, b(0, 1_000)),
+            // Long idle: full again, never beyond the burst.
+            (b(0, 0), 1_000_000, b(2, 1_000_000)),
+            // A clock that went back refills nothing.
+            (b(1, 5_000), 4_000, b(0, 5_000)),
+        ] {
+            assert_eq!(take(before, now, 3, 1_000), want, "{before:?} at {now}");
+        }
+    }
+
+    #[test]
+    fn a_burst_then_one_per_interval() {
+        let mut bucket = None;
+        let taken = (0..25).filter(|_| take(bucket, 0, BURST, INTERVAL_MS).inspect(|b| bucket = Some(*b)).is_some());
+        assert_eq!(taken.count(), BURST as usize);
+        assert!(take(bucket, INTERVAL_MS - 1, BURST, INTERVAL_MS).is_none());
+        assert!(take(bucket, INTERVAL_MS, BURST, INTERVAL_MS).is_some());
+        let limiter = SpecWriteLimiter::new(false);
+        assert!((0..1_000).all(|_| limiter.take(1).is_ok()), "off: never refused");
+    }
+}
