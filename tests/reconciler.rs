@@ -698,6 +698,70 @@ async fn tenant_isolation_objects_are_made_and_follow_the_settings() {
     .unwrap();
 }
 
+/// 18. Probes never stall the loop: 20 clusters whose endpoints never
+/// answer — 10 behind listeners whose accept backlog is full (their connects
+/// hang), 10 behind a DNS server that stalls — do not delay another cluster's
+/// Ready by more than 5 s over what it takes alone.
+#[tokio::test]
+async fn endpoints_that_never_answer_do_not_delay_another_clusters_ready() {
+    let env = env().await;
+    let nodeport = json!({"enabled": true, "mode": "nodeport"});
+    let started = std::time::Instant::now();
+    let alone = env.create("alone", nodeport.clone()).await;
+    env.converge(alone, "alone Ready", ready).await;
+    let alone_took = started.elapsed();
+
+    // Names the probe resolves: `hole-*` to an address whose listeners never
+    // accept; every other unknown name to a DNS server that never answers.
+    let hole = host().net.addr(240);
+    env.ctx.resolver.set_lookup(reconciler::probe::Lookup(Arc::new(|_, _| Box::pin(futures::future::pending()))));
+    let mut stalled = Vec::new();
+    for i in 0..10 {
+        let name = format!("hole-{i}.kubebyon.test");
+        env.ctx.resolver.insert(&name, hole.into());
+        let access = json!({"enabled": true, "mode": "nodeport", "control_plane_host": name});
+        stalled.push(env.create(&format!("hole-{i}"), access).await);
+        let access =
+            json!({"enabled": true, "mode": "nodeport", "control_plane_host": format!("stall-{i}.kubebyon.test")});
+        stalled.push(env.create(&format!("stall-{i}"), access).await);
+    }
+    // Each hole cluster's port on the hole address: a listener that never
+    // accepts, its backlog filled, so further connects hang.
+    let mut holes = Vec::new();
+    for id in &stalled {
+        let c = env.converge(*id, "a port", |s| s["public_access_port"].is_u64()).await;
+        if c["spec"]["public_access"]["host"].as_str().is_some_and(|h| h.starts_with("hole-")) {
+            let port = c["status"]["public_access_port"].as_u64().unwrap() as u16;
+            let socket = tokio::net::TcpSocket::new_v4().unwrap();
+            socket.bind((hole, port).into()).unwrap();
+            let listener = socket.listen(1).unwrap();
+            let mut filled = Vec::new();
+            for _ in 0..4 {
+                let connect = tokio::net::TcpStream::connect((hole, port));
+                if let Ok(Ok(s)) = tokio::time::timeout(Duration::from_millis(300), connect).await {
+                    filled.push(s);
+                }
+            }
+            holes.push((listener, filled));
+        }
+    }
+    assert_eq!(holes.len(), 10);
+    for id in &stalled {
+        env.converge(*id, "its probe fails", |s| {
+            matches!(s["connection_status"].as_str(), Some("timeout" | "dns_failure"))
+        })
+        .await;
+    }
+
+    let started = std::time::Instant::now();
+    let after = env.create("after", nodeport).await;
+    env.converge(after, "after Ready beside 20 silent endpoints", ready).await;
+    let after_took = started.elapsed();
+    println!("alone {alone_took:?}, beside 20 endpoints that never answer {after_took:?}");
+    assert!(after_took <= alone_took + Duration::from_secs(5), "alone {alone_took:?}, now {after_took:?}");
+    drop(holes);
+}
+
 /// 16. A name whose old namespace is still terminating waits for it to go,
 /// and then installs: it does not fail.
 #[tokio::test]

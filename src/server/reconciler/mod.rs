@@ -20,6 +20,7 @@ pub mod gather;
 pub mod kubeconfig;
 pub mod observe;
 pub mod probe;
+pub mod probes;
 pub mod render;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -91,6 +92,8 @@ pub struct Context {
     /// Host calls made for a request (kubeconfig download, probe now): at
     /// most [`REQUEST_CALLS`] at once, each within [`REQUEST_CALL_TIMEOUT`].
     request_calls: tokio::sync::Semaphore,
+    /// The endpoints' probes, run off the passes ([`probes`]).
+    probes: Arc<probes::Probes>,
 }
 
 /// Host calls on request paths at once, per process.
@@ -102,6 +105,7 @@ impl Context {
     pub fn new(client: Client, pool: AnyPool, detected: AddressRequest) -> Self {
         static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let wake = Arc::new(Notify::new());
         Self {
             client,
             pool,
@@ -113,7 +117,8 @@ impl Context {
             lease: Duration::from_secs(120),
             settle: Duration::from_secs(5),
             leader_lease: Duration::from_secs(15),
-            wake: Arc::new(Notify::new()),
+            probes: probes::Probes::new(wake.clone()),
+            wake,
             observing: std::sync::atomic::AtomicBool::new(false),
             full_requested: std::sync::atomic::AtomicBool::new(false),
             stale_jobs: Mutex::default(),
@@ -468,16 +473,38 @@ async fn observe_all(ctx: &Context, full: bool) -> Result<()> {
             gather::ready_nodes(&list.items)
         }
     };
-    for cluster in all.iter().filter(|c| !c.deletion_requested && c.unusable_host.is_none()) {
-        if let Err(e) = observe_one(ctx, cluster, &settings, &nodes).await {
-            if matches!(e, Error::Kube(..)) {
-                crate::server::metrics::global().record_host_error(e.kind());
+    if full {
+        ctx.probes.retain(&all.iter().map(|c| c.id).collect());
+    }
+    let observed: Vec<&Cluster> = all.iter().filter(|c| !c.deletion_requested && c.unusable_host.is_none()).collect();
+    // A few clusters' host reads at once; the observer lease is renewed
+    // between chunks of a long pass (a pass of thousands outlives it).
+    let mut renewed = tokio::time::Instant::now();
+    for chunk in observed.chunks(OBSERVE_AT_ONCE) {
+        if renewed.elapsed() >= ctx.leader_lease / 3 {
+            if !observer(ctx).await? {
+                return Ok(());
             }
-            tracing::debug!(cluster = %cluster.spec.name.as_str(), error = %e, "observe failed");
+            renewed = tokio::time::Instant::now();
+        }
+        let results = futures::future::join_all(
+            chunk.iter().map(|c| async { (*c, observe_one(ctx, c, &settings, &nodes).await) }),
+        )
+        .await;
+        for (cluster, result) in results {
+            if let Err(e) = result {
+                if matches!(e, Error::Kube(..)) {
+                    crate::server::metrics::global().record_host_error(e.kind());
+                }
+                tracing::debug!(cluster = %cluster.spec.name.as_str(), error = %e, "observe failed");
+            }
         }
     }
     Ok(())
 }
+
+/// Clusters observed at once within a pass.
+const OBSERVE_AT_ONCE: usize = 8;
 
 async fn observe_one(
     ctx: &Context,
@@ -545,12 +572,12 @@ async fn observe_one(
     });
     // Probe the endpoint this observation leads to, with the kubeconfig a user gets.
     let draft = observe::status(&cluster.spec, cluster.generation, settings, &g.observation);
+    // The latest probe of it (never awaited here: probes run on their own).
     if let (Some(endpoint), Some(creds), true) = (&draft.api_endpoint, &g.credentials, draft.kubeconfig_available) {
-        let report = probe::probe(endpoint, creds, &ctx.resolver).await;
-        crate::server::metrics::global().record_probe(report.status.as_str());
+        let outcome = ctx.probes.outcome(cluster.id, endpoint, creds, &ctx.resolver);
         if matches!(
-            report.status,
-            crate::domain::ConnectionStatus::CertificateUntrusted | crate::domain::ConnectionStatus::Unauthorized
+            outcome,
+            Some(crate::domain::ConnectionStatus::CertificateUntrusted | crate::domain::ConnectionStatus::Unauthorized)
         ) && let Ok(mut m) = ctx.secrets.lock()
         {
             // vCluster may have new credentials (a reinstall): read them again.
@@ -558,7 +585,7 @@ async fn observe_one(
                 memo.doubted = true;
             }
         }
-        g.observation.probe = Some(report.status);
+        g.observation.probe = outcome;
     }
     let status = observe::status(&cluster.spec, cluster.generation, settings, &g.observation);
     if status != cluster.status {

@@ -29,6 +29,23 @@ pub const TIMEOUT: Duration = Duration::from_secs(5);
 pub struct Resolver {
     fixed: Arc<RwLock<BTreeMap<String, IpAddr>>>,
     pub targets: Targets,
+    /// A DNS lookup other than the system's (a test's stalling server);
+    /// it gets the same [`TIMEOUT`].
+    lookup: Arc<RwLock<Option<Lookup>>>,
+}
+
+/// What a [`Lookup`] calls: host and port to addresses.
+pub type LookupFn =
+    dyn Fn(String, u16) -> futures::future::BoxFuture<'static, std::io::Result<Vec<SocketAddr>>> + Send + Sync;
+
+/// A name lookup: host and port to addresses.
+#[derive(Clone)]
+pub struct Lookup(pub Arc<LookupFn>);
+
+impl std::fmt::Debug for Lookup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Lookup(..)")
+    }
 }
 
 /// Which addresses the probe may connect to. A user chooses the host (a DNS
@@ -72,6 +89,14 @@ impl Resolver {
         }
     }
 
+    /// Names not answered by [`Self::insert`] go to `lookup` instead of the
+    /// system resolver from now on.
+    pub fn set_lookup(&self, lookup: Lookup) {
+        if let Ok(mut l) = self.lookup.write() {
+            *l = Some(lookup);
+        }
+    }
+
     /// The allowed addresses of `host`; `Err(())` when it resolves only to
     /// addresses the probe may not reach.
     async fn resolve_allowed(&self, host: &str, port: u16) -> Option<Result<Vec<SocketAddr>, ()>> {
@@ -90,8 +115,11 @@ impl Resolver {
         }
         // The system resolver gets the connect's timeout: a stalled DNS
         // server must not hold the loop.
-        let found: Vec<SocketAddr> =
-            tokio::time::timeout(TIMEOUT, tokio::net::lookup_host((host, port))).await.ok()?.ok()?.collect();
+        let lookup = self.lookup.read().ok().and_then(|l| l.clone());
+        let found: Vec<SocketAddr> = match lookup {
+            Some(Lookup(lookup)) => tokio::time::timeout(TIMEOUT, lookup(host.to_owned(), port)).await.ok()?.ok()?,
+            None => tokio::time::timeout(TIMEOUT, tokio::net::lookup_host((host, port))).await.ok()?.ok()?.collect(),
+        };
         (!found.is_empty()).then_some(found)
     }
 }
@@ -112,6 +140,7 @@ impl Report {
 }
 
 /// The credentials of a kubeconfig, as PEM.
+#[derive(Clone)]
 pub struct Credentials {
     pub ca_pem: String,
     pub cert_pem: String,
