@@ -1,11 +1,9 @@
 //! The KubeBYON server: `kubebyon [serve]` runs the console, `kubebyon admin`
 //! creates or resets an admin account.
 
-use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use axum::serve::ListenerExt;
 use clap::Parser;
 use kubebyon::server::cli::{Cli, Command};
 use kubebyon::server::config::Config;
@@ -191,28 +189,21 @@ async fn serve(pool: AnyPool, db_shown: String, config: Config) -> Result<(), St
         tokio::spawn(migration::drive(pool.clone(), std::time::Duration::from_secs(2), migration::address_timeout()));
     }
     tokio::spawn(expire_sessions(pool));
+    let limits = http::serve::Limits {
+        max_connections: state.config.max_connections,
+        header_read: std::time::Duration::from_secs(state.config.header_timeout_secs),
+        ..Default::default()
+    };
     let app = http::router::router(state);
-    // TCP_NODELAY: a response written in more than one piece (a file's
-    // headers, then its body) must not wait for the client's delayed ACK —
-    // without it every asset on a kept-alive connection took ~40 ms.
-    let listener = tokio::net::TcpListener::bind(&addr)
-        .await
-        .map_err(|e| format!("cannot listen on {addr}: {e}"))?
-        .tap_io(|tcp| {
-            if let Err(e) = tcp.set_nodelay(true) {
-                tracing::debug!(error = %e, "TCP_NODELAY not set");
-            }
-        });
+    let listener = tokio::net::TcpListener::bind(&addr).await.map_err(|e| format!("cannot listen on {addr}: {e}"))?;
     println!("\nKubeBYON console: http://{addr}   (database: {db_shown})");
     println!("Host cluster: {host_shown}");
     if state_simulated {
         println!("Host cluster: SIMULATED (scripts/host-up.sh: real kube-apiserver + etcd, simulated k3s parts)");
     }
     println!();
-    axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
-        .with_graceful_shutdown(shutdown_signal())
-        .await
-        .map_err(|e| e.to_string())
+    http::serve::serve(listener, app, limits, shutdown_signal()).await;
+    Ok(())
 }
 
 /// Ctrl-C, or SIGTERM (what Kubernetes sends a Pod it stops): requests in

@@ -41,6 +41,11 @@ pub struct Config {
     /// `KUBEBYON_SPEC_WRITE_LIMIT`: `on` (default) or `off`; spec writes per
     /// user ([`crate::server::service::write_limit`]).
     pub spec_write_limit: bool,
+    /// `KUBEBYON_MAX_CONNECTIONS`: connections served at once (default 1024).
+    pub max_connections: usize,
+    /// `KUBEBYON_HEADER_TIMEOUT_SECS`: how long a request's headers (and a
+    /// kept-alive connection's next request) may take (default 15).
+    pub header_timeout_secs: u64,
 }
 
 impl Config {
@@ -60,20 +65,26 @@ impl Config {
         }
         probe_targets.allow_loopback = var("KUBEBYON_PROBE_LOOPBACK").is_some_and(|v| v == "1")
             || var("KUBEBYON_SIMULATED_HOST").is_some_and(|v| v == "1");
-        let password_memory_mib = match var("KUBEBYON_PASSWORD_MEMORY_MIB") {
-            None => crate::server::auth::rate_limit::DEFAULT_PASSWORD_MEMORY_MIB,
+        // A positive whole number from `key`, else `default`.
+        let positive = |key: &str, default: u64| match var(key) {
+            None => Ok(default),
             Some(v) => v
                 .trim()
                 .parse::<u64>()
                 .ok()
                 .filter(|n| *n > 0)
-                .ok_or_else(|| format!("KUBEBYON_PASSWORD_MEMORY_MIB: {v:?} is not a positive number of MiB"))?,
+                .ok_or_else(|| format!("{key}: {v:?} is not a positive whole number")),
         };
+        let password_memory_mib =
+            positive("KUBEBYON_PASSWORD_MEMORY_MIB", crate::server::auth::rate_limit::DEFAULT_PASSWORD_MEMORY_MIB)?;
         let spec_write_limit = match var("KUBEBYON_SPEC_WRITE_LIMIT").as_deref() {
             None | Some("on") => true,
             Some("off") => false,
             Some(other) => return Err(format!("KUBEBYON_SPEC_WRITE_LIMIT: {other:?} is neither \"on\" nor \"off\"")),
         };
+        let limits = crate::server::http::serve::Limits::default();
+        let max_connections = positive("KUBEBYON_MAX_CONNECTIONS", limits.max_connections as u64)? as usize;
+        let header_timeout_secs = positive("KUBEBYON_HEADER_TIMEOUT_SECS", limits.header_read.as_secs())?;
         Ok(Self {
             data_dir: var("KUBEBYON_DATA_DIR").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("data")),
             database_url: var("DATABASE_URL"),
@@ -89,6 +100,8 @@ impl Config {
                 .map(|v| v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect())
                 .unwrap_or_default(),
             spec_write_limit,
+            max_connections,
+            header_timeout_secs,
         })
     }
 

@@ -5,4 +5,5 @@ pub mod api;
 pub mod guard;
 pub mod lang;
 pub mod router;
+pub mod serve;
 pub mod telemetry;

@@ -74,6 +74,12 @@ pub fn router(state: AppState) -> Router {
         .layer(axum::middleware::from_fn(guard::announced_size))
         // Pages and JSON compressed on the fly (assets above are already).
         .layer(CompressionLayer::new())
+        // A whole request (its body read and its answer) within the limit
+        // (src/server/http/serve.rs bounds the headers and idle connections).
+        .layer(tower_http::timeout::TimeoutLayer::with_status_code(
+            http::StatusCode::REQUEST_TIMEOUT,
+            super::serve::Limits::default().request,
+        ))
         // Outermost: request id, span, metrics and the access log see every answer.
         .layer(axum::middleware::from_fn_with_state(state.clone(), telemetry::telemetry))
         .with_state(state)
