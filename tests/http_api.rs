@@ -978,3 +978,45 @@ async fn the_history_is_paged() {
     assert_eq!(older.body.matches("data-kind=").count(), 11);
     assert!(older.body.contains(r#"data-testid="events-newest""#) && !older.body.contains("events-older"));
 }
+
+/// The audit log records sign-ins, failed sign-ins of existing accounts (not
+/// names that are no account: they may be passwords typed in the wrong
+/// field), and an admin's edits and deletions of another user's cluster;
+/// entries name the owner and stay after the cluster's row is gone.
+#[tokio::test]
+async fn sign_ins_and_admin_changes_to_others_clusters_are_audited() {
+    let (c, _d) = console().await;
+    let alice = c.login("alice", PW).await;
+    let r = c.json("POST", "/api/auth/login", None, json!({"username": "alice", "password": "wrong password!"})).await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+    let r = c
+        .json("POST", "/api/auth/login", None, json!({"username": "hunter2-secret", "password": "whatever12345"}))
+        .await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+    let id =
+        c.json("POST", "/api/console/clusters", Some(&alice), cluster("hers", json!({"enabled": false}))).await.json()
+            ["id"]
+            .as_i64()
+            .unwrap();
+    let admin = c.login("admin", PW).await;
+    let path = format!("/api/console/clusters/{id}");
+    let r = c
+        .json("PATCH", &path, Some(&admin), json!({"resources": {"cpu": "3", "memory_gib": 4, "storage_gib": 20}}))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(c.send("DELETE", &path, Some(&admin), None, "").await.status, StatusCode::ACCEPTED);
+    // The row goes once the host has uninstalled it; the entries stay.
+    sqlx::query("DELETE FROM clusters WHERE id = $1").bind(id).execute(&c.pool).await.unwrap();
+
+    let log = c.get("/api/admin/audit", Some(&admin)).await.json();
+    let entries = support::http::audit_rows(&log);
+    let find = |action: &str| entries.iter().find(|e| e.1 == action).unwrap_or_else(|| panic!("{action}: {entries:?}"));
+    assert_eq!(find("sign_in_failed").0, "anonymous");
+    assert_eq!(find("sign_in_failed").2, "user:alice");
+    assert!(entries.iter().filter(|e| e.1 == "signed_in").any(|e| e.0 == "alice"));
+    let changed = find("cluster_changed_by_admin");
+    assert_eq!((changed.0.as_str(), changed.2.as_str()), ("admin", "cluster:hers"));
+    assert!(changed.3.starts_with("owner: alice; ") && changed.3.contains("resources"), "{}", changed.3);
+    assert_eq!(find("cluster_deleted_by_admin").3, "owner: alice");
+    assert!(!log.to_string().contains("hunter2"), "a name that is no account is never written down");
+}

@@ -61,6 +61,15 @@ async fn load_balancer_cluster_with_an_ip_host_is_ready_and_its_kubeconfig_works
     ts::kube_rs_namespaces(&kc).await.expect("kube-rs with the downloaded kubeconfig");
     let events = env.console.get(&format!("/api/console/clusters/{id}/events"), Some(&env.cookie)).await.json();
     assert_eq!(events[0]["state"], "done", "{events}");
+    // An admin's download is in the audit log.
+    let log = env.console.get("/api/admin/audit", Some(&env.cookie)).await.json();
+    assert!(
+        log.as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["action"] == "kubeconfig_downloaded" && e["target"] == "cluster:lb-ip"),
+        "{log}"
+    );
 }
 
 /// 3. A NodePort cluster: the port is shown and the kubeconfig works against

@@ -1,4 +1,6 @@
-//! The admin audit log: who changed settings, accounts and migrations.
+//! The audit log: who changed settings, accounts and migrations; sign-ins
+//! and failed sign-ins; admins' kubeconfig downloads and their edits and
+//! deletions of other users' clusters.
 
 use serde::{Deserialize, Serialize};
 
@@ -17,10 +19,15 @@ pub enum AuditAction {
     MigrationStarted,
     MigrationItemRetried,
     MigrationItemRolledBack,
+    SignedIn,
+    SignInFailed,
+    KubeconfigDownloaded,
+    ClusterChangedByAdmin,
+    ClusterDeletedByAdmin,
 }
 
 impl AuditAction {
-    pub const ALL: [Self; 8] = [
+    pub const ALL: [Self; 13] = [
         Self::SettingsChanged,
         Self::UserCreated,
         Self::RoleChanged,
@@ -29,6 +36,11 @@ impl AuditAction {
         Self::MigrationStarted,
         Self::MigrationItemRetried,
         Self::MigrationItemRolledBack,
+        Self::SignedIn,
+        Self::SignInFailed,
+        Self::KubeconfigDownloaded,
+        Self::ClusterChangedByAdmin,
+        Self::ClusterDeletedByAdmin,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -41,6 +53,11 @@ impl AuditAction {
             Self::MigrationStarted => "migration_started",
             Self::MigrationItemRetried => "migration_item_retried",
             Self::MigrationItemRolledBack => "migration_item_rolled_back",
+            Self::SignedIn => "signed_in",
+            Self::SignInFailed => "sign_in_failed",
+            Self::KubeconfigDownloaded => "kubeconfig_downloaded",
+            Self::ClusterChangedByAdmin => "cluster_changed_by_admin",
+            Self::ClusterDeletedByAdmin => "cluster_deleted_by_admin",
         }
     }
 

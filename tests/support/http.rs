@@ -143,3 +143,16 @@ impl Console {
             .unwrap();
     }
 }
+
+/// The audit log as `GET /api/admin/audit` answers it: (actor, action, target, detail), newest first.
+#[allow(dead_code)] // not every test binary reads the audit log
+pub fn audit_rows(log: &Value) -> Vec<(String, String, String, String)> {
+    log.as_array()
+        .into_iter()
+        .flatten()
+        .map(|e| {
+            let s = |k: &str| e[k].as_str().unwrap_or_default().to_owned();
+            (s("actor"), s("action"), s("target"), s("detail"))
+        })
+        .collect()
+}

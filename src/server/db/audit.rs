@@ -24,10 +24,22 @@ pub async fn record(
     target: &str,
     detail: &str,
 ) -> Result<(), DbError> {
+    record_as(pool, Some(actor.id), &actor.username, action, target, detail).await
+}
+
+/// An entry whose actor is not signed in (a failed sign-in: `anonymous`).
+pub async fn record_as(
+    pool: &AnyPool,
+    actor_id: Option<i64>,
+    actor: &str,
+    action: AuditAction,
+    target: &str,
+    detail: &str,
+) -> Result<(), DbError> {
     sqlx::query("INSERT INTO audit_log (at, actor_id, actor, action, target, detail) VALUES ($1, $2, $3, $4, $5, $6)")
         .bind(now())
-        .bind(actor.id)
-        .bind(actor.username.as_str())
+        .bind(actor_id)
+        .bind(actor)
         .bind(action.as_str())
         .bind(target)
         .bind(detail)

@@ -354,6 +354,12 @@ pub async fn cluster_kubeconfig(
             return Err(unavailable());
         }
     };
+    if u.is_admin() {
+        let target = format!("cluster:{}", cluster.spec.name);
+        let action = crate::domain::audit::AuditAction::KubeconfigDownloaded;
+        crate::server::service::audit::record(&st.pool, &u, action, &target, &format!("owner: {}", cluster.owner))
+            .await;
+    }
     let disposition = format!("attachment; filename=\"kubeconfig-{}.yaml\"", cluster.spec.name.as_str());
     let headers = [
         (header::CONTENT_TYPE, "application/yaml".to_owned()),

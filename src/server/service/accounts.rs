@@ -56,8 +56,12 @@ pub async fn login(
         None => password::verify_decoy(secret.to_owned()).await,
     }
     .map_err(internal)?;
+    let exists = row.is_some();
     let Some(row) = row.filter(|_| ok) else {
         tracing::warn!("login failed");
+        if exists {
+            super::audit::sign_in(pool, username, None, client).await;
+        }
         return Err(AppError::new(ErrorCode::LoginFailed));
     };
     limiter.record_success(username, client);
@@ -65,6 +69,7 @@ pub async fn login(
     let token = session::new_token();
     db::sessions::insert(pool, &session::token_hash(&token), row.id, session::TTL_SECS).await?;
     tracing::info!("signed in");
+    super::audit::sign_in(pool, username, Some(&row.current_user()), client).await;
     Ok((row.current_user(), token))
 }
 

@@ -15,6 +15,20 @@ pub async fn record(pool: &AnyPool, actor: &CurrentUser, action: AuditAction, ta
     }
 }
 
+/// A sign-in, or a failed one of an existing account (a name that is no
+/// account is not written down: it may be a password typed in the wrong field).
+pub async fn sign_in(pool: &AnyPool, account: &str, user: Option<&CurrentUser>, client: &str) {
+    let target = format!("user:{account}");
+    let detail = format!("client: {client}");
+    let written = match user {
+        Some(u) => db::audit::record(pool, u, AuditAction::SignedIn, &target, &detail).await,
+        None => db::audit::record_as(pool, None, "anonymous", AuditAction::SignInFailed, &target, &detail).await,
+    };
+    if let Err(e) = written {
+        tracing::error!(error = %e, "writing the audit log failed");
+    }
+}
+
 /// The newest entries below `before` (admins only).
 pub async fn list(pool: &AnyPool, user: &CurrentUser, before: Option<i64>) -> Result<Vec<AuditEntry>, AppError> {
     if !user.is_admin() {

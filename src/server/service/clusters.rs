@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 use sqlx::AnyPool;
 
+use crate::domain::audit::AuditAction;
 use crate::domain::change::{ClusterEvent, HISTORY_PAGE, Operation, describe_update};
 use crate::domain::cluster::Cluster;
 use crate::domain::public_access::PublicAccessRequest;
@@ -141,7 +142,20 @@ pub async fn update(
         .await?
         .ok_or(AppError::new(ErrorCode::ChangedConcurrently))?;
     tracing::info!(cluster = id, mode = ?spec.public_access.mode(), user = %user.username, "cluster update requested");
+    if user.is_admin() && current.owner_id != user.id {
+        let detail = format!("owner: {}; {}", current.owner, describe_for_audit(&op));
+        let target = format!("cluster:{}", current.spec.name);
+        super::audit::record(pool, user, AuditAction::ClusterChangedByAdmin, &target, &detail).await;
+    }
     get(pool, user, id).await
+}
+
+/// An update's changes as the audit log shows them (the operation's JSON).
+fn describe_for_audit(op: &Operation) -> String {
+    match op {
+        Operation::Update { changes } => serde_json::to_string(changes).unwrap_or_default(),
+        _ => String::new(),
+    }
 }
 
 /// A LoadBalancer host another LoadBalancer cluster already has is refused:
@@ -173,6 +187,11 @@ pub async fn delete(
         return Err(AppError::new(ErrorCode::ClusterDeleting));
     }
     tracing::info!(cluster = id, user = %user.username, "cluster delete requested");
+    if user.is_admin() && current.owner_id != user.id {
+        let target = format!("cluster:{}", current.spec.name);
+        let detail = format!("owner: {}", current.owner);
+        super::audit::record(pool, user, AuditAction::ClusterDeletedByAdmin, &target, &detail).await;
+    }
     get(pool, user, id).await
 }
 
