@@ -9,6 +9,7 @@ use kubebyon::server::cli::{Cli, Command};
 use kubebyon::server::config::Config;
 use kubebyon::server::service::accounts;
 use kubebyon::server::state::AppState;
+use kubebyon::server::supervise::supervise;
 use kubebyon::server::{auth, db, http, reconciler};
 use leptos::config::get_configuration;
 use sqlx::AnyPool;
@@ -165,7 +166,8 @@ async fn serve(pool: AnyPool, db_shown: String, config: Config) -> Result<(), St
                 ctx.lease = std::time::Duration::from_secs(s);
             }
             let ctx = Arc::new(ctx);
-            tokio::spawn(reconciler::run(ctx.clone()));
+            let run = ctx.clone();
+            tokio::spawn(supervise("reconciler", move || reconciler::run(run.clone())));
             Some(ctx)
         }
         Err(e) => {
@@ -186,9 +188,12 @@ async fn serve(pool: AnyPool, db_shown: String, config: Config) -> Result<(), St
     // Moves clusters of running migrations along (all state in the database).
     {
         use kubebyon::server::service::migration;
-        tokio::spawn(migration::drive(pool.clone(), std::time::Duration::from_secs(2), migration::address_timeout()));
+        let pool = pool.clone();
+        tokio::spawn(supervise("migration_driver", move || {
+            migration::drive(pool.clone(), std::time::Duration::from_secs(2), migration::address_timeout())
+        }));
     }
-    tokio::spawn(expire_sessions(pool));
+    tokio::spawn(supervise("session_expiry", move || expire_sessions(pool.clone())));
     let limits = http::serve::Limits {
         max_connections: state.config.max_connections,
         header_read: std::time::Duration::from_secs(state.config.header_timeout_secs),

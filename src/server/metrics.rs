@@ -51,6 +51,11 @@ pub struct RouteLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct WorkerLabel {
+    pub worker: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct OutcomeLabel {
     pub outcome: &'static str,
 }
@@ -70,6 +75,8 @@ pub struct Metrics {
     pub probes: Family<OutcomeLabel, Counter>,
     pub queue_depth: Gauge,
     pub queue_oldest_age: Gauge,
+    pub workers_up: Family<WorkerLabel, Gauge>,
+    pub worker_restarts: Family<WorkerLabel, Counter>,
 }
 
 fn seconds_buckets() -> impl Iterator<Item = f64> {
@@ -89,6 +96,14 @@ impl Metrics {
         let probes = Family::<OutcomeLabel, Counter>::default();
         let queue_depth = Gauge::default();
         let queue_oldest_age = Gauge::default();
+        let workers_up = Family::<WorkerLabel, Gauge>::default();
+        let worker_restarts = Family::<WorkerLabel, Counter>::default();
+        registry.register(
+            "worker_up",
+            "1 while a background worker (reconciler, migration driver, session expiry) runs, 0 while it restarts",
+            workers_up.clone(),
+        );
+        registry.register("worker_restarts", "Background workers restarted after a panic", worker_restarts.clone());
         registry.register("http_requests", "HTTP requests by route pattern, method and status", http_requests.clone());
         registry.register(
             "http_request_duration_seconds",
@@ -123,6 +138,8 @@ impl Metrics {
             probes,
             queue_depth,
             queue_oldest_age,
+            workers_up,
+            worker_restarts,
         }
     }
 

@@ -11,3 +11,4 @@ pub mod metrics;
 pub mod reconciler;
 pub mod service;
 pub mod state;
+pub mod supervise;

@@ -121,6 +121,11 @@ pub async fn metrics_page(State(state): State<AppState>, headers: http::HeaderMa
 /// process answers (liveness must not restart replicas for a database outage).
 pub async fn readyz(State(state): State<AppState>) -> Response {
     let check = sqlx::query_scalar::<_, i32>("SELECT 1").fetch_one(&state.pool);
+    let down = crate::server::supervise::down();
+    if !down.is_empty() {
+        tracing::warn!(?down, "not ready: background workers restarting");
+        return (StatusCode::SERVICE_UNAVAILABLE, format!("restarting: {}\n", down.join(", "))).into_response();
+    }
     match tokio::time::timeout(std::time::Duration::from_secs(2), check).await {
         Ok(Ok(_)) => (StatusCode::OK, "ready\n").into_response(),
         Ok(Err(e)) => {
