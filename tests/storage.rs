@@ -446,17 +446,34 @@ async fn settings_round_trip_and_default_to_nodeport() {
 }
 
 #[tokio::test]
-async fn sessions_expire_and_end_on_password_reset() {
+async fn sessions_expire_idle_out_and_end_on_password_reset() {
     for t in each_backend().await {
         let dave = user(&t.pool, "dave", Role::Admin).await;
         db::sessions::insert(&t.pool, "live", dave.id, 3600).await.unwrap();
         db::sessions::insert(&t.pool, "dead", dave.id, -1).await.unwrap();
-        assert_eq!(db::sessions::user_for(&t.pool, "live").await.unwrap().unwrap().username, "dave");
-        assert!(db::sessions::user_for(&t.pool, "dead").await.unwrap().is_none());
+        assert_eq!(db::sessions::user_for(&t.pool, "live", 3600, 60).await.unwrap().unwrap().username, "dave");
+        assert!(db::sessions::user_for(&t.pool, "dead", 3600, 60).await.unwrap().is_none());
         assert_eq!(db::sessions::delete_expired(&t.pool).await.unwrap(), 1);
         db::users::set_password(&t.pool, dave.id, "new-hash").await.unwrap();
-        assert!(db::sessions::user_for(&t.pool, "live").await.unwrap().is_none(), "{}", t.backend);
+        assert!(db::sessions::user_for(&t.pool, "live", 3600, 60).await.unwrap().is_none(), "{}", t.backend);
         assert_eq!(db::users::count_admins(&t.pool).await.unwrap(), 1);
+
+        // Idle: a session unused for the idle time ends; a use writes its last use.
+        db::sessions::insert(&t.pool, "idle", dave.id, 3600).await.unwrap();
+        let age = |secs: i64| {
+            sqlx::query("UPDATE sessions SET last_seen_at = $1 WHERE token_hash = 'idle'")
+                .bind(db::now() - secs)
+                .execute(&t.pool)
+        };
+        age(120).await.unwrap();
+        assert!(db::sessions::user_for(&t.pool, "idle", 600, 60).await.unwrap().is_some());
+        let seen: i64 = sqlx::query_scalar("SELECT last_seen_at FROM sessions WHERE token_hash = 'idle'")
+            .fetch_one(&t.pool)
+            .await
+            .unwrap();
+        assert!(seen >= db::now() - 5, "{}: the use was written", t.backend);
+        age(601).await.unwrap();
+        assert!(db::sessions::user_for(&t.pool, "idle", 600, 60).await.unwrap().is_none(), "{}: idle", t.backend);
     }
 }
 

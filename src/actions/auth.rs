@@ -15,13 +15,13 @@ pub async fn login(username: String, password: String, next: Option<String>) -> 
 
     let st = state()?;
     let (_, token) = accounts::login(&st.pool, &st.limiter, &username, &password, &client_addr()).await?;
+    let secure = session::secure(st.config.public_url_is_https(), header("x-forwarded-proto").as_deref());
     // A new session per sign-in: the one this browser had before ends here.
     if let Some(cookies) = header("cookie")
-        && let Some(previous) = session::cookie_value(&cookies, session::COOKIE)
+        && let Some(previous) = session::token(&cookies, secure)
     {
         accounts::logout(&st.pool, previous).await?;
     }
-    let secure = session::secure(st.config.public_url_is_https(), header("x-forwarded-proto").as_deref());
     set_response_header(http::header::SET_COOKIE, &session::set_cookie(&token, secure));
     leptos_axum::redirect(safe_next(next.as_deref()));
     Ok(())
@@ -34,12 +34,13 @@ pub async fn logout() -> Result<(), AppError> {
     use crate::server::service::accounts;
 
     let st = state()?;
+    let secure = session::secure(st.config.public_url_is_https(), header("x-forwarded-proto").as_deref());
     if let Some(cookies) = header("cookie")
-        && let Some(token) = session::cookie_value(&cookies, session::COOKIE)
+        && let Some(token) = session::token(&cookies, secure)
     {
         accounts::logout(&st.pool, token).await?;
     }
-    set_response_header(http::header::SET_COOKIE, &session::clear_cookie(st.config.public_url_is_https()));
+    set_response_header(http::header::SET_COOKIE, &session::clear_cookie(secure));
     leptos_axum::redirect("/login");
     Ok(())
 }

@@ -1,10 +1,32 @@
-//! Session cookies: a random token in an HttpOnly, SameSite=Lax cookie (Secure
-//! over https); the database keeps only its SHA-256.
+//! Session cookies: a random token in an HttpOnly, SameSite=Lax cookie; over
+//! https it is Secure and named `__Host-kubebyon_session` (the browser then
+//! keeps it for this host alone: a sibling subdomain cannot plant one). The
+//! database keeps only the token's SHA-256. A session ends after [`TTL_SECS`],
+//! or after [`IDLE_SECS`] unused.
 
 use sha2::{Digest, Sha256};
 
 pub const COOKIE: &str = "kubebyon_session";
+/// The cookie's name over https.
+pub const SECURE_COOKIE: &str = "__Host-kubebyon_session";
 pub const TTL_SECS: i64 = 7 * 24 * 3600;
+/// A session unused this long ends.
+pub const IDLE_SECS: i64 = 12 * 3600;
+/// How stale a session's last use may be before it is written again (one
+/// write a minute per active session, not one per request).
+pub const TOUCH_SECS: i64 = 60;
+
+/// The session cookie's name: `__Host-` prefixed over https.
+pub fn cookie_name(secure: bool) -> &'static str {
+    if secure { SECURE_COOKIE } else { COOKIE }
+}
+
+/// The session token in a `Cookie` header, under this scheme's name only
+/// (over https a plain-named cookie is ignored: anyone on a sibling host
+/// could have set it).
+pub fn token(cookie_header: &str, secure: bool) -> Option<&str> {
+    cookie_value(cookie_header, cookie_name(secure))
+}
 
 /// A new random token (256 bits, hex).
 pub fn new_token() -> String {
@@ -21,14 +43,19 @@ pub fn token_hash(token: &str) -> String {
 /// The `Set-Cookie` value that stores `token`.
 pub fn set_cookie(token: &str, secure: bool) -> String {
     format!(
-        "{COOKIE}={token}; Path=/; HttpOnly; SameSite=Lax; Max-Age={TTL_SECS}{}",
+        "{}={token}; Path=/; HttpOnly; SameSite=Lax; Max-Age={TTL_SECS}{}",
+        cookie_name(secure),
         if secure { "; Secure" } else { "" }
     )
 }
 
 /// The `Set-Cookie` value that removes the session cookie.
 pub fn clear_cookie(secure: bool) -> String {
-    format!("{COOKIE}=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0{}", if secure { "; Secure" } else { "" })
+    format!(
+        "{}=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0{}",
+        cookie_name(secure),
+        if secure { "; Secure" } else { "" }
+    )
 }
 
 /// Finds a cookie's value in a `Cookie` header.
@@ -54,7 +81,14 @@ mod tests {
             assert!(c.contains(attr), "{attr}");
         }
         assert!(!c.contains("Secure"));
-        assert!(set_cookie("abc", true).ends_with("; Secure"));
+        let s = set_cookie("abc", true);
+        assert!(s.starts_with("__Host-kubebyon_session=abc;") && s.ends_with("; Secure") && s.contains("Path=/"));
+        assert!(!s.contains("Domain"), "__Host- cookies carry no Domain");
+        assert!(clear_cookie(true).starts_with("__Host-kubebyon_session=;"));
+        // Over https only the prefixed name counts.
+        let both = "kubebyon_session=planted; __Host-kubebyon_session=real";
+        assert_eq!((token(both, true), token(both, false)), (Some("real"), Some("planted")));
+        assert_eq!(token("kubebyon_session=planted", true), None);
         assert!(clear_cookie(false).contains("Max-Age=0"));
     }
 

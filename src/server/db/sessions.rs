@@ -7,27 +7,53 @@ use super::{DbError, now};
 
 pub async fn insert(pool: &AnyPool, token_hash: &str, user_id: i64, ttl_secs: i64) -> Result<(), DbError> {
     let t = now();
-    sqlx::query("INSERT INTO sessions (token_hash, user_id, created_at, expires_at) VALUES ($1, $2, $3, $4)")
-        .bind(token_hash)
-        .bind(user_id)
-        .bind(t)
-        .bind(t + ttl_secs)
-        .execute(pool)
-        .await?;
+    sqlx::query(
+        "INSERT INTO sessions (token_hash, user_id, created_at, expires_at, last_seen_at) VALUES ($1, $2, $3, $4, $3)",
+    )
+    .bind(token_hash)
+    .bind(user_id)
+    .bind(t)
+    .bind(t + ttl_secs)
+    .execute(pool)
+    .await?;
     Ok(())
 }
 
-/// The user behind an unexpired session.
-pub async fn user_for(pool: &AnyPool, token_hash: &str) -> Result<Option<UserRow>, DbError> {
-    Ok(sqlx::query_as(
+#[derive(sqlx::FromRow)]
+struct Session {
+    #[sqlx(flatten)]
+    user: UserRow,
+    last_seen_at: i64,
+}
+
+/// The user behind a session that has neither expired nor been unused for
+/// `idle_secs`; its last use is written when older than `touch_secs`.
+pub async fn user_for(
+    pool: &AnyPool,
+    token_hash: &str,
+    idle_secs: i64,
+    touch_secs: i64,
+) -> Result<Option<UserRow>, DbError> {
+    let t = now();
+    let found: Option<Session> = sqlx::query_as(
         "SELECT u.id, u.username, u.password_hash, u.role, u.created_at, u.quota_clusters, u.quota_cpu_millis, \
-         u.quota_memory_gib, u.quota_storage_gib FROM sessions s \
-         JOIN users u ON u.id = s.user_id WHERE s.token_hash = $1 AND s.expires_at > $2",
+         u.quota_memory_gib, u.quota_storage_gib, s.last_seen_at FROM sessions s \
+         JOIN users u ON u.id = s.user_id WHERE s.token_hash = $1 AND s.expires_at > $2 AND s.last_seen_at > $3",
     )
     .bind(token_hash)
-    .bind(now())
+    .bind(t)
+    .bind(t - idle_secs)
     .fetch_optional(pool)
-    .await?)
+    .await?;
+    let Some(found) = found else { return Ok(None) };
+    if found.last_seen_at <= t - touch_secs {
+        sqlx::query("UPDATE sessions SET last_seen_at = $1 WHERE token_hash = $2")
+            .bind(t)
+            .bind(token_hash)
+            .execute(pool)
+            .await?;
+    }
+    Ok(Some(found.user))
 }
 
 pub async fn delete(pool: &AnyPool, token_hash: &str) -> Result<(), DbError> {

@@ -305,30 +305,31 @@ pub async fn login(
         &st.config.client_key(addr.ip(), &headers),
     )
     .await?;
+    let secure = https(&st, &headers);
     // A new session per sign-in: the one this client had before ends here.
-    if let Some(previous) = headers
-        .get(header::COOKIE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|c| session::cookie_value(c, session::COOKIE))
+    if let Some(previous) =
+        headers.get(header::COOKIE).and_then(|v| v.to_str().ok()).and_then(|c| session::token(c, secure))
     {
         accounts::logout(&st.pool, previous).await?;
     }
-    let forwarded = headers.get("x-forwarded-proto").and_then(|v| v.to_str().ok());
-    let cookie = session::set_cookie(&token, session::secure(st.config.public_url_is_https(), forwarded));
+    let cookie = session::set_cookie(&token, secure);
     let reply = LoginReply { username: user.username, role: user.role };
     Ok(([(header::SET_COOKIE, cookie)], Json(reply)).into_response())
 }
 
 pub async fn logout(State(st): State<AppState>, headers: http::HeaderMap) -> Result<Response, ApiError> {
-    let token = headers
-        .get(header::COOKIE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|c| session::cookie_value(c, session::COOKIE));
+    let secure = https(&st, &headers);
+    let token = headers.get(header::COOKIE).and_then(|v| v.to_str().ok()).and_then(|c| session::token(c, secure));
     if let Some(token) = token {
         accounts::logout(&st.pool, token).await?;
     }
-    Ok(([(header::SET_COOKIE, session::clear_cookie(st.config.public_url_is_https()))], StatusCode::NO_CONTENT)
-        .into_response())
+    Ok(([(header::SET_COOKIE, session::clear_cookie(secure))], StatusCode::NO_CONTENT).into_response())
+}
+
+/// Whether this request came over https (the public URL, or the proxy's `X-Forwarded-Proto`).
+fn https(st: &AppState, headers: &http::HeaderMap) -> bool {
+    let forwarded = headers.get("x-forwarded-proto").and_then(|v| v.to_str().ok());
+    session::secure(st.config.public_url_is_https(), forwarded)
 }
 
 /// Any other `/api/...` path: a JSON 404, not the HTML page.

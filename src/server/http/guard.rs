@@ -53,8 +53,12 @@ pub async fn announced_size(req: Request<Body>, next: Next) -> Response {
 
 pub async fn guard(State(state): State<AppState>, mut req: Request<Body>, next: Next) -> Response {
     let headers = req.headers();
+    let https = session::secure(
+        state.config.public_url_is_https(),
+        header_str(headers, header::HeaderName::from_static("x-forwarded-proto")),
+    );
     let token = header_str(headers, header::COOKIE)
-        .and_then(|c| session::cookie_value(c, session::COOKIE))
+        .and_then(|c| session::token(c, https))
         .filter(|_| !is_asset(req.uri().path()));
     let user = match token {
         // A database that does not answer is not "signed out": 503, so the
@@ -98,10 +102,6 @@ pub async fn guard(State(state): State<AppState>, mut req: Request<Body>, next: 
     if let Some(user) = user {
         req.extensions_mut().insert(user);
     }
-    let https = session::secure(
-        state.config.public_url_is_https(),
-        header_str(req.headers(), header::HeaderName::from_static("x-forwarded-proto")),
-    );
     let asset = is_asset(req.uri().path());
     let mut res = server_fn_status(next.run(req).await).await;
     let h = res.headers_mut();

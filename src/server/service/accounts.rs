@@ -82,7 +82,9 @@ pub async fn logout(pool: &AnyPool, token: &str) -> Result<(), AppError> {
 /// The user behind a session cookie token.
 #[tracing::instrument(skip_all)]
 pub async fn user_for_token(pool: &AnyPool, token: &str) -> Result<Option<CurrentUser>, AppError> {
-    Ok(db::sessions::user_for(pool, &session::token_hash(token)).await?.map(|r| r.current_user()))
+    Ok(db::sessions::user_for(pool, &session::token_hash(token), session::IDLE_SECS, session::TOUCH_SECS)
+        .await?
+        .map(|r| r.current_user()))
 }
 
 fn require_admin(user: &CurrentUser) -> Result<(), AppError> {
