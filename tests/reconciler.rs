@@ -707,6 +707,34 @@ async fn tenant_isolation_objects_are_made_and_follow_the_settings() {
     .unwrap();
 }
 
+/// 19. k3s's ServiceLB serving one of the console's Services (its
+/// finalizer on the Service, as ServiceLB puts it) is noticed: the settings
+/// API says so and the settings page warns.
+#[tokio::test]
+async fn servicelb_serving_a_clusters_service_is_noticed() {
+    use k8s_openapi::api::core::v1::Service;
+    let env = env().await;
+    let id = env.create("slb", json!({"enabled": true, "mode": "nodeport"})).await;
+    env.converge(id, "slb Ready", ready).await;
+    let settings = env.console.get("/api/admin/system-settings", Some(&env.cookie)).await.json();
+    assert_eq!(settings["detected_servicelb"], false, "{settings}");
+    let services = Api::<Service>::namespaced(host().client().await.unwrap(), "kubebyon-slb");
+    let finalizer = kubebyon::server::reconciler::gather::SERVICELB_FINALIZER;
+    let patch = json!({"metadata": {"finalizers": [finalizer]}});
+    services.patch("slb", &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&patch)).await.unwrap();
+    env.ctx.resync_all();
+    ts::eventually("ServiceLB noticed", WAIT, || async {
+        let s = env.console.get("/api/admin/system-settings", Some(&env.cookie)).await.json();
+        (s["detected_servicelb"] == true).then_some(())
+    })
+    .await
+    .unwrap();
+    let page = env.console.get("/admin/settings", Some(&env.cookie)).await;
+    assert!(page.body.contains("servicelb-warning") && page.body.contains("--disable=servicelb"));
+    let clear = json!({"metadata": {"finalizers": null}});
+    services.patch("slb", &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&clear)).await.unwrap();
+}
+
 /// 18. Probes never stall the loop: 20 clusters whose endpoints never
 /// answer — 10 behind listeners whose accept backlog is full (their connects
 /// hang), 10 behind a DNS server that stalls — do not delay another cluster's
@@ -846,6 +874,8 @@ async fn deploy_manifests_pass_the_api_servers_dry_run() {
         "poddisruptionbudget.policy/kubebyon",
         "service/kubebyon",
         "networkpolicy.networking.k8s.io/kubebyon",
+        "validatingadmissionpolicy.admissionregistration.k8s.io/kubebyon-console",
+        "validatingadmissionpolicybinding.admissionregistration.k8s.io/kubebyon-console",
     ] {
         assert!(out.lines().any(|l| l == object), "{object} missing from: {out}");
     }
@@ -892,4 +922,69 @@ async fn deploy_manifests_pass_the_api_servers_dry_run() {
         let (_, out) = kubectl(&["auth", "can-i", verb, resource, "--all-namespaces", sa]);
         assert_eq!(out.trim() == "yes", allowed, "can-i {verb} {resource}: {out}");
     }
+
+    // The admission policy narrows those rights by name, label and field
+    // (auth can-i does not evaluate it: the server's dry run does).
+    for f in ["configmap.yaml", "admission-policy.yaml"] {
+        let (ok, out) = kubectl(&["apply", "-f", &format!("{deploy}/{f}")]);
+        assert!(ok, "{f}: {out}");
+    }
+    let (ok, out) = kubectl(&["create", "namespace", "kubebyon-vap"]);
+    assert!(ok || out.contains("AlreadyExists"), "{out}");
+    let dir = tempfile::tempdir().unwrap();
+    let as_console = |name: &str, object: Value| {
+        let file = dir.path().join(format!("{name}.json"));
+        std::fs::write(&file, object.to_string()).unwrap();
+        kubectl(&["create", "--dry-run=server", "-f", file.to_str().unwrap(), sa])
+    };
+    let ns = |name: &str, labelled: bool| {
+        let labels = if labelled { json!({"kubebyon.io/installation": "inst"}) } else { json!({}) };
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}})
+    };
+    let chart = |ns: &str, spec: Value| {
+        let mut base = json!({"chart": "vcluster", "repo": "https://charts.loft.sh", "version": "0.30.0",
+            "targetNamespace": ns, "valuesContent": "", "failurePolicy": "retry"});
+        base.as_object_mut().unwrap().extend(spec.as_object().unwrap().clone());
+        json!({"apiVersion": "helm.cattle.io/v1", "kind": "HelmChart", "metadata": {"name": "vap", "namespace": ns}, "spec": base})
+    };
+    // The policy reaches the admission plugin a moment after it is stored.
+    ts::eventually("the admission policy enforced", WAIT, || async {
+        let (ok, out) = as_console("ns-operator", ns("operators-db", false));
+        (!ok && out.contains("ValidatingAdmissionPolicy")).then_some(())
+    })
+    .await
+    .unwrap();
+    for (what, object, allowed) in [
+        ("a labelled kubebyon- namespace", ns("kubebyon-new", true), true),
+        ("an unlabelled kubebyon- namespace", ns("kubebyon-new", false), false),
+        ("a labelled namespace of another name", ns("db", true), false),
+        ("the vCluster chart as rendered", chart("kubebyon-vap", json!({})), true),
+        (
+            "the chart with a trailing slash on the repo",
+            chart("kubebyon-vap", json!({"repo": "https://charts.loft.sh/"})),
+            true,
+        ),
+        ("another chart", chart("kubebyon-vap", json!({"chart": "traefik"})), false),
+        (
+            "a repository the operator does not list",
+            chart("kubebyon-vap", json!({"repo": "https://evil.example"})),
+            false,
+        ),
+        ("a job image", chart("kubebyon-vap", json!({"jobImage": "evil/helm:1"})), false),
+        ("chart content", chart("kubebyon-vap", json!({"chartContent": "H4sI"})), false),
+        ("set values", chart("kubebyon-vap", json!({"set": {"x": "y"}})), false),
+        ("bootstrap", chart("kubebyon-vap", json!({"bootstrap": true})), false),
+        ("a version range", chart("kubebyon-vap", json!({"version": ">=0.30"})), false),
+        ("a HelmChart outside kubebyon-*", chart("default", json!({})), false),
+    ] {
+        let (ok, out) = as_console("object", object);
+        assert_eq!(ok, allowed, "{what}: {out}");
+        if !allowed {
+            assert!(out.contains("ValidatingAdmissionPolicy") || out.contains("forbidden"), "{what}: {out}");
+        }
+    }
+    // Other users (the tests' own console user, operators) are not matched.
+    let (ok, out) = kubectl(&["create", "--dry-run=server", "-f", dir.path().join("object.json").to_str().unwrap()]);
+    assert!(ok, "an admin is not held to the console's policy: {out}");
+    let _ = kubectl(&["delete", "namespace", "kubebyon-vap", "--wait=false"]);
 }

@@ -632,3 +632,65 @@ async fn quotas_hold_when_creates_race() {
         .expect("frank's own count");
     }
 }
+
+/// A LoadBalancer host is held by the database: of 8 creates of clusters on
+/// one host at once, one is stored, the others fail on the claim (not on the
+/// name); turning the holder's access off frees the host; a NodePort cluster
+/// may name it.
+#[tokio::test]
+async fn a_load_balancer_host_is_claimed_by_one_cluster() {
+    for t in each_backend().await {
+        let gus = user(&t.pool, "gus", Role::User).await;
+        let tasks: Vec<_> = (0..8)
+            .map(|i| {
+                let pool = t.pool.clone();
+                tokio::spawn(async move {
+                    let s = spec(&format!("claim-{i}"), lb("api.claimed.example"));
+                    db::clusters::insert(&pool, gus.id, &s, PublicAccessMode::NodePort, None).await
+                })
+            })
+            .collect();
+        let mut stored = Vec::new();
+        for task in tasks {
+            match task.await.unwrap() {
+                Ok(id) => stored.push(id),
+                Err(e) => assert!(e.is_lb_host_taken(), "{}: {e}", t.backend),
+            }
+        }
+        assert_eq!(stored.len(), 1, "{}: one holder", t.backend);
+        let holder = db::clusters::get(&t.pool, stored[0]).await.unwrap().unwrap();
+        let np = db::clusters::insert(
+            &t.pool,
+            gus.id,
+            &spec("np-same-host", PublicAccess::NodePort { host: Some(Host::parse("api.claimed.example").unwrap()) }),
+            PublicAccessMode::NodePort,
+            None,
+        )
+        .await;
+        assert!(np.is_ok(), "{}: NodePort clusters do not claim", t.backend);
+        let op = Operation::Update { changes: vec![] };
+        let off = spec(holder.spec.name.as_str(), PublicAccess::Disabled);
+        db::clusters::update_spec(
+            &t.pool,
+            holder.id,
+            holder.generation,
+            &off,
+            PublicAccessMode::LoadBalancer,
+            &op,
+            gus.id,
+            None,
+        )
+        .await
+        .unwrap()
+        .unwrap();
+        db::clusters::insert(
+            &t.pool,
+            gus.id,
+            &spec("claim-next", lb("api.claimed.example")),
+            PublicAccessMode::NodePort,
+            None,
+        )
+        .await
+        .expect("the host is free again");
+    }
+}

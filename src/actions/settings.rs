@@ -15,7 +15,11 @@ pub async fn load_settings() -> Result<SettingsView, AppError> {
     require_admin()?;
     let st = state()?;
     let settings = crate::server::service::settings::get(&st.pool).await?;
-    Ok(SettingsView { settings, detected: st.host.as_ref().map(|h| h.detected()) })
+    Ok(SettingsView {
+        settings,
+        detected: st.host.as_ref().map(|h| h.detected()),
+        servicelb: st.host.as_ref().is_some_and(|h| h.servicelb_seen()),
+    })
 }
 
 #[server(prefix = "/fn", endpoint = "settings/save")]

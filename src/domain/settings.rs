@@ -203,6 +203,8 @@ pub fn is_chart_version(s: &str) -> bool {
 pub struct SettingsView {
     pub settings: SystemSettings,
     pub detected: Option<AddressRequest>,
+    /// k3s's ServiceLB seen serving the console's LoadBalancer Services.
+    pub servicelb: bool,
 }
 
 /// Submitted settings text, before validation.

@@ -22,7 +22,7 @@ pub fn SettingsPage() -> impl IntoView {
     let content = Suspend::new(async move {
         match load_settings().await {
             Err(e) => problem_view(e),
-            Ok(SettingsView { settings, detected }) => view! {
+            Ok(SettingsView { settings, detected, servicelb }) => view! {
                 <section class="card max-w-3xl">
                     <h1 class="page-title">{t!(i18n, settings.title)}</h1>
                     <p class="mb-4 text-slate-600">{t!(i18n, settings.intro)}</p>
@@ -37,7 +37,7 @@ pub fn SettingsPage() -> impl IntoView {
                         }
                         None => view! { <SavedBanner /> }.into_any(),
                     }}
-                    <SettingsForm settings detected url_error=url_error(SaveSettings::PATH) />
+                    <SettingsForm settings detected servicelb url_error=url_error(SaveSettings::PATH) />
                 </section>
             }
             .into_any(),

@@ -16,6 +16,8 @@ use crate::i18n::*;
 pub fn SettingsForm(
     settings: SystemSettings,
     detected: Option<AddressRequest>,
+    /// k3s's ServiceLB seen serving the console's LoadBalancer Services.
+    servicelb: bool,
     url_error: Option<AppError>,
 ) -> impl IntoView {
     let i18n = use_i18n();
@@ -131,6 +133,14 @@ pub fn SettingsForm(
                         None => t_string!(i18n, settings.detected_no_host),
                     }}
                 </p>
+                {servicelb
+                    .then(|| {
+                        view! {
+                            <p id="servicelb-warning" class="banner mt-2" role="alert">
+                                {t!(i18n, settings.servicelb_warning)}
+                            </p>
+                        }
+                    })}
                 <FieldError field=Field::LoadBalancerAddressRequest error />
             </div>
             <fieldset class="card-section">

@@ -118,14 +118,21 @@ const REFUSED: &str = "(c.phase = 'failed' AND c.observed_generation = c.generat
 
 type AnyQuery<'q> = Query<'q, Any, AnyArguments<'q>>;
 
-/// Binds the spec columns as `$1..$6`, in the order both spec writers use.
+/// Binds the spec columns as `$1..$7`, in the order both spec writers use;
+/// `$7` is the LoadBalancer host claim (`lb_host`, unique; NULL unless an
+/// enabled LoadBalancer cluster).
 fn bind_spec<'q>(q: AnyQuery<'q>, spec: &ClusterSpec, remembered_mode: PublicAccessMode) -> AnyQuery<'q> {
+    let claim = match &spec.public_access {
+        PublicAccess::LoadBalancer { host } => Some(host.to_string()),
+        _ => None,
+    };
     q.bind(i64::from(spec.resources.cpu_millis))
         .bind(i64::from(spec.resources.memory_gib))
         .bind(i64::from(spec.resources.storage_gib))
         .bind(spec.public_access.is_enabled())
         .bind(spec.public_access.mode_column(remembered_mode).as_str())
         .bind(spec.public_access.host().map(ToString::to_string))
+        .bind(claim)
 }
 
 /// What `owner`'s clusters whose deletion was not requested hold, `except`
@@ -191,8 +198,8 @@ pub async fn insert(
     hold_quota(&mut tx, owner_id, limit, None, spec.resources).await?;
     let insert = sqlx::query(
         "INSERT INTO clusters (cpu_millis, memory_gib, storage_gib, public_access_enabled, public_access_mode, \
-         control_plane_host, owner_id, name, generation, created_at, updated_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 1, $9, $9) RETURNING id",
+         control_plane_host, lb_host, owner_id, name, generation, created_at, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 1, $10, $10) RETURNING id",
     );
     let row = bind_spec(insert, spec, remembered_mode)
         .bind(owner_id)
@@ -258,8 +265,8 @@ pub async fn update_spec(
     let update = sqlx::query(
         "UPDATE clusters SET cpu_millis = $1, memory_gib = $2, storage_gib = $3, public_access_enabled = $4, \
          public_access_mode = $5, control_plane_host = CASE WHEN $4 THEN $6 ELSE control_plane_host END, \
-         generation = generation + 1, updated_at = $7 \
-         WHERE id = $8 AND generation = $9 AND deletion_requested_at IS NULL",
+         lb_host = $7, generation = generation + 1, updated_at = $8 \
+         WHERE id = $9 AND generation = $10 AND deletion_requested_at IS NULL",
     );
     let done = bind_spec(update, spec, remembered_mode)
         .bind(now())

@@ -43,6 +43,13 @@ impl DbError {
     pub fn is_unique_violation(&self) -> bool {
         matches!(self, Self::Query(sqlx::Error::Database(e)) if e.is_unique_violation())
     }
+
+    /// A unique violation of the LoadBalancer host claim (`clusters_lb_host`):
+    /// another cluster holds that host. PostgreSQL names the index, SQLite the column.
+    pub fn is_lb_host_taken(&self) -> bool {
+        matches!(self, Self::Query(sqlx::Error::Database(e)) if e.is_unique_violation()
+            && (e.constraint() == Some("clusters_lb_host") || e.message().contains("clusters.lb_host")))
+    }
 }
 
 /// True when the URL names PostgreSQL (else it is SQLite).

@@ -152,6 +152,9 @@ pub struct SettingsReply {
     #[serde(flatten)]
     settings: SystemSettings,
     detected_address_request: Option<crate::domain::settings::AddressRequest>,
+    /// k3s's ServiceLB seen serving the console's LoadBalancer Services
+    /// (`null` without a host).
+    detected_servicelb: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     clusters_rerendered: Option<usize>,
 }
@@ -186,6 +189,7 @@ pub async fn get_settings(State(st): State<AppState>, ApiUser(u): ApiUser) -> Ap
     Ok(Json(SettingsReply {
         settings: settings::get(&st.pool).await?,
         detected_address_request: st.host.as_ref().map(|h| h.detected()),
+        detected_servicelb: st.host.as_ref().map(|h| h.servicelb_seen()),
         clusters_rerendered: None,
     }))
 }
@@ -223,6 +227,8 @@ pub struct SettingsBody {
     _detected_address_request: Option<serde::de::IgnoredAny>,
     #[serde(default, rename = "clusters_rerendered")]
     _clusters_rerendered: Option<serde::de::IgnoredAny>,
+    #[serde(default, rename = "detected_servicelb")]
+    _detected_servicelb: Option<serde::de::IgnoredAny>,
 }
 
 /// A nullable field that must still be present: serde treats a missing
@@ -274,6 +280,7 @@ pub async fn update_settings(
     Ok(Json(SettingsReply {
         settings: saved,
         detected_address_request: detected,
+        detected_servicelb: st.host.as_ref().map(|h| h.servicelb_seen()),
         clusters_rerendered: Some(rerendered),
     }))
 }

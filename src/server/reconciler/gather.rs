@@ -161,6 +161,15 @@ pub async fn assemble(client: &Client, name: &str, raw: Raw, stale_jobs: &BTreeS
     }
 }
 
+/// The finalizer k3s's ServiceLB puts on each LoadBalancer Service it serves
+/// (its `svclb-*` DaemonSet answers on every node's address).
+pub const SERVICELB_FINALIZER: &str = "svccontroller.k3s.cattle.io/daemonset";
+
+/// Whether k3s's ServiceLB serves this Service.
+pub fn served_by_servicelb(s: &Service) -> bool {
+    s.metadata.finalizers.as_ref().is_some_and(|f| f.iter().any(|x| x == SERVICELB_FINALIZER))
+}
+
 fn observe_service(s: &Service) -> ServiceObservation {
     let https_node_port = s
         .spec

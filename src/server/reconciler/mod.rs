@@ -94,6 +94,9 @@ pub struct Context {
     request_calls: tokio::sync::Semaphore,
     /// The endpoints' probes, run off the passes ([`probes`]).
     probes: Arc<probes::Probes>,
+    /// Whether k3s's ServiceLB was seen serving one of the console's
+    /// LoadBalancer Services (its finalizer on the Service).
+    servicelb: std::sync::atomic::AtomicBool,
 }
 
 /// Host calls on request paths at once, per process.
@@ -118,6 +121,7 @@ impl Context {
             settle: Duration::from_secs(5),
             leader_lease: Duration::from_secs(15),
             probes: probes::Probes::new(wake.clone()),
+            servicelb: std::sync::atomic::AtomicBool::new(false),
             wake,
             observing: std::sync::atomic::AtomicBool::new(false),
             full_requested: std::sync::atomic::AtomicBool::new(false),
@@ -186,6 +190,13 @@ impl Context {
         if let Ok(mut m) = self.stale_jobs.lock() {
             m.remove(&id);
         }
+    }
+
+    /// Whether k3s's ServiceLB serves the console's LoadBalancer Services
+    /// (seen on one of them; the settings page warns when it runs beside
+    /// MetalLB or kube-vip).
+    pub fn servicelb_seen(&self) -> bool {
+        self.servicelb.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The LoadBalancer provider as last detected on the host.
@@ -541,6 +552,9 @@ async fn observe_one(
     }
     if from_cache {
         raw.secret = cached_secret(ctx, cluster.id, name).await?;
+    }
+    if raw.service.as_ref().is_some_and(gather::served_by_servicelb) {
+        ctx.servicelb.store(true, std::sync::atomic::Ordering::Relaxed);
     }
     // The admin switched the namespace's NetworkPolicy on or off since the
     // HelmChart was applied.

@@ -77,11 +77,16 @@ pub async fn create(
     let request = draft.public_access.clone().unwrap_or(PublicAccessRequest { enabled: true, ..Default::default() });
     let public_access = PublicAccess::from_input(&request.as_input(), settings.default_mode)?;
     let spec = ClusterSpec { name, resources, public_access };
-    refuse_taken_host(pool, &spec.public_access, None).await?;
     let limit = super::quota::limit_for(pool, user).await?;
     writes.take(user.id)?;
     let id = db::clusters::insert(pool, user.id, &spec, settings.default_mode, limit.as_ref()).await.map_err(|e| {
-        if e.is_unique_violation() { AppError::at(ErrorCode::NameTaken, Field::Name) } else { e.into() }
+        if e.is_lb_host_taken() {
+            AppError::at(ErrorCode::HostInUse, Field::ControlPlaneHost)
+        } else if e.is_unique_violation() {
+            AppError::at(ErrorCode::NameTaken, Field::Name)
+        } else {
+            e.into()
+        }
     })?;
     tracing::info!(cluster = id, name = %spec.name, mode = ?spec.public_access.mode(), user = %user.username, "cluster create requested");
     get(pool, user, id).await
@@ -128,7 +133,6 @@ pub async fn update(
     if changes.is_empty() {
         return Ok(current);
     }
-    refuse_taken_host(pool, &spec.public_access, Some(id)).await?;
     writes.take(user.id)?;
     let op = Operation::Update { changes };
     // The owner's quota, for a user's own edit (admins are not held to it).
@@ -139,7 +143,10 @@ pub async fn update(
         from: current.spec.resources,
     });
     db::clusters::update_spec(pool, id, current.generation, &spec, remembered, &op, user.id, hold)
-        .await?
+        .await
+        .map_err(|e| {
+            if e.is_lb_host_taken() { AppError::at(ErrorCode::HostInUse, Field::ControlPlaneHost) } else { e.into() }
+        })?
         .ok_or(AppError::new(ErrorCode::ChangedConcurrently))?;
     tracing::info!(cluster = id, mode = ?spec.public_access.mode(), user = %user.username, "cluster update requested");
     if user.is_admin() && current.owner_id != user.id {
@@ -156,18 +163,6 @@ fn describe_for_audit(op: &Operation) -> String {
         Operation::Update { changes } => serde_json::to_string(changes).unwrap_or_default(),
         _ => String::new(),
     }
-}
-
-/// A LoadBalancer host another LoadBalancer cluster already has is refused:
-/// both would claim `https://<host>:443` (NodePort clusters may share a host;
-/// their ports differ).
-async fn refuse_taken_host(pool: &AnyPool, access: &PublicAccess, except: Option<i64>) -> Result<(), AppError> {
-    if let PublicAccess::LoadBalancer { host } = access
-        && db::clusters::load_balancer_host_taken(pool, &host.to_string(), except).await?
-    {
-        return Err(AppError::at(ErrorCode::HostInUse, Field::ControlPlaneHost));
-    }
-    Ok(())
 }
 
 /// `confirm` (the form's typed name) must match when given.

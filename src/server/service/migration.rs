@@ -466,9 +466,14 @@ async fn switch(
     changes.push(Change::Migration { id: m.id, rollback: false });
     let op = Operation::Update { changes };
     let remembered = PublicAccessMode::LoadBalancer;
-    match db::clusters::update_spec(pool, cluster.id, cluster.generation, &spec, remembered, &op, admin.id, None)
-        .await?
-    {
+    let switched =
+        db::clusters::update_spec(pool, cluster.id, cluster.generation, &spec, remembered, &op, admin.id, None);
+    // The host claimed meanwhile by another cluster (the database's unique claim).
+    let switched = match switched.await {
+        Err(e) if e.is_lb_host_taken() => return fail(pool, m, item, "host_in_use").await,
+        other => other?,
+    };
+    match switched {
         Some(generation) => {
             db::migration::set_target_generation(pool, m.id, item.cluster_id, generation).await?;
             tracing::info!(migration = m.id, cluster = cluster.id, host = %item.new_host, "cluster switching to LoadBalancer");
