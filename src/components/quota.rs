@@ -10,20 +10,31 @@ use crate::i18n::*;
 pub fn QuotaLine(quota: QuotaView) -> impl IntoView {
     let i18n = use_i18n();
     let locale = i18n.get_locale_untracked();
-    let limit_text = |limit: Option<u64>, show: &dyn Fn(u64) -> String| match limit {
-        Some(n) => show(n),
-        None => td_string!(locale, quota.unlimited).to_owned(),
-    };
-    let plain = |n: u64| n.to_string();
-    let cpu = |m: u64| cores(m);
     let (u, l) = (quota.used, quota.limit.unwrap_or(crate::domain::quota::Quota::UNLIMITED));
-    let parts = [
-        td_string!(locale, quota.clusters, used = u.clusters, limit = limit_text(l.clusters.map(u64::from), &plain))
-            .to_string(),
-        td_string!(locale, quota.cpu, used = cores(u.cpu_millis), limit = limit_text(l.cpu_millis, &cpu)).to_string(),
-        td_string!(locale, quota.memory, used = u.memory_gib, limit = limit_text(l.memory_gib, &plain)).to_string(),
-        td_string!(locale, quota.storage, used = u.storage_gib, limit = limit_text(l.storage_gib, &plain)).to_string(),
+    let used = [
+        td_string!(locale, quota.clusters_used, used = u.clusters).to_string(),
+        td_string!(locale, quota.cpu_used, used = cores(u.cpu_millis)).to_string(),
+        td_string!(locale, quota.memory_used, used = u.memory_gib).to_string(),
+        td_string!(locale, quota.storage_used, used = u.storage_gib).to_string(),
     ];
+    let of_limit = [
+        l.clusters.map(|n| td_string!(locale, quota.clusters, used = u.clusters, limit = n).to_string()),
+        l.cpu_millis.map(|n| td_string!(locale, quota.cpu, used = cores(u.cpu_millis), limit = cores(n)).to_string()),
+        l.memory_gib.map(|n| td_string!(locale, quota.memory, used = u.memory_gib, limit = n).to_string()),
+        l.storage_gib.map(|n| td_string!(locale, quota.storage, used = u.storage_gib, limit = n).to_string()),
+    ];
+    let unlimited = td_string!(locale, quota.unlimited);
+    // "2 of 5 clusters" under a limit; "2 clusters (no limit)" without one;
+    // for admins (no limits at all) what they hold, and the line says why.
+    let parts: Vec<String> = used
+        .into_iter()
+        .zip(of_limit)
+        .map(|(used, limited)| match (quota.limit.is_some(), limited) {
+            (false, _) => used,
+            (true, Some(text)) => text,
+            (true, None) => format!("{used} ({unlimited})"),
+        })
+        .collect();
     view! {
         <p id="quota-usage" class="note mb-4" data-admin=quota.limit.is_none().to_string()>
             <span class="font-medium">{t!(i18n, quota.title)}</span>
