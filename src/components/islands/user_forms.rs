@@ -98,7 +98,7 @@ pub fn UserRowForms(
     let quota_input = move |(field, label, inputmode, value): (Field, &'static str, &'static str, String)| {
         let id = format!("{}-{}", field.as_str(), user.id);
         view! {
-            <div>
+            <div class="flex flex-col">
                 <label for=id.clone() class="field-label">
                     {label}
                 </label>
