@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Builds kube-apiserver, kube-controller-manager, etcd and kubectl from the versions pinned in hostcluster/go.mod
+# Builds the test host's upstream parts from the versions pinned in hostcluster/**/go.mod
+# (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, helm-controller,
+# helm, MetalLB's controller)
 # into ~/.cache/kubebyon/control-plane/<k8s>-etcd<etcd>/ (outside the clone) and
 # prints that folder. Skips the build when all binaries are already there.
 # Needs Go and the Go module proxy; no release downloads, no container runtime.
@@ -16,7 +18,52 @@ if [[ -z "$k8s" || -z "$etcd" ]]; then
 fi
 
 out="${KUBEBYON_CONTROL_PLANE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kubebyon/control-plane/$k8s-etcd$etcd}"
-if [[ -x "$out/kube-apiserver" && -x "$out/kube-controller-manager" && -x "$out/etcd" && -x "$out/kubectl" ]]; then
+
+# Each target: binary name, module folder (under hostcluster/), package, the version
+# that module pins (recorded beside the binary in .<name>.version so a bumped pin
+# rebuilds just that binary), and the version stamp upstream's own Makefile sets.
+version_of() { awk -v m="$2" '$1 == m && $2 ~ /^v/ { print $2; exit }' "$mod/$1/go.mod"; }
+helm_controller="$(version_of helm-controller github.com/k3s-io/helm-controller)"
+helm="$(version_of helm helm.sh/helm/v4)"
+metallb="$(version_of metallb go.universe.tf/metallb)"
+minor="${k8s#v1.}"; minor="${minor%%.*}"
+k8s_stamp=""
+for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  k8s_stamp+=" -X $pkg.gitVersion=$k8s -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
+done
+targets=(
+  "etcd|.|go.etcd.io/etcd/server/v3|$etcd|"
+  "kube-apiserver|.|k8s.io/kubernetes/cmd/kube-apiserver|$k8s|$k8s_stamp"
+  "kube-controller-manager|.|k8s.io/kubernetes/cmd/kube-controller-manager|$k8s|$k8s_stamp"
+  "kube-scheduler|.|k8s.io/kubernetes/cmd/kube-scheduler|$k8s|$k8s_stamp"
+  "kubectl|.|k8s.io/kubernetes/cmd/kubectl|$k8s|$k8s_stamp"
+  "helm-controller|helm-controller|github.com/k3s-io/helm-controller|$helm_controller| -X github.com/k3s-io/helm-controller/pkg/version.Version=$helm_controller"
+  "helm|helm|helm.sh/helm/v4/cmd/helm|$helm| -X helm.sh/helm/v4/internal/version.version=$helm -X helm.sh/helm/v4/internal/version.gitTreeState=clean"
+  "metallb-controller|metallb|go.universe.tf/metallb/controller|$metallb|"
+)
+# The folder's name carries the k8s and etcd versions; the others are stamped.
+built() { [[ -x "$out/$1" ]] && { [[ "$3" == . ]] || [[ "$(cat "$out/.$1.version" 2>/dev/null)" == "$2" ]]; }; }
+todo=()
+for t in "${targets[@]}"; do
+  IFS='|' read -r name dir pkg version stamp <<<"$t"
+  if [[ -z "$version" ]]; then
+    echo "build-control-plane: no pinned version for $name in $mod/$dir/go.mod" >&2
+    exit 1
+  fi
+  built "$name" "$version" "$dir" || todo+=("$t")
+done
+# Files the test host reads from upstream modules: MetalLB's CRDs, and the vCluster
+# chart packaged the way charts.loft.sh serves it (the module zip's chart/ folder says
+# version 0.0.1; upstream's release job stamps the tag). Only v0.30.0 is served by the
+# proxy here: 0.30.1-0.30.5 are the same chart republished under those versions (their
+# values schemas are byte-identical upstream), a stand-in for tests that upgrade.
+VCLUSTER_CHART=v0.30.0
+CHART_VERSIONS="0.30.0 0.30.1 0.30.2 0.30.3 0.30.4 0.30.5"
+assets_done() {
+  [[ -f "$out/metallb-crds/.done-$metallb" ]] || return 1
+  for v in $CHART_VERSIONS; do [[ -f "$out/charts/vcluster-$v.tgz" ]] || return 1; done
+}
+if [[ ${#todo[@]} -eq 0 ]] && assets_done; then
   echo "$out"
   exit 0
 fi
@@ -28,23 +75,30 @@ command -v go >/dev/null || bash "$root/scripts/install-go.sh"
 if [[ -x "$GO_HOME_DIR/bin/go" ]]; then export PATH="$GO_HOME_DIR/bin:$PATH"; fi
 mkdir -p "$out"
 start=$SECONDS
-cd "$mod"
 # -trimpath and no VCS stamping keep the output independent of the clone path.
 # Build into a temporary name and rename, so an interrupted build never looks done.
-# Stamp the release into the binary so /version reports it (upstream does this
-# through hack/lib/version.sh); without it kube-apiserver says v0.0.0-master.
-minor="${k8s#v1.}"; minor="${minor%%.*}"
-stamp=""
-for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-  stamp+=" -X $pkg.gitVersion=$k8s -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
+# Stamp the release into each binary so it reports its version (upstream does this
+# in its Makefile or hack/lib/version.sh); without it kube-apiserver says v0.0.0-master.
+for t in "${todo[@]}"; do
+  IFS='|' read -r name dir pkg version stamp <<<"$t"
+  echo "build-control-plane: building $name $version into $out" >&2
+  one=$SECONDS
+  (cd "$mod/$dir" && nice -n 10 go build -mod=readonly -trimpath -buildvcs=false -ldflags="-s -w$stamp" -o "$out/$name.tmp" "$pkg")
+  mv "$out/$name.tmp" "$out/$name"
+  echo "$version" >"$out/.$name.version"
+  echo "build-control-plane: $name took $((SECONDS - one)) s" >&2
 done
-for target in "etcd go.etcd.io/etcd/server/v3" "kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver" \
-  "kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager" "kubectl k8s.io/kubernetes/cmd/kubectl"; do
-  set -- $target
-  [[ -x "$out/$1" ]] && continue
-  echo "build-control-plane: building $1 ($k8s / etcd $etcd) into $out" >&2
-  nice -n 10 go build -mod=readonly -trimpath -buildvcs=false -ldflags="-s -w$stamp" -o "$out/$1.tmp" "$2"
-  mv "$out/$1.tmp" "$out/$1"
-done
+module_dir() { go mod download -json "$1" | awk -F'"' '$2 == "Dir" { print $4 }'; }
+if ! assets_done; then
+  metallb_dir="$(cd "$mod/metallb" && module_dir "go.universe.tf/metallb@$metallb")"
+  rm -rf "$out/metallb-crds" && mkdir -p "$out/metallb-crds"
+  cp "$metallb_dir"/config/crd/bases/*.yaml "$out/metallb-crds/"
+  touch "$out/metallb-crds/.done-$metallb"
+  chart_dir="$(cd "$mod" && module_dir "github.com/loft-sh/vcluster@$VCLUSTER_CHART")/chart"
+  mkdir -p "$out/charts"
+  for v in $CHART_VERSIONS; do
+    "$out/helm" package "$chart_dir" --version "$v" --app-version "$v" -d "$out/charts" >/dev/null
+  done
+fi
 echo "build-control-plane: done in $((SECONDS - start)) s" >&2
 echo "$out"
