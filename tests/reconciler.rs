@@ -682,7 +682,7 @@ async fn tenant_isolation_objects_are_made_and_follow_the_settings() {
     assert!(egress.contains("kube-dns") && egress.contains("6443") && egress.contains("443"), "{egress}");
     let chart = reconciler::apply::helm_charts(&admin, "kubebyon-iso").get("iso").await.unwrap();
     let values = chart.data["spec"]["valuesContent"].as_str().unwrap().to_owned();
-    for want in ["podSecurityStandard: baseline", "services.nodeports: '1'", "limits.cpu: 35000m"] {
+    for want in ["podSecurityStandard: baseline", "services.nodeports: '2'", "limits.cpu: 35000m"] {
         assert!(values.contains(want), "{want} in {values}");
     }
 

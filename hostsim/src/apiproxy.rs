@@ -56,7 +56,12 @@ pub struct ApiListener {
 
 impl ApiListener {
     pub async fn start(server: ServerTls, upstream: Arc<Upstream>) -> Result<Self> {
-        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        Self::start_on(SocketAddr::from(([127, 0, 0, 1], 0)), server, upstream).await
+    }
+
+    /// [`Self::start`] on a given address (a pod's IP and container port).
+    pub async fn start_on(bind: SocketAddr, server: ServerTls, upstream: Arc<Upstream>) -> Result<Self> {
+        let listener = TcpListener::bind(bind).await.with_context(|| format!("listening on {bind}"))?;
         let addr = listener.local_addr()?;
         let tls = Arc::new(RwLock::new(server));
         let current = tls.clone();

@@ -21,8 +21,40 @@ use crate::pki::{self, Ca, CertPair};
 /// k3s' default service CIDR.
 pub const SERVICE_CIDR: &str = "10.43.0.0/16";
 
-/// What `scripts/build-control-plane.sh` builds.
-const BINARIES: [&str; 3] = ["etcd", "kube-apiserver", "kube-controller-manager"];
+/// What `scripts/build-control-plane.sh` builds (and the host needs).
+const BINARIES: [&str; 8] = [
+    "etcd",
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kubectl",
+    "helm-controller",
+    "helm",
+    "metallb-controller",
+];
+
+/// The controllers an upstream host adds to [`CONTROLLERS`]: those whose pods the
+/// node now runs (Jobs for helm-controller, the chart's StatefulSet), volume
+/// binding for its claim, the protection finalizers k3s has on both, and node
+/// lifecycle (removes the `not-ready` taint the API server puts on a new Node once
+/// it reports Ready, and taints it when its kubelet's Lease stops being renewed).
+pub const UPSTREAM_CONTROLLERS: &str = "job-controller,statefulset-controller,replicaset-controller,\
+deployment-controller,persistentvolume-binder-controller,persistentvolume-protection-controller,\
+persistentvolumeclaim-protection-controller,disruption-controller,node-lifecycle-controller";
+
+/// The klipper-helm image k3s v1.36 passes helm-controller (`--default-job-image`).
+pub const KLIPPER_HELM_IMAGE: &str = "rancher/klipper-helm:v0.13.3-build20260727";
+
+/// The parts of a k3s server beyond the API server that run here as upstream's own
+/// binaries ([`ControlPlaneConfig::upstream`]).
+#[derive(Clone, Debug)]
+pub struct UpstreamParts {
+    /// The HTTPS proxy helm-controller passes to its Jobs (as k3s passes its own
+    /// `HTTPS_PROXY`): the node's chart mirror listens there.
+    pub https_proxy: std::net::SocketAddr,
+    /// MetalLB controller's metrics port (its default, 7472, would collide).
+    pub metallb_metrics_port: u16,
+}
 
 /// The kube-controller-manager controllers a test host runs: those that make
 /// namespace deletion and garbage collection real, plus the ones k3s runs whose
@@ -79,6 +111,10 @@ pub struct ControlPlaneConfig {
     pub api_port: Option<u16>,
     /// `--service-node-port-range`, e.g. `30000-32767` (k3s' default).
     pub node_port_range: String,
+    /// Also run kube-scheduler, helm-controller and MetalLB's controller, and
+    /// kube-controller-manager's workload and volume controllers; `None` keeps
+    /// the simulator's mirrors of them.
+    pub upstream: Option<UpstreamParts>,
 }
 
 /// The node port range k3s uses.
@@ -162,7 +198,6 @@ impl ControlPlane {
             format!("--service-node-port-range={}", cfg.node_port_range),
             "--authorization-mode=Node,RBAC".into(),
             "--allow-privileged=true".into(),
-            "--disable-admission-plugins=ServiceAccount".into(),
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local".into(),
             format!("--service-account-key-file={}", p("sa.pub")),
             format!("--service-account-signing-key-file={}", p("sa.key")),
@@ -176,18 +211,27 @@ impl ControlPlane {
             "--profiling=false".into(),
             "--v=1".into(),
         ];
+        if cfg.upstream.is_none() {
+            // No kubelet mounts the token volume the admission plugin adds.
+            cp.apiserver_args.push("--disable-admission-plugins=ServiceAccount".into());
+        }
         cp.start_apiserver()?;
         write_private(
             &cp.admin.kubeconfig,
             &kubeconfig::render("hostsim", &cp.admin.server, &cp.admin.ca_pem, &cp.admin.client),
         )?;
         cp.wait_ready(Duration::from_secs(90))?;
+        let controllers = match cfg.upstream {
+            Some(_) => format!("{CONTROLLERS},{UPSTREAM_CONTROLLERS}"),
+            None => CONTROLLERS.to_owned(),
+        };
+        let kubeconfig_flag = format!("--kubeconfig={}", cp.admin.kubeconfig.display());
         let kcm = spawn(
             &cfg.bin_dir.join("kube-controller-manager"),
             &logs.join("kube-controller-manager.log"),
             &[
-                &format!("--kubeconfig={}", cp.admin.kubeconfig.display()),
-                &format!("--controllers={CONTROLLERS}"),
+                &kubeconfig_flag,
+                &format!("--controllers={controllers}"),
                 &format!("--root-ca-file={}", p("ca.crt")),
                 &format!("--service-cluster-ip-range={SERVICE_CIDR}"),
                 "--leader-elect=false",
@@ -198,7 +242,71 @@ impl ControlPlane {
             ],
         )?;
         cp.children.push(("kube-controller-manager", kcm));
+        if let Some(up) = &cfg.upstream {
+            cp.start_upstream(up, &kubeconfig_flag)?;
+        }
         Ok(cp)
+    }
+
+    /// kube-scheduler, MetalLB (its CRDs first, from the module) and helm-controller
+    /// (which installs its own CRDs), as a k3s server with MetalLB runs them.
+    fn start_upstream(&mut self, up: &UpstreamParts, kubeconfig_flag: &str) -> Result<()> {
+        let logs = self.data_dir.join("logs");
+        let scheduler = spawn(
+            &self.bin_dir.join("kube-scheduler"),
+            &logs.join("kube-scheduler.log"),
+            &[kubeconfig_flag, "--leader-elect=false", "--secure-port=0", "--profiling=false", "--v=1"],
+        )?;
+        self.children.push(("kube-scheduler", scheduler));
+        let kubectl = |args: &[&str]| -> Result<()> {
+            let out = Command::new(self.bin_dir.join("kubectl"))
+                .arg(format!("--kubeconfig={}", self.admin.kubeconfig.display()))
+                .args(args)
+                .output()
+                .context("running kubectl")?;
+            if !out.status.success() {
+                bail!("kubectl {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr));
+            }
+            Ok(())
+        };
+        let crds = self.bin_dir.join("metallb-crds").display().to_string();
+        kubectl(&["apply", "--server-side", "--force-conflicts", "-f", &crds])?;
+        kubectl(&["wait", "--for=condition=Established", "--timeout=60s", "-f", &crds])?;
+        if let Err(e) = kubectl(&["create", "namespace", "metallb-system"])
+            && !e.to_string().contains("AlreadyExists")
+        {
+            return Err(e);
+        }
+        let metallb = spawn_env(
+            &self.bin_dir.join("metallb-controller"),
+            &logs.join("metallb-controller.log"),
+            &[
+                &format!("-kubeconfig={}", self.admin.kubeconfig.display()),
+                "-namespace=metallb-system",
+                "-webhook-mode=disabled",
+                "-log-level=warn",
+                &format!("-port={}", up.metallb_metrics_port),
+            ],
+            &[],
+        )?;
+        self.children.push(("metallb-controller", metallb));
+        let proxy = format!("http://{}", up.https_proxy);
+        let helm_controller = spawn_env(
+            &self.bin_dir.join("helm-controller"),
+            &logs.join("helm-controller.log"),
+            &[
+                kubeconfig_flag,
+                &format!("--default-job-image={KLIPPER_HELM_IMAGE}"),
+                "--job-cluster-role=cluster-admin",
+            ],
+            &[
+                ("HTTPS_PROXY", proxy.as_str()),
+                ("HTTP_PROXY", proxy.as_str()),
+                ("NO_PROXY", "127.0.0.0/8,localhost,10.42.0.0/16,10.43.0.0/16,.svc,.cluster.local"),
+            ],
+        )?;
+        self.children.push(("helm-controller", helm_controller));
+        Ok(())
     }
 
     fn start_apiserver(&mut self) -> Result<()> {
@@ -286,9 +394,14 @@ pub fn terminate(child: &mut Child, grace: Duration) {
 
 /// Spawns a child with output to `log`, killed by the kernel if its parent thread dies.
 pub fn spawn(bin: &Path, log: &Path, args: &[&str]) -> Result<Child> {
+    spawn_env(bin, log, args, &[])
+}
+
+/// [`spawn`] with extra environment variables.
+pub fn spawn_env(bin: &Path, log: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<Child> {
     let out = fs::File::create(log).with_context(|| format!("creating {}", log.display()))?;
     let mut cmd = Command::new(bin);
-    cmd.args(args).stdin(Stdio::null()).stdout(out.try_clone()?).stderr(out);
+    cmd.args(args).envs(env.iter().copied()).stdin(Stdio::null()).stdout(out.try_clone()?).stderr(out);
     // SAFETY: prctl is async-signal-safe; it only sets this child's death signal.
     unsafe {
         cmd.pre_exec(|| {

@@ -11,6 +11,7 @@ pub mod kubelet;
 pub mod kubeproxy;
 pub mod latency;
 pub mod lb;
+pub mod node;
 pub mod pki;
 pub mod sim;
 pub mod testhost;

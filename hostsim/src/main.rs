@@ -8,8 +8,8 @@ use clap::{Args, Parser, Subcommand};
 use hostsim::controlplane::{self, ControlPlane, ControlPlaneConfig};
 use hostsim::kubeconfig::Credentials;
 use hostsim::latency::{Latency, Span};
-use hostsim::sim::nodes::NodeAddr;
-use hostsim::{chart, lb, sim, testhost};
+use hostsim::sim::nodes::{Capacity, NodeAddr};
+use hostsim::{chart, lb, node, sim, testhost};
 
 #[derive(Parser)]
 #[command(about = "KubeBYON's simulated k3s host")]
@@ -38,6 +38,18 @@ enum Command {
         /// kube-apiserver's port (k3s uses 6443).
         #[arg(long, default_value_t = 6443)]
         api_port: u16,
+        /// Run upstream's own kube-scheduler, helm-controller, helm, vCluster chart
+        /// and MetalLB controller; simulate only the node (see `node`).
+        #[arg(long)]
+        upstream: bool,
+        /// Pod addresses `FIRST-LAST` (with --upstream).
+        #[arg(long, default_value = "127.0.1.1-127.0.1.254")]
+        pod_ips: String,
+        /// Each node's CPU and memory (with --upstream).
+        #[arg(long, default_value = "4")]
+        node_cpu: String,
+        #[arg(long, default_value = "16Gi")]
+        node_memory: String,
         #[command(flatten)]
         sim: SimArgs,
     },
@@ -131,7 +143,12 @@ async fn real_main(cli: Cli) -> Result<()> {
             })
             .await
         }
-        Command::Up { data_dir, api_port, sim } => up(data_dir, api_port, sim).await,
+        Command::Up { data_dir, api_port, upstream: false, sim, .. } => up(data_dir, api_port, sim).await,
+        Command::Up { data_dir, api_port, upstream: true, pod_ips, node_cpu, node_memory, sim } => {
+            let capacity = Capacity { cpu: node_cpu, memory: node_memory, ..Capacity::default() };
+            let pod_ips = node::parse_ip_range(&pod_ips).map_err(anyhow::Error::msg)?;
+            up_upstream(data_dir, api_port, sim, capacity, pod_ips).await
+        }
     }
 }
 
@@ -146,6 +163,7 @@ async fn up(data_dir: PathBuf, api_port: u16, sim_args: SimArgs) -> Result<()> {
         bin_dir,
         api_port: Some(api_port),
         node_port_range: controlplane::DEFAULT_NODE_PORT_RANGE.into(),
+        upstream: None,
     })?;
     let kubeconfig = cp.admin.kubeconfig.clone();
     let client = testhost::client_for(&kubeconfig).await?;
@@ -164,4 +182,57 @@ async fn up(data_dir: PathBuf, api_port: u16, sim_args: SimArgs) -> Result<()> {
     let _ = std::fs::remove_file(&ready);
     cp.stop();
     result.context("simulator stopped")
+}
+
+/// `up --upstream`: the control plane with upstream's parts, and the node.
+async fn up_upstream(
+    data_dir: PathBuf,
+    api_port: u16,
+    sim_args: SimArgs,
+    capacity: Capacity,
+    pod_ips: Vec<std::net::Ipv4Addr>,
+) -> Result<()> {
+    std::fs::create_dir_all(&data_dir)?;
+    let ready = data_dir.join("ready");
+    let _ = std::fs::remove_file(&ready);
+    let bin_dir = controlplane::locate_binaries()?;
+    let mirror = std::net::SocketAddr::from(([127, 0, 0, 1], controlplane::free_port()?));
+    let mut cp = ControlPlane::start(&ControlPlaneConfig {
+        data_dir: data_dir.clone(),
+        bin_dir: bin_dir.clone(),
+        api_port: Some(api_port),
+        node_port_range: controlplane::DEFAULT_NODE_PORT_RANGE.into(),
+        upstream: Some(controlplane::UpstreamParts {
+            https_proxy: mirror,
+            metallb_metrics_port: controlplane::free_port()?,
+        }),
+    })?;
+    let kubeconfig = cp.admin.kubeconfig.clone();
+    let client = testhost::client_for(&kubeconfig).await?;
+    let creds = Credentials::from_file(&kubeconfig)?;
+    let sim_cfg = sim_args.config();
+    node::seed_pools(&client, &sim_cfg.lb.pools).await?;
+    let cfg = node::Config {
+        nodes: sim_cfg.nodes,
+        capacity,
+        pod_ips,
+        mirror,
+        bin_dir,
+        latency: sim_cfg.latency,
+        state_dir: data_dir.join("node"),
+    };
+    let pids: Vec<String> = cp.pids().iter().map(|(n, p)| format!("{n}={p}")).collect();
+    tracing::info!(kubeconfig = %kubeconfig.display(), pids = %pids.join(" "), "host up (upstream)");
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let ready_marker = ready.clone();
+    let result = tokio::select! {
+        r = node::run(client, creds, cfg, move || {
+            let _ = std::fs::write(&ready_marker, format!("{}\n", kubeconfig.display()));
+        }) => r,
+        _ = term.recv() => Ok(()),
+        _ = tokio::signal::ctrl_c() => Ok(()),
+    };
+    let _ = std::fs::remove_file(&ready);
+    cp.stop();
+    result.context("node stopped")
 }

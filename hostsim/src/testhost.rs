@@ -320,6 +320,7 @@ fn keep(
             bin_dir,
             api_port: None,
             node_port_range: controlplane::DEFAULT_NODE_PORT_RANGE.into(),
+            upstream: None,
         })?);
         let kubeconfig = plane.admin.kubeconfig.clone();
         let client = rt.block_on(async {

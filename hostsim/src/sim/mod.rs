@@ -12,7 +12,7 @@ mod klipper;
 mod loadbalancer;
 pub mod nodes;
 pub mod release;
-mod vcluster;
+pub mod vcluster;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::SocketAddr;
@@ -75,7 +75,7 @@ pub async fn run(client: Client, creds: Credentials, cfg: Config, on_ready: impl
     let node_ip = cfg.nodes.first().map(|n| n.internal).unwrap_or(std::net::Ipv4Addr::LOCALHOST);
     let logs = Logs::default();
     let kubelet = Kubelet::start(node_ip.into(), logs.clone()).await?;
-    nodes::register(&client, &cfg.nodes, kubelet.addr.port()).await?;
+    nodes::register(&client, &cfg.nodes, kubelet.addr.port(), &nodes::Capacity::default()).await?;
     loadbalancer::seed_pools(&client, &cfg.lb.pools).await?;
     let wake = Arc::new(Notify::new());
     let mut sim = Sim {
@@ -116,7 +116,8 @@ pub async fn run(client: Client, creds: Credentials, cfg: Config, on_ready: impl
     }
 }
 
-fn spawn_watch<K>(api: Api<K>, wake: Arc<Notify>)
+/// Wakes the loop on every change of these objects.
+pub(crate) fn spawn_watch<K>(api: Api<K>, wake: Arc<Notify>)
 where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
 {

@@ -37,8 +37,28 @@ pub fn node_name(ip: Ipv4Addr) -> String {
     format!("hostsim-{}", ip.to_string().replace('.', "-"))
 }
 
+/// What each Node offers the scheduler.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Capacity {
+    pub cpu: String,
+    pub memory: String,
+    pub pods: String,
+    pub ephemeral_storage: String,
+}
+
+impl Default for Capacity {
+    /// A small k3s server: 2 CPU, 8 GiB.
+    fn default() -> Self {
+        Self { cpu: "2".into(), memory: "8Gi".into(), pods: "110".into(), ephemeral_storage: "50Gi".into() }
+    }
+}
+
 /// Creates or refreshes every Node (labels, addresses, Ready, kubelet port).
-pub async fn register(client: &Client, nodes: &[NodeAddr], kubelet_port: u16) -> Result<()> {
+pub async fn register(client: &Client, nodes: &[NodeAddr], kubelet_port: u16, capacity: &Capacity) -> Result<()> {
+    let resources = json!({
+        "cpu": capacity.cpu, "memory": capacity.memory, "pods": capacity.pods,
+        "ephemeral-storage": capacity.ephemeral_storage,
+    });
     let api: Api<Node> = Api::all(client.clone());
     let now = k8s_openapi::jiff::Timestamp::now().to_string();
     for (i, n) in nodes.iter().enumerate() {
@@ -74,8 +94,8 @@ pub async fn register(client: &Client, nodes: &[NodeAddr], kubelet_port: u16) ->
                     "lastHeartbeatTime": now, "lastTransitionTime": now,
                 }],
                 "daemonEndpoints": {"kubeletEndpoint": {"Port": kubelet_port}},
-                "capacity": {"cpu": "2", "memory": "8Gi", "pods": "110"},
-                "allocatable": {"cpu": "2", "memory": "8Gi", "pods": "110"},
+                "capacity": resources,
+                "allocatable": resources,
                 "nodeInfo": {
                     "machineID": "", "systemUUID": "", "bootID": "",
                     "kernelVersion": "", "osImage": "hostsim", "containerRuntimeVersion": "hostsim://1",

@@ -48,6 +48,9 @@ pub struct VCluster {
     /// When the certificate will be regenerated for names it lacks.
     refresh_at: Option<Instant>,
     pub listener: Option<ApiListener>,
+    /// Where the container listens: the pod's IP and port 8443 on a host whose
+    /// node runs real pods; any free local port for the simulator's own pods.
+    pub bind: std::net::SocketAddr,
 }
 
 impl VCluster {
@@ -69,6 +72,7 @@ impl VCluster {
             sans: Vec::new(),
             refresh_at: None,
             listener: None,
+            bind: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
         }
     }
 
@@ -113,7 +117,8 @@ impl VCluster {
             sans.dedup();
             let serving = ca.issue_server("kube-apiserver", &sans)?;
             let listener =
-                ApiListener::start(tls::server_config(&serving, &ca.pair.cert_pem)?, upstream.clone()).await?;
+                ApiListener::start_on(self.bind, tls::server_config(&serving, &ca.pair.cert_pem)?, upstream.clone())
+                    .await?;
             tracing::info!(namespace = %self.namespace, release = %self.release, addr = %listener.addr, "vcluster api endpoint up");
             self.listener = Some(listener);
             self.ca = Some(ca);
@@ -141,7 +146,7 @@ impl VCluster {
     }
 
     /// The names vCluster wants in its certificate for this Service.
-    fn wanted_sans(&self, service: Option<&Service>, node_ip: &str) -> Vec<String> {
+    pub fn wanted_sans(&self, service: Option<&Service>, node_ip: &str) -> Vec<String> {
         let mut sans = base_sans(&self.namespace, &self.release);
         if let Some(svc) = service {
             let spec = svc.spec.as_ref();

@@ -74,8 +74,12 @@ const COREDNS_LIMIT: (u64, u64) = (1_000, 170);
 /// The hard limits of the cluster's namespace: the control plane (requests =
 /// limits = the cluster's size), helm-controller's Job, the virtual cluster's
 /// CoreDNS, and synced workloads up to the cluster's size again; storage for
-/// the control plane's volume and workload claims of the same size; one
-/// NodePort and one LoadBalancer Service (the cluster's own).
+/// the control plane's volume and workload claims of the same size; the
+/// cluster's own Service: one LoadBalancer, and two node ports, because the
+/// chart's Service has two ports (`https` and `kubelet`, chart v0.30
+/// `templates/service.yaml`) and a NodePort or LoadBalancer Service takes a node
+/// port for each (found by running the real chart: with 1, the install failed
+/// with "exceeded quota: … requested: services.nodeports=2").
 pub fn namespace_quota(r: crate::domain::Resources) -> BTreeMap<&'static str, String> {
     let (cpu, mem) = (u64::from(r.cpu_millis), u64::from(r.memory_gib) * 1024);
     let mut q = BTreeMap::new();
@@ -84,7 +88,7 @@ pub fn namespace_quota(r: crate::domain::Resources) -> BTreeMap<&'static str, St
     q.insert("requests.memory", format!("{}Mi", 2 * mem + JOB_REQUEST.1 + COREDNS_REQUEST.1));
     q.insert("limits.memory", format!("{}Mi", 2 * mem + JOB_LIMIT.1 + COREDNS_LIMIT.1));
     q.insert("requests.storage", format!("{}Gi", 2 * u64::from(r.storage_gib)));
-    q.insert("services.nodeports", "1".into());
+    q.insert("services.nodeports", "2".into());
     q.insert("services.loadbalancers", "1".into());
     q
 }
@@ -403,7 +407,7 @@ mod tests {
             assert!(mib("limits.memory") * 1024 * 1024 >= (mem + mem + 170) * 1024 * 1024 + 32_000_000_000, "{q:?}");
             assert!(mib("requests.memory") >= mem + 128 + 64 + mem, "{q:?}");
             assert_eq!(q["requests.storage"], format!("{}Gi", 2 * r.storage_gib));
-            assert_eq!((q["services.nodeports"].as_str(), q["services.loadbalancers"].as_str()), ("1", "1"));
+            assert_eq!((q["services.nodeports"].as_str(), q["services.loadbalancers"].as_str()), ("2", "1"));
         }
         let privileged = SystemSettings { pod_security: PodSecurity::Privileged, ..settings() };
         let v = values(&spec(PublicAccess::Disabled), None, &privileged, AddressRequest::None);

@@ -1,0 +1,520 @@
+//! The klipper-helm container: its `entry` script's flow, written from the
+//! script (k3s-io/klipper-helm `entry`; the image is not a Go module and has no
+//! runtime here), calling the **real helm binary** (helm v4.3.2, built from
+//! `helm.sh/helm/v4`; klipper-helm v0.13.x ships helm 4.1.x, which the module
+//! proxy here does not serve) against the real API server, as the Job's service
+//! account (a token from the TokenRequest API in a kubeconfig, where the image
+//! reads the projected token). Output streams into the container log as it comes,
+//! with bash's `set -x` trace lines for the commands the script runs.
+//!
+//! What the image has that this does not: the `helm mapkubeapis` plugin (a no-op
+//! for charts whose APIs are current, as the vCluster chart's are: not run) and
+//! `helm set-status` (k3s-io/helm-set-status, not served by the module proxy):
+//! mirrored in [`set_status`] from its README and helm's secrets driver.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use anyhow::{Context, Result};
+use k8s_openapi::api::authentication::v1::TokenRequest;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, ServiceAccount};
+use kube::api::{Api, ListParams, PostParams};
+use kube::{Client, ResourceExt};
+use serde_json::json;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::Command;
+
+use crate::kubelet::Logs;
+
+/// What the container needs from the node.
+#[derive(Clone)]
+pub struct Runtime {
+    pub client: Client,
+    pub helm: PathBuf,
+    /// The API server, as the pod's in-cluster config would reach it.
+    pub server: String,
+    /// The cluster CA (the service account's `ca.crt`).
+    pub ca_file: PathBuf,
+    /// The image's `/etc/ssl/certs` (holds the chart mirror's CA).
+    pub trust_dir: PathBuf,
+    pub logs: Logs,
+    /// Where each pod's volumes and helm's home are written.
+    pub root: PathBuf,
+}
+
+/// One run of the container: the script's exit code.
+pub async fn run(rt: &Runtime, pod: &Pod) -> i32 {
+    let ns = pod.namespace().unwrap_or_default();
+    let name = pod.name_any();
+    let mut sh = match Shell::prepare(rt, pod).await {
+        Ok(sh) => sh,
+        Err(e) => {
+            // What the kubelet would report as a mount or token failure.
+            rt.logs.append(&ns, &name, "helm", &format!("{e:#}\n"));
+            return 1;
+        }
+    };
+    let code = sh.entry().await;
+    if let Some(log) = sh.term_log.take() {
+        tracing::debug!(pod = %name, termination_log = %log, "klipper-helm done");
+    }
+    code
+}
+
+struct Shell<'a> {
+    rt: &'a Runtime,
+    ns: String,
+    pod: String,
+    env: Vec<(String, String)>,
+    args: Vec<String>,
+    /// Where the pod's `/config`, `/ca-files`, `/auth` are.
+    mounts: Vec<(String, PathBuf)>,
+    term_log: Option<String>,
+}
+
+impl<'a> Shell<'a> {
+    async fn prepare(rt: &'a Runtime, pod: &Pod) -> Result<Self> {
+        let ns = pod.namespace().unwrap_or_default();
+        let uid = pod.uid().unwrap_or_default();
+        let spec = pod.spec.as_ref().context("pod has no spec")?;
+        let c = spec.containers.first().context("pod has no container")?;
+        let dir = rt.root.join(&uid);
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("home"))?;
+        let mut mounts = Vec::new();
+        for m in c.volume_mounts.iter().flatten() {
+            let local = dir.join("mnt").join(m.mount_path.trim_start_matches('/'));
+            std::fs::create_dir_all(&local)?;
+            if let Some(v) = spec.volumes.iter().flatten().find(|v| v.name == m.name) {
+                materialize(&rt.client, &ns, v, &local).await?;
+            }
+            mounts.push((m.mount_path.clone(), local));
+        }
+        let sa = spec.service_account_name.clone().unwrap_or_else(|| "default".into());
+        let token = service_account_token(&rt.client, &ns, &sa).await?;
+        let kubeconfig = dir.join("kubeconfig");
+        let ca = std::fs::read_to_string(&rt.ca_file)?;
+        std::fs::write(&kubeconfig, in_cluster_kubeconfig(&rt.server, &ca, &token))?;
+        let home = dir.join("home");
+        let mut env: Vec<(String, String)> =
+            c.env.iter().flatten().filter_map(|e| e.value.clone().map(|v| (e.name.clone(), v))).collect();
+        for (k, v) in [
+            ("HOME", home.display().to_string()),
+            ("HELM_CONFIG_HOME", home.join(".config/helm").display().to_string()),
+            ("HELM_CACHE_HOME", home.join(".cache/helm").display().to_string()),
+            ("HELM_DATA_HOME", home.join(".local/share/helm").display().to_string()),
+            ("KUBECONFIG", kubeconfig.display().to_string()),
+            // entry: `export SSL_CERT_FILE=/var/run/secrets/kubernetes.io/serviceaccount/ca.crt`,
+            // `SSL_CERT_DIR=/etc/ssl/certs`.
+            ("SSL_CERT_FILE", rt.ca_file.display().to_string()),
+            ("SSL_CERT_DIR", rt.trust_dir.display().to_string()),
+            ("PATH", "/usr/bin:/bin".into()),
+        ] {
+            env.push((k.into(), v));
+        }
+        Ok(Self { rt, ns, pod: pod.name_any(), env, args: c.args.clone().unwrap_or_default(), mounts, term_log: None })
+    }
+
+    fn var(&self, k: &str) -> String {
+        self.env.iter().rev().find(|(n, _)| n == k).map(|(_, v)| v.clone()).unwrap_or_default()
+    }
+
+    /// A path inside the container, as it is on this machine.
+    fn path(&self, p: &str) -> Option<PathBuf> {
+        self.mounts.iter().find_map(|(m, local)| {
+            let rest = p.strip_prefix(m.as_str())?;
+            Some(local.join(rest.trim_start_matches('/')))
+        })
+    }
+
+    fn log(&self, text: &str) {
+        self.rt.logs.append(&self.ns, &self.pod, "helm", text);
+    }
+
+    fn term(&mut self, line: &str) {
+        let log = self.term_log.get_or_insert_with(String::new);
+        log.push_str(line);
+        log.push('\n');
+    }
+
+    /// Runs helm with these arguments, streaming its output; its exit code.
+    async fn helm(&self, args: &[String]) -> i32 {
+        self.log(&format!("+ helm {}\n", args.join(" ")));
+        let mut cmd = Command::new(&self.rt.helm);
+        cmd.args(args)
+            .env_clear()
+            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        let mut child = match cmd.spawn() {
+            Ok(c) => c,
+            Err(e) => {
+                self.log(&format!("/usr/bin/entry: line 1: helm: {e}\n"));
+                return 127;
+            }
+        };
+        let out = child.stdout.take().map(|o| BufReader::new(o).lines());
+        let err = child.stderr.take().map(|o| BufReader::new(o).lines());
+        let pump = |lines: Option<tokio::io::Lines<BufReader<_>>>| async move {
+            let Some(mut lines) = lines else { return };
+            while let Ok(Some(l)) = lines.next_line().await {
+                self.log(&format!("{l}\n"));
+            }
+        };
+        let ((), ()) = tokio::join!(pump(out), pump_err(self, err));
+        child.wait().await.ok().and_then(|s| s.code()).unwrap_or(137)
+    }
+
+    /// `helm ls -f ^NAME$ --output json | jq -r '"\(.[0].chart),\(.[0].status)"'`
+    /// (helm 3's `--all` is gone in helm 4, which lists every state by default,
+    /// `pkg/action/list.go` `SetStateMask`).
+    async fn installed(&self, name: &str, target: &str) -> (String, String, u64) {
+        let args = ["ls", "-f", &format!("^{name}$"), "--namespace", target, "--output", "json"];
+        self.log(&format!("++ helm {}\n", args.join(" ")));
+        let out = Command::new(&self.rt.helm)
+            .args(args)
+            .env_clear()
+            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .output()
+            .await;
+        let list: serde_json::Value = out
+            .ok()
+            .and_then(|o| {
+                if !o.stderr.is_empty() {
+                    self.log(&String::from_utf8_lossy(&o.stderr));
+                }
+                serde_json::from_slice(&o.stdout).ok()
+            })
+            .unwrap_or(json!([]));
+        let field = |k: &str| list[0][k].as_str().map(str::to_lowercase).unwrap_or_else(|| "null".into());
+        (
+            field("chart"),
+            field("status"),
+            list[0]["revision"]
+                .as_u64()
+                .or_else(|| list[0]["revision"].as_str().and_then(|r| r.parse().ok()))
+                .unwrap_or(0),
+        )
+    }
+
+    /// The script from `set -e -v` on.
+    async fn entry(&mut self) -> i32 {
+        let chart = self.var("CHART");
+        let chart = chart.replace(
+            "%{KUBERNETES_API}%",
+            &format!("{}:{}", self.var("KUBERNETES_SERVICE_HOST"), self.var("KUBERNETES_SERVICE_PORT")),
+        );
+        if self.var("HELM_VERSION") == "v2" {
+            let msg = "Helm v2 is EOL effective 2020-11-13; upgrade your chart to helm v3";
+            self.term(msg);
+            self.log(&format!("{msg}\n"));
+            return 64;
+        }
+        let mut ca_pem = String::new();
+        if let Some(f) = self.path("/config/ca-file.pem").filter(|f| f.is_file()) {
+            ca_pem.push('\n');
+            ca_pem.push_str(&std::fs::read_to_string(f).unwrap_or_default());
+        }
+        if let Some(dir) = self.path("/ca-files") {
+            for f in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+                ca_pem.push('\n');
+                ca_pem.push_str(&std::fs::read_to_string(f.path()).unwrap_or_default());
+            }
+        }
+        let mut extra: Vec<String> = Vec::new();
+        if !ca_pem.is_empty() {
+            let f = self.rt.root.join(format!("{}-ca-file.pem", self.pod));
+            let _ = std::fs::write(&f, ca_pem);
+            extra.extend(["--ca-file".into(), f.display().to_string()]);
+        }
+        let mut repo_extra = extra.clone();
+        if self.var("INSECURE_SKIP_TLS_VERIFY") == "true" {
+            extra.push("--insecure-skip-tls-verify".into());
+        }
+        if self.var("PLAIN_HTTP") == "true" {
+            extra.push("--plain-http".into());
+        }
+        let timeout = self.var("TIMEOUT");
+        if !timeout.is_empty() {
+            extra.extend(["--timeout".into(), timeout]);
+        }
+        let repo = self.var("REPO");
+        if !repo.is_empty() && !repo.starts_with("oci://") {
+            let alias = chart.split('/').next().unwrap_or_default().to_owned();
+            if self.var("AUTH_PASS_CREDENTIALS") == "true" {
+                repo_extra.push("--pass-credentials".into());
+            }
+            let mut add = vec!["repo".into(), "add".into()];
+            add.extend(repo_extra);
+            add.extend([alias, repo.clone()]);
+            let code = self.helm(&add).await;
+            if code != 0 {
+                return code;
+            }
+            let code = self.helm(&["repo".into(), "update".into()]).await;
+            if code != 0 {
+                return code;
+            }
+        }
+        let chart_ref = if repo.starts_with("oci://") {
+            format!("{repo}/{}", chart.rsplit('/').next().unwrap_or_default())
+        } else {
+            chart
+        };
+        self.helm_update(chart_ref, extra).await
+    }
+
+    async fn helm_update(&mut self, chart_ref: String, extra: Vec<String>) -> i32 {
+        let name = self.var("NAME");
+        let target = self.var("TARGET_NAMESPACE");
+        let (installed, mut status, revision) = self.installed(&name, &target).await;
+        let mut values = Vec::new();
+        if let Some(dir) = self.path("/config") {
+            let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+                .collect();
+            files.sort();
+            for f in files {
+                values.extend(["--values".into(), f.display().to_string()]);
+            }
+        }
+        // helm-controller v0.17 passes SERVER_SIDE (true|false|auto), FORCE_CONFLICTS
+        // and CONFIG_HASH, which it reads back from the release's labels.
+        let mut common = extra.clone();
+        if self.var("FORCE_CONFLICTS") == "true" {
+            common.push("--force-conflicts".into());
+        }
+        let hash = self.var("CONFIG_HASH");
+        if !hash.is_empty() {
+            common.extend(["--labels".into(), format!("helmcharts.helm.cattle.io/configHash={hash}")]);
+        }
+        let server_side = self.var("SERVER_SIDE");
+        let args = self.args.clone();
+        let install = {
+            let mut a = args.clone();
+            a.extend([name.clone(), chart_ref.clone()]);
+            if server_side == "false" {
+                a.push("--server-side=false".into());
+            }
+            a.extend(common.clone());
+            a.extend(values.clone());
+            a
+        };
+        let upgrade = {
+            let mut a = vec!["upgrade".to_owned()];
+            a.extend(args.iter().skip(1).cloned());
+            a.extend([name.clone(), chart_ref.clone()]);
+            a.push(format!("--server-side={}", if server_side.is_empty() { "auto" } else { server_side.as_str() }));
+            a.extend(common.clone());
+            a.extend(values.clone());
+            a
+        };
+        let null = |v: &str| v.is_empty() || v == "null";
+        if args.first().map(String::as_str) == Some("delete") {
+            if null(&installed) {
+                self.term("No helm chart installed; nothing to delete");
+                return 0;
+            }
+            self.term("Uninstalling helm chart");
+            // `helm uninstall ... --wait || true`
+            let _ = self.helm(&["uninstall".into(), name, "--namespace".into(), target, "--wait".into()]).await;
+            return 0;
+        }
+        // A Job made for another revision of the release does nothing.
+        let expected = self.var("EXPECTED_RELEASE_REVISION");
+        if !expected.is_empty() && expected != revision.to_string() {
+            self.log(&format!("Current release revision {revision} does not match expected revision {expected}\n"));
+            return 0;
+        }
+        if null(&installed) && null(&status) {
+            self.term("Installing helm chart");
+            return self.helm(&install).await;
+        }
+        if matches!(
+            status.as_str(),
+            "pending-install" | "pending-upgrade" | "pending-rollback" | "superseded" | "uninstalling"
+        ) {
+            self.log(&format!("Previous helm job was interrupted, updating status from {status} to failed\n"));
+            self.term(&format!("Resetting helm release status from '{status}' to 'failed'"));
+            self.log(&format!("+ helm set-status {name} failed --namespace {target}\n"));
+            if let Err(e) = set_status(&self.rt.client, &target, &name, "failed").await {
+                self.log(&format!("Error: {e:#}\n"));
+                return 1;
+            }
+            if matches!(status.as_str(), "pending-upgrade" | "superseded") {
+                self.term("Retrying upgrade of helm chart");
+                self.log(&format!("Retrying upgrade of {name}\n"));
+                return self.helm(&upgrade).await;
+            }
+            status = "failed".into();
+        }
+        if status == "deployed" {
+            self.log(&format!("Already installed {name}\n"));
+            self.term("Upgrading helm chart");
+            self.log(&format!("Upgrading {name}\n"));
+            return self.helm(&upgrade).await;
+        }
+        if matches!(status.as_str(), "deleted" | "failed" | "null" | "unknown") {
+            let policy = self.var("FAILURE_POLICY");
+            if policy.is_empty() || policy == "reinstall" {
+                self.term(&format!("Uninstalling {status} helm chart"));
+                let code = self
+                    .helm(&["uninstall".into(), name.clone(), "--namespace".into(), target.clone(), "--wait".into()])
+                    .await;
+                if code != 0 {
+                    return code;
+                }
+                self.log("Deleted\n");
+                self.term("Installing helm chart");
+                return self.helm(&install).await;
+            }
+            if policy == "retry" {
+                self.term(&format!("Retrying upgrade of {status} helm chart"));
+                self.log(&format!("Retrying upgrade of {name}\n"));
+                return self.helm(&upgrade).await;
+            }
+            let msg = format!(
+                "Release status is '{status}' and failure policy is '{policy}', not 'reinstall'; waiting for operator intervention"
+            );
+            self.term(&msg);
+            self.log(&format!("{msg}\n"));
+            return 1;
+        }
+        self.term("Installing helm chart");
+        self.helm(&install).await
+    }
+}
+
+async fn pump_err(sh: &Shell<'_>, lines: Option<tokio::io::Lines<BufReader<tokio::process::ChildStderr>>>) {
+    let Some(mut lines) = lines else { return };
+    while let Ok(Some(l)) = lines.next_line().await {
+        sh.log(&format!("{l}\n"));
+    }
+}
+
+/// A volume source: a Secret or a ConfigMap, its `items` (key, path), optional.
+type Source = (Option<String>, Option<String>, Option<Vec<(String, String)>>, bool);
+
+/// Writes a volume's files where the container would see them.
+async fn materialize(client: &Client, ns: &str, v: &k8s_openapi::api::core::v1::Volume, dir: &Path) -> Result<()> {
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), ns);
+    let maps: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
+    let mut sources: Vec<Source> = Vec::new();
+    if let Some(p) = &v.projected {
+        for s in p.sources.iter().flatten() {
+            if let Some(sec) = &s.secret {
+                let items = sec.items.as_ref().map(|i| i.iter().map(|k| (k.key.clone(), k.path.clone())).collect());
+                sources.push((Some(sec.name.clone()), None, items, sec.optional.unwrap_or(false)));
+            }
+            if let Some(cm) = &s.config_map {
+                let items = cm.items.as_ref().map(|i| i.iter().map(|k| (k.key.clone(), k.path.clone())).collect());
+                sources.push((None, Some(cm.name.clone()), items, cm.optional.unwrap_or(false)));
+            }
+        }
+    }
+    if let Some(sec) = &v.secret {
+        let items = sec.items.as_ref().map(|i| i.iter().map(|k| (k.key.clone(), k.path.clone())).collect());
+        sources.push((sec.secret_name.clone(), None, items, sec.optional.unwrap_or(false)));
+    }
+    if let Some(cm) = &v.config_map {
+        let items = cm.items.as_ref().map(|i| i.iter().map(|k| (k.key.clone(), k.path.clone())).collect());
+        sources.push((None, Some(cm.name.clone()), items, cm.optional.unwrap_or(false)));
+    }
+    for (secret, map, items, optional) in sources {
+        let data: Vec<(String, Vec<u8>)> = if let Some(name) = secret {
+            match secrets.get_opt(&name).await? {
+                Some(s) => s.data.unwrap_or_default().into_iter().map(|(k, v)| (k, v.0)).collect(),
+                None if optional => continue,
+                None => {
+                    anyhow::bail!("MountVolume.SetUp failed for volume \"{}\" : secret \"{name}\" not found", v.name)
+                }
+            }
+        } else if let Some(name) = map {
+            match maps.get_opt(&name).await? {
+                Some(m) => m.data.unwrap_or_default().into_iter().map(|(k, v)| (k, v.into_bytes())).collect(),
+                None if optional => continue,
+                None => {
+                    anyhow::bail!("MountVolume.SetUp failed for volume \"{}\" : configmap \"{name}\" not found", v.name)
+                }
+            }
+        } else {
+            continue;
+        };
+        for (key, bytes) in data {
+            let path = match &items {
+                Some(items) => match items.iter().find(|(k, _)| *k == key) {
+                    Some((_, p)) => p.clone(),
+                    None => continue,
+                },
+                None => key.clone(),
+            };
+            let f = dir.join(path.trim_start_matches('/'));
+            if let Some(parent) = f.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            std::fs::write(f, bytes)?;
+        }
+    }
+    Ok(())
+}
+
+async fn service_account_token(client: &Client, ns: &str, sa: &str) -> Result<String> {
+    let api: Api<ServiceAccount> = Api::namespaced(client.clone(), ns);
+    let req: TokenRequest = serde_json::from_value(json!({"spec": {"audiences": [], "expirationSeconds": 3600}}))?;
+    let out = api
+        .create_token_request(sa, &PostParams::default(), &req)
+        .await
+        .with_context(|| format!("serviceaccounts \"{sa}\" token"))?;
+    out.status.and_then(|s| s.token).context("token request returned no token")
+}
+
+fn in_cluster_kubeconfig(server: &str, ca_pem: &str, token: &str) -> String {
+    use base64::Engine;
+    let doc = json!({
+        "apiVersion": "v1", "kind": "Config",
+        "clusters": [{"name": "in-cluster", "cluster": {"server": server,
+            "certificate-authority-data": base64::engine::general_purpose::STANDARD.encode(ca_pem)}}],
+        "users": [{"name": "in-cluster", "user": {"token": token}}],
+        "contexts": [{"name": "in-cluster", "context": {"cluster": "in-cluster", "user": "in-cluster"}}],
+        "current-context": "in-cluster",
+    });
+    serde_yaml::to_string(&doc).unwrap_or_default()
+}
+
+/// `helm set-status NAME STATUS`: rewrites the latest revision's record in helm's
+/// secrets driver (`sh.helm.release.v1.<name>.v<n>`: label `status`, and
+/// `info.status` inside the gzipped, base64-encoded release JSON).
+pub async fn set_status(client: &Client, ns: &str, name: &str, status: &str) -> Result<()> {
+    use base64::Engine;
+    let api: Api<Secret> = Api::namespaced(client.clone(), ns);
+    let lp = ListParams::default().labels(&format!("owner=helm,name={name}"));
+    let latest = api
+        .list(&lp)
+        .await?
+        .items
+        .into_iter()
+        .max_by_key(|s| s.labels().get("version").and_then(|v| v.parse::<u64>().ok()).unwrap_or(0))
+        .with_context(|| format!("release: not found: {name}"))?;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let raw = latest.data.as_ref().and_then(|d| d.get("release")).context("release record has no data")?;
+    let gz = b64.decode(&raw.0)?;
+    let mut json = Vec::new();
+    flate2::read::GzDecoder::new(&gz[..]).read_to_end(&mut json)?;
+    let mut rel: serde_json::Value = serde_json::from_slice(&json)?;
+    rel["info"]["status"] = json!(status);
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    enc.write_all(&serde_json::to_vec(&rel)?)?;
+    let data = b64.encode(enc.finish()?);
+    let mut updated = latest.clone();
+    updated.labels_mut().insert("status".into(), status.into());
+    updated.data.get_or_insert_default().insert("release".into(), k8s_openapi::ByteString(data.into_bytes()));
+    api.replace(&latest.name_any(), &PostParams::default(), &updated).await?;
+    Ok(())
+}

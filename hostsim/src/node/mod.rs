@@ -1,0 +1,502 @@
+//! The node of a host whose control plane runs upstream's own code
+//! (kube-scheduler, kube-controller-manager's workload and volume controllers,
+//! helm-controller, MetalLB's controller: see [`crate::controlplane::UpstreamParts`]).
+//! Only what needs a machine is simulated here:
+//!
+//! - Nodes with real capacity, which the real scheduler fills;
+//! - a kubelet running the pods bound to them, by image: klipper-helm
+//!   ([`klipper`], the real helm binary), the vCluster control plane
+//!   ([`crate::sim::vcluster`], listening on the pod's IP), anything else as a
+//!   container that starts and stays ready; pod IPs, statuses, restarts with
+//!   CrashLoopBackOff, container logs (`kubectl logs`), graceful termination
+//!   (klipper-helm ignores SIGTERM: it is killed when the grace period ends);
+//! - kube-proxy and MetalLB's speaker ([`network`]);
+//! - k3s' local-path provisioner ([`storage`]);
+//! - the chart repository, through an HTTPS proxy ([`repo`]).
+
+pub mod klipper;
+pub mod network;
+pub mod repo;
+pub mod storage;
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod, Secret, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
+use kube::{Client, ResourceExt};
+use serde_json::json;
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+
+use crate::apiproxy::Upstream;
+use crate::kubeconfig::Credentials;
+use crate::kubelet::{Kubelet, Logs};
+use crate::kubeproxy::Proxy;
+use crate::latency::Latency;
+use crate::sim::nodes::{self, Capacity, NodeAddr};
+use crate::sim::spawn_watch;
+use crate::sim::vcluster::{self, VCluster};
+
+/// The node's settings.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub nodes: Vec<NodeAddr>,
+    pub capacity: Capacity,
+    /// Loopback addresses the pods' containers listen on, one each. A pod's
+    /// reported IP is [`pod_ip`] of it (the API server refuses loopback addresses
+    /// in EndpointSlices, as a real pod network's are not); kube-proxy maps back.
+    pub pod_ips: Vec<Ipv4Addr>,
+    /// Where the chart mirror's proxy listens (helm-controller's `HTTPS_PROXY`).
+    pub mirror: SocketAddr,
+    /// `helm` and `charts/`, from `scripts/build-control-plane.sh`.
+    pub bin_dir: PathBuf,
+    pub latency: Latency,
+    /// Pod volumes, helm's homes, the mirror's CA.
+    pub state_dir: PathBuf,
+}
+
+enum Container {
+    Klipper(JoinHandle<()>),
+    VCluster { vc: Box<VCluster>, ready: bool },
+    Plain,
+}
+
+struct Running {
+    /// The loopback address the container listens on.
+    ip: Ipv4Addr,
+    node_ip: Ipv4Addr,
+    container: Container,
+}
+
+struct Node {
+    client: Client,
+    cfg: Config,
+    upstream: Arc<Upstream>,
+    klipper: klipper::Runtime,
+    free_ips: BTreeSet<Ipv4Addr>,
+    pods: HashMap<String, Running>,
+    proxy: Proxy,
+    next: Option<Instant>,
+    wake: Arc<Notify>,
+    _kubelet: Kubelet,
+    _mirror: repo::Mirror,
+}
+
+fn metallb(kind: &str, plural: &str) -> ApiResource {
+    ApiResource {
+        group: "metallb.io".into(),
+        version: "v1beta1".into(),
+        api_version: "metallb.io/v1beta1".into(),
+        kind: kind.into(),
+        plural: plural.into(),
+    }
+}
+
+/// Runs until the process ends; `on_ready` is called after the first pass.
+pub async fn run(client: Client, creds: Credentials, cfg: Config, on_ready: impl FnOnce()) -> Result<()> {
+    std::fs::create_dir_all(cfg.state_dir.join("pods"))?;
+    storage::ensure_class(&client).await?;
+    let node_ip = cfg.nodes.first().map(|n| n.internal).unwrap_or(Ipv4Addr::LOCALHOST);
+    let logs = Logs::default();
+    let kubelet = Kubelet::start(node_ip.into(), logs.clone()).await?;
+    nodes::register(&client, &cfg.nodes, kubelet.addr.port(), &cfg.capacity).await?;
+    tokio::spawn(heartbeat(client.clone(), cfg.nodes.clone()));
+    let ca_file = cfg.state_dir.join("ca.crt");
+    std::fs::write(&ca_file, &creds.ca_pem)?;
+    let mirror = repo::Mirror::start(cfg.mirror, &cfg.bin_dir.join("charts"), &cfg.state_dir).await?;
+    let wake = Arc::new(Notify::new());
+    let mut node = Node {
+        klipper: klipper::Runtime {
+            client: client.clone(),
+            helm: cfg.bin_dir.join("helm"),
+            server: creds.server.clone(),
+            ca_file,
+            trust_dir: mirror.trust_dir.clone(),
+            logs,
+            root: cfg.state_dir.join("pods"),
+        },
+        upstream: Upstream::new(&creds)?,
+        free_ips: cfg.pod_ips.iter().copied().collect(),
+        client,
+        cfg,
+        pods: HashMap::new(),
+        proxy: Proxy::default(),
+        next: None,
+        wake: wake.clone(),
+        _kubelet: kubelet,
+        _mirror: mirror,
+    };
+    let c = node.client.clone();
+    spawn_watch(Api::<Pod>::all(c.clone()), wake.clone());
+    spawn_watch(Api::<Service>::all(c.clone()), wake.clone());
+    spawn_watch(Api::<EndpointSlice>::all(c.clone()), wake.clone());
+    spawn_watch(Api::<PersistentVolumeClaim>::all(c.clone()), wake.clone());
+    spawn_watch(Api::<PersistentVolume>::all(c.clone()), wake.clone());
+    spawn_watch(
+        Api::<DynamicObject>::all_with(c.clone(), &metallb("L2Advertisement", "l2advertisements")),
+        wake.clone(),
+    );
+    spawn_watch(Api::<DynamicObject>::all_with(c, &metallb("IPAddressPool", "ipaddresspools")), wake.clone());
+    node.resync().await?;
+    on_ready();
+    loop {
+        let tick = node.next.map(|t| t.saturating_duration_since(Instant::now())).unwrap_or(Duration::from_secs(5));
+        tokio::select! {
+            _ = wake.notified() => {}
+            _ = tokio::time::sleep(tick.min(Duration::from_secs(5))) => {}
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        if let Err(e) = node.resync().await {
+            tracing::warn!(error = %e, "node: resync failed; retrying");
+        }
+    }
+}
+
+/// The kubelet's heartbeat: its Lease in `kube-node-lease` renewed every 10 s
+/// (`nodeLeaseDurationSeconds` 40), which node-lifecycle-controller reads.
+async fn heartbeat(client: Client, nodes: Vec<NodeAddr>) {
+    let api: Api<k8s_openapi::api::coordination::v1::Lease> = Api::namespaced(client, "kube-node-lease");
+    loop {
+        for n in &nodes {
+            let name = nodes::node_name(n.internal);
+            let body = json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                "metadata": {"name": name, "namespace": "kube-node-lease"},
+                "spec": {"holderIdentity": name, "leaseDurationSeconds": 40,
+                    "renewTime": k8s_openapi::jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()}});
+            if let Err(e) = api.patch(&name, &PatchParams::apply("kubelet").force(), &Patch::Apply(&body)).await {
+                tracing::debug!(error = %e, "node lease");
+            }
+        }
+        tokio::time::sleep(Duration::from_secs(10)).await;
+    }
+}
+
+fn now() -> String {
+    k8s_openapi::jiff::Timestamp::now().to_string()
+}
+
+fn image_of(pod: &Pod) -> String {
+    pod.spec.as_ref().and_then(|s| s.containers.first()).and_then(|c| c.image.clone()).unwrap_or_default()
+}
+
+impl Node {
+    fn wake_at(&mut self, t: Instant) {
+        self.next = Some(self.next.map_or(t, |n| n.min(t)));
+    }
+
+    fn node_ip(&self, node_name: &str) -> Option<Ipv4Addr> {
+        self.cfg.nodes.iter().map(|n| n.internal).find(|ip| nodes::node_name(*ip) == node_name)
+    }
+
+    async fn resync(&mut self) -> Result<()> {
+        self.next = None;
+        let pods = Api::<Pod>::all(self.client.clone()).list(&ListParams::default()).await?.items;
+        let services = Api::<Service>::all(self.client.clone()).list(&ListParams::default()).await?.items;
+        let mut seen = HashSet::new();
+        for pod in &pods {
+            let Some(node_ip) = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).and_then(|n| self.node_ip(n))
+            else {
+                continue;
+            };
+            let uid = pod.uid().unwrap_or_default();
+            seen.insert(uid.clone());
+            if let Err(e) = self.sync_pod(pod, uid, node_ip, &services).await {
+                tracing::warn!(error = %e, pod = %pod.name_any(), "kubelet: retrying");
+            }
+        }
+        let gone: Vec<String> = self.pods.keys().filter(|u| !seen.contains(*u)).cloned().collect();
+        for uid in gone {
+            self.stop(&uid);
+        }
+        if let Err(e) = storage::sync(&self.client).await {
+            tracing::warn!(error = %e, "local-path: retrying");
+        }
+        self.sync_network(&services).await?;
+        Ok(())
+    }
+
+    fn stop(&mut self, uid: &str) {
+        if let Some(run) = self.pods.remove(uid) {
+            if let Container::Klipper(task) = run.container {
+                task.abort();
+            }
+            self.free_ips.insert(run.ip);
+        }
+    }
+
+    async fn sync_pod(&mut self, pod: &Pod, uid: String, node_ip: Ipv4Addr, services: &[Service]) -> Result<()> {
+        let ns = pod.namespace().unwrap_or_default();
+        let name = pod.name_any();
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), &ns);
+        let phase = pod.status.as_ref().and_then(|s| s.phase.clone()).unwrap_or_default();
+        if let Some(deleted) = &pod.metadata.deletion_timestamp {
+            // The grace period ends at the deletion timestamp; klipper-helm's
+            // entry ignores SIGTERM and runs until then.
+            if let Some(Running { container: Container::Klipper(task), .. }) = self.pods.get(&uid)
+                && !task.is_finished()
+            {
+                let left = deleted.0.duration_since(k8s_openapi::jiff::Timestamp::now());
+                if let Ok(left) = Duration::try_from(left)
+                    && !left.is_zero()
+                {
+                    self.wake_at(Instant::now() + left);
+                    return Ok(());
+                }
+            }
+            self.stop(&uid);
+            let dp = DeleteParams::default().grace_period(0);
+            if let Err(e) = api.delete(&name, &dp).await {
+                tracing::debug!(error = %e, "confirming pod deletion");
+            }
+            return Ok(());
+        }
+        if !self.pods.contains_key(&uid) {
+            if matches!(phase.as_str(), "Succeeded" | "Failed") {
+                return Ok(());
+            }
+            let Some(ip) = self.free_ips.pop_first() else {
+                anyhow::bail!("no pod address left");
+            };
+            let container = self.start(pod, &api, ip, node_ip).await;
+            let container = match container {
+                Ok(c) => c,
+                Err(e) => {
+                    self.free_ips.insert(ip);
+                    return Err(e);
+                }
+            };
+            self.pods.insert(uid.clone(), Running { ip, node_ip, container });
+        }
+        let refresh = self.cfg.latency.cert_refresh.sample();
+        let upstream = self.upstream.clone();
+        let client = self.client.clone();
+        let mut wake = None;
+        if let Some(Running { container: Container::VCluster { vc, ready }, node_ip, .. }) = self.pods.get_mut(&uid) {
+            let svc =
+                services.iter().find(|s| s.namespace().as_deref() == Some(ns.as_str()) && s.name_any() == vc.release);
+            wake = vc.tick(&client, &upstream, svc, &node_ip.to_string(), refresh).await?;
+            if vc.listener.is_some() && !*ready {
+                patch_status(
+                    &api,
+                    &name,
+                    container_status(pod, true, json!({"running": {"startedAt": now()}}), 0),
+                    true,
+                )
+                .await?;
+                *ready = true;
+            }
+        }
+        if let Some(t) = wake {
+            self.wake_at(t);
+        }
+        Ok(())
+    }
+
+    /// Starts a pod's container; reports it running.
+    async fn start(&self, pod: &Pod, api: &Api<Pod>, ip: Ipv4Addr, node_ip: Ipv4Addr) -> Result<Container> {
+        let name = pod.name_any();
+        let image = image_of(pod);
+        let base = json!({"status": {
+            "phase": "Running", "hostIP": node_ip.to_string(), "hostIPs": [{"ip": node_ip.to_string()}],
+            "podIP": pod_ip(ip).to_string(), "podIPs": [{"ip": pod_ip(ip).to_string()}], "startTime": now(),
+            "initContainerStatuses": init_statuses(pod),
+        }});
+        api.patch_status(&name, &PatchParams::default(), &Patch::Merge(base)).await?;
+        if image.contains("klipper-helm") {
+            let running = json!({"running": {"startedAt": now()}});
+            patch_status(api, &name, container_status(pod, true, running, 0), true).await?;
+            let (rt, api, pod, wake) = (self.klipper.clone(), api.clone(), pod.clone(), self.wake.clone());
+            let latency = self.cfg.latency;
+            return Ok(Container::Klipper(tokio::spawn(async move {
+                run_klipper(rt, api, pod, latency).await;
+                wake.notify_one();
+            })));
+        }
+        if image.contains("vcluster") {
+            let ns = pod.namespace().unwrap_or_default();
+            let release = pod.labels().get("release").cloned().unwrap_or_default();
+            let extra_sans = self.extra_sans(&ns, &release).await;
+            let waiting = json!({"running": {"startedAt": now()}});
+            patch_status(api, &name, container_status(pod, false, waiting, 0), false).await?;
+            let mut vc = VCluster::new(
+                &ns,
+                &release,
+                pod.uid().unwrap_or_default(),
+                extra_sans,
+                self.cfg.latency.vcluster_start.sample(),
+            );
+            vc.bind = SocketAddr::from((ip, vcluster::API_PORT as u16));
+            return Ok(Container::VCluster { vc: Box::new(vc), ready: false });
+        }
+        patch_status(api, &name, container_status(pod, true, json!({"running": {"startedAt": now()}}), 0), true)
+            .await?;
+        Ok(Container::Plain)
+    }
+
+    /// `controlPlane.proxy.extraSANs` of the config the pod mounts (`vc-config-<release>`).
+    async fn extra_sans(&self, ns: &str, release: &str) -> Vec<String> {
+        let api: Api<Secret> = Api::namespaced(self.client.clone(), ns);
+        let Ok(Some(s)) = api.get_opt(&format!("vc-config-{release}")).await else { return vec![] };
+        let Some(cfg) = s.data.as_ref().and_then(|d| d.get("config.yaml")) else { return vec![] };
+        let cfg: serde_yaml::Value = serde_yaml::from_slice(&cfg.0).unwrap_or_default();
+        cfg["controlPlane"]["proxy"]["extraSANs"]
+            .as_sequence()
+            .map(|s| s.iter().filter_map(|v| v.as_str().map(String::from)).collect())
+            .unwrap_or_default()
+    }
+
+    async fn sync_network(&mut self, services: &[Service]) -> Result<()> {
+        let slices = Api::<EndpointSlice>::all(self.client.clone()).list(&ListParams::default()).await?.items;
+        let objects = |ar: ApiResource| {
+            let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &ar);
+            async move {
+                api.list(&ListParams::default())
+                    .await
+                    .map(|l| l.items.iter().filter_map(|o| serde_json::to_value(o).ok()).collect::<Vec<_>>())
+                    .unwrap_or_default()
+            }
+        };
+        let pools = objects(metallb("IPAddressPool", "ipaddresspools")).await;
+        let l2 = objects(metallb("L2Advertisement", "l2advertisements")).await;
+        let mlb = network::Advertised::from_objects(&pools, &l2);
+        let node_ips: Vec<Ipv4Addr> = self.cfg.nodes.iter().map(|n| n.internal).collect();
+        let pods = &self.pods;
+        let rules = network::rules(services, &slices, &node_ips, &mlb, &|ip| local_of(pods, ip));
+        for (rule, err) in self.proxy.sync(rules).await {
+            tracing::warn!(listen = %rule.listen, service = %rule.service, error = %err, "kube-proxy: cannot listen");
+        }
+        Ok(())
+    }
+}
+
+/// The init containers ran and completed (the chart's `kubernetes` one copies binaries).
+fn init_statuses(pod: &Pod) -> serde_json::Value {
+    let list: Vec<serde_json::Value> = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.init_containers.as_ref())
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            json!({"name": c.name, "image": c.image, "imageID": "", "ready": true, "restartCount": 0,
+                "state": {"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": now(), "finishedAt": now()}}})
+        })
+        .collect();
+    json!(list)
+}
+
+fn container_status(pod: &Pod, ready: bool, state: serde_json::Value, restarts: i32) -> serde_json::Value {
+    let c = pod.spec.as_ref().and_then(|s| s.containers.first());
+    json!({"name": c.map(|c| c.name.clone()).unwrap_or_default(), "image": c.and_then(|c| c.image.clone()),
+        "imageID": "", "ready": ready, "started": true, "restartCount": restarts, "state": state})
+}
+
+async fn patch_status(
+    api: &Api<Pod>,
+    name: &str,
+    container: serde_json::Value,
+    ready: bool,
+) -> Result<(), kube::Error> {
+    let r = if ready { "True" } else { "False" };
+    let t = now();
+    let patch = json!({"status": {
+        "conditions": [
+            {"type": "PodReadyToStartContainers", "status": "True", "lastTransitionTime": t},
+            {"type": "Initialized", "status": "True", "lastTransitionTime": t},
+            {"type": "ContainersReady", "status": r, "lastTransitionTime": t},
+            {"type": "Ready", "status": r, "lastTransitionTime": t},
+            {"type": "PodScheduled", "status": "True", "lastTransitionTime": t},
+        ],
+        "containerStatuses": [container],
+    }});
+    api.patch_status(name, &PatchParams::default(), &Patch::Merge(patch)).await.map(|_| ())
+}
+
+/// The klipper-helm container to its end; with `restartPolicy: OnFailure` a failed
+/// run restarts in the same pod after CrashLoopBackOff (10 s doubling, ≤ 5 min,
+/// scaled like the Job back-off of the latency profile).
+async fn run_klipper(rt: klipper::Runtime, api: Api<Pod>, pod: Pod, latency: Latency) {
+    let name = pod.name_any();
+    let ns = pod.namespace().unwrap_or_default();
+    let on_failure = pod.spec.as_ref().and_then(|s| s.restart_policy.as_deref()) == Some("OnFailure");
+    let mut restarts = 0;
+    loop {
+        let started = now();
+        let code = klipper::run(&rt, &pod).await;
+        let terminated = json!({"terminated": {"exitCode": code,
+            "reason": if code == 0 { "Completed" } else { "Error" }, "startedAt": started, "finishedAt": now()}});
+        if code == 0 || !on_failure {
+            let mut status = container_status(&pod, false, terminated, restarts);
+            status["started"] = json!(false);
+            let _ = patch_status(&api, &name, status, false).await;
+            let phase = if code == 0 { "Succeeded" } else { "Failed" };
+            let _ = api
+                .patch_status(&name, &PatchParams::default(), &Patch::Merge(json!({"status": {"phase": phase}})))
+                .await;
+            return;
+        }
+        restarts += 1;
+        let waiting = json!({"waiting": {"reason": "CrashLoopBackOff",
+            "message": format!("back-off restarting failed container helm in pod {name}_{ns}")}});
+        let mut status = container_status(&pod, false, waiting, restarts);
+        status["lastState"] = terminated;
+        if patch_status(&api, &name, status, false).await.is_err() {
+            return;
+        }
+        tokio::time::sleep(latency.retry_after(restarts as u32).min(Duration::from_secs(300))).await;
+        rt.logs.restart(&ns, &name, "helm");
+        let running = json!({"running": {"startedAt": now()}});
+        if patch_status(&api, &name, container_status(&pod, true, running, restarts), true).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// The admin's MetalLB configuration for these pools: each `IPAddressPool`, and
+/// one `L2Advertisement` announcing them all (as MetalLB's quick start does).
+pub async fn seed_pools(client: &Client, pools: &[crate::lb::Pool]) -> Result<()> {
+    let pa = PatchParams::apply("hostsim-admin").force();
+    let pool_api: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), crate::lb::METALLB_NAMESPACE, &metallb("IPAddressPool", "ipaddresspools"));
+    for p in pools {
+        pool_api.patch(&p.name, &pa, &Patch::Apply(&p.to_object())).await?;
+    }
+    let l2: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        crate::lb::METALLB_NAMESPACE,
+        &metallb("L2Advertisement", "l2advertisements"),
+    );
+    let body = json!({"apiVersion": "metallb.io/v1beta1", "kind": "L2Advertisement",
+        "metadata": {"name": "all", "namespace": crate::lb::METALLB_NAMESPACE}, "spec": {}});
+    l2.patch("all", &pa, &Patch::Apply(&body)).await?;
+    Ok(())
+}
+
+/// The pod IP reported for a container listening on `local` (`127.a.b.c`): in
+/// k3s' cluster CIDR, `10.42.b.c`.
+pub fn pod_ip(local: Ipv4Addr) -> Ipv4Addr {
+    let [_, _, b, c] = local.octets();
+    Ipv4Addr::new(10, 42, b, c)
+}
+
+/// Where a reported pod IP really listens, among the running pods.
+fn local_of(pods: &HashMap<String, Running>, reported: Ipv4Addr) -> Option<Ipv4Addr> {
+    pods.values().map(|r| r.ip).find(|ip| pod_ip(*ip) == reported)
+}
+
+/// Pod addresses `FIRST-LAST`.
+pub fn parse_ip_range(s: &str) -> Result<Vec<Ipv4Addr>, String> {
+    let (a, b) = s.split_once('-').ok_or_else(|| format!("{s:?}: expected FIRST-LAST"))?;
+    let a: Ipv4Addr = a.trim().parse().map_err(|e| format!("{a:?}: {e}"))?;
+    let b: Ipv4Addr = b.trim().parse().map_err(|e| format!("{b:?}: {e}"))?;
+    if a > b {
+        return Err(format!("{s:?}: empty range"));
+    }
+    Ok((u32::from(a)..=u32::from(b)).map(Ipv4Addr::from).collect())
+}
