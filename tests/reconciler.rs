@@ -24,7 +24,7 @@ use support::host::{
 use support::http::Console;
 
 fn host() -> &'static TestHost {
-    TestHost::shared(Some(Simulator::InProcess(|net: Net| net.default_config())))
+    TestHost::shared(Some(Simulator::Node(|net: Net| net.node_config())))
 }
 
 /// A reconciler as the tests run it: short resync, retry and lease.
@@ -309,16 +309,26 @@ async fn probe_outcomes_are_told_apart() {
     assert_eq!(ok.detail.as_deref(), Some("v1.36.3"));
     assert_eq!(probe(&format!("https://{b_ip}:443"), &ca, &r).await.status, S::Refused);
     assert_eq!(probe("https://nowhere.invalid:443", &ca, &r).await.status, S::DnsFailure);
-    // Another node's address is not in b's certificate: the names it covers are listed.
-    let mismatch = probe(&format!("https://{}:{port}", net.other_node()), &cb_creds, &r).await;
+    // Another node's address is not in b's certificate (it holds the address of
+    // the node b's pod runs on): the names it covers are listed.
+    let pod: k8s_openapi::api::core::v1::Pod =
+        kube::Api::namespaced(client.clone(), "kubebyon-probe-b").get("probe-b-0").await.unwrap();
+    let on = pod.spec.and_then(|s| s.node_name).unwrap();
+    let (pod_node, other) = if on == hostsim::sim::nodes::node_name(net.node()) {
+        (net.node(), net.other_node())
+    } else {
+        (net.other_node(), net.node())
+    };
+    assert_eq!(cb["status"]["api_endpoint"], format!("https://{pod_node}:{port}"), "the pod's node");
+    let mismatch = probe(&format!("https://{other}:{port}"), &cb_creds, &r).await;
     assert_eq!(mismatch.status, S::CertificateHostMismatch, "{mismatch:?}");
-    assert!(mismatch.detail.as_deref().unwrap_or_default().contains(&net.node().to_string()), "{mismatch:?}");
+    assert!(mismatch.detail.as_deref().unwrap_or_default().contains(&pod_node.to_string()), "{mismatch:?}");
     // a's CA does not trust b's certificate.
-    let crossed = probe(&format!("https://{}:{port}", net.node()), &ca, &r).await;
+    let crossed = probe(&format!("https://{pod_node}:{port}"), &ca, &r).await;
     assert_eq!(crossed.status, S::CertificateUntrusted, "{crossed:?}");
     // A client certificate b's vCluster does not know: 401.
     let foreign = Credentials { ca_pem: cb_creds.ca_pem.clone(), ..creds("kubebyon-probe-a", "probe-a").await };
-    let unauthorized = probe(&format!("https://{}:{port}", net.node()), &foreign, &r).await;
+    let unauthorized = probe(&format!("https://{pod_node}:{port}"), &foreign, &r).await;
     assert_eq!(unauthorized.status, S::Unauthorized, "{unauthorized:?}");
     // A listener that never answers the handshake: timeout.
     let silent = tokio::net::TcpListener::bind((net.node(), 0)).await.unwrap();

@@ -40,6 +40,9 @@ pub enum Simulator {
     /// cannot name the binary. The function gets the host's addresses
     /// ([`Net::default_config`] is the usual choice).
     InProcess(fn(Net) -> sim::Config),
+    /// The control plane with upstream's parts ([`controlplane::UpstreamParts`])
+    /// and the simulated node ([`crate::node`]) in this process.
+    Node(fn(Net) -> crate::node::Config),
 }
 
 /// The loopback addresses `127.A.B.0/24` one test host owns: its node IPs and
@@ -97,6 +100,35 @@ impl Net {
     }
 
     /// The in-process equivalent of [`Net::default_args`].
+    /// The chart mirror's proxy (helm-controller's `HTTPS_PROXY`).
+    pub fn mirror(self) -> std::net::SocketAddr {
+        std::net::SocketAddr::from((self.addr(250), 3128))
+    }
+
+    /// Two nodes of 32 CPU / 128 GiB / 2 TiB ephemeral storage (the suites run
+    /// dozens of 1-CPU clusters at once), pods listening on `.3`–`.199`, the test delays;
+    /// `state_dir` is set by the host.
+    pub fn node_config(self) -> crate::node::Config {
+        crate::node::Config {
+            nodes: [self.node(), self.other_node()]
+                .map(|internal| crate::sim::nodes::NodeAddr { internal, external: None })
+                .into(),
+            capacity: crate::sim::nodes::Capacity {
+                cpu: "32".into(),
+                memory: "128Gi".into(),
+                // Every control plane asks for 1Gi and the LimitRange gives
+                // each helm Job 3Gi: 50Gi would fit ~16 clusters per node.
+                ephemeral_storage: "2Ti".into(),
+                ..Default::default()
+            },
+            pod_ips: (3..=199).map(|n| self.addr(n)).collect(),
+            mirror: self.mirror(),
+            bin_dir: PathBuf::new(),
+            latency: crate::latency::Latency::TEST,
+            state_dir: PathBuf::new(),
+        }
+    }
+
     pub fn default_config(self) -> sim::Config {
         let pools =
             [self.default_pool(), self.tiny_pool(), self.named_pool()].iter().filter_map(|p| p.parse().ok()).collect();
@@ -312,20 +344,42 @@ fn keep(
             return;
         }
     };
+    // The in-process node logs to `<data>/logs/node.log` (this thread only).
+    let _log = std::fs::create_dir_all(data_dir.join("logs"))
+        .and_then(|_| std::fs::File::create(data_dir.join("logs/node.log")))
+        .ok()
+        .filter(|_| matches!(simulator, Some(Simulator::Node(_))))
+        .map(|f| {
+            let sub = tracing_subscriber::fmt()
+                .with_writer(std::sync::Mutex::new(f))
+                .with_ansi(false)
+                .with_env_filter(tracing_subscriber::EnvFilter::new("info,kube=warn"))
+                .finish();
+            tracing::subscriber::set_default(sub)
+        });
     let mut cp: Option<ControlPlane> = None;
     let mut child: Option<Child> = None;
     let started = (|| -> Result<Option<tokio::task::JoinHandle<Result<()>>>> {
+        let upstream = match &simulator {
+            Some(Simulator::Node(_)) => Some(controlplane::UpstreamParts {
+                https_proxy: net.mirror(),
+                metallb_metrics_port: controlplane::free_port()?,
+            }),
+            _ => None,
+        };
         let plane = cp.insert(ControlPlane::start(&ControlPlaneConfig {
             data_dir: data_dir.clone(),
-            bin_dir,
+            bin_dir: bin_dir.clone(),
             api_port: None,
             node_port_range: controlplane::DEFAULT_NODE_PORT_RANGE.into(),
-            upstream: None,
+            upstream: upstream.clone(),
         })?);
         let kubeconfig = plane.admin.kubeconfig.clone();
         let client = rt.block_on(async {
             let client = client_for(&kubeconfig).await?;
-            crate::crd::register_all(&client).await?;
+            if upstream.is_none() {
+                crate::crd::register_all(&client).await?;
+            }
             anyhow::Ok(client)
         })?;
         match simulator {
@@ -335,6 +389,29 @@ fn keep(
                 all.extend(args);
                 child = Some(start_simulator(&bin, &all, &kubeconfig, &data_dir)?);
                 Ok(None)
+            }
+            Some(Simulator::Node(config)) => {
+                let mut cfg = config(net);
+                cfg.bin_dir = bin_dir.clone();
+                cfg.state_dir = data_dir.join("node");
+                let creds = Credentials::from_file(&kubeconfig)?;
+                let pools: Vec<crate::lb::Pool> = [net.default_pool(), net.tiny_pool(), net.named_pool()]
+                    .iter()
+                    .filter_map(|p| p.parse().ok())
+                    .collect();
+                rt.block_on(crate::node::seed_pools(&client, &pools))?;
+                let (tx, rx) = oneshot::channel();
+                let task = rt.spawn(crate::node::run(client, creds, cfg, move || {
+                    let _ = tx.send(());
+                }));
+                rt.block_on(async {
+                    match tokio::time::timeout(Duration::from_secs(30), rx).await {
+                        Ok(Ok(())) => Ok(()),
+                        Ok(Err(_)) => bail!("node ended before its first sync"),
+                        Err(_) => bail!("node not ready after 30 s"),
+                    }
+                })?;
+                Ok(Some(task))
             }
             Some(Simulator::InProcess(config)) => {
                 let cfg = config(net);

@@ -85,18 +85,25 @@ pub enum JobOutcome {
     Failed,
 }
 
-/// Waits until `helm-install-<chart>` for the chart's current spec (its config
-/// hash) has finished.
+/// Waits until `helm-install-<chart>` for the chart's current spec has
+/// finished: helm-controller applies the Job together with Secret
+/// `chart-values-<chart>`, so once that Secret holds the chart's current
+/// `valuesContent`, the Job beside it is the one for this spec.
 pub async fn wait_install_job(client: &Client, ns: &str, chart: &str, timeout: Duration) -> Result<JobOutcome> {
     let charts = helmcharts(client, ns);
     let jobs: Api<Job> = Api::namespaced(client.clone(), ns);
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), ns);
     let job_name = format!("helm-install-{chart}");
     eventually(&format!("Job {job_name} for the current spec to finish"), timeout, || async {
         let hc = charts.get(chart).await.ok()?;
-        let hash = expected_hash(&hc).ok()?;
+        let want = hc.data.pointer("/spec/valuesContent").and_then(Value::as_str).unwrap_or_default().to_owned();
+        let values = secrets.get(&format!("chart-values-{chart}")).await.ok()?;
+        let have = values.data.as_ref().and_then(|d| d.get("HelmChartValuesContent")).map(|b| b.0.clone());
+        if have.unwrap_or_default() != want.as_bytes() {
+            return None;
+        }
         let job = jobs.get(&job_name).await.ok()?;
-        let annotations = job.spec.as_ref()?.template.metadata.as_ref()?.annotations.clone()?;
-        if annotations.get(helm::CONFIG_HASH) != Some(&hash) {
+        if job.spec.as_ref().and_then(|s| s.suspend) == Some(true) {
             return None;
         }
         let conds = job.status.as_ref()?.conditions.clone()?;

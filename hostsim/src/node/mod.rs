@@ -68,8 +68,9 @@ enum Container {
 }
 
 struct Running {
-    /// The loopback address the container listens on.
-    ip: Ipv4Addr,
+    /// The loopback address the container listens on; given back when the pod
+    /// has terminated (a real pod's sandbox is torn down then).
+    ip: Option<Ipv4Addr>,
     node_ip: Ipv4Addr,
     container: Container,
 }
@@ -158,6 +159,19 @@ pub async fn run(client: Client, creds: Credentials, cfg: Config, on_ready: impl
     }
 }
 
+/// Awaits one step of a pass, logging it when it takes more than 10 s (a pass
+/// that stalls would stop every pod on the node).
+async fn step<T>(name: &str, f: impl std::future::Future<Output = T>) -> T {
+    tokio::pin!(f);
+    let started = Instant::now();
+    loop {
+        match tokio::time::timeout(Duration::from_secs(10), &mut f).await {
+            Ok(v) => return v,
+            Err(_) => tracing::warn!(step = name, waited = ?started.elapsed(), "node: step still running"),
+        }
+    }
+}
+
 /// The kubelet's heartbeat: its Lease in `kube-node-lease` renewed every 10 s
 /// (`nodeLeaseDurationSeconds` 40), which node-lifecycle-controller reads.
 async fn heartbeat(client: Client, nodes: Vec<NodeAddr>) {
@@ -196,8 +210,9 @@ impl Node {
 
     async fn resync(&mut self) -> Result<()> {
         self.next = None;
-        let pods = Api::<Pod>::all(self.client.clone()).list(&ListParams::default()).await?.items;
-        let services = Api::<Service>::all(self.client.clone()).list(&ListParams::default()).await?.items;
+        let pods = step("list pods", Api::<Pod>::all(self.client.clone()).list(&ListParams::default())).await?.items;
+        let services =
+            step("list services", Api::<Service>::all(self.client.clone()).list(&ListParams::default())).await?.items;
         let mut seen = HashSet::new();
         for pod in &pods {
             let Some(node_ip) = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).and_then(|n| self.node_ip(n))
@@ -206,7 +221,8 @@ impl Node {
             };
             let uid = pod.uid().unwrap_or_default();
             seen.insert(uid.clone());
-            if let Err(e) = self.sync_pod(pod, uid, node_ip, &services).await {
+            if let Err(e) = step(&format!("pod {}", pod.name_any()), self.sync_pod(pod, uid, node_ip, &services)).await
+            {
                 tracing::warn!(error = %e, pod = %pod.name_any(), "kubelet: retrying");
             }
         }
@@ -214,10 +230,10 @@ impl Node {
         for uid in gone {
             self.stop(&uid);
         }
-        if let Err(e) = storage::sync(&self.client).await {
+        if let Err(e) = step("storage", storage::sync(&self.client)).await {
             tracing::warn!(error = %e, "local-path: retrying");
         }
-        self.sync_network(&services).await?;
+        step("network", self.sync_network(&services)).await?;
         Ok(())
     }
 
@@ -226,7 +242,7 @@ impl Node {
             if let Container::Klipper(task) = run.container {
                 task.abort();
             }
-            self.free_ips.insert(run.ip);
+            self.free_ips.extend(run.ip);
         }
     }
 
@@ -271,7 +287,13 @@ impl Node {
                     return Err(e);
                 }
             };
-            self.pods.insert(uid.clone(), Running { ip, node_ip, container });
+            self.pods.insert(uid.clone(), Running { ip: Some(ip), node_ip, container });
+        }
+        if matches!(phase.as_str(), "Succeeded" | "Failed")
+            && let Some(ip) = self.pods.get_mut(&uid).and_then(|r| r.ip.take())
+        {
+            self.free_ips.insert(ip);
+            return Ok(());
         }
         let refresh = self.cfg.latency.cert_refresh.sample();
         let upstream = self.upstream.clone();
@@ -487,7 +509,7 @@ pub fn pod_ip(local: Ipv4Addr) -> Ipv4Addr {
 
 /// Where a reported pod IP really listens, among the running pods.
 fn local_of(pods: &HashMap<String, Running>, reported: Ipv4Addr) -> Option<Ipv4Addr> {
-    pods.values().map(|r| r.ip).find(|ip| pod_ip(*ip) == reported)
+    pods.values().filter_map(|r| r.ip).find(|ip| pod_ip(*ip) == reported)
 }
 
 /// Pod addresses `FIRST-LAST`.

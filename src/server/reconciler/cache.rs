@@ -1,7 +1,7 @@
 //! Watch caches (kube-rs reflectors) of what the loop reads on every pass: the
 //! console's HelmCharts (label `app.kubernetes.io/managed-by=kubebyon`),
 //! helm-controller's Jobs and their pods (label `helmcharts.helm.cattle.io/chart`), the vCluster
-//! Services (label `app=vcluster`) and the Nodes. One watch each; every event
+//! Services and pods (label `app=vcluster`) and the Nodes. One watch each; every event
 //! wakes the loop. Reading a cluster then costs no API call; only `vc-<name>`
 //! (read once per install Job), the Service's Events (while its address is
 //! pending) and helm's log (while helm fails) are fetched.
@@ -27,6 +27,8 @@ pub struct Caches {
     /// The helm Jobs' pods (restarts tell when to read helm's log).
     pub pods: Store<Pod>,
     pub services: Store<Service>,
+    /// The vCluster pods (label `app=vcluster`): which node each runs on.
+    pub control_planes: Store<Pod>,
     /// Warning Events about Services (why a LoadBalancer address is pending).
     pub events: Store<Event>,
     pub nodes: Store<Node>,
@@ -67,6 +69,7 @@ impl Caches {
             jobs: spawn(Api::<Job>::all(client.clone()), labels(helm), (), wake.clone()),
             pods: spawn(Api::<Pod>::all(client.clone()), labels(helm), (), wake.clone()),
             services: spawn(Api::<Service>::all(client.clone()), labels("app=vcluster"), (), wake.clone()),
+            control_planes: spawn(Api::<Pod>::all(client.clone()), labels("app=vcluster"), (), wake.clone()),
             events: spawn(
                 Api::<Event>::all(client.clone()),
                 watcher::Config::default().fields("involvedObject.kind=Service,type=Warning"),
@@ -79,6 +82,7 @@ impl Caches {
         let _ = caches.jobs.wait_until_ready().await;
         let _ = caches.pods.wait_until_ready().await;
         let _ = caches.services.wait_until_ready().await;
+        let _ = caches.control_planes.wait_until_ready().await;
         let _ = caches.events.wait_until_ready().await;
         let _ = caches.nodes.wait_until_ready().await;
         caches
@@ -105,7 +109,13 @@ impl Caches {
             .filter(|e| e.involved_object.name.as_deref() == Some(name))
             .map(|e| (**e).clone())
             .collect();
+        let in_ns = self.control_planes.state();
+        let pod_node = super::gather::pod_node(
+            in_ns.iter().filter(|p| p.metadata.namespace.as_deref() == Some(ns.as_str())).map(|p| &**p),
+            name,
+        );
         Raw {
+            pod_node,
             service_events: Some(service_events),
             chart: chart.map(|c| (*c).clone()),
             job: job.map(|j| (*j).clone()),

@@ -47,7 +47,11 @@ pub fn ready_nodes(nodes: &[Node]) -> Vec<NodeAddresses> {
             let ready = st.conditions.iter().flatten().any(|c| c.type_ == "Ready" && c.status == "True");
             let addr =
                 |t: &str| st.addresses.iter().flatten().find(|a| a.type_ == t).and_then(|a| a.address.parse().ok());
-            ready.then(|| NodeAddresses { external: addr("ExternalIP"), internal: addr("InternalIP") })
+            ready.then(|| NodeAddresses {
+                name: n.metadata.name.clone().unwrap_or_default(),
+                external: addr("ExternalIP"),
+                internal: addr("InternalIP"),
+            })
         })
         .collect()
 }
@@ -65,6 +69,19 @@ pub struct Raw {
     /// listed while its address is pending.
     pub service_events: Option<Vec<Event>>,
     pub secret: Option<Secret>,
+    /// The node the cluster's vCluster pod is bound to.
+    pub pod_node: Option<String>,
+}
+
+/// The node of the chart's pod (labels `app=vcluster`, `release=<name>`): a
+/// running one first.
+pub fn pod_node<'a>(pods: impl Iterator<Item = &'a Pod>, name: &str) -> Option<String> {
+    let mut ours: Vec<&Pod> = pods
+        .filter(|p| p.labels().get("release").map(String::as_str) == Some(name))
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .collect();
+    ours.sort_by_key(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) != Some("Running"));
+    ours.iter().find_map(|p| p.spec.as_ref()?.node_name.clone())
 }
 
 /// Reads one cluster's objects with GETs (on-demand paths: download, probe API).
@@ -76,7 +93,11 @@ pub async fn fetch(client: &Client, name: &str) -> Result<Raw> {
     let services: Api<Service> = Api::namespaced(client.clone(), &ns);
     let service = ignore_not_found(services.get(name).await).map_err(kube("read Service"))?;
     let secret = read_secret(client, name).await?;
-    Ok(Raw { chart, job, job_pods: None, service, service_events: None, secret })
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    let lp = ListParams::default().labels(&format!("app=vcluster,release={name}"));
+    let pods = pods.list(&lp).await.map_err(kube("list vCluster pods"))?;
+    let pod_node = pod_node(pods.items.iter(), name);
+    Ok(Raw { chart, job, job_pods: None, service, service_events: None, secret, pod_node })
 }
 
 /// `vc-<name>`, read now.
@@ -149,6 +170,7 @@ pub async fn assemble(client: &Client, name: &str, raw: Raw, stale_jobs: &BTreeS
             service_warning,
             kubeconfig_secret: credentials.is_some() && vcluster_config.is_some(),
             ready_nodes: Vec::new(),
+            pod_node: raw.pod_node,
             probe: None,
             settling: false,
         },

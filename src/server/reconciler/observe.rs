@@ -24,8 +24,9 @@ pub enum JobState {
 }
 
 /// A Ready node's addresses (`vcluster connect`'s fallback for NodePort).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct NodeAddresses {
+    pub name: String,
     pub external: Option<IpAddr>,
     pub internal: Option<IpAddr>,
 }
@@ -42,6 +43,9 @@ pub struct Observation {
     /// `vc-<name>` exists.
     pub kubeconfig_secret: bool,
     pub ready_nodes: Vec<NodeAddresses>,
+    /// The node the vCluster pod runs on: its InternalIP is the one vCluster
+    /// puts in its certificate for NodePort (`pkg/server/cert/syncer.go`).
+    pub pod_node: Option<String>,
     /// The last probe through the public endpoint, for this endpoint.
     pub probe: Option<ConnectionStatus>,
     /// The install Job completed only moments ago: the vCluster pod may still
@@ -78,11 +82,14 @@ pub fn endpoint(
     settings: &SystemSettings,
     svc: &ServiceObservation,
     nodes: &[NodeAddresses],
+    pod_node: Option<&str>,
 ) -> (endpoint::ObservedAccess, bool) {
     let mut seen = endpoint::observe(&spec.public_access, settings.nodeport_public_host.as_ref(), svc);
     let own = spec.public_access.host().or(settings.nodeport_public_host.as_ref());
     if let (PublicAccess::NodePort { .. }, None, Some(port)) = (&spec.public_access, own, svc.https_node_port) {
-        let node = nodes.iter().find_map(|n| n.external.or(n.internal));
+        // The pod's node first (its address is in the certificate), then any Ready one.
+        let on_pod_node = nodes.iter().filter(|n| Some(n.name.as_str()) == pod_node);
+        let node = on_pod_node.chain(nodes.iter()).find_map(|n| n.external.or(n.internal));
         if let Some(ip) = node {
             let host = match ip {
                 IpAddr::V4(v4) => Host::Ipv4(v4),
@@ -98,7 +105,7 @@ pub fn endpoint(
 /// The whole status for `generation` of `spec`.
 pub fn status(spec: &ClusterSpec, generation: i64, settings: &SystemSettings, obs: &Observation) -> ClusterStatus {
     let svc = obs.service.clone().unwrap_or_default();
-    let (access, from_node) = endpoint(spec, settings, &svc, &obs.ready_nodes);
+    let (access, from_node) = endpoint(spec, settings, &svc, &obs.ready_nodes, obs.pod_node.as_deref());
     let enabled = spec.public_access.is_enabled();
     let kubeconfig_available = enabled && obs.kubeconfig_secret && access.api_endpoint.is_some();
     let probe = if kubeconfig_available { obs.probe.unwrap_or_default() } else { ConnectionStatus::Unknown };
@@ -266,12 +273,28 @@ mod tests {
         let s = SystemSettings::default();
         let svc = ServiceObservation { https_node_port: Some(31000), ingress: vec![] };
         let nodes = vec![
-            NodeAddresses { external: None, internal: Some("2001:db8::5".parse().unwrap()) },
-            NodeAddresses { external: Some([203, 0, 113, 4].into()), internal: Some([10, 0, 0, 4].into()) },
+            NodeAddresses { name: "a".into(), external: None, internal: Some("2001:db8::5".parse().unwrap()) },
+            NodeAddresses {
+                name: "b".into(),
+                external: Some([203, 0, 113, 4].into()),
+                internal: Some([10, 0, 0, 4].into()),
+            },
+            NodeAddresses { name: "c".into(), external: None, internal: Some([10, 0, 0, 5].into()) },
         ];
         let obs = Observation { ready_nodes: nodes, ..installed(svc, Some(ConnectionStatus::Ok)) };
         let st = status(&spec(PublicAccess::NodePort { host: None }), 1, &s, &obs);
         assert_eq!(st.api_endpoint.as_deref(), Some("https://[2001:db8::5]:31000"));
         assert_eq!((st.phase, st.message.as_str(), st.public_access_port), (Phase::Ready, "node_address", Some(31000)));
+        // The vCluster pod's node, when known: its address is in the certificate.
+        for (pod_node, want) in [
+            (Some("c"), "https://10.0.0.5:31000"),
+            (Some("b"), "https://203.0.113.4:31000"),
+            (Some("gone"), "https://[2001:db8::5]:31000"),
+            (None, "https://[2001:db8::5]:31000"),
+        ] {
+            let obs = Observation { pod_node: pod_node.map(String::from), ..obs.clone() };
+            let st = status(&spec(PublicAccess::NodePort { host: None }), 1, &s, &obs);
+            assert_eq!(st.api_endpoint.as_deref(), Some(want), "{pod_node:?}");
+        }
     }
 }
