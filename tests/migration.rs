@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use support::host::{Env, env_on, kubectl_get_ns_on, ready};
 
 fn host() -> &'static TestHost {
-    TestHost::shared(Some(Simulator::InProcess(|net: Net| net.default_config())))
+    TestHost::shared(Some(Simulator::Node(|net: Net| net.node_config())))
 }
 
 /// The console's migration driver, as `serve` runs it (faster passes; a short wait for addresses).

@@ -524,7 +524,7 @@ async fn work_in_flight_survives_a_crash() {
 /// requests; work is retried with backoff and converges once it is back.
 #[tokio::test]
 async fn work_retries_through_an_api_server_outage() {
-    let guard = TestHost::start(Some(Simulator::InProcess(|net: Net| net.default_config()))).expect("own host");
+    let guard = TestHost::start(Some(Simulator::Node(|net: Net| net.node_config()))).expect("own host");
     let own = &guard.host;
     let (url, _dir) = support::sqlite_url();
     let pool = kubebyon::server::db::connect(&url).await.expect("database");

@@ -21,7 +21,7 @@ const CLUSTERS: usize = 50;
 const LEADER_LEASE_SECS: u64 = 3;
 
 fn host() -> &'static TestHost {
-    TestHost::shared(Some(Simulator::InProcess(|net: Net| net.default_config())))
+    TestHost::shared(Some(Simulator::Node(|net: Net| net.node_config())))
 }
 
 struct Replica {

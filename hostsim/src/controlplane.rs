@@ -137,6 +137,18 @@ pub struct ControlPlane {
     apiserver_args: Vec<String>,
     /// In start order; stopped in reverse.
     children: Vec<(&'static str, Child)>,
+    /// How to start again the parts a k3s server restarts when they exit
+    /// (helm-controller and MetalLB exit when they lose their leader lease, e.g.
+    /// through an API server outage; k3s' supervisor, systemd, starts them again).
+    respawn: Vec<Respawn>,
+}
+
+struct Respawn {
+    name: &'static str,
+    bin: PathBuf,
+    log: PathBuf,
+    args: Vec<String>,
+    env: Vec<(String, String)>,
 }
 
 impl ControlPlane {
@@ -166,6 +178,7 @@ impl ControlPlane {
             bin_dir: cfg.bin_dir.clone(),
             apiserver_args: Vec::new(),
             children: Vec::new(),
+            respawn: Vec::new(),
         };
         let etcd_url = format!("http://127.0.0.1:{etcd_port}");
         let etcd = spawn(
@@ -251,13 +264,11 @@ impl ControlPlane {
     /// kube-scheduler, MetalLB (its CRDs first, from the module) and helm-controller
     /// (which installs its own CRDs), as a k3s server with MetalLB runs them.
     fn start_upstream(&mut self, up: &UpstreamParts, kubeconfig_flag: &str) -> Result<()> {
-        let logs = self.data_dir.join("logs");
-        let scheduler = spawn(
-            &self.bin_dir.join("kube-scheduler"),
-            &logs.join("kube-scheduler.log"),
+        self.start_supervised(
+            "kube-scheduler",
             &[kubeconfig_flag, "--leader-elect=false", "--secure-port=0", "--profiling=false", "--v=1"],
+            &[],
         )?;
-        self.children.push(("kube-scheduler", scheduler));
         let kubectl = |args: &[&str]| -> Result<()> {
             let out = Command::new(self.bin_dir.join("kubectl"))
                 .arg(format!("--kubeconfig={}", self.admin.kubeconfig.display()))
@@ -277,9 +288,8 @@ impl ControlPlane {
         {
             return Err(e);
         }
-        let metallb = spawn_env(
-            &self.bin_dir.join("metallb-controller"),
-            &logs.join("metallb-controller.log"),
+        self.start_supervised(
+            "metallb-controller",
             &[
                 &format!("-kubeconfig={}", self.admin.kubeconfig.display()),
                 "-namespace=metallb-system",
@@ -289,11 +299,9 @@ impl ControlPlane {
             ],
             &[],
         )?;
-        self.children.push(("metallb-controller", metallb));
         let proxy = format!("http://{}", up.https_proxy);
-        let helm_controller = spawn_env(
-            &self.bin_dir.join("helm-controller"),
-            &logs.join("helm-controller.log"),
+        self.start_supervised(
+            "helm-controller",
             &[
                 kubeconfig_flag,
                 &format!("--default-job-image={KLIPPER_HELM_IMAGE}"),
@@ -305,8 +313,48 @@ impl ControlPlane {
                 ("NO_PROXY", "127.0.0.0/8,localhost,10.42.0.0/16,10.43.0.0/16,.svc,.cluster.local"),
             ],
         )?;
-        self.children.push(("helm-controller", helm_controller));
         Ok(())
+    }
+
+    fn start_supervised(&mut self, name: &'static str, args: &[&str], env: &[(&str, &str)]) -> Result<()> {
+        let r = Respawn {
+            name,
+            bin: self.bin_dir.join(name),
+            log: self.data_dir.join("logs").join(format!("{name}.log")),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        };
+        let args: Vec<&str> = r.args.iter().map(String::as_str).collect();
+        let env: Vec<(&str, &str)> = r.env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let child = spawn_env(&r.bin, &r.log, &args, &env)?;
+        self.children.push((name, child));
+        self.respawn.push(r);
+        Ok(())
+    }
+
+    /// Starts again every supervised part that exited (its log is appended
+    /// to); returns their names. Call it now and then, from the thread that
+    /// started the control plane.
+    pub fn revive(&mut self) -> Vec<&'static str> {
+        let mut revived = Vec::new();
+        for r in &self.respawn {
+            let Some(i) = self.children.iter().position(|(n, _)| *n == r.name) else { continue };
+            if !matches!(self.children[i].1.try_wait(), Ok(Some(_))) {
+                continue;
+            }
+            let args: Vec<&str> = r.args.iter().map(String::as_str).collect();
+            let env: Vec<(&str, &str)> = r.env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            match fs::OpenOptions::new().append(true).open(&r.log).map_err(anyhow::Error::from).and_then(|f| {
+                spawn_file(&r.bin, f, &args, &env)
+            }) {
+                Ok(child) => {
+                    self.children[i].1 = child;
+                    revived.push(r.name);
+                }
+                Err(e) => tracing::warn!(part = r.name, error = %e, "restarting"),
+            }
+        }
+        revived
     }
 
     fn start_apiserver(&mut self) -> Result<()> {
@@ -336,9 +384,11 @@ impl ControlPlane {
     }
 
     fn wait_ready(&mut self, timeout: Duration) -> Result<()> {
-        let probe = crate::tls::blocking_get(&self.admin, "/readyz")?;
+        let admin = self.admin.clone();
+        let probe = crate::tls::blocking_get(&admin, "/readyz")?;
         let deadline = Instant::now() + timeout;
         loop {
+            self.revive();
             for (name, child) in &mut self.children {
                 if let Some(status) = child.try_wait()? {
                     let log = self.data_dir.join("logs").join(format!("{name}.log"));
@@ -400,6 +450,10 @@ pub fn spawn(bin: &Path, log: &Path, args: &[&str]) -> Result<Child> {
 /// [`spawn`] with extra environment variables.
 pub fn spawn_env(bin: &Path, log: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<Child> {
     let out = fs::File::create(log).with_context(|| format!("creating {}", log.display()))?;
+    spawn_file(bin, out, args, env)
+}
+
+fn spawn_file(bin: &Path, out: fs::File, args: &[&str], env: &[(&str, &str)]) -> Result<Child> {
     let mut cmd = Command::new(bin);
     cmd.args(args).envs(env.iter().copied()).stdin(Stdio::null()).stdout(out.try_clone()?).stderr(out);
     // SAFETY: prctl is async-signal-safe; it only sets this child's death signal.
@@ -427,9 +481,10 @@ fn write_private(path: &Path, content: &str) -> Result<()> {
     Ok(())
 }
 
+/// The last lines of a log, without the flag dump Kubernetes components start with.
 fn tail(path: &Path, lines: usize) -> String {
     let text = fs::read_to_string(path).unwrap_or_default();
-    let all: Vec<&str> = text.lines().collect();
+    let all: Vec<&str> = text.lines().filter(|l| !l.contains("] FLAG: --")).collect();
     all[all.len().saturating_sub(lines)..].join("\n")
 }
 

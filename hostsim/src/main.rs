@@ -225,12 +225,22 @@ async fn up_upstream(
     tracing::info!(kubeconfig = %kubeconfig.display(), pids = %pids.join(" "), "host up (upstream)");
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let ready_marker = ready.clone();
-    let result = tokio::select! {
-        r = node::run(client, creds, cfg, move || {
-            let _ = std::fs::write(&ready_marker, format!("{}\n", kubeconfig.display()));
-        }) => r,
-        _ = term.recv() => Ok(()),
-        _ = tokio::signal::ctrl_c() => Ok(()),
+    let node = node::run(client, creds, cfg, move || {
+        let _ = std::fs::write(&ready_marker, format!("{}\n", kubeconfig.display()));
+    });
+    tokio::pin!(node);
+    let result = loop {
+        tokio::select! {
+            r = &mut node => break r,
+            _ = term.recv() => break Ok(()),
+            _ = tokio::signal::ctrl_c() => break Ok(()),
+            // k3s' supervisor: parts that exited start again.
+            _ = tokio::time::sleep(std::time::Duration::from_secs(1)) => {
+                for name in cp.revive() {
+                    tracing::info!(part = name, "restarted after it exited");
+                }
+            }
+        }
     };
     let _ = std::fs::remove_file(&ready);
     cp.stop();

@@ -459,6 +459,14 @@ fn keep(
             loop {
                 tokio::select! {
                     _ = &mut stop => break,
+                    // k3s' supervisor: parts that exited start again.
+                    _ = tokio::time::sleep(Duration::from_secs(1)) => {
+                        if let Some(p) = cp.as_mut() {
+                            for name in p.revive() {
+                                tracing::info!(part = name, "restarted after it exited");
+                            }
+                        }
+                    }
                     Some(cmd) = inbox.recv() => match cmd {
                         Command::StopApiServer(done) => {
                             if let Some(p) = cp.as_mut() {
