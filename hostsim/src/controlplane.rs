@@ -344,9 +344,12 @@ impl ControlPlane {
             }
             let args: Vec<&str> = r.args.iter().map(String::as_str).collect();
             let env: Vec<(&str, &str)> = r.env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-            match fs::OpenOptions::new().append(true).open(&r.log).map_err(anyhow::Error::from).and_then(|f| {
-                spawn_file(&r.bin, f, &args, &env)
-            }) {
+            match fs::OpenOptions::new()
+                .append(true)
+                .open(&r.log)
+                .map_err(anyhow::Error::from)
+                .and_then(|f| spawn_file(&r.bin, f, &args, &env))
+            {
                 Ok(child) => {
                     self.children[i].1 = child;
                     revived.push(r.name);

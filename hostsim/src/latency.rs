@@ -78,7 +78,9 @@ impl Latency {
     /// Upstream-like figures, for `hostsim up` (`make run`).
     pub const UPSTREAM: Self = Self {
         helm_job: Span::millis(2_000, 5_000),
-        vcluster_start: Span::millis(5_000, 10_000),
+        // A vCluster pod on a k3s host: image pull, its API server and syncer
+        // starting, the readiness probe passing (30-90 s in practice).
+        vcluster_start: Span::millis(30_000, 90_000),
         cert_refresh: Span::millis(2_000, 4_500),
         job_retry: Duration::from_secs(10),
     };

@@ -31,25 +31,29 @@ enum Command {
         #[command(flatten)]
         sim: SimArgs,
     },
-    /// Start etcd + kube-apiserver + the simulator, in the foreground.
+    /// Start the host in the foreground: etcd, kube-apiserver, kube-controller-manager,
+    /// kube-scheduler, helm-controller, MetalLB's controller and the simulated node.
     Up {
         #[arg(long)]
         data_dir: PathBuf,
         /// kube-apiserver's port (k3s uses 6443).
         #[arg(long, default_value_t = 6443)]
         api_port: u16,
-        /// Run upstream's own kube-scheduler, helm-controller, helm, vCluster chart
-        /// and MetalLB controller; simulate only the node (see `node`).
+        /// The earlier simulator, which mirrors helm-controller, helm, the chart,
+        /// the Job controller and MetalLB instead of running them (default: run
+        /// upstream's own and simulate only the node, see `node`).
         #[arg(long)]
-        upstream: bool,
-        /// Pod addresses `FIRST-LAST` (with --upstream).
+        mirror: bool,
+        /// Loopback addresses the pods listen on, `FIRST-LAST`.
         #[arg(long, default_value = "127.0.1.1-127.0.1.254")]
         pod_ips: String,
-        /// Each node's CPU and memory (with --upstream).
-        #[arg(long, default_value = "4")]
+        /// Each node's CPU, memory and ephemeral storage.
+        #[arg(long, default_value = "8")]
         node_cpu: String,
-        #[arg(long, default_value = "16Gi")]
+        #[arg(long, default_value = "32Gi")]
         node_memory: String,
+        #[arg(long, default_value = "100Gi")]
+        node_ephemeral_storage: String,
         #[command(flatten)]
         sim: SimArgs,
     },
@@ -143,9 +147,23 @@ async fn real_main(cli: Cli) -> Result<()> {
             })
             .await
         }
-        Command::Up { data_dir, api_port, upstream: false, sim, .. } => up(data_dir, api_port, sim).await,
-        Command::Up { data_dir, api_port, upstream: true, pod_ips, node_cpu, node_memory, sim } => {
-            let capacity = Capacity { cpu: node_cpu, memory: node_memory, ..Capacity::default() };
+        Command::Up { data_dir, api_port, mirror: true, sim, .. } => up(data_dir, api_port, sim).await,
+        Command::Up {
+            data_dir,
+            api_port,
+            mirror: false,
+            pod_ips,
+            node_cpu,
+            node_memory,
+            node_ephemeral_storage,
+            sim,
+        } => {
+            let capacity = Capacity {
+                cpu: node_cpu,
+                memory: node_memory,
+                ephemeral_storage: node_ephemeral_storage,
+                ..Capacity::default()
+            };
             let pod_ips = node::parse_ip_range(&pod_ips).map_err(anyhow::Error::msg)?;
             up_upstream(data_dir, api_port, sim, capacity, pod_ips).await
         }
@@ -184,7 +202,7 @@ async fn up(data_dir: PathBuf, api_port: u16, sim_args: SimArgs) -> Result<()> {
     result.context("simulator stopped")
 }
 
-/// `up --upstream`: the control plane with upstream's parts, and the node.
+/// `up`: the control plane with upstream's parts, and the node.
 async fn up_upstream(
     data_dir: PathBuf,
     api_port: u16,
