@@ -101,9 +101,12 @@ for _ in $(seq 1 500); do
 done
 [ -n "$net_lock" ] || { echo "no free 127.x.y.0/24 for the e2e host" >&2; exit 1; }
 host_net="127.$a.$b"
+# The browser tests never read inside a virtual cluster: its control planes
+# relay (no API server process per cluster; docs/testing.md).
 host_kubeconfig=$(KUBEBYON_HOST_DIR="$work/host" KUBEBYON_HOST_API_PORT=$(bash scripts/free-port.sh) \
   bash scripts/host-up.sh --test-latency --node-ip "$host_net.1" --pool "default=$host_net.200-$host_net.229" \
-    --pod-ips "$host_net.3-$host_net.199" --node-cpu 32 --node-memory 128Gi --node-ephemeral-storage 2Ti | tail -n 1)
+    --pod-ips "$host_net.3-$host_net.199" --node-cpu 32 --node-memory 128Gi --node-ephemeral-storage 2Ti \
+    --vcluster-api relay | tail -n 1)
 host_port=$(bash scripts/free-port.sh)
 # This one logs as production does (JSON on standard error), checked below.
 # The simulated host serves on 127.0.0.0/8: the probe may reach loopback.

@@ -1,12 +1,15 @@
 //! `make bench` only (ignored by `cargo test`): N clusters switched NodePort →
-//! LoadBalancer through the reconciler on a test host, against a bare kube-rs
+//! LoadBalancer through the reconciler on the upstream test host (real
+//! helm-controller, helm, chart, scheduler and MetalLB; the node in this
+//! process, vCluster control planes in `relay` mode), against a bare kube-rs
 //! client doing the minimal calls for the same switches in the same run
 //! (server-side apply of the HelmChart, one Service watch, one Secret read, then
 //! the same TLS probe). Prints wall-time ratio, API calls per cluster per switch
-//! (counted by a client-side layer), and this process's RSS (the console; the
-//! simulator runs as its own process). N = `KUBEBYON_BENCH_CLUSTERS` (default
-//! and at most 200: the console's addresses come from the host's /24, the bare
-//! client's from a second /24).
+//! (counted by a client-side layer), this process's RSS (the console and the
+//! node) and the host's processes' RSS. N = `KUBEBYON_BENCH_CLUSTERS` (default
+//! 50, at most 90: 2N vCluster pods share the node's 197 pod addresses; the
+//! console's LoadBalancer addresses come from a second /24, the bare client's
+//! from a third).
 
 mod support;
 
@@ -59,6 +62,25 @@ async fn counting_client(host: &TestHost, counter: &'static AtomicUsize) -> kube
     kube::client::ClientBuilder::try_from(config).unwrap().with_layer(&layer).build()
 }
 
+/// The summed RSS of the processes whose command line names the host's folder.
+fn host_processes_rss_kib(dir: &std::path::Path) -> u64 {
+    let dir = dir.display().to_string();
+    let mut total = 0;
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let cmd = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        if !String::from_utf8_lossy(&cmd).contains(&dir) {
+            continue;
+        }
+        let status = std::fs::read_to_string(entry.path().join("status")).unwrap_or_default();
+        total += status
+            .lines()
+            .find(|l| l.starts_with("VmRSS:"))
+            .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+            .unwrap_or(0);
+    }
+    total
+}
+
 fn rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
@@ -70,18 +92,18 @@ fn rss_kib() -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "benchmark: run by scripts/bench.sh"]
 async fn switch_node_port_to_load_balancer() {
-    let n: usize = std::env::var("KUBEBYON_BENCH_CLUSTERS").ok().and_then(|v| v.parse().ok()).unwrap_or(200).min(200);
-    let bin = std::env::var("HOSTSIM_BIN").expect("HOSTSIM_BIN: the hostsim binary (scripts/bench.sh builds it)");
+    let n: usize = std::env::var("KUBEBYON_BENCH_CLUSTERS").ok().and_then(|v| v.parse().ok()).unwrap_or(50).min(90);
     let guard = tokio::task::spawn_blocking(move || {
-        TestHost::start(Some(Simulator::Process { bin: bin.into(), args: vec![] })).expect("test host")
+        TestHost::start(Some(Simulator::Node(|net: hostsim::testhost::Net| net.node_config()))).expect("test host")
     })
     .await
     .unwrap();
     let host = &guard.host;
     let net = host.net;
-    // The console's addresses: 127.A.B.10-209 (the pool below, then the default
-    // pool's first ten); the bare client's: 127.C.D.10-209 of a second /24.
-    let other = hostsim::testhost::NetLease::claim().expect("a second /24");
+    // The console's addresses: 127.A.B.10-99 of a second /24; the bare
+    // client's: 127.C.D.10-99 of a third.
+    let mine = hostsim::testhost::NetLease::claim().expect("a second /24");
+    let other = hostsim::testhost::NetLease::claim().expect("a third /24");
     let admin = host.client().await.unwrap();
     let pools: Api<kube::api::DynamicObject> = Api::namespaced_with(
         admin.clone(),
@@ -96,14 +118,14 @@ async fn switch_node_port_to_load_balancer() {
     );
     // The extra pools, as an admin would add them: IPAddressPool objects.
     for pool_args in [
-        format!("bench={}-{}", net.addr(10), net.addr(199)),
-        format!("bare={}-{}", other.0.addr(10), other.0.addr(209)),
+        format!("bench={}-{}", mine.0.addr(10), mine.0.addr(99)),
+        format!("bare={}-{}", other.0.addr(10), other.0.addr(99)),
     ] {
         let pool: hostsim::lb::Pool = pool_args.parse().unwrap();
         let body: kube::api::DynamicObject = serde_json::from_value(pool.to_object()).unwrap();
         pools.create(&PostParams::default(), &body).await.unwrap();
     }
-    let lb_ip = |i: usize| net.addr(10 + i as u8).to_string();
+    let lb_ip = |i: usize| mine.0.addr(10 + i as u8).to_string();
     let bare_ip = |i: usize| other.0.addr(10 + i as u8).to_string();
 
     // --- the console ---
@@ -239,5 +261,12 @@ async fn switch_node_port_to_load_balancer() {
         "wall-time ratio console/bare: {:.2}x (goal <= 1.3x)",
         console_time.as_secs_f64() / bare_time.as_secs_f64()
     );
-    println!("console process RSS with {n} clusters watched: {} MiB", rss / 1024);
+    println!("console (and node) process RSS with {n} clusters watched: {} MiB", rss / 1024);
+    let host_rss: u64 = host_processes_rss_kib(&host.data_dir);
+    println!(
+        "host processes (etcd, kube-apiserver, controllers, helm-controller, MetalLB) RSS with {} clusters: {} MiB ({:.1} MiB per cluster)",
+        2 * n,
+        host_rss / 1024,
+        host_rss as f64 / 1024.0 / (2 * n) as f64
+    );
 }

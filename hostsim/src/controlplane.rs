@@ -132,6 +132,8 @@ pub struct Admin {
 /// Running etcd + kube-apiserver; both are stopped by PID on drop.
 pub struct ControlPlane {
     pub admin: Admin,
+    /// etcd's client URL (`--vcluster-api real` puts each vCluster's API server there).
+    pub etcd_url: String,
     pub data_dir: PathBuf,
     bin_dir: PathBuf,
     apiserver_args: Vec<String>,
@@ -167,7 +169,9 @@ impl ControlPlane {
             Some(p) => p,
             None => free_port()?,
         };
+        let etcd_url = format!("http://127.0.0.1:{etcd_port}");
         let mut cp = Self {
+            etcd_url: etcd_url.clone(),
             admin: Admin {
                 server: format!("https://127.0.0.1:{api_port}"),
                 ca_pem: pki.ca.pair.cert_pem.clone(),
@@ -180,7 +184,6 @@ impl ControlPlane {
             children: Vec::new(),
             respawn: Vec::new(),
         };
-        let etcd_url = format!("http://127.0.0.1:{etcd_port}");
         let etcd = spawn(
             &cfg.bin_dir.join("etcd"),
             &logs.join("etcd.log"),
@@ -470,7 +473,7 @@ fn spawn_file(bin: &Path, out: fs::File, args: &[&str], env: &[(&str, &str)]) ->
 }
 
 /// Writes a file only its owner can read (keys, kubeconfigs).
-fn write_private(path: &Path, content: &str) -> Result<()> {
+pub(crate) fn write_private(path: &Path, content: &str) -> Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let mut f = fs::OpenOptions::new()

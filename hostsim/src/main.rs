@@ -54,9 +54,25 @@ enum Command {
         node_memory: String,
         #[arg(long, default_value = "100Gi")]
         node_ephemeral_storage: String,
+        /// How a running vCluster answers: `real` gives each its own
+        /// kube-apiserver (on this host's etcd, its own prefix and certificates:
+        /// `kubectl` sees the virtual cluster's own namespaces; no syncer);
+        /// `relay` forwards to this host's API server (hundreds of clusters).
+        #[arg(long, value_enum, default_value = "real")]
+        vcluster_api: ApiMode,
+        /// With `real`: at most this many API servers at once (each ~200 MB);
+        /// vClusters beyond it relay.
+        #[arg(long, default_value_t = 20)]
+        vcluster_api_cap: usize,
         #[command(flatten)]
         sim: SimArgs,
     },
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum ApiMode {
+    Real,
+    Relay,
 }
 
 #[derive(Args)]
@@ -156,8 +172,14 @@ async fn real_main(cli: Cli) -> Result<()> {
             node_cpu,
             node_memory,
             node_ephemeral_storage,
+            vcluster_api,
+            vcluster_api_cap,
             sim,
         } => {
+            let api = match vcluster_api {
+                ApiMode::Real => node::apiserver::VClusterApi::Real(node::apiserver::RealApi::new(vcluster_api_cap)),
+                ApiMode::Relay => node::apiserver::VClusterApi::Relay,
+            };
             let capacity = Capacity {
                 cpu: node_cpu,
                 memory: node_memory,
@@ -165,7 +187,7 @@ async fn real_main(cli: Cli) -> Result<()> {
                 ..Capacity::default()
             };
             let pod_ips = node::parse_ip_range(&pod_ips).map_err(anyhow::Error::msg)?;
-            up_upstream(data_dir, api_port, sim, capacity, pod_ips).await
+            up_upstream(data_dir, api_port, sim, capacity, pod_ips, api).await
         }
     }
 }
@@ -209,6 +231,7 @@ async fn up_upstream(
     sim_args: SimArgs,
     capacity: Capacity,
     pod_ips: Vec<std::net::Ipv4Addr>,
+    vcluster_api: node::apiserver::VClusterApi,
 ) -> Result<()> {
     std::fs::create_dir_all(&data_dir)?;
     let ready = data_dir.join("ready");
@@ -238,6 +261,8 @@ async fn up_upstream(
         bin_dir,
         latency: sim_cfg.latency,
         state_dir: data_dir.join("node"),
+        vcluster_api,
+        etcd: cp.etcd_url.clone(),
     };
     let pids: Vec<String> = cp.pids().iter().map(|(n, p)| format!("{n}={p}")).collect();
     tracing::info!(kubeconfig = %kubeconfig.display(), pids = %pids.join(" "), "host up (upstream)");

@@ -126,6 +126,8 @@ impl Net {
             bin_dir: PathBuf::new(),
             latency: crate::latency::Latency::TEST,
             state_dir: PathBuf::new(),
+            vcluster_api: crate::node::apiserver::VClusterApi::Relay,
+            etcd: String::new(),
         }
     }
 
@@ -226,7 +228,12 @@ impl Drop for TestHostGuard {
         if let Some(k) = self.keeper.take() {
             let _ = k.join();
         }
-        let _ = std::fs::remove_dir_all(&self.host.data_dir);
+        if std::thread::panicking() && std::env::var_os("KUBEBYON_KEEP_FAILED_HOST").is_some() {
+            // A failed test's host, asked to be kept: its logs tell why.
+            eprintln!("test host folder kept for inspection: {}", self.host.data_dir.display());
+        } else {
+            let _ = std::fs::remove_dir_all(&self.host.data_dir);
+        }
         self.host.net.release();
     }
 }
@@ -394,6 +401,7 @@ fn keep(
                 let mut cfg = config(net);
                 cfg.bin_dir = bin_dir.clone();
                 cfg.state_dir = data_dir.join("node");
+                cfg.etcd = plane.etcd_url.clone();
                 let creds = Credentials::from_file(&kubeconfig)?;
                 let pools: Vec<crate::lb::Pool> = [net.default_pool(), net.tiny_pool(), net.named_pool()]
                     .iter()

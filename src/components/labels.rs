@@ -62,6 +62,7 @@ pub fn reason_text(locale: Locale, message: &str) -> Option<String> {
     let text = match (code, detail) {
         ("installing", _) => td_string!(locale, reason.installing),
         ("starting", _) => td_string!(locale, reason.starting),
+        ("not_starting", _) => td_string!(locale, reason.not_starting),
         ("helm_failed", _) => td_string!(locale, reason.helm_failed),
         ("namespace_taken", _) => td_string!(locale, reason.namespace_taken),
         ("lb_pending", None) => {

@@ -160,6 +160,7 @@ mod tests {
             (st(Phase::Failed, "helm_failed: Error: x", 2), (Step::Installing, true), false),
             (st(Phase::Provisioning, "lb_pending: no pool", 2), (Step::Starting, false), true),
             (st(Phase::Provisioning, "starting", 2), (Step::Starting, false), true),
+            (st(Phase::Provisioning, "not_starting: 0/2 nodes are available", 2), (Step::Starting, false), true),
             (st(Phase::Failed, "probe_failed: refused", 2), (Step::Starting, true), false),
             (st(Phase::Ready, "", 2), (Step::Ready, false), false),
             (st(Phase::Ready, "node_address", 2), (Step::Ready, false), false),

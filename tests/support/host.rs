@@ -111,7 +111,6 @@ pub async fn context_as(host: &TestHost, pool: sqlx::AnyPool, user: &str) -> Arc
     ctx.retry_base = Duration::from_millis(200);
     ctx.lease = Duration::from_secs(2);
     ctx.leader_lease = Duration::from_secs(2);
-    ctx.settle = Duration::from_secs(2);
     Arc::new(ctx)
 }
 
@@ -175,7 +174,11 @@ impl Env {
     }
 
     pub async fn create(&self, name: &str, access: Value) -> i64 {
-        let body = json!({"name": name, "resources": {"cpu": "1", "memory_gib": 2, "storage_gib": 5}, "public_access": access});
+        self.create_sized(name, json!({"cpu": "1", "memory_gib": 2, "storage_gib": 5}), access).await
+    }
+
+    pub async fn create_sized(&self, name: &str, resources: Value, access: Value) -> i64 {
+        let body = json!({"name": name, "resources": resources, "public_access": access});
         let r = self.console.json("POST", "/api/console/clusters", Some(&self.cookie), body).await;
         assert_eq!(r.status, 201, "{}", r.body);
         self.ctx.wake();
@@ -183,10 +186,11 @@ impl Env {
     }
 
     pub async fn patch(&self, id: i64, access: Value) {
-        let r = self
-            .console
-            .json("PATCH", &format!("/api/console/clusters/{id}"), Some(&self.cookie), json!({"public_access": access}))
-            .await;
+        self.patch_with(id, json!({"public_access": access})).await
+    }
+
+    pub async fn patch_with(&self, id: i64, body: Value) {
+        let r = self.console.json("PATCH", &format!("/api/console/clusters/{id}"), Some(&self.cookie), body).await;
         assert_eq!(r.status, 200, "{}", r.body);
         self.ctx.wake();
     }
@@ -207,6 +211,25 @@ impl Env {
             Ok(c) => c,
             Err(e) => panic!("{e}; last seen: {}", self.cluster(id).await),
         }
+    }
+
+    /// Creates a cluster and waits until it is Ready.
+    pub async fn create_ready(&self, name: &str, access: Value) -> i64 {
+        let id = self.create(name, access).await;
+        self.converge(id, "Ready", ready).await;
+        id
+    }
+
+    /// Waits until the status message starts with `code: ` and holds `words`;
+    /// returns it.
+    pub async fn converge_message(&self, id: i64, code: &str, words: &str) -> String {
+        let prefix = format!("{code}: ");
+        let c = self
+            .converge(id, &format!("{code} with {words:?}"), |s| {
+                s["message"].as_str().is_some_and(|m| m.starts_with(&prefix) && m.contains(words))
+            })
+            .await;
+        c["status"]["message"].as_str().unwrap_or_default().to_owned()
     }
 
     pub async fn kubeconfig(&self, id: i64) -> String {

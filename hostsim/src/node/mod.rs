@@ -14,6 +14,7 @@
 //! - k3s' local-path provisioner ([`storage`]);
 //! - the chart repository, through an HTTPS proxy ([`repo`]).
 
+pub mod apiserver;
 pub mod klipper;
 pub mod network;
 pub mod repo;
@@ -59,6 +60,10 @@ pub struct Config {
     pub latency: Latency,
     /// Pod volumes, helm's homes, the mirror's CA.
     pub state_dir: PathBuf,
+    /// How vCluster control planes answer (`relay`, or `real` API servers).
+    pub vcluster_api: apiserver::VClusterApi,
+    /// The host's etcd, for `real` vCluster API servers; set by the host.
+    pub etcd: String,
 }
 
 enum Container {
@@ -100,8 +105,13 @@ fn metallb(kind: &str, plural: &str) -> ApiResource {
 }
 
 /// Runs until the process ends; `on_ready` is called after the first pass.
-pub async fn run(client: Client, creds: Credentials, cfg: Config, on_ready: impl FnOnce()) -> Result<()> {
+pub async fn run(client: Client, creds: Credentials, mut cfg: Config, on_ready: impl FnOnce()) -> Result<()> {
     std::fs::create_dir_all(cfg.state_dir.join("pods"))?;
+    if let apiserver::VClusterApi::Real(real) = &mut cfg.vcluster_api {
+        real.etcd = cfg.etcd.clone();
+        real.bin = cfg.bin_dir.join("kube-apiserver");
+        real.dir = cfg.state_dir.join("vclusters");
+    }
     storage::ensure_class(&client).await?;
     let node_ip = cfg.nodes.first().map(|n| n.internal).unwrap_or(Ipv4Addr::LOCALHOST);
     let logs = Logs::default();
@@ -303,7 +313,7 @@ impl Node {
             let svc =
                 services.iter().find(|s| s.namespace().as_deref() == Some(ns.as_str()) && s.name_any() == vc.release);
             wake = vc.tick(&client, &upstream, svc, &node_ip.to_string(), refresh).await?;
-            if vc.listener.is_some() && !*ready {
+            if vc.up() && !*ready {
                 patch_status(
                     &api,
                     &name,
@@ -336,6 +346,8 @@ impl Node {
             let (rt, api, pod, wake) = (self.klipper.clone(), api.clone(), pod.clone(), self.wake.clone());
             let latency = self.cfg.latency;
             return Ok(Container::Klipper(tokio::spawn(async move {
+                // Killed at the end of its grace period: its log ends there too.
+                let _ended = rt.logs.ends_on_drop(&pod.namespace().unwrap_or_default(), &pod.name_any(), "helm");
                 run_klipper(rt, api, pod, latency).await;
                 wake.notify_one();
             })));
@@ -354,6 +366,7 @@ impl Node {
                 self.cfg.latency.vcluster_start.sample(),
             );
             vc.bind = SocketAddr::from((ip, vcluster::API_PORT as u16));
+            vc.api = self.cfg.vcluster_api.clone();
             return Ok(Container::VCluster { vc: Box::new(vc), ready: false });
         }
         patch_status(api, &name, container_status(pod, true, json!({"running": {"startedAt": now()}}), 0), true)
@@ -451,6 +464,7 @@ async fn run_klipper(rt: klipper::Runtime, api: Api<Pod>, pod: Pod, latency: Lat
     loop {
         let started = now();
         let code = klipper::run(&rt, &pod).await;
+        rt.logs.end(&ns, &name, "helm");
         let terminated = json!({"terminated": {"exitCode": code,
             "reason": if code == 0 { "Completed" } else { "Error" }, "startedAt": started, "finishedAt": now()}});
         if code == 0 || !on_failure {

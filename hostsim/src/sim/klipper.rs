@@ -117,6 +117,7 @@ pub async fn run_pod(rt: Runtime, pod: Pod) {
         };
         let outcome = execute(&rt, &ns, &inv).await;
         rt.logs.append(&ns, &name, "helm", &outcome.log);
+        rt.logs.end(&ns, &name, "helm");
         let code = if outcome.ok { 0 } else { 1 };
         let terminated = json!({"terminated": {
             "exitCode": code, "reason": if outcome.ok { "Completed" } else { "Error" },

@@ -20,7 +20,8 @@ use serde_json::json;
 
 use crate::apiproxy::{ApiListener, Upstream};
 use crate::kubeconfig;
-use crate::pki::{Ca, CertPair};
+use crate::node::apiserver::{VClusterApi, VirtualApiServer};
+use crate::pki::{Ca, CertPair, KeyKind};
 use crate::tls;
 
 /// The labels of the vCluster pod, which the chart's Service selects.
@@ -48,6 +49,13 @@ pub struct VCluster {
     /// When the certificate will be regenerated for names it lacks.
     refresh_at: Option<Instant>,
     pub listener: Option<ApiListener>,
+    /// Relay (the listener above) or its own API server (`--vcluster-api real`).
+    pub api: VClusterApi,
+    real: Option<VirtualApiServer>,
+    /// The real API server answered `/readyz`.
+    real_ready: bool,
+    /// Client credentials for that readiness check.
+    admin: Option<CertPair>,
     /// Where the container listens: the pod's IP and port 8443 on a host whose
     /// node runs real pods; any free local port for the simulator's own pods.
     pub bind: std::net::SocketAddr,
@@ -72,8 +80,17 @@ impl VCluster {
             sans: Vec::new(),
             refresh_at: None,
             listener: None,
+            api: VClusterApi::Relay,
+            real: None,
+            real_ready: false,
+            admin: None,
             bind: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
         }
+    }
+
+    /// Its API endpoint answers (the relay listens, or its own API server is ready).
+    pub fn up(&self) -> bool {
+        self.listener.is_some() || self.real_ready
     }
 
     /// A values change rolls the pod: the endpoint goes down until it is up again.
@@ -82,6 +99,8 @@ impl VCluster {
         self.revision = revision;
         self.extra_sans = extra_sans;
         self.listener = None;
+        self.real = None;
+        self.real_ready = false;
         // The new pod reads its CA from `<name>-certs` (gone after an uninstall).
         self.ca = None;
         self.refresh_at = None;
@@ -100,7 +119,7 @@ impl VCluster {
     ) -> Result<Option<Instant>> {
         let now = Instant::now();
         let wanted = self.wanted_sans(service, node_ip);
-        let Some(listener) = &self.listener else {
+        if self.listener.is_none() && self.real.is_none() {
             if now < self.ready_at {
                 return Ok(Some(self.ready_at));
             }
@@ -110,21 +129,49 @@ impl VCluster {
                 None => load_or_create_ca(&secrets, &self.release).await?,
             };
             ensure_kubeconfig_secret(&secrets, &self.release, &ca).await?;
-            // A restarted pod finds its certificate on its volume: names only grow.
-            let mut sans = self.sans.clone();
-            sans.extend(wanted.iter().cloned());
-            sans.sort();
-            sans.dedup();
+            // A new pod computes its names from the current config (the old
+            // serving certificate is not kept).
+            let sans = wanted.clone();
             let serving = ca.issue_server("kube-apiserver", &sans)?;
-            let listener =
-                ApiListener::start_on(self.bind, tls::server_config(&serving, &ca.pair.cert_pem)?, upstream.clone())
-                    .await?;
-            tracing::info!(namespace = %self.namespace, release = %self.release, addr = %listener.addr, "vcluster api endpoint up");
-            self.listener = Some(listener);
+            let slot = match &self.api {
+                VClusterApi::Real(real) if !real.serves(&self.release) => None,
+                VClusterApi::Real(real) => match real.slot() {
+                    Some(slot) => Some((real.clone(), slot)),
+                    None => {
+                        tracing::warn!(release = %self.release, cap = real.cap, "vcluster api: cap of real API servers reached; relaying");
+                        None
+                    }
+                },
+                VClusterApi::Relay => None,
+            };
+            match slot {
+                Some((real, slot)) => {
+                    let server =
+                        VirtualApiServer::start(&real, slot, &self.namespace, &self.release, self.bind, &ca, &serving)?;
+                    tracing::info!(namespace = %self.namespace, release = %self.release, addr = %self.bind, "vcluster api server starting");
+                    self.real = Some(server);
+                    self.admin = Some(ca.issue_client("kube-admin", &["system:masters"])?);
+                }
+                None => {
+                    let tls = tls::server_config(&serving, &ca.pair.cert_pem)?;
+                    let listener = ApiListener::start_on(self.bind, tls, upstream.clone()).await?;
+                    tracing::info!(namespace = %self.namespace, release = %self.release, addr = %listener.addr, "vcluster api endpoint up");
+                    self.listener = Some(listener);
+                }
+            }
             self.ca = Some(ca);
             self.sans = sans;
-            return Ok(None);
-        };
+            return Ok(self.real.as_ref().map(|_| now + Duration::from_millis(300)));
+        }
+        if let (Some(real), false) = (&mut self.real, self.real_ready) {
+            anyhow::ensure!(real.alive(), "the vCluster's API server exited (see its kube-apiserver.log)");
+            let (Some(ca), Some(admin)) = (&self.ca, &self.admin) else { return Ok(None) };
+            if !VirtualApiServer::ready(self.bind, ca, admin).await {
+                return Ok(Some(now + Duration::from_millis(300)));
+            }
+            tracing::info!(release = %self.release, addr = %self.bind, "vcluster api server ready");
+            self.real_ready = true;
+        }
         // vCluster's syncer regenerates only when a wanted name is missing.
         let missing = wanted.iter().any(|n| !self.sans.contains(n));
         if !missing {
@@ -137,7 +184,12 @@ impl VCluster {
         }
         if let Some(ca) = &self.ca {
             let serving = ca.issue_server("kube-apiserver", &wanted)?;
-            listener.set_tls(tls::server_config(&serving, &ca.pair.cert_pem)?);
+            if let Some(listener) = &self.listener {
+                listener.set_tls(tls::server_config(&serving, &ca.pair.cert_pem)?);
+            }
+            if let Some(real) = &self.real {
+                real.set_serving(&serving)?;
+            }
             tracing::info!(release = %self.release, sans = ?wanted, "serving certificate regenerated");
             self.sans = wanted;
         }
@@ -214,7 +266,8 @@ async fn load_or_create_ca(secrets: &Api<Secret>, release: &str) -> Result<Ca> {
     {
         return Ca::from_pem(CertPair { cert_pem, key_pem }).context("stored vCluster CA is unusable");
     }
-    let ca = Ca::generate(&format!("vcluster-{release}-ca"))?;
+    // kubeadm's pkiutil, which vCluster uses: RSA-2048.
+    let ca = Ca::generate_with(&format!("vcluster-{release}-ca"), KeyKind::Rsa2048)?;
     let body = secret_body(&name, release, &[("ca.crt", &ca.pair.cert_pem), ("ca.key", &ca.pair.key_pem)])?;
     // Replace a damaged one; a concurrent create by another simulator loses cleanly.
     let _ = secrets.delete(&name, &DeleteParams::default()).await;
@@ -232,7 +285,7 @@ async fn ensure_kubeconfig_secret(secrets: &Api<Secret>, release: &str, ca: &Ca)
         }
         secrets.delete(&name, &DeleteParams::default()).await?;
     }
-    let client = ca.issue_client("kube-admin", &["system:masters"])?;
+    let client = ca.issue_client_with("kube-admin", &["system:masters"], KeyKind::Rsa2048)?;
     let config =
         kubeconfig::render(&format!("vcluster_{release}"), "https://localhost:8443", &ca.pair.cert_pem, &client);
     let body = secret_body(

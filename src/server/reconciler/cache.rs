@@ -1,7 +1,7 @@
 //! Watch caches (kube-rs reflectors) of what the loop reads on every pass: the
 //! console's HelmCharts (label `app.kubernetes.io/managed-by=kubebyon`),
 //! helm-controller's Jobs and their pods (label `helmcharts.helm.cattle.io/chart`), the vCluster
-//! Services and pods (label `app=vcluster`) and the Nodes. One watch each; every event
+//! Services, StatefulSets and pods (label `app=vcluster`) and the Nodes. One watch each; every event
 //! wakes the loop. Reading a cluster then costs no API call; only `vc-<name>`
 //! (read once per install Job), the Service's Events (while its address is
 //! pending) and helm's log (while helm fails) are fetched.
@@ -9,6 +9,7 @@
 use std::sync::Arc;
 
 use futures::StreamExt;
+use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Event, Node, Pod, Service};
 use kube::api::{Api, DynamicObject};
@@ -29,6 +30,8 @@ pub struct Caches {
     pub services: Store<Service>,
     /// The vCluster pods (label `app=vcluster`): which node each runs on.
     pub control_planes: Store<Pod>,
+    /// The charts' StatefulSets (label `app=vcluster`): their rollout status.
+    pub stateful_sets: Store<StatefulSet>,
     /// Warning Events about Services (why a LoadBalancer address is pending).
     pub events: Store<Event>,
     pub nodes: Store<Node>,
@@ -52,6 +55,15 @@ where
     reader
 }
 
+/// The objects of one namespace a watch holds.
+fn in_namespace<K>(store: &Store<K>, ns: &str) -> Vec<K>
+where
+    K: Resource + Clone + 'static,
+    K::DynamicType: Clone + Eq + std::hash::Hash,
+{
+    store.state().iter().filter(|o| o.meta().namespace.as_deref() == Some(ns)).map(|o| (**o).clone()).collect()
+}
+
 impl Caches {
     /// Starts the watches and waits until each has listed once.
     pub async fn start(client: &Client, wake: Arc<Notify>) -> Self {
@@ -70,6 +82,7 @@ impl Caches {
             pods: spawn(Api::<Pod>::all(client.clone()), labels(helm), (), wake.clone()),
             services: spawn(Api::<Service>::all(client.clone()), labels("app=vcluster"), (), wake.clone()),
             control_planes: spawn(Api::<Pod>::all(client.clone()), labels("app=vcluster"), (), wake.clone()),
+            stateful_sets: spawn(Api::<StatefulSet>::all(client.clone()), labels("app=vcluster"), (), wake.clone()),
             events: spawn(
                 Api::<Event>::all(client.clone()),
                 watcher::Config::default().fields("involvedObject.kind=Service,type=Warning"),
@@ -83,6 +96,7 @@ impl Caches {
         let _ = caches.pods.wait_until_ready().await;
         let _ = caches.services.wait_until_ready().await;
         let _ = caches.control_planes.wait_until_ready().await;
+        let _ = caches.stateful_sets.wait_until_ready().await;
         let _ = caches.events.wait_until_ready().await;
         let _ = caches.nodes.wait_until_ready().await;
         caches
@@ -94,28 +108,16 @@ impl Caches {
         let chart = self.charts.get(&ObjectRef::new_with(name, charts_resource()).within(&ns));
         let job = self.jobs.get(&ObjectRef::new(&format!("helm-install-{name}")).within(&ns));
         let service = self.services.get(&ObjectRef::new(name).within(&ns));
-        let job_pods = self
-            .pods
-            .state()
-            .iter()
-            .filter(|p| p.metadata.namespace.as_deref() == Some(ns.as_str()))
-            .map(|p| (**p).clone())
-            .collect();
-        let service_events = self
-            .events
-            .state()
-            .iter()
-            .filter(|e| e.metadata.namespace.as_deref() == Some(ns.as_str()))
+        let job_pods = in_namespace(&self.pods, &ns);
+        let service_events = in_namespace(&self.events, &ns)
+            .into_iter()
             .filter(|e| e.involved_object.name.as_deref() == Some(name))
-            .map(|e| (**e).clone())
             .collect();
-        let in_ns = self.control_planes.state();
-        let pod_node = super::gather::pod_node(
-            in_ns.iter().filter(|p| p.metadata.namespace.as_deref() == Some(ns.as_str())).map(|p| &**p),
-            name,
-        );
+        let control_plane_pods = in_namespace(&self.control_planes, &ns);
+        let stateful_set = self.stateful_sets.get(&ObjectRef::new(name).within(&ns)).map(|s| (*s).clone());
         Raw {
-            pod_node,
+            control_plane_pods,
+            stateful_set,
             service_events: Some(service_events),
             chart: chart.map(|c| (*c).clone()),
             job: job.map(|j| (*j).clone()),

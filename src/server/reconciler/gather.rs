@@ -1,12 +1,15 @@
 //! Reads from the host what [`super::observe`] needs for one cluster: the
 //! HelmChart (and which generation it was rendered from), the install Job of the
 //! current values and helm's last error from its pod's log, the Service and its
-//! newest Warning Event, `vc-<name>`, the Ready nodes. Read-only.
+//! newest Warning Event, `vc-<name>`, the chart's StatefulSet and pod (and,
+//! while it does not roll out, the namespace's Events and claims), the Ready
+//! nodes. Read-only.
 
 use std::collections::BTreeSet;
 
+use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{Event, Node, Pod, Secret, Service};
+use k8s_openapi::api::core::v1::{Event, Node, PersistentVolumeClaim, Pod, Secret, Service};
 use kube::api::{Api, DynamicObject, ListParams, LogParams};
 use kube::{Client, ResourceExt};
 
@@ -15,6 +18,7 @@ use super::error::{Result, ignore_not_found, kube};
 use super::observe::{JobState, NodeAddresses, Observation};
 use super::probe::Credentials;
 use super::render;
+use super::rollout::{self, HostEvent, PodFacts, Rollout, StatefulSetFacts};
 use crate::domain::endpoint::{Ingress, ServiceObservation};
 
 /// What was read, beyond the pure observation.
@@ -30,8 +34,6 @@ pub struct Gathered {
     pub vcluster_config: Option<String>,
     /// The install Job of the current values, if any.
     pub job_uid: Option<String>,
-    /// When that Job completed.
-    pub job_completed: Option<k8s_openapi::jiff::Timestamp>,
 }
 
 fn text(s: &Secret, key: &str) -> Option<String> {
@@ -69,19 +71,95 @@ pub struct Raw {
     /// listed while its address is pending.
     pub service_events: Option<Vec<Event>>,
     pub secret: Option<Secret>,
-    /// The node the cluster's vCluster pod is bound to.
-    pub pod_node: Option<String>,
+    /// The chart's StatefulSet (`<name>`).
+    pub stateful_set: Option<StatefulSet>,
+    /// The chart's pods (labels `app=vcluster`, `release=<name>`).
+    pub control_plane_pods: Vec<Pod>,
 }
 
-/// The node of the chart's pod (labels `app=vcluster`, `release=<name>`): a
-/// running one first.
-pub fn pod_node<'a>(pods: impl Iterator<Item = &'a Pod>, name: &str) -> Option<String> {
+/// The chart's current pod (labels `app=vcluster`, `release=<name>`, not
+/// being deleted): a running one first.
+pub fn current_pod<'a>(pods: impl Iterator<Item = &'a Pod>, name: &str) -> Option<&'a Pod> {
     let mut ours: Vec<&Pod> = pods
         .filter(|p| p.labels().get("release").map(String::as_str) == Some(name))
         .filter(|p| p.metadata.deletion_timestamp.is_none())
         .collect();
     ours.sort_by_key(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) != Some("Running"));
-    ours.iter().find_map(|p| p.spec.as_ref()?.node_name.clone())
+    ours.into_iter().next()
+}
+
+fn condition<'a>(pod: &'a Pod, type_: &str) -> Option<&'a k8s_openapi::api::core::v1::PodCondition> {
+    pod.status.as_ref()?.conditions.as_ref()?.iter().find(|c| c.type_ == type_)
+}
+
+/// What the rollout rule needs of the pod.
+pub fn pod_facts(pod: &Pod) -> PodFacts {
+    let scheduled = pod.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some();
+    let unschedulable = condition(pod, "PodScheduled").filter(|c| c.status == "False").and_then(|c| c.message.clone());
+    PodFacts {
+        uid: pod.uid().unwrap_or_default(),
+        scheduled,
+        ready: condition(pod, "Ready").is_some_and(|c| c.status == "True"),
+        unschedulable,
+    }
+}
+
+/// What the rollout rule needs of the StatefulSet.
+pub fn stateful_set_facts(sts: &StatefulSet) -> StatefulSetFacts {
+    let st = sts.status.clone().unwrap_or_default();
+    StatefulSetFacts {
+        generation: sts.metadata.generation,
+        observed_generation: st.observed_generation,
+        replicas: sts.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1),
+        ready_replicas: st.ready_replicas.unwrap_or(0),
+        updated_replicas: st.updated_replicas.unwrap_or(0),
+        current_revision: st.current_revision,
+        update_revision: st.update_revision,
+    }
+}
+
+/// An Event as the rule reads it: when last seen is the series' last
+/// observation, else `lastTimestamp`, else `eventTime` (the events.k8s.io
+/// recorders, e.g. the scheduler's, leave `lastTimestamp` empty).
+pub fn host_event(e: &Event) -> HostEvent {
+    let at = e
+        .series
+        .as_ref()
+        .and_then(|s| s.last_observed_time.as_ref().map(|t| t.0))
+        .or(e.last_timestamp.as_ref().map(|t| t.0))
+        .or(e.event_time.as_ref().map(|t| t.0))
+        .or(e.first_timestamp.as_ref().map(|t| t.0))
+        .map(|t| t.as_second())
+        .unwrap_or_default();
+    HostEvent {
+        uid: e.involved_object.uid.clone().unwrap_or_default(),
+        warning: e.type_.as_deref() == Some("Warning"),
+        reason: e.reason.clone().unwrap_or_default(),
+        message: e.message.clone().unwrap_or_default(),
+        at,
+    }
+}
+
+/// Why the chart's pod does not come up, from the namespace's Events and
+/// claims, read now (only while the rollout is not done).
+async fn blocked(client: &Client, ns: &str, sts: Option<&StatefulSet>, pod: Option<&PodFacts>) -> Option<String> {
+    let events = Api::<Event>::namespaced(client.clone(), ns).list(&ListParams::default()).await.ok()?;
+    let claims =
+        Api::<PersistentVolumeClaim>::namespaced(client.clone(), ns).list(&ListParams::default()).await.ok()?;
+    let pending: Vec<String> = claims
+        .items
+        .iter()
+        .filter(|c| c.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Pending"))
+        .filter_map(|c| c.uid())
+        .collect();
+    let events: Vec<HostEvent> = events.items.iter().map(host_event).collect();
+    let sts_uid = sts.and_then(|s| s.metadata.uid.clone());
+    rollout::blocker(&rollout::Workload {
+        stateful_set_uid: sts_uid.as_deref(),
+        pod,
+        pending_claims: &pending,
+        events: &events,
+    })
 }
 
 /// Reads one cluster's objects with GETs (on-demand paths: download, probe API).
@@ -95,9 +173,10 @@ pub async fn fetch(client: &Client, name: &str) -> Result<Raw> {
     let secret = read_secret(client, name).await?;
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
     let lp = ListParams::default().labels(&format!("app=vcluster,release={name}"));
-    let pods = pods.list(&lp).await.map_err(kube("list vCluster pods"))?;
-    let pod_node = pod_node(pods.items.iter(), name);
-    Ok(Raw { chart, job, job_pods: None, service, service_events: None, secret, pod_node })
+    let control_plane_pods = pods.list(&lp).await.map_err(kube("list vCluster pods"))?.items;
+    let sets: Api<StatefulSet> = Api::namespaced(client.clone(), &ns);
+    let stateful_set = ignore_not_found(sets.get(name).await).map_err(kube("read StatefulSet"))?;
+    Ok(Raw { chart, job, job_pods: None, service, service_events: None, secret, stateful_set, control_plane_pods })
 }
 
 /// `vc-<name>`, read now.
@@ -162,6 +241,15 @@ pub async fn assemble(client: &Client, name: &str, raw: Raw, stale_jobs: &BTreeS
         })
     });
     let vcluster_config = secret.as_ref().and_then(|s| text(s, "config"));
+    let pod = current_pod(raw.control_plane_pods.iter(), name);
+    let rollout = raw.stateful_set.as_ref().map_or(Rollout::Missing, |s| stateful_set_facts(s).rollout());
+    let facts = pod.map(pod_facts);
+    let blocked = match (&job_state, rollout) {
+        (JobState::Complete, Rollout::Missing | Rollout::InProgress) => {
+            blocked(client, &ns, raw.stateful_set.as_ref(), facts.as_ref()).await
+        }
+        _ => None,
+    };
     Gathered {
         observation: Observation {
             job: job_state,
@@ -170,16 +258,16 @@ pub async fn assemble(client: &Client, name: &str, raw: Raw, stale_jobs: &BTreeS
             service_warning,
             kubeconfig_secret: credentials.is_some() && vcluster_config.is_some(),
             ready_nodes: Vec::new(),
-            pod_node: raw.pod_node,
+            pod_node: pod.and_then(|p| p.spec.as_ref()?.node_name.clone()),
             probe: None,
-            settling: false,
+            rollout,
+            blocked,
         },
         chart_generation,
         chart_spec: hc.as_ref().and_then(|h| h.data.get("spec").cloned()),
         credentials,
         vcluster_config,
         job_uid: job.as_ref().and_then(|j| j.uid()),
-        job_completed: job.as_ref().and_then(|j| j.status.as_ref()?.completion_time.as_ref().map(|t| t.0)),
     }
 }
 

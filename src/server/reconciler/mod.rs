@@ -22,6 +22,7 @@ pub mod observe;
 pub mod probe;
 pub mod probes;
 pub mod render;
+pub mod rollout;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
@@ -63,8 +64,6 @@ pub struct Context {
     /// How long a claimed operation is ours; a crashed process's claims are
     /// taken over after it.
     pub lease: Duration,
-    /// How long after helm's upgrade a probe may still reach the old vCluster pod.
-    pub settle: Duration,
     /// The observer lease (`leases` row `reconciler-observer`): only its
     /// holder observes, probes and repairs drift; every replica works the
     /// queue. Renewed every pass (at least every third of it); a replica that
@@ -118,7 +117,6 @@ impl Context {
             resync: Duration::from_secs(60),
             retry_base: Duration::from_secs(2),
             lease: Duration::from_secs(120),
-            settle: Duration::from_secs(5),
             leader_lease: Duration::from_secs(15),
             probes: probes::Probes::new(wake.clone()),
             servicelb: std::sync::atomic::AtomicBool::new(false),
@@ -237,10 +235,17 @@ const QUEUE_POLL: Duration = Duration::from_secs(2);
 /// The longest wait between checks while the host finishes an uninstall.
 const NOT_YET_POLL: Duration = Duration::from_secs(5);
 
-/// Runs until the process ends.
+/// Runs until the process ends. The watch caches start beside the loop: until
+/// every watch has listed once (never, while the host is unreachable) the
+/// loop reads the host with GETs, so queued work is tried, and retried with
+/// back-off, from the first pass.
 pub async fn run(ctx: Arc<Context>) {
-    let caches = cache::Caches::start(&ctx.client, ctx.wake.clone()).await;
-    let _ = ctx.caches.set(caches);
+    let starter = ctx.clone();
+    tokio::spawn(async move {
+        let caches = cache::Caches::start(&starter.client, starter.wake.clone()).await;
+        let _ = starter.caches.set(caches);
+        starter.wake.notify_one();
+    });
     let mut last_full: Option<tokio::time::Instant> = None;
     loop {
         let full = ctx.full_requested.swap(false, std::sync::atomic::Ordering::Relaxed)
@@ -580,10 +585,6 @@ async fn observe_one(
         return Ok(());
     }
     g.observation.ready_nodes = nodes.to_vec();
-    g.observation.settling = g.job_completed.is_some_and(|t| {
-        let age = k8s_openapi::jiff::Timestamp::now().duration_since(t);
-        Duration::try_from(age).is_ok_and(|age| age < ctx.settle)
-    });
     // Probe the endpoint this observation leads to, with the kubeconfig a user gets.
     let draft = observe::status(&cluster.spec, cluster.generation, settings, &g.observation);
     // The latest probe of it (never awaited here: probes run on their own).

@@ -3,10 +3,12 @@
 //! old spec survives a change. "Ready" means the probe reached the API server
 //! through the public endpoint with the kubeconfig a user would download (a
 //! disabled cluster, which has no public endpoint, is ready once its install Job
-//! for the current values completed and vCluster published `vc-<name>`).
+//! for the current values completed, the chart's StatefulSet rolled out and
+//! vCluster published `vc-<name>`).
 
 use std::net::IpAddr;
 
+use super::rollout::Rollout;
 use crate::domain::endpoint::{self, ServiceObservation};
 use crate::domain::{ClusterSpec, ClusterStatus, ConnectionStatus, Host, Phase, PublicAccess, SystemSettings};
 
@@ -48,9 +50,12 @@ pub struct Observation {
     pub pod_node: Option<String>,
     /// The last probe through the public endpoint, for this endpoint.
     pub probe: Option<ConnectionStatus>,
-    /// The install Job completed only moments ago: the vCluster pod may still
-    /// be the old one (it rolls after helm's upgrade), so a probe proves nothing yet.
-    pub settling: bool,
+    /// The chart's StatefulSet: until it has rolled out, the pod that answers
+    /// may still be the old one (it rolls after helm's upgrade), so a probe
+    /// proves nothing yet.
+    pub rollout: Rollout,
+    /// Why it does not roll out, in the host's words ([`super::rollout::blocker`]).
+    pub blocked: Option<String>,
 }
 
 /// What the status message says, as a code the pages translate, plus detail.
@@ -62,6 +67,9 @@ pub mod message {
     pub const NAMESPACE_TAKEN: &str = "namespace_taken";
     pub const LB_PENDING: &str = "lb_pending";
     pub const STARTING: &str = "starting";
+    /// `not_starting: <the host's words>`: the pod cannot be scheduled, its
+    /// claim is not bound, the StatefulSet cannot create it (Events).
+    pub const NOT_STARTING: &str = "not_starting";
     pub const PROBE_FAILED: &str = "probe_failed";
     pub const NODE_ADDRESS: &str = "node_address";
     pub const NO_NODE_ADDRESS: &str = "no_node_address";
@@ -133,8 +141,11 @@ pub fn status(spec: &ClusterSpec, generation: i64, settings: &SystemSettings, ob
             };
             return status;
         }
-        JobState::Complete if obs.settling => {
-            status.message = message::STARTING.to_owned();
+        JobState::Complete if obs.rollout != Rollout::Done => {
+            status.message = match &obs.blocked {
+                Some(words) => msg(message::NOT_STARTING, Some(words)),
+                None => message::STARTING.to_owned(),
+            };
             return status;
         }
         JobState::Complete => {}
@@ -189,6 +200,7 @@ mod tests {
     fn installed(service: ServiceObservation, probe: Option<ConnectionStatus>) -> Observation {
         Observation {
             job: JobState::Complete,
+            rollout: Rollout::Done,
             service: Some(service),
             kubeconfig_secret: true,
             probe,
@@ -235,9 +247,32 @@ mod tests {
             (lb(), installed(lb_svc(), Some(ConnectionStatus::Ok)), Phase::Ready, ""),
             (
                 lb(),
-                Observation { settling: true, ..installed(lb_svc(), Some(ConnectionStatus::Ok)) },
+                Observation { rollout: Rollout::InProgress, ..installed(lb_svc(), Some(ConnectionStatus::Ok)) },
                 Phase::Provisioning,
                 "starting",
+            ),
+            (
+                PublicAccess::Disabled,
+                Observation { rollout: Rollout::Missing, ..installed(lb_svc(), None) },
+                Phase::Provisioning,
+                "starting",
+            ),
+            (
+                lb(),
+                Observation {
+                    rollout: Rollout::InProgress,
+                    blocked: Some("0/2 nodes are available: 2 Insufficient cpu.".into()),
+                    ..installed(lb_svc(), Some(ConnectionStatus::Ok))
+                },
+                Phase::Provisioning,
+                "not_starting: 0/2 nodes are available: 2 Insufficient cpu.",
+            ),
+            // Words from an earlier rollout are not shown once it is done.
+            (
+                lb(),
+                Observation { blocked: Some("old".into()), ..installed(lb_svc(), Some(ConnectionStatus::Ok)) },
+                Phase::Ready,
+                "",
             ),
             (PublicAccess::Disabled, installed(ServiceObservation::default(), None), Phase::Ready, ""),
             (
