@@ -162,7 +162,9 @@ async fn a_cluster_without_an_address_fails_with_metallbs_reason_the_others_fini
     let hosts = json!({"typed": {"rb-a": net.addr(225).to_string(), "rb-b": far}});
     let old_a = env.kubeconfig(ids[0]).await;
     let request = json!({"clusters": ["rb-a", "rb-b"], "hosts": hosts, "concurrency": 2, "grace_secs": 600});
-    start_driver(&env, 15);
+    // Long enough for rb-a's switch on the upstream host (helm's Job, the pod
+    // rolled by its StatefulSet, MetalLB, the probe: ~10 s, more under load).
+    start_driver(&env, 40);
     let r = env.console.json("POST", "/api/admin/migrations", Some(&env.cookie), request).await;
     assert_eq!(r.status, 201, "{}", r.body);
     let id = r.json()["id"].as_i64().unwrap();

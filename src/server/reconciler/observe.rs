@@ -141,17 +141,18 @@ pub fn status(spec: &ClusterSpec, generation: i64, settings: &SystemSettings, ob
             };
             return status;
         }
-        JobState::Complete if obs.rollout != Rollout::Done => {
-            status.message = match &obs.blocked {
-                Some(words) => msg(message::NOT_STARTING, Some(words)),
-                None => message::STARTING.to_owned(),
-            };
-            return status;
-        }
         JobState::Complete => {}
     }
+    // The address comes (or not) whatever the pod does: say so first.
     if access.load_balancer_pending {
         status.message = msg(message::LB_PENDING, obs.service_warning.as_deref());
+        return status;
+    }
+    if obs.rollout != Rollout::Done {
+        status.message = match &obs.blocked {
+            Some(words) => msg(message::NOT_STARTING, Some(words)),
+            None => message::STARTING.to_owned(),
+        };
         return status;
     }
     if !obs.kubeconfig_secret {
@@ -266,6 +267,17 @@ mod tests {
                 },
                 Phase::Provisioning,
                 "not_starting: 0/2 nodes are available: 2 Insufficient cpu.",
+            ),
+            // A pending address is said while the pod still rolls.
+            (
+                lb(),
+                Observation {
+                    rollout: Rollout::InProgress,
+                    service_warning: Some("no available IPs".into()),
+                    ..installed(ServiceObservation::default(), None)
+                },
+                Phase::Provisioning,
+                "lb_pending: no available IPs",
             ),
             // Words from an earlier rollout are not shown once it is done.
             (
