@@ -538,7 +538,9 @@ async fn probe_outcomes_are_told_apart() {
     } else {
         (net.other_node(), net.node())
     };
-    assert_eq!(cb["status"]["api_endpoint"], format!("https://{pod_node}:{port}"), "the pod's node");
+    // The endpoint follows the pod's node (seen through the vCluster pods' watch).
+    let want = format!("https://{pod_node}:{port}");
+    env.converge(b, "the endpoint on the pod's node", |s| s["api_endpoint"] == want.as_str() && ready(s)).await;
     let mismatch = probe(&format!("https://{other}:{port}"), &cb_creds, &r).await;
     assert_eq!(mismatch.status, S::CertificateHostMismatch, "{mismatch:?}");
     assert!(mismatch.detail.as_deref().unwrap_or_default().contains(&pod_node.to_string()), "{mismatch:?}");
