@@ -324,6 +324,15 @@ impl TestHost {
     }
 }
 
+/// Waits (≤ 30 s) for an in-process node or simulator's first full sync.
+async fn first_sync(rx: oneshot::Receiver<()>, what: &str) -> Result<()> {
+    match tokio::time::timeout(Duration::from_secs(30), rx).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(_)) => bail!("{what} ended before its first sync"),
+        Err(_) => bail!("{what} not ready after 30 s"),
+    }
+}
+
 static COUNTER: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// A kube-rs client from a kubeconfig file.
@@ -412,13 +421,7 @@ fn keep(
                 let task = rt.spawn(crate::node::run(client, creds, cfg, move || {
                     let _ = tx.send(());
                 }));
-                rt.block_on(async {
-                    match tokio::time::timeout(Duration::from_secs(30), rx).await {
-                        Ok(Ok(())) => Ok(()),
-                        Ok(Err(_)) => bail!("node ended before its first sync"),
-                        Err(_) => bail!("node not ready after 30 s"),
-                    }
-                })?;
+                rt.block_on(first_sync(rx, "node"))?;
                 Ok(Some(task))
             }
             Some(Simulator::InProcess(config)) => {
@@ -428,13 +431,7 @@ fn keep(
                 let task = rt.spawn(sim::run(client, creds, cfg, move || {
                     let _ = tx.send(());
                 }));
-                rt.block_on(async {
-                    match tokio::time::timeout(Duration::from_secs(30), rx).await {
-                        Ok(Ok(())) => Ok(()),
-                        Ok(Err(_)) => bail!("simulator ended before its first sync"),
-                        Err(_) => bail!("simulator not ready after 30 s"),
-                    }
-                })?;
+                rt.block_on(first_sync(rx, "simulator"))?;
                 Ok(Some(task))
             }
         }
