@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Starts a simulated k3s host in the background: real etcd + kube-apiserver
-# (port ${KUBEBYON_HOST_API_PORT:-6443}) and the hostsim simulator, state in
+# Starts the test k3s host in the background: etcd, kube-apiserver (port
+# ${KUBEBYON_HOST_API_PORT:-6443}), kube-controller-manager, kube-scheduler,
+# helm-controller and MetalLB (upstream's own) and hostsim's node, state in
 # ${KUBEBYON_HOST_DIR:-~/.local/share/kubebyon/host}. Prints the admin kubeconfig
 # path as the last line of stdout. Already running: just prints it again.
 # Stop with scripts/host-down.sh.

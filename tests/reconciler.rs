@@ -533,7 +533,7 @@ async fn probe_outcomes_are_told_apart() {
     let pod: k8s_openapi::api::core::v1::Pod =
         kube::Api::namespaced(client.clone(), "kubebyon-probe-b").get("probe-b-0").await.unwrap();
     let on = pod.spec.and_then(|s| s.node_name).unwrap();
-    let (pod_node, other) = if on == hostsim::sim::nodes::node_name(net.node()) {
+    let (pod_node, other) = if on == hostsim::node::nodes::node_name(net.node()) {
         (net.node(), net.other_node())
     } else {
         (net.other_node(), net.node())

@@ -272,9 +272,10 @@ impl ControlPlane {
             &[kubeconfig_flag, "--leader-elect=false", "--secure-port=0", "--profiling=false", "--v=1"],
             &[],
         )?;
+        let (kubectl_bin, admin) = (self.bin_dir.join("kubectl"), self.admin.kubeconfig.clone());
         let kubectl = |args: &[&str]| -> Result<()> {
-            let out = Command::new(self.bin_dir.join("kubectl"))
-                .arg(format!("--kubeconfig={}", self.admin.kubeconfig.display()))
+            let out = Command::new(&kubectl_bin)
+                .arg(format!("--kubeconfig={}", admin.display()))
                 .args(args)
                 .output()
                 .context("running kubectl")?;
@@ -316,6 +317,16 @@ impl ControlPlane {
                 ("NO_PROXY", "127.0.0.0/8,localhost,10.42.0.0/16,10.43.0.0/16,.svc,.cluster.local"),
             ],
         )?;
+        // helm-controller creates its CRDs once it runs; k3s reports ready only
+        // after its CRDs are established, so a HelmChart applied then is served.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let crd = "crd/helmcharts.helm.cattle.io";
+        while let Err(e) = kubectl(&["wait", "--for=condition=Established", "--timeout=10s", crd]) {
+            if Instant::now() > deadline {
+                return Err(e.context("helm-controller did not register its CRDs within 60 s"));
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
         Ok(())
     }
 

@@ -1,7 +1,7 @@
 //! The part of a kubelet that `kubectl logs` reaches: kube-apiserver serves
 //! `pods/log` by proxying to `https://<node InternalIP>:<kubeletEndpoint.Port>/
 //! containerLogs/<ns>/<pod>/<container>` (`pkg/registry/core/pod/strategy.go`
-//! `LogLocation`). This serves the logs of the pods hostsim runs (helm Jobs) from
+//! `LogLocation`). This serves the logs of the pods the node runs (helm Jobs) from
 //! memory, over TLS with a self-signed certificate (kube-apiserver does not verify
 //! the kubelet's certificate unless `--kubelet-certificate-authority` is given).
 //! Query options (`tailLines`, `limitBytes`, `timestamps`, `sinceSeconds`) are

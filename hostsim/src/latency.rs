@@ -1,13 +1,12 @@
-//! How long the simulated components take, so no test passes by the luck of
-//! ordering: a helm Job's run, a vCluster pod's start (after install and after
-//! every values change, endpoint refusing meanwhile), the certificate refresh after
-//! the SAN set changes, and the Job controller's retry back-off. Pure.
+//! How long the simulated node takes, so no test passes by the luck of ordering:
+//! a vCluster pod's start (after install and after every values change, endpoint
+//! refusing meanwhile), the certificate refresh after the SAN set changes, and the
+//! kubelet's back-off before restarting a failed container. Pure.
 //!
-//! Upstream figures (see docs/testing.md for the sources): a klipper-helm Job pod
-//! needs a few seconds (image pull aside) to run `helm upgrade --install`; the
-//! vCluster pod needs tens of seconds before its readiness probe passes; vCluster
-//! checks its certificate every 2–4.5 s; the Job controller retries a failed pod
-//! after 10 s, doubling up to 6 min.
+//! Upstream figures (see docs/testing.md for the sources): the vCluster pod needs
+//! tens of seconds before its readiness probe passes; vCluster checks its
+//! certificate every 2–4.5 s; the kubelet restarts a crashed container after
+//! 10 s, doubling up to 5 min (`MaxContainerBackOff`, CrashLoopBackOff).
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -60,45 +59,41 @@ impl FromStr for Span {
     }
 }
 
-/// Every delay the simulator adds.
+/// Every delay the node adds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Latency {
-    /// From a helm Job pod's start to helm's result.
-    pub helm_job: Span,
     /// From a release's install or values change to its endpoint answering.
     pub vcluster_start: Span,
     /// From the SAN set changing to the new certificate being served.
     pub cert_refresh: Span,
-    /// The Job controller's first retry delay after a failed pod; it doubles per
-    /// failure, capped at 6 min (upstream: 10 s).
-    pub job_retry: Duration,
+    /// The kubelet's first restart delay after a container failed; it doubles
+    /// per failure, capped at 5 min (upstream: 10 s).
+    pub restart_backoff: Duration,
 }
 
 impl Latency {
     /// Upstream-like figures, for `hostsim up` (`make run`).
     pub const UPSTREAM: Self = Self {
-        helm_job: Span::millis(2_000, 5_000),
         // A vCluster pod on a k3s host: image pull, its API server and syncer
         // starting, the readiness probe passing (30-90 s in practice).
         vcluster_start: Span::millis(30_000, 90_000),
         cert_refresh: Span::millis(2_000, 4_500),
-        job_retry: Duration::from_secs(10),
+        restart_backoff: Duration::from_secs(10),
     };
 
     /// Short but non-zero, for test hosts: every step still happens after the
     /// step before it has been observed.
     pub const TEST: Self = Self {
-        helm_job: Span::millis(300, 700),
         vcluster_start: Span::millis(500, 1_000),
         cert_refresh: Span::millis(300, 600),
-        job_retry: Duration::from_millis(500),
+        restart_backoff: Duration::from_millis(500),
     };
 
-    /// The retry delay after `failures` failed pods (10 s, 20 s, 40 s … ≤ 6 min).
+    /// The restart delay after `failures` failed runs (10 s, 20 s, 40 s … ≤ 5 min).
     pub fn retry_after(&self, failures: u32) -> Duration {
-        let cap = Duration::from_secs(360);
+        let cap = Duration::from_secs(300);
         let factor = 1u32 << failures.saturating_sub(1).min(16);
-        self.job_retry.saturating_mul(factor).min(cap)
+        self.restart_backoff.saturating_mul(factor).min(cap)
     }
 }
 
@@ -128,9 +123,9 @@ mod tests {
     }
 
     #[test]
-    fn retries_double_up_to_six_minutes() {
+    fn restarts_back_off_doubling_up_to_five_minutes() {
         let l = Latency::UPSTREAM;
         let secs: Vec<u64> = (1..=8).map(|n| l.retry_after(n).as_secs()).collect();
-        assert_eq!(secs, [10, 20, 40, 80, 160, 320, 360, 360]);
+        assert_eq!(secs, [10, 20, 40, 80, 160, 300, 300, 300]);
     }
 }

@@ -1,11 +1,10 @@
-//! KubeBYON's test host: a real etcd + kube-apiserver ([`controlplane`],
-//! [`testhost`]) and a simulator of what a k3s host runs around them ([`sim`]).
+//! KubeBYON's test host: a real etcd + kube-apiserver and upstream's own
+//! controllers ([`controlplane`], [`testhost`]), and a simulated node ([`node`]):
+//! what needs a machine (kubelet, kube-proxy, MetalLB's speaker, storage).
 //! Not part of the console; see `docs/testing.md`.
 
 pub mod apiproxy;
-pub mod chart;
 pub mod controlplane;
-pub mod crd;
 pub mod kubeconfig;
 pub mod kubelet;
 pub mod kubeproxy;
@@ -13,7 +12,6 @@ pub mod latency;
 pub mod lb;
 pub mod node;
 pub mod pki;
-pub mod sim;
 pub mod testhost;
 pub mod testsupport;
 pub mod tls;

@@ -1,7 +1,7 @@
 //! Test support: a host cluster for integration tests. Starts etcd and
-//! kube-apiserver on free 127.0.0.1 ports with fresh certificates, registers the
-//! HelmChart CRD, optionally starts the simulator binary, and stops every process
-//! by PID when dropped. [`TestHost::shared`] gives one instance per test binary;
+//! kube-apiserver on free 127.0.0.1 ports with fresh certificates, optionally
+//! upstream's controllers with the simulated node, and stops every process by PID
+//! when dropped. [`TestHost::shared`] gives one instance per test binary;
 //! each test then takes a fresh namespace with [`TestHost::namespace`].
 //!
 //! The processes are started from a dedicated thread whose end (or the test
@@ -10,7 +10,6 @@
 
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
-use std::process::Child;
 use std::sync::OnceLock;
 use std::sync::mpsc;
 use std::thread::JoinHandle;
@@ -27,21 +26,13 @@ use tokio::sync::oneshot;
 
 use crate::controlplane::{self, ControlPlane, ControlPlaneConfig};
 use crate::kubeconfig::Credentials;
-use crate::sim;
 
-/// The simulator to run beside the control plane.
+/// What runs beside the control plane (`None`: the bare etcd + kube-apiserver).
 #[derive(Clone, Debug)]
 pub enum Simulator {
-    /// The `hostsim` binary as a child process: `run --kubeconfig … --ready-file …`,
-    /// the test host's defaults ([`Net::default_args`]), then `args` (this crate's
-    /// tests use `env!("CARGO_BIN_EXE_hostsim")`).
-    Process { bin: PathBuf, args: Vec<String> },
-    /// In this process, on the keeper thread: for other crates' tests, which
-    /// cannot name the binary. The function gets the host's addresses
-    /// ([`Net::default_config`] is the usual choice).
-    InProcess(fn(Net) -> sim::Config),
-    /// The control plane with upstream's parts ([`controlplane::UpstreamParts`])
-    /// and the simulated node ([`crate::node`]) in this process.
+    /// Upstream's parts ([`controlplane::UpstreamParts`]) and the simulated node
+    /// ([`crate::node`]) in this process; the function gets the host's addresses
+    /// ([`Net::node_config`] is the usual choice).
     Node(fn(Net) -> crate::node::Config),
 }
 
@@ -77,29 +68,6 @@ impl Net {
         format!("tiny={},noauto", self.addr(230))
     }
 
-    /// Pool `named`: `.231`, answered with a hostname, as AWS load balancers do.
-    pub fn named_pool(self) -> String {
-        format!("named={},noauto,hostname=lb.hostsim.test", self.addr(231))
-    }
-
-    /// `hostsim run` arguments for these addresses and the test latencies.
-    pub fn default_args(self) -> Vec<String> {
-        vec![
-            "--test-latency".into(),
-            "--node-ip".into(),
-            self.node().to_string(),
-            "--node-ip".into(),
-            self.other_node().to_string(),
-            "--pool".into(),
-            self.default_pool(),
-            "--pool".into(),
-            self.tiny_pool(),
-            "--pool".into(),
-            self.named_pool(),
-        ]
-    }
-
-    /// The in-process equivalent of [`Net::default_args`].
     /// The chart mirror's proxy (helm-controller's `HTTPS_PROXY`).
     pub fn mirror(self) -> std::net::SocketAddr {
         std::net::SocketAddr::from((self.addr(250), 3128))
@@ -111,9 +79,9 @@ impl Net {
     pub fn node_config(self) -> crate::node::Config {
         crate::node::Config {
             nodes: [self.node(), self.other_node()]
-                .map(|internal| crate::sim::nodes::NodeAddr { internal, external: None })
+                .map(|internal| crate::node::nodes::NodeAddr { internal, external: None })
                 .into(),
-            capacity: crate::sim::nodes::Capacity {
+            capacity: crate::node::nodes::Capacity {
                 cpu: "32".into(),
                 memory: "128Gi".into(),
                 // Every control plane asks for 1Gi and the LimitRange gives
@@ -128,19 +96,6 @@ impl Net {
             state_dir: PathBuf::new(),
             vcluster_api: crate::node::apiserver::VClusterApi::Relay,
             etcd: String::new(),
-        }
-    }
-
-    pub fn default_config(self) -> sim::Config {
-        let pools =
-            [self.default_pool(), self.tiny_pool(), self.named_pool()].iter().filter_map(|p| p.parse().ok()).collect();
-        sim::Config {
-            lb: crate::lb::Config { pools, class: None },
-            nodes: [self.node(), self.other_node()]
-                .map(|internal| crate::sim::nodes::NodeAddr { internal, external: None })
-                .into(),
-            latency: crate::latency::Latency::TEST,
-            charts: crate::chart::Source::default(),
         }
     }
 
@@ -207,7 +162,7 @@ enum Command {
 pub struct TestHost {
     pub kubeconfig: PathBuf,
     pub data_dir: PathBuf,
-    /// From spawning etcd to the CRD (and simulator) being ready.
+    /// From spawning etcd to the control plane (and node) being ready.
     pub startup: Duration,
     pub pids: Vec<(&'static str, u32)>,
     /// Its addresses.
@@ -324,12 +279,12 @@ impl TestHost {
     }
 }
 
-/// Waits (≤ 30 s) for an in-process node or simulator's first full sync.
-async fn first_sync(rx: oneshot::Receiver<()>, what: &str) -> Result<()> {
+/// Waits (≤ 30 s) for the in-process node's first full sync.
+async fn first_sync(rx: oneshot::Receiver<()>) -> Result<()> {
     match tokio::time::timeout(Duration::from_secs(30), rx).await {
         Ok(Ok(())) => Ok(()),
-        Ok(Err(_)) => bail!("{what} ended before its first sync"),
-        Err(_) => bail!("{what} not ready after 30 s"),
+        Ok(Err(_)) => bail!("the node ended before its first sync"),
+        Err(_) => bail!("the node is not ready after 30 s"),
     }
 }
 
@@ -342,7 +297,7 @@ pub async fn client_for(kubeconfig: &Path) -> Result<Client> {
     Ok(Client::try_from(cfg)?)
 }
 
-/// The keeper thread: owns the processes (and an in-process simulator) until
+/// The keeper thread: owns the processes (and the in-process node) until
 /// told to stop, or forever.
 fn keep(
     data_dir: PathBuf,
@@ -374,7 +329,6 @@ fn keep(
             tracing::subscriber::set_default(sub)
         });
     let mut cp: Option<ControlPlane> = None;
-    let mut child: Option<Child> = None;
     let started = (|| -> Result<Option<tokio::task::JoinHandle<Result<()>>>> {
         let upstream = match &simulator {
             Some(Simulator::Node(_)) => Some(controlplane::UpstreamParts {
@@ -391,47 +345,23 @@ fn keep(
             upstream: upstream.clone(),
         })?);
         let kubeconfig = plane.admin.kubeconfig.clone();
-        let client = rt.block_on(async {
-            let client = client_for(&kubeconfig).await?;
-            if upstream.is_none() {
-                crate::crd::register_all(&client).await?;
-            }
-            anyhow::Ok(client)
-        })?;
+        let client = rt.block_on(client_for(&kubeconfig))?;
         match simulator {
             None => Ok(None),
-            Some(Simulator::Process { bin, args }) => {
-                let mut all = net.default_args();
-                all.extend(args);
-                child = Some(start_simulator(&bin, &all, &kubeconfig, &data_dir)?);
-                Ok(None)
-            }
             Some(Simulator::Node(config)) => {
                 let mut cfg = config(net);
                 cfg.bin_dir = bin_dir.clone();
                 cfg.state_dir = data_dir.join("node");
                 cfg.etcd = plane.etcd_url.clone();
                 let creds = Credentials::from_file(&kubeconfig)?;
-                let pools: Vec<crate::lb::Pool> = [net.default_pool(), net.tiny_pool(), net.named_pool()]
-                    .iter()
-                    .filter_map(|p| p.parse().ok())
-                    .collect();
+                let pools: Vec<crate::lb::Pool> =
+                    [net.default_pool(), net.tiny_pool()].iter().filter_map(|p| p.parse().ok()).collect();
                 rt.block_on(crate::node::seed_pools(&client, &pools))?;
                 let (tx, rx) = oneshot::channel();
                 let task = rt.spawn(crate::node::run(client, creds, cfg, move || {
                     let _ = tx.send(());
                 }));
-                rt.block_on(first_sync(rx, "node"))?;
-                Ok(Some(task))
-            }
-            Some(Simulator::InProcess(config)) => {
-                let cfg = config(net);
-                let creds = Credentials::from_file(&kubeconfig)?;
-                let (tx, rx) = oneshot::channel();
-                let task = rt.spawn(sim::run(client, creds, cfg, move || {
-                    let _ = tx.send(());
-                }));
-                rt.block_on(first_sync(rx, "simulator"))?;
+                rt.block_on(first_sync(rx))?;
                 Ok(Some(task))
             }
         }
@@ -440,13 +370,10 @@ fn keep(
         Ok(task) => task,
         Err(e) => {
             let _ = ready.send(Err(e));
-            return; // cp and child drop here: stopped by PID
+            return; // cp drops here: stopped by PID
         }
     };
-    let mut pids = cp.as_ref().map(ControlPlane::pids).unwrap_or_default();
-    if let Some(c) = &child {
-        pids.push(("hostsim", c.id()));
-    }
+    let pids = cp.as_ref().map(ControlPlane::pids).unwrap_or_default();
     let (commands, mut inbox) = tokio::sync::mpsc::unbounded_channel();
     let host = TestHost {
         kubeconfig: data_dir.join("admin.kubeconfig"),
@@ -457,7 +384,7 @@ fn keep(
         commands,
     };
     if ready.send(Ok(host)).is_ok() {
-        // Drives the in-process simulator and serves commands until the guard is
+        // Drives the in-process node and serves commands until the guard is
         // dropped; the shared host's sender is never dropped.
         rt.block_on(async {
             tokio::pin!(stop);
@@ -494,36 +421,10 @@ fn keep(
     if let Some(task) = in_process {
         task.abort();
     }
-    drop(rt); // closes the simulator's listeners
-    if let Some(c) = child.as_mut() {
-        controlplane::terminate(c, Duration::from_secs(2));
-    }
+    drop(rt); // closes the node's listeners
     if let Some(mut plane) = cp {
         plane.stop();
     }
-}
-
-fn start_simulator(bin: &Path, extra: &[String], kubeconfig: &Path, data_dir: &Path) -> Result<Child> {
-    let ready_file = data_dir.join("hostsim.ready");
-    let kc = kubeconfig.display().to_string();
-    let rf = ready_file.display().to_string();
-    let mut args: Vec<&str> = vec!["run", "--kubeconfig", &kc, "--ready-file", &rf];
-    args.extend(extra.iter().map(String::as_str));
-    let log = data_dir.join("logs/hostsim.log");
-    let mut child = controlplane::spawn(bin, &log, &args)?;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !ready_file.exists() {
-        if let Some(status) = child.try_wait()? {
-            let text = std::fs::read_to_string(&log).unwrap_or_default();
-            bail!("simulator exited ({status}):\n{text}");
-        }
-        if Instant::now() > deadline {
-            controlplane::terminate(&mut child, Duration::from_secs(1));
-            bail!("simulator not ready after 30 s (log: {})", log.display());
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    Ok(child)
 }
 
 /// Removes folders left by test binaries that are no longer running.

@@ -12,12 +12,21 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Event, Namespace, Secret, Service};
-use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
+use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 use serde_json::{Value, json};
 
-use crate::sim::helm;
+/// helm-controller's HelmChart (`helm.cattle.io/v1`).
+pub fn helmchart_resource() -> ApiResource {
+    ApiResource {
+        group: "helm.cattle.io".into(),
+        version: "v1".into(),
+        api_version: "helm.cattle.io/v1".into(),
+        kind: "HelmChart".into(),
+        plural: "helmcharts".into(),
+    }
+}
 
 /// Polls `f` every 100 ms until it returns `Some`, or fails after `timeout`.
 pub async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut f: F) -> Result<T>
@@ -39,7 +48,7 @@ where
 
 /// The HelmCharts of a namespace.
 pub fn helmcharts(client: &Client, ns: &str) -> Api<DynamicObject> {
-    Api::namespaced_with(client.clone(), ns, &helm::resource())
+    Api::namespaced_with(client.clone(), ns, &helmchart_resource())
 }
 
 /// Applies a vcluster HelmChart as the console does (server-side apply), chart
@@ -48,7 +57,7 @@ pub fn helmcharts(client: &Client, ns: &str) -> Api<DynamicObject> {
 pub async fn apply_chart(client: &Client, ns: &str, name: &str, values: &str, extra_spec: Value) -> Result<()> {
     let mut spec = json!({
         "chart": "vcluster",
-        "repo": crate::chart::REPO,
+        "repo": format!("https://{}", crate::node::repo::REPO_HOST),
         "version": "0.30.0",
         "targetNamespace": ns,
         "valuesContent": values,
@@ -69,13 +78,6 @@ pub async fn apply_chart(client: &Client, ns: &str, name: &str, values: &str, ex
         .await
         .context("applying the HelmChart")?;
     Ok(())
-}
-
-/// The config hash helm-controller puts on the Job for the chart as it is now.
-pub fn expected_hash(hc: &DynamicObject) -> Result<String> {
-    let spec = helm::spec_of(hc).map_err(anyhow::Error::msg)?;
-    let job = helm::job_body(hc, &spec, false);
-    Ok(helm::config_hash(&job, &[("HelmChartValuesContent", spec.values_content.as_str())]))
 }
 
 /// How a helm Job ended.
@@ -117,14 +119,6 @@ pub async fn wait_install_job(client: &Client, ns: &str, chart: &str, timeout: D
         }
     })
     .await
-}
-
-/// A HelmChart's conditions as `(type, status, reason, message)`.
-pub async fn chart_conditions(client: &Client, ns: &str, chart: &str) -> Result<Vec<(String, String, String, String)>> {
-    let hc = helmcharts(client, ns).get(chart).await?;
-    let conds = hc.data.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
-    let s = |c: &Value, k: &str| c[k].as_str().unwrap_or_default().to_owned();
-    Ok(conds.iter().map(|c| (s(c, "type"), s(c, "status"), s(c, "reason"), s(c, "message"))).collect())
 }
 
 /// The first `status.loadBalancer.ingress` IP, once there is one.

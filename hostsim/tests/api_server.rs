@@ -4,7 +4,7 @@
 mod common;
 
 use common::{node_port, setup};
-use hostsim::testhost::{Simulator, TestHost};
+use hostsim::testhost::{Net, Simulator, TestHost};
 use k8s_openapi::api::core::v1::Service;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
@@ -149,8 +149,8 @@ fn alive(pid: u32) -> bool {
 fn an_owned_host_stops_everything_when_dropped_even_on_panic() {
     let (tx, rx) = std::sync::mpsc::channel();
     let outcome = std::thread::spawn(move || {
-        // An in-process simulator on the host's own addresses (as another crate would run it).
-        let guard = TestHost::start(Some(Simulator::InProcess(|net| net.default_config()))).expect("test host starts");
+        // Upstream's parts and the in-process node on the host's own addresses.
+        let guard = TestHost::start(Some(Simulator::Node(|net: Net| net.node_config()))).expect("test host starts");
         let rt = tokio::runtime::Runtime::new().unwrap();
         let addr = rt.block_on(async {
             let client = guard.host.client().await.unwrap();
@@ -169,11 +169,16 @@ fn an_owned_host_stops_everything_when_dropped_even_on_panic() {
     .join();
     assert!(outcome.is_err(), "the thread panicked");
     let (pids, dir, addr) = rx.recv().unwrap();
-    assert_eq!(pids.iter().map(|(n, _)| *n).collect::<Vec<_>>(), ["etcd", "kube-apiserver", "kube-controller-manager"]);
+    let names: Vec<&str> = pids.iter().map(|(n, _)| *n).collect();
+    for part in
+        ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "helm-controller", "metallb-controller"]
+    {
+        assert!(names.contains(&part), "{part} in {names:?}");
+    }
     for (name, pid) in pids {
         assert!(!alive(pid), "{name} ({pid}) still running");
     }
     assert!(!dir.exists(), "data folder removed");
     let closed = std::net::TcpStream::connect(&addr).is_err();
-    assert!(closed, "the in-process simulator's listener on {addr} is closed");
+    assert!(closed, "the in-process node's listener on {addr} is closed");
 }

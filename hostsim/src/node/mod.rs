@@ -6,7 +6,7 @@
 //! - Nodes with real capacity, which the real scheduler fills;
 //! - a kubelet running the pods bound to them, by image: klipper-helm
 //!   ([`klipper`], the real helm binary), the vCluster control plane
-//!   ([`crate::sim::vcluster`], listening on the pod's IP), anything else as a
+//!   ([`vcluster`], listening on the pod's IP), anything else as a
 //!   container that starts and stays ready; pod IPs, statuses, restarts with
 //!   CrashLoopBackOff, container logs (`kubectl logs`), graceful termination
 //!   (klipper-helm ignores SIGTERM: it is killed when the grace period ends);
@@ -17,8 +17,10 @@
 pub mod apiserver;
 pub mod klipper;
 pub mod network;
+pub mod nodes;
 pub mod repo;
 pub mod storage;
+pub mod vcluster;
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::net::{Ipv4Addr, SocketAddr};
@@ -27,9 +29,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod, Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 use serde_json::json;
 use tokio::sync::Notify;
@@ -40,9 +44,8 @@ use crate::kubeconfig::Credentials;
 use crate::kubelet::{Kubelet, Logs};
 use crate::kubeproxy::Proxy;
 use crate::latency::Latency;
-use crate::sim::nodes::{self, Capacity, NodeAddr};
-use crate::sim::spawn_watch;
-use crate::sim::vcluster::{self, VCluster};
+use nodes::{Capacity, NodeAddr};
+use vcluster::VCluster;
 
 /// The node's settings.
 #[derive(Clone, Debug)]
@@ -358,15 +361,14 @@ impl Node {
             let extra_sans = self.extra_sans(&ns, &release).await;
             let waiting = json!({"running": {"startedAt": now()}});
             patch_status(api, &name, container_status(pod, false, waiting, 0), false).await?;
-            let mut vc = VCluster::new(
+            let vc = VCluster::new(
                 &ns,
                 &release,
-                pod.uid().unwrap_or_default(),
                 extra_sans,
                 self.cfg.latency.vcluster_start.sample(),
+                SocketAddr::from((ip, vcluster::API_PORT as u16)),
+                self.cfg.vcluster_api.clone(),
             );
-            vc.bind = SocketAddr::from((ip, vcluster::API_PORT as u16));
-            vc.api = self.cfg.vcluster_api.clone();
             return Ok(Container::VCluster { vc: Box::new(vc), ready: false });
         }
         patch_status(api, &name, container_status(pod, true, json!({"running": {"startedAt": now()}}), 0), true)
@@ -485,7 +487,7 @@ async fn run_klipper(rt: klipper::Runtime, api: Api<Pod>, pod: Pod, latency: Lat
         if patch_status(&api, &name, status, false).await.is_err() {
             return;
         }
-        tokio::time::sleep(latency.retry_after(restarts as u32).min(Duration::from_secs(300))).await;
+        tokio::time::sleep(latency.retry_after(restarts as u32)).await;
         rt.logs.restart(&ns, &name, "helm");
         let running = json!({"running": {"startedAt": now()}});
         if patch_status(&api, &name, container_status(&pod, true, running, restarts), true).await.is_err() {
@@ -496,6 +498,22 @@ async fn run_klipper(rt: klipper::Runtime, api: Api<Pod>, pod: Pod, latency: Lat
 
 /// The admin's MetalLB configuration for these pools: each `IPAddressPool`, and
 /// one `L2Advertisement` announcing them all (as MetalLB's quick start does).
+/// Wakes the loop on every change of `K` (errors are retried with back-off).
+fn spawn_watch<K>(api: Api<K>, wake: Arc<Notify>)
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+{
+    tokio::spawn(async move {
+        let mut stream = watcher(api, watcher::Config::default()).default_backoff().boxed();
+        while let Some(ev) = stream.next().await {
+            match ev {
+                Ok(_) => wake.notify_one(),
+                Err(e) => tracing::debug!(error = %e, "watch error"),
+            }
+        }
+    });
+}
+
 pub async fn seed_pools(client: &Client, pools: &[crate::lb::Pool]) -> Result<()> {
     let pa = PatchParams::apply("hostsim-admin").force();
     let pool_api: Api<DynamicObject> =

@@ -1,5 +1,6 @@
-//! Shared helpers for the integration tests: one test host per test binary, with
-//! the simulator; thin panicking wrappers over [`hostsim::testsupport`].
+//! Shared helpers for the integration tests: one test host per test binary
+//! (upstream's controllers, the simulated node, vClusters relaying to the host's
+//! API server); thin panicking wrappers over [`hostsim::testsupport`].
 
 #![allow(dead_code)] // each test binary uses a different subset
 
@@ -12,13 +13,13 @@ use hostsim::testhost::{Net, Simulator, TestHost};
 use hostsim::testsupport as ts;
 #[allow(unused_imports)]
 pub use hostsim::testsupport::{JobOutcome, ingress_ip, kube_rs_namespaces, refused};
-use k8s_openapi::api::core::v1::{Event, Service};
+use k8s_openapi::api::core::v1::{Event, Pod, Service};
 use kube::Client;
 use kube::api::{Api, DynamicObject};
 use serde_json::{Value, json};
 
 pub fn host() -> &'static TestHost {
-    TestHost::shared(Some(Simulator::Process { bin: env!("CARGO_BIN_EXE_hostsim").into(), args: vec![] }))
+    TestHost::shared(Some(Simulator::Node(|net: Net| net.node_config())))
 }
 
 /// This binary's host addresses.
@@ -34,7 +35,9 @@ pub async fn setup(prefix: &str) -> (Client, String) {
     (client, ns)
 }
 
-pub const WAIT: Duration = Duration::from_secs(30);
+/// Real helm in a Job, then the vCluster pod's start: tens of seconds when the
+/// machine is busy.
+pub const WAIT: Duration = Duration::from_secs(90);
 
 /// Polls `f` until it returns `Some`, failing the test after `timeout`.
 pub async fn eventually<T, F, Fut>(what: &str, timeout: Duration, f: F) -> T
@@ -64,16 +67,6 @@ pub async fn job_done(client: &Client, ns: &str, name: &str) -> JobOutcome {
     ts::wait_install_job(client, ns, name, WAIT).await.unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// The HelmChart's `Failed` condition as `(status, reason, message)`.
-pub async fn failed_condition(client: &Client, ns: &str, name: &str) -> (String, String, String) {
-    eventually("HelmChart Failed condition", WAIT, || async {
-        let conds = ts::chart_conditions(client, ns, name).await.ok()?;
-        let (_, s, r, m) = conds.into_iter().find(|c| c.0 == "Failed")?;
-        Some((s, r, m))
-    })
-    .await
-}
-
 pub async fn service(client: &Client, ns: &str, name: &str) -> Service {
     let api: Api<Service> = Api::namespaced(client.clone(), ns);
     eventually(&format!("Service {name}"), WAIT, || async { api.get(name).await.ok() }).await
@@ -81,6 +74,18 @@ pub async fn service(client: &Client, ns: &str, name: &str) -> Service {
 
 pub async fn wait_ingress(client: &Client, ns: &str, name: &str) -> String {
     ts::wait_ingress(client, ns, name, WAIT).await.unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The InternalIP of the node the release's vCluster pod runs on (the one in
+/// its certificate), and the other node of the host.
+pub async fn pod_node(client: &Client, ns: &str, release: &str) -> (String, String) {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let on = eventually(&format!("pod {release}-0 on a node"), WAIT, || async {
+        pods.get(&format!("{release}-0")).await.ok()?.status?.host_ip
+    })
+    .await;
+    let other = if on == net().node().to_string() { net().other_node() } else { net().node() };
+    (on, other.to_string())
 }
 
 pub fn node_port(svc: &Service, port_name: &str) -> Option<i32> {

@@ -3,9 +3,9 @@
 //! `https://localhost:8443`), and serves its API endpoint with a certificate whose
 //! SANs follow vCluster's rules (`pkg/server/cert/cert.go`, `syncer.go`):
 //! regenerated 2–4.5 s after a wanted name goes missing; names no longer wanted
-//! stay until then. The pod starts some seconds after install and restarts on every
-//! values change (the chart's `vClusterConfigHash` pod annotation), its endpoint
-//! refusing connections meanwhile (no ready endpoint: kube-proxy rejects).
+//! stay until then. The pod serves some seconds after it starts (its readiness
+//! probe fails meanwhile, so kube-proxy has no endpoint and refuses); a values
+//! change rolls the StatefulSet, i.e. a new pod, which computes its names afresh.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{Secret, Service};
+use kube::Client;
 use kube::api::{Api, DeleteParams, PostParams};
-use kube::{Client, ResourceExt};
 use serde_json::json;
 
 use crate::apiproxy::{ApiListener, Upstream};
@@ -24,23 +24,24 @@ use crate::node::apiserver::{VClusterApi, VirtualApiServer};
 use crate::pki::{Ca, CertPair, KeyKind};
 use crate::tls;
 
-/// The labels of the vCluster pod, which the chart's Service selects.
-pub fn pod_labels(release: &str) -> BTreeMap<String, String> {
-    BTreeMap::from([("app".into(), "vcluster".into()), ("release".into(), release.into())])
-}
-
 /// The port the vCluster container serves its API on.
 pub const API_PORT: i32 = 8443;
 
-/// One release's vCluster "pod": starts (and restarts after every values change)
-/// after a delay, endpoint refusing meanwhile; refreshes its certificate a little
-/// after a wanted name goes missing from it, as vCluster's cert syncer does.
+/// How a started vCluster pod answers on its address.
+enum Serving {
+    /// A TLS listener relaying to the host's API server (`--vcluster-api relay`).
+    Relay(ApiListener),
+    /// Its own kube-apiserver (`--vcluster-api real`); `ready` once `/readyz`
+    /// answered with `admin`'s credentials.
+    Real { server: VirtualApiServer, admin: CertPair, ready: bool },
+}
+
+/// One vCluster pod's control plane: starts after a delay, endpoint refusing
+/// meanwhile; refreshes its certificate a little after a wanted name goes missing
+/// from it, as vCluster's cert syncer does.
 pub struct VCluster {
     pub namespace: String,
     pub release: String,
-    /// The release revision the pod runs (a new one restarts it): the record's
-    /// Secret UID, so a reinstall at revision 1 again is a new one too.
-    pub revision: String,
     pub extra_sans: Vec<String>,
     ready_at: Instant,
     ca: Option<Ca>,
@@ -48,63 +49,40 @@ pub struct VCluster {
     sans: Vec<String>,
     /// When the certificate will be regenerated for names it lacks.
     refresh_at: Option<Instant>,
-    pub listener: Option<ApiListener>,
-    /// Relay (the listener above) or its own API server (`--vcluster-api real`).
-    pub api: VClusterApi,
-    real: Option<VirtualApiServer>,
-    /// The real API server answered `/readyz`.
-    real_ready: bool,
-    /// Client credentials for that readiness check.
-    admin: Option<CertPair>,
-    /// Where the container listens: the pod's IP and port 8443 on a host whose
-    /// node runs real pods; any free local port for the simulator's own pods.
-    pub bind: std::net::SocketAddr,
+    /// Relay or its own API server: see [`VClusterApi`].
+    api: VClusterApi,
+    serving: Option<Serving>,
+    /// Where the container listens: the pod's IP, port 8443.
+    bind: std::net::SocketAddr,
 }
 
 impl VCluster {
-    /// A pod that will be up after `start_delay`.
+    /// A pod listening on `bind` that will be up after `start_delay`.
     pub fn new(
         namespace: &str,
         release: &str,
-        revision: String,
         extra_sans: Vec<String>,
         start_delay: Duration,
+        bind: std::net::SocketAddr,
+        api: VClusterApi,
     ) -> Self {
         Self {
             namespace: namespace.into(),
             release: release.into(),
-            revision,
             extra_sans,
             ready_at: Instant::now() + start_delay,
             ca: None,
             sans: Vec::new(),
             refresh_at: None,
-            listener: None,
-            api: VClusterApi::Relay,
-            real: None,
-            real_ready: false,
-            admin: None,
-            bind: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+            api,
+            serving: None,
+            bind,
         }
     }
 
     /// Its API endpoint answers (the relay listens, or its own API server is ready).
     pub fn up(&self) -> bool {
-        self.listener.is_some() || self.real_ready
-    }
-
-    /// A values change rolls the pod: the endpoint goes down until it is up again.
-    pub fn restart(&mut self, revision: String, extra_sans: Vec<String>, start_delay: Duration) {
-        tracing::info!(release = %self.release, %revision, "vcluster pod restarting");
-        self.revision = revision;
-        self.extra_sans = extra_sans;
-        self.listener = None;
-        self.real = None;
-        self.real_ready = false;
-        // The new pod reads its CA from `<name>-certs` (gone after an uninstall).
-        self.ca = None;
-        self.refresh_at = None;
-        self.ready_at = Instant::now() + start_delay;
+        matches!(self.serving, Some(Serving::Relay(_) | Serving::Real { ready: true, .. }))
     }
 
     /// Advances the pod: starts it when due, refreshes its certificate when due.
@@ -119,7 +97,7 @@ impl VCluster {
     ) -> Result<Option<Instant>> {
         let now = Instant::now();
         let wanted = self.wanted_sans(service, node_ip);
-        if self.listener.is_none() && self.real.is_none() {
+        let Some(serving) = &mut self.serving else {
             if now < self.ready_at {
                 return Ok(Some(self.ready_at));
             }
@@ -144,33 +122,35 @@ impl VCluster {
                 },
                 VClusterApi::Relay => None,
             };
-            match slot {
+            let started = match slot {
                 Some((real, slot)) => {
                     let server =
                         VirtualApiServer::start(&real, slot, &self.namespace, &self.release, self.bind, &ca, &serving)?;
                     tracing::info!(namespace = %self.namespace, release = %self.release, addr = %self.bind, "vcluster api server starting");
-                    self.real = Some(server);
-                    self.admin = Some(ca.issue_client("kube-admin", &["system:masters"])?);
+                    let admin = ca.issue_client("kube-admin", &["system:masters"])?;
+                    Serving::Real { server, admin, ready: false }
                 }
                 None => {
                     let tls = tls::server_config(&serving, &ca.pair.cert_pem)?;
                     let listener = ApiListener::start_on(self.bind, tls, upstream.clone()).await?;
                     tracing::info!(namespace = %self.namespace, release = %self.release, addr = %listener.addr, "vcluster api endpoint up");
-                    self.listener = Some(listener);
+                    Serving::Relay(listener)
                 }
-            }
+            };
+            let again = matches!(started, Serving::Real { .. }).then(|| now + Duration::from_millis(300));
+            self.serving = Some(started);
             self.ca = Some(ca);
             self.sans = sans;
-            return Ok(self.real.as_ref().map(|_| now + Duration::from_millis(300)));
-        }
-        if let (Some(real), false) = (&mut self.real, self.real_ready) {
-            anyhow::ensure!(real.alive(), "the vCluster's API server exited (see its kube-apiserver.log)");
-            let (Some(ca), Some(admin)) = (&self.ca, &self.admin) else { return Ok(None) };
+            return Ok(again);
+        };
+        if let Serving::Real { server, admin, ready: ready @ false } = serving {
+            anyhow::ensure!(server.alive(), "the vCluster's API server exited (see its kube-apiserver.log)");
+            let Some(ca) = &self.ca else { return Ok(None) };
             if !VirtualApiServer::ready(self.bind, ca, admin).await {
                 return Ok(Some(now + Duration::from_millis(300)));
             }
             tracing::info!(release = %self.release, addr = %self.bind, "vcluster api server ready");
-            self.real_ready = true;
+            *ready = true;
         }
         // vCluster's syncer regenerates only when a wanted name is missing.
         let missing = wanted.iter().any(|n| !self.sans.contains(n));
@@ -184,11 +164,10 @@ impl VCluster {
         }
         if let Some(ca) = &self.ca {
             let serving = ca.issue_server("kube-apiserver", &wanted)?;
-            if let Some(listener) = &self.listener {
-                listener.set_tls(tls::server_config(&serving, &ca.pair.cert_pem)?);
-            }
-            if let Some(real) = &self.real {
-                real.set_serving(&serving)?;
+            match &self.serving {
+                Some(Serving::Relay(listener)) => listener.set_tls(tls::server_config(&serving, &ca.pair.cert_pem)?),
+                Some(Serving::Real { server, .. }) => server.set_serving(&serving)?,
+                None => {}
             }
             tracing::info!(release = %self.release, sans = ?wanted, "serving certificate regenerated");
             self.sans = wanted;
@@ -269,7 +248,7 @@ async fn load_or_create_ca(secrets: &Api<Secret>, release: &str) -> Result<Ca> {
     // kubeadm's pkiutil, which vCluster uses: RSA-2048.
     let ca = Ca::generate_with(&format!("vcluster-{release}-ca"), KeyKind::Rsa2048)?;
     let body = secret_body(&name, release, &[("ca.crt", &ca.pair.cert_pem), ("ca.key", &ca.pair.key_pem)])?;
-    // Replace a damaged one; a concurrent create by another simulator loses cleanly.
+    // Replace a damaged one.
     let _ = secrets.delete(&name, &DeleteParams::default()).await;
     secrets.create(&PostParams::default(), &body).await?;
     Ok(ca)
@@ -300,27 +279,4 @@ async fn ensure_kubeconfig_secret(secrets: &Api<Secret>, release: &str, ca: &Ca)
     )?;
     secrets.create(&PostParams::default(), &body).await?;
     Ok(())
-}
-
-/// Deletes what the release made (helm uninstall); NotFound counts as done.
-pub async fn delete_release(client: &Client, namespace: &str, release: &str) -> Result<()> {
-    let secrets: Api<Secret> = Api::namespaced(client.clone(), namespace);
-    let services: Api<Service> = Api::namespaced(client.clone(), namespace);
-    for name in [format!("vc-{release}"), format!("{release}-certs")] {
-        ignore_not_found(secrets.delete(&name, &DeleteParams::default()).await.map(|_| ()))?;
-    }
-    if let Some(svc) = services.get_opt(release).await? {
-        // Only the chart's own Service, never a same-named one someone else made.
-        if svc.labels().get("heritage").map(String::as_str) == Some("Helm") {
-            ignore_not_found(services.delete(release, &DeleteParams::default()).await.map(|_| ()))?;
-        }
-    }
-    Ok(())
-}
-
-pub fn ignore_not_found(r: Result<(), kube::Error>) -> Result<()> {
-    match r {
-        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
-        other => Ok(other?),
-    }
 }
