@@ -27,8 +27,10 @@ fi
 # Builds a crates.io tool from its registry source with one dependency pinned
 # back, because `cargo install --locked` picks versions that do not build here.
 # Without the tools' own release LTO (`lto = true`, `codegen-units = 1` in
-# cargo-leptos' Cargo.toml): on 2 cores LTO made these two builds about 30 of a
-# fresh machine's minutes; the tools run for seconds either way.
+# cargo-leptos' Cargo.toml) and at opt-level 1 ($TOOL_PROFILE): on 2 cores LTO
+# made these builds about 30 of a fresh machine's minutes, opt-level 3 another
+# few; the tools run for seconds either way.
+TOOL_PROFILE=(CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 CARGO_PROFILE_RELEASE_OPT_LEVEL=1)
 install_pinned_tool() {
   local crate=$1 version=$2 bin=$3 pin_pkg=$4 pin_version=$5
   if [ -x "$TOOLS_DIR/bin/$bin" ] && "$TOOLS_DIR/bin/$bin" --version 2>/dev/null | grep -q "$version"; then
@@ -46,7 +48,7 @@ install_pinned_tool() {
   src=$(ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/"$crate-$version" | head -n 1)
   cp -r "$src" "$work/tool"
   (cd "$work/tool" && { [ -f Cargo.lock ] || cargo generate-lockfile -q; } && cargo update -q -p "$pin_pkg" --precise "$pin_version" &&
-    CARGO_TARGET_DIR="$TOOLS_DIR/build" CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
+    env CARGO_TARGET_DIR="$TOOLS_DIR/build" "${TOOL_PROFILE[@]}" \
       cargo install --path . --locked --root "$TOOLS_DIR" --bin "$bin")
   rm -rf "$work"
 }
@@ -63,7 +65,7 @@ if [ "${1:-}" = "--test" ]; then
   LEPTOSFMT_VERSION=0.1.33
   if ! "$TOOLS_DIR/bin/leptosfmt" --version 2>/dev/null | grep -q "$LEPTOSFMT_VERSION"; then
     log "building leptosfmt $LEPTOSFMT_VERSION from crates.io (once)"
-    CARGO_TARGET_DIR="$TOOLS_DIR/build" CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
+    env CARGO_TARGET_DIR="$TOOLS_DIR/build" "${TOOL_PROFILE[@]}" \
       cargo install leptosfmt --version "=$LEPTOSFMT_VERSION" --locked --root "$TOOLS_DIR"
   fi
 

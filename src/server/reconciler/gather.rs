@@ -5,7 +5,9 @@
 //! while it does not roll out, the namespace's Events and claims), the Ready
 //! nodes. Read-only.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Mutex;
+use std::time::Instant;
 
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::batch::v1::Job;
@@ -140,25 +142,72 @@ pub fn host_event(e: &Event) -> HostEvent {
     }
 }
 
+/// How long a namespace's Events and claims, listed to say why a rollout is
+/// not done, are reused: each pass over a rolling cluster would list them
+/// again (`make bench` counted ~11 pairs of LISTs per cluster switching).
+pub const WORKLOAD_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// A namespace's Events and pending claims as last listed, per namespace.
+#[derive(Default)]
+pub struct Workloads(Mutex<HashMap<String, (Instant, Listed)>>);
+
+/// What [`rollout::blocker`] needs from the lists.
+#[derive(Clone, Default)]
+struct Listed {
+    events: Vec<HostEvent>,
+    pending_claims: Vec<String>,
+}
+
+impl Workloads {
+    /// The namespace's lists, listed now unless read less than
+    /// [`WORKLOAD_EVERY`] ago.
+    async fn read(&self, client: &Client, ns: &str) -> Option<Listed> {
+        let fresh = |m: &HashMap<String, (Instant, Listed)>| {
+            m.get(ns).filter(|(at, _)| at.elapsed() < WORKLOAD_EVERY).map(|(_, l)| l.clone())
+        };
+        if let Some(listed) = self.0.lock().ok().and_then(|m| fresh(&m)) {
+            return Some(listed);
+        }
+        let events = Api::<Event>::namespaced(client.clone(), ns).list(&ListParams::default()).await.ok()?;
+        let claims =
+            Api::<PersistentVolumeClaim>::namespaced(client.clone(), ns).list(&ListParams::default()).await.ok()?;
+        let pending_claims = claims
+            .items
+            .iter()
+            .filter(|c| c.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Pending"))
+            .filter_map(|c| c.uid())
+            .collect();
+        let listed = Listed { events: events.items.iter().map(host_event).collect(), pending_claims };
+        if let Ok(mut m) = self.0.lock() {
+            m.insert(ns.to_owned(), (Instant::now(), listed.clone()));
+        }
+        Some(listed)
+    }
+
+    /// The rollout is done (or the cluster gone): nothing to keep.
+    fn forget(&self, ns: &str) {
+        if let Ok(mut m) = self.0.lock() {
+            m.remove(ns);
+        }
+    }
+}
+
 /// Why the chart's pod does not come up, from the namespace's Events and
-/// claims, read now (only while the rollout is not done).
-async fn blocked(client: &Client, ns: &str, sts: Option<&StatefulSet>, pod: Option<&PodFacts>) -> Option<String> {
-    let events = Api::<Event>::namespaced(client.clone(), ns).list(&ListParams::default()).await.ok()?;
-    let claims =
-        Api::<PersistentVolumeClaim>::namespaced(client.clone(), ns).list(&ListParams::default()).await.ok()?;
-    let pending: Vec<String> = claims
-        .items
-        .iter()
-        .filter(|c| c.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Pending"))
-        .filter_map(|c| c.uid())
-        .collect();
-    let events: Vec<HostEvent> = events.items.iter().map(host_event).collect();
+/// claims (only while the rollout is not done) and the pod as watched now.
+async fn blocked(
+    client: &Client,
+    workloads: &Workloads,
+    ns: &str,
+    sts: Option<&StatefulSet>,
+    pod: Option<&PodFacts>,
+) -> Option<String> {
+    let listed = workloads.read(client, ns).await?;
     let sts_uid = sts.and_then(|s| s.metadata.uid.clone());
     rollout::blocker(&rollout::Workload {
         stateful_set_uid: sts_uid.as_deref(),
         pod,
-        pending_claims: &pending,
-        events: &events,
+        pending_claims: &listed.pending_claims,
+        events: &listed.events,
     })
 }
 
@@ -189,7 +238,13 @@ pub async fn read_secret(client: &Client, name: &str) -> Result<Option<Secret>> 
 /// From the raw objects to what the status needs (`stale_jobs`: install Jobs
 /// known to predate the last values change); reads the Job pod's log only
 /// while helm fails, and the Service's Events only while its address is pending.
-pub async fn assemble(client: &Client, name: &str, raw: Raw, stale_jobs: &BTreeSet<String>) -> Gathered {
+pub async fn assemble(
+    client: &Client,
+    workloads: &Workloads,
+    name: &str,
+    raw: Raw,
+    stale_jobs: &BTreeSet<String>,
+) -> Gathered {
     let ns = render::namespace(name);
     let hc = raw.chart;
     let chart_generation =
@@ -246,9 +301,12 @@ pub async fn assemble(client: &Client, name: &str, raw: Raw, stale_jobs: &BTreeS
     let facts = pod.map(pod_facts);
     let blocked = match (&job_state, rollout) {
         (JobState::Complete, Rollout::Missing | Rollout::InProgress) => {
-            blocked(client, &ns, raw.stateful_set.as_ref(), facts.as_ref()).await
+            blocked(client, workloads, &ns, raw.stateful_set.as_ref(), facts.as_ref()).await
         }
-        _ => None,
+        _ => {
+            workloads.forget(&ns);
+            None
+        }
     };
     Gathered {
         observation: Observation {

@@ -75,6 +75,8 @@ pub struct Context {
     full_requested: std::sync::atomic::AtomicBool,
     /// Install Jobs that predate the last values change, per cluster id.
     stale_jobs: Mutex<BTreeMap<i64, BTreeSet<String>>>,
+    /// Namespaces' Events and claims while a rollout is not done (throttled).
+    workloads: gather::Workloads,
     /// The HelmChart spec last applied per cluster: the watch cache may lag
     /// behind an apply, which is no drift.
     applied: Mutex<BTreeMap<i64, serde_json::Value>>,
@@ -124,6 +126,7 @@ impl Context {
             observing: std::sync::atomic::AtomicBool::new(false),
             full_requested: std::sync::atomic::AtomicBool::new(false),
             stale_jobs: Mutex::default(),
+            workloads: gather::Workloads::default(),
             caches: std::sync::OnceLock::new(),
             applied: Mutex::default(),
             secrets: Mutex::default(),
@@ -566,7 +569,7 @@ async fn observe_one(
     let policy_switched =
         raw.chart.as_ref().and_then(|h| h.annotations().get(apply::NETWORK_POLICY_ANNOTATION)).map(String::as_str)
             != Some(apply::network_policy_switch(settings));
-    let mut g = gather::assemble(&ctx.client, name, raw, &stale).await;
+    let mut g = gather::assemble(&ctx.client, &ctx.workloads, name, raw, &stale).await;
     if g.chart_generation != Some(cluster.generation) {
         return Err(Error::NotYet("the HelmChart is not rendered from the current spec yet"));
     }
@@ -617,7 +620,7 @@ async fn gather_ours(ctx: &Context, cluster: &Cluster) -> Result<Option<gather::
     if !ctx.chart_is_ours(cluster.id, raw.chart.as_ref()).await? {
         return Ok(None);
     }
-    Ok(Some(gather::assemble(&ctx.client, name, raw, &BTreeSet::new()).await))
+    Ok(Some(gather::assemble(&ctx.client, &ctx.workloads, name, raw, &BTreeSet::new()).await))
 }
 
 /// The kubeconfig of a cluster, read from the host now (never stored).
