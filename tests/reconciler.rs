@@ -497,6 +497,12 @@ async fn probe_outcomes_are_told_apart() {
     let a_ip = net.addr(212).to_string();
     let b_ip = net.addr(213).to_string();
     let a = env.create("probe-a", json!({"enabled": true, "mode": "loadbalancer", "control_plane_host": a_ip})).await;
+    // No admin NodePort host: b's endpoint is the node its pod runs on (with
+    // one set, both nodes would be in b's certificate and none would mismatch).
+    let mut settings = nodeport_settings("");
+    settings["nodeport_public_host"] = serde_json::Value::Null;
+    let r = env.console.json("PUT", "/api/admin/system-settings", Some(&env.cookie), settings).await;
+    assert_eq!(r.status, 200, "{}", r.body);
     let b = env.create("probe-b", json!({"enabled": true, "mode": "nodeport"})).await;
     env.converge(a, "a Ready", ready).await;
     let cb = env.converge(b, "b Ready", ready).await;
@@ -530,17 +536,24 @@ async fn probe_outcomes_are_told_apart() {
     assert_eq!(probe("https://nowhere.invalid:443", &ca, &r).await.status, S::DnsFailure);
     // Another node's address is not in b's certificate (it holds the address of
     // the node b's pod runs on): the names it covers are listed.
-    let pod: k8s_openapi::api::core::v1::Pod =
-        kube::Api::namespaced(client.clone(), "kubebyon-probe-b").get("probe-b-0").await.unwrap();
-    let on = pod.spec.and_then(|s| s.node_name).unwrap();
-    let (pod_node, other) = if on == hostsim::node::nodes::node_name(net.node()) {
-        (net.node(), net.other_node())
-    } else {
-        (net.other_node(), net.node())
+    // The endpoint follows the pod's node (seen through the vCluster pods' watch):
+    // the pod's node is read again each time, as the pod may still roll.
+    let pods: kube::Api<k8s_openapi::api::core::v1::Pod> = kube::Api::namespaced(client.clone(), "kubebyon-probe-b");
+    let found = ts::eventually("the endpoint on the pod's node", WAIT, || async {
+        let pod = pods.get("probe-b-0").await.ok()?;
+        let on = pod.spec.and_then(|s| s.node_name)?;
+        let pod_node = if on == hostsim::node::nodes::node_name(net.node()) { net.node() } else { net.other_node() };
+        let c = env.cluster(b).await;
+        let current = c["status"]["observed_generation"] == c["generation"];
+        let want = format!("https://{pod_node}:{port}");
+        (current && c["status"]["api_endpoint"] == want.as_str() && ready(&c["status"])).then_some(pod_node)
+    })
+    .await;
+    let pod_node = match found {
+        Ok(n) => n,
+        Err(e) => panic!("{e}; last seen: {}", env.cluster(b).await),
     };
-    // The endpoint follows the pod's node (seen through the vCluster pods' watch).
-    let want = format!("https://{pod_node}:{port}");
-    env.converge(b, "the endpoint on the pod's node", |s| s["api_endpoint"] == want.as_str() && ready(s)).await;
+    let other = if pod_node == net.node() { net.other_node() } else { net.node() };
     let mismatch = probe(&format!("https://{other}:{port}"), &cb_creds, &r).await;
     assert_eq!(mismatch.status, S::CertificateHostMismatch, "{mismatch:?}");
     assert!(mismatch.detail.as_deref().unwrap_or_default().contains(&pod_node.to_string()), "{mismatch:?}");
