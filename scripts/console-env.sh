@@ -1,5 +1,5 @@
-# Environment the built console binary needs (sourced). cargo-leptos sets these
-# itself for `cargo leptos serve`; we run the binary directly.
+# Environment the built console binary needs at run time (sourced; the build
+# sets the compile-time ones itself, scripts/build-console.sh).
 export LEPTOS_OUTPUT_NAME=kubebyon
 export LEPTOS_SITE_ROOT="${LEPTOS_SITE_ROOT:-$PWD/target/site}"
 export LEPTOS_SITE_PKG_DIR=pkg

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs, idempotently and from registries only, every tool the run and test
-# commands need: the wasm target, cargo-leptos and wasm-bindgen-cli (built from
-# crates.io with the workarounds in README.md's "Upstream problems"), Go when missing
+# commands need: the wasm target, wasm-bindgen-cli (built from crates.io with the
+# workaround in README.md's "Upstream problems"), Go when missing
 # (scripts/install-go.sh), npm packages from the committed lock file, and (with --test)
 # Debian's Chromium, CJK fonts and PostgreSQL.
 set -euo pipefail
@@ -13,7 +13,6 @@ source scripts/env.sh
 # the machine's own when new enough, else the pinned toolchain from the Go proxy.
 bash scripts/install-go.sh
 
-CARGO_LEPTOS_VERSION=0.3.11
 WASM_BINDGEN_VERSION=$(sed -n 's/^wasm-bindgen = { version = "=\([0-9.]*\)".*/\1/p' Cargo.toml)
 : "${WASM_BINDGEN_VERSION:?wasm-bindgen must be pinned with = in Cargo.toml}"
 
@@ -26,10 +25,9 @@ fi
 
 # Builds a crates.io tool from its registry source with one dependency pinned
 # back, because `cargo install --locked` picks versions that do not build here.
-# Without the tools' own release LTO (`lto = true`, `codegen-units = 1` in
-# cargo-leptos' Cargo.toml) and at opt-level 1 ($TOOL_PROFILE): on 2 cores LTO
-# made these builds about 30 of a fresh machine's minutes, opt-level 3 another
-# few; the tools run for seconds either way.
+# Without a tool's own release LTO and at opt-level 1 ($TOOL_PROFILE): on 2
+# cores LTO made these builds many minutes longer; the tools run for seconds
+# either way. (cargo-leptos is not built: scripts/build-console.sh runs its steps.)
 TOOL_PROFILE=(CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 CARGO_PROFILE_RELEASE_OPT_LEVEL=1)
 install_pinned_tool() {
   local crate=$1 version=$2 bin=$3 pin_pkg=$4 pin_version=$5
@@ -53,7 +51,6 @@ install_pinned_tool() {
   rm -rf "$work"
 }
 
-install_pinned_tool cargo-leptos "$CARGO_LEPTOS_VERSION" cargo-leptos cargo-util-schemas 0.14.1
 install_pinned_tool wasm-bindgen-cli "$WASM_BINDGEN_VERSION" wasm-bindgen webpki-roots 1.0.10
 
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then

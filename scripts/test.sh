@@ -2,7 +2,7 @@
 # `make test`: every test, against real parts.
 #   1. formatting and lints of both crates (scripts/lint.sh)
 #   2. Rust unit and integration tests (SQLite file + a throwaway PostgreSQL server)
-#   3. the release build, served twice on free ports — once without a host
+#   3. the release build (made beside the Rust tests), served twice on free ports — once without a host
 #      cluster, once connected to a simulated k3s host (real kube-apiserver +
 #      etcd, hostsim) — driven by Playwright in Debian's Chromium
 #   4. the host cluster tests (real etcd + kube-apiserver + kube-controller-manager, hostsim)
@@ -17,10 +17,12 @@ server_pid=""
 host_console_pid=""
 net_lock=""
 control_plane_pid=""
+site_pid=""
 cleanup() {
   status=$?
   # the background Go build (its own process group: go and its compilers too)
   [ -n "$control_plane_pid" ] && kill -- "-$control_plane_pid" 2>/dev/null || true
+  [ -n "$site_pid" ] && kill -- "-$site_pid" 2>/dev/null || true
   for pid in $server_pid $host_console_pid; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
   KUBEBYON_HOST_DIR="$work/host" bash scripts/host-down.sh 2>/dev/null || true
   [ -n "$net_lock" ] && rm -f "$net_lock"
@@ -65,9 +67,14 @@ KUBEBYON_TEST_POSTGRES_URL=$(bash scripts/test-postgres.sh start "$work/pg")
 export KUBEBYON_TEST_POSTGRES_URL
 export KUBEBYON_REQUIRE_POSTGRES=1
 
-step "Rust tests"
+step "Rust tests, the release build beside them"
+cargo test --features ssr --no-run
+# The tests mostly wait on their host: the release build (server + wasm) takes
+# the idle CPU, niced, in its own process group (stopped on exit).
+setsid nice -n 19 bash scripts/build-console.sh >"$work/site.out" 2>"$work/site.log" &
+site_pid=$!
 cargo test --features ssr
-# Each test binary is about 1 GB (debug info) and every source change makes
+# Each test binary is ~330 MB (line tables) and every source change makes
 # new ones: keep only the newest of each name so the shared target dir does
 # not fill the disk over many runs.
 for t in tests/*.rs lib; do
@@ -76,7 +83,12 @@ for t in tests/*.rs lib; do
 done
 
 step "release build"
-bash scripts/build-console.sh >/dev/null
+if ! wait "$site_pid"; then
+  site_pid=""
+  cat "$work/site.log" >&2
+  exit 1
+fi
+site_pid=""
 source scripts/console-env.sh
 
 step "console for the browser tests"

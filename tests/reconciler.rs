@@ -579,6 +579,82 @@ async fn probe_outcomes_are_told_apart() {
     assert_eq!(r.json()["status"], "ok");
 }
 
+/// The NodePort endpoint is the node the vCluster pod runs on (vCluster's
+/// certificate holds that node's InternalIP): on a host of three nodes with the
+/// first two cordoned, the third. Drained, the pod is held to that node by its
+/// local-path volume and the page says so; once the claim is given up it
+/// starts on the first node and the endpoint follows it (the probe verifies
+/// the new certificate). An admin's NodePort host, once set, is preferred.
+#[tokio::test]
+async fn a_node_port_endpoint_is_its_pods_node_of_three_and_follows_the_pod() {
+    use hostsim::node::nodes::{NodeAddr, node_name};
+    use k8s_openapi::api::core::v1::{Node, Pod};
+    use kube::api::{DeleteParams, Patch, PatchParams};
+    let guard = TestHost::start(Some(Simulator::Node(|net: Net| hostsim::node::Config {
+        nodes: [net.node(), net.other_node(), net.addr(240)]
+            .map(|internal| NodeAddr { internal, external: None })
+            .into(),
+        ..net.node_config()
+    })))
+    .expect("own host");
+    let own = &guard.host;
+    let (first, third) = (own.net.node(), own.net.addr(240));
+    let client = own.client().await.unwrap();
+    let nodes: Api<Node> = Api::all(client.clone());
+    let cordon = |ip: std::net::Ipv4Addr, unschedulable: bool| {
+        let nodes = nodes.clone();
+        async move {
+            let patch = json!({"spec": {"unschedulable": unschedulable}});
+            nodes.patch(&node_name(ip), &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
+        }
+    };
+    cordon(first, true).await;
+    cordon(own.net.other_node(), true).await;
+
+    let env = env_on(own).await;
+    // No admin NodePort host: the endpoint is the pod's node.
+    let mut settings = nodeport_settings("");
+    settings["nodeport_public_host"] = Value::Null;
+    let r = env.console.json("PUT", "/api/admin/system-settings", Some(&env.cookie), settings.clone()).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let id = env.create("third", json!({"enabled": true, "mode": "nodeport"})).await;
+    let c = env.converge(id, "Ready on the third node", ready).await;
+    let port = c["status"]["public_access_port"].as_u64().unwrap();
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "kubebyon-third");
+    let on = pods.get("third-0").await.unwrap().spec.and_then(|s| s.node_name);
+    assert_eq!(on.as_deref(), Some(node_name(third).as_str()));
+    assert_eq!(c["status"]["api_endpoint"], format!("https://{third}:{port}"), "{c}");
+    assert_eq!(c["status"]["connection_status"], "ok", "{c}");
+
+    // The third node is drained: its pod cannot move while its claim's
+    // local-path volume is bound to that node (as on k3s), and the page says so.
+    cordon(first, false).await;
+    cordon(third, true).await;
+    pods.delete("third-0", &DeleteParams::default()).await.unwrap();
+    env.converge_message(id, "not_starting", "didn't match PersistentVolume's node affinity").await;
+    // The operator gives the data up (the claim deleted, as for a lost node):
+    // the StatefulSet makes a new claim and the pod starts on the first node;
+    // the endpoint follows, and the probe verifies the new certificate there.
+    let claims: Api<k8s_openapi::api::core::v1::PersistentVolumeClaim> =
+        Api::namespaced(client.clone(), "kubebyon-third");
+    claims.delete_collection(&DeleteParams::default(), &Default::default()).await.unwrap();
+    let want = format!("https://{first}:{port}");
+    env.converge(id, "the endpoint on the first node", |s| {
+        s["api_endpoint"] == want.as_str() && s["connection_status"] == "ok" && ready(s)
+    })
+    .await;
+    let on = pods.get("third-0").await.unwrap().spec.and_then(|s| s.node_name);
+    assert_eq!(on.as_deref(), Some(node_name(first).as_str()));
+
+    // The admin's NodePort host wins over the pod's node.
+    settings["nodeport_public_host"] = json!("third.example.test");
+    let r = env.console.json("PUT", "/api/admin/system-settings", Some(&env.cookie), settings).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    env.ctx.wake();
+    let want = format!("https://third.example.test:{port}");
+    env.converge(id, "the admin's host", |s| s["api_endpoint"] == want.as_str()).await;
+}
+
 /// 7. A helm failure says why in helm's words (from the Job's log); when the
 /// admin fixes the cause, the cluster recovers without user action.
 /// 14. Admin settings that change rendering re-render the clusters they touch.

@@ -131,12 +131,12 @@ pub async fn sign_in_admin(console: &Console, name: &str, node_host: &str) -> St
 
 /// A console on a fresh SQLite file, connected to `host`, with its
 /// reconciler running; signed in as an admin.
-pub async fn env_on(host: &'static TestHost) -> Env {
+pub async fn env_on(host: &TestHost) -> Env {
     env_as(host, CONSOLE_USER).await
 }
 
 /// [`env_on`], its reconciler acting as host user `user`.
-pub async fn env_as(host: &'static TestHost, user: &str) -> Env {
+pub async fn env_as(host: &TestHost, user: &str) -> Env {
     let env = env_parked(host, user).await;
     env.start();
     env
@@ -144,7 +144,7 @@ pub async fn env_as(host: &'static TestHost, user: &str) -> Env {
 
 /// [`env_as`] with its reconciler not running yet ([`Env::start`]): a test
 /// can set up what an older console left first.
-pub async fn env_parked(host: &'static TestHost, user: &str) -> Env {
+pub async fn env_parked(host: &TestHost, user: &str) -> Env {
     let (url, dir) = super::sqlite_url();
     let pool = kubebyon::server::db::connect(&url).await.expect("database");
     let ctx = context_as(host, pool.clone(), user).await;
