@@ -10,7 +10,7 @@ test: ## Every test: unit, storage (SQLite + PostgreSQL), HTTP, browser (Playwri
 bench: ## Figures: bundle size, memory, the list page against a static file, cold start, reconciler
 	bash scripts/bench.sh
 
-lint: ## Formatting and clippy for the console and hostsim (part of `make test`)
+lint: ## Formatting, clippy (console and hostsim) and shellcheck (scripts); part of `make test`
 	bash scripts/install-tools.sh --test && bash scripts/lint.sh
 
 test-host: ## Only the host cluster tests: real etcd + kube-apiserver + kube-controller-manager, hostsim

@@ -1,16 +1,16 @@
+# shellcheck shell=bash disable=SC2154  # ($jar, $base and $pid are the caller's)
 # Timing helpers of scripts/bench.sh, scripts/bench-list-page.sh and
 # docs/experiments/list-page-text-frame.sh (sourced, not run). Every load
 # sends the cookie jar "$jar".
 
 # serve DIR PORT [BIN]: a release console (no host; BIN defaults to
 # $KUBEBYON_BIN) over the data folder DIR on 127.0.0.1:PORT, in the background
-# ($! is its pid), logging to DIR/log; up_at PORT waits until it answers.
+# ($! is its pid), logging to DIR/log; lib.sh's wait_healthy PORT waits until it answers.
 # Spec writes are not rate-limited here: the benchmarks seed thousands.
 serve() {
   KUBEBYON_SPEC_WRITE_LIMIT=off KUBECONFIG="$1/no-host.kubeconfig" LEPTOS_SITE_ADDR="127.0.0.1:$2" KUBEBYON_DATA_DIR="$1" KUBEBYON_ADMIN_PASSWORD="bench-password-123" \
     "${3:-$KUBEBYON_BIN}" serve >"$1/log" 2>&1 &
 }
-up_at() { until curl -fsS "http://127.0.0.1:$1/healthz" >/dev/null 2>&1; do sleep 0.1; done; }
 
 # sign_in: the first admin's session (the password serve gives) into "$jar", at "$base".
 sign_in() {

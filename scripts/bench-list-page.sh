@@ -14,7 +14,7 @@
 # ROUNDS (default 3). The assets are the current build's (target/site).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source scripts/env.sh
+source scripts/lib.sh
 site=$(bash scripts/build-console.sh)
 source scripts/console-env.sh
 source scripts/bench-lib.sh
@@ -29,11 +29,11 @@ trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; [ -n "$work" ] && rm -rf "$work"
 start() {
   work=$(mktemp -d)
   [ -d "$seeded" ] && cp -a "$seeded/." "$work/"
-  port=$(bash scripts/free-port.sh)
+  port=$(free_port)
   serve "$work" "$port" "$1/kubebyon"
   pid=$!
   base="http://127.0.0.1:$port"
-  up_at "$port"
+  wait_healthy "$port"
   jar="$work/cookies"
   sign_in
 }

@@ -10,7 +10,7 @@
 # kube-rs client; N = KUBEBYON_BENCH_CLUSTERS, default 50, at most 90).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source scripts/env.sh
+source scripts/lib.sh
 site=$(bash scripts/build-console.sh)
 source scripts/console-env.sh
 
@@ -27,11 +27,11 @@ printf 'wasm + js        %8d bytes raw %8d bytes gzip (%d KiB gzip)\n' "$total_r
 
 source scripts/bench-lib.sh
 work=$(mktemp -d)
-port=$(bash scripts/free-port.sh)
+port=$(free_port)
 serve "$work" "$port"
 pid=$!
 trap 'kill $pid 2>/dev/null; rm -rf "$work"' EXIT
-up_at "$port"
+wait_healthy "$port"
 echo "== server memory (pid $pid)"
 echo "after start:      $(awk '/VmRSS/{print $2, $3}' /proc/$pid/status) RSS"
 for _ in $(seq 1 200); do curl -fsS -o /dev/null "http://127.0.0.1:$port/login"; done
@@ -43,7 +43,7 @@ jar="$work/cookies"
 sign_in
 id=$(curl -fsS -b "$jar" -H 'content-type: application/json' \
   -d '{"name":"wire","resources":{"cpu":"1","memory_gib":2,"storage_gib":5},"public_access":{"enabled":false}}' \
-  "$base/api/console/clusters" | sed -E 's/^\{"id":([0-9]+).*/\1/')
+  "$base/api/console/clusters" | jq -r .id)
 wire() { curl -fsS -b "$jar" -H 'accept-encoding: br, gzip' -o /dev/null -w '%{size_download} %{header_json}' "$1"; }
 page=$(wire "$base/clusters/$id" | head -n 1 | cut -d" " -f1)
 assets=0
@@ -89,12 +89,12 @@ echo "after browsing:   $(awk '/VmRSS/{print $2, $3}' /proc/$pid/status) RSS"
 # (the 10,000 right after seeding), and one hour's drift on this machine is
 # larger than the difference sought.
 small=$(mktemp -d)
-small_port=$(bash scripts/free-port.sh)
+small_port=$(free_port)
 serve "$small" "$small_port"
 small_pid=$!
 trap 'kill $pid $small_pid 2>/dev/null; rm -rf "$work" "$small"' EXIT
 small_base="http://127.0.0.1:$small_port"
-up_at "$small_port"
+wait_healthy "$small_port"
 big_jar=$jar big_base=$base
 jar="$small/cookies" base=$small_base
 sign_in
@@ -144,7 +144,7 @@ echo "== cold start to the first 200 (SQLite)"
 # cold_start DIR: ms from exec to the first 200 of /login (the sign-in page, rendered).
 cold_start() {
   local p t0 t1 cpid
-  p=$(bash scripts/free-port.sh)
+  p=$(free_port)
   t0=$(date +%s%N)
   KUBEBYON_SPEC_WRITE_LIMIT=off KUBECONFIG="$work/no-host.kubeconfig" LEPTOS_SITE_ADDR="127.0.0.1:$p" KUBEBYON_DATA_DIR="$1" KUBEBYON_ADMIN_PASSWORD="bench-password-123" \
     "$KUBEBYON_BIN" serve >"$work/cold.log" 2>&1 &

@@ -10,8 +10,7 @@
 # Cargo.toml's [package.metadata.leptos], which this script follows.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source scripts/env.sh
-log() { printf '==> %s\n' "$*" >&2; }
+source scripts/lib.sh
 
 site=target/site
 pkg=$site/pkg

@@ -7,7 +7,8 @@
 # Needs Go and the Go module proxy; no release downloads, no container runtime.
 set -euo pipefail
 
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+root=$KUBEBYON_ROOT
 mod="$root/hostcluster"
 
 k8s="$(awk '$1 == "k8s.io/kubernetes" && $2 ~ /^v/ { print $2; exit }' "$mod/go.mod")"
@@ -17,7 +18,7 @@ if [[ -z "$k8s" || -z "$etcd" ]]; then
   exit 1
 fi
 
-out="${KUBEBYON_CONTROL_PLANE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kubebyon/control-plane/$k8s-etcd$etcd}"
+out="${KUBEBYON_CONTROL_PLANE_DIR:-$CONTROL_PLANE_ROOT/$k8s-etcd$etcd}"
 
 # Each target: binary name, module folder (under hostcluster/), package, the version
 # that module pins (recorded beside the binary in .<name>.version so a bumped pin
@@ -69,8 +70,6 @@ if [[ ${#todo[@]} -eq 0 ]] && assets_done; then
 fi
 
 # Go from scripts/install-go.sh when the machine has none new enough.
-GO_HOME_DIR="${GO_HOME_DIR:-$HOME/.cache/kubebyon/go}"
-if [[ -x "$GO_HOME_DIR/bin/go" ]]; then export PATH="$GO_HOME_DIR/bin:$PATH"; fi
 command -v go >/dev/null || bash "$root/scripts/install-go.sh"
 if [[ -x "$GO_HOME_DIR/bin/go" ]]; then export PATH="$GO_HOME_DIR/bin:$PATH"; fi
 mkdir -p "$out"

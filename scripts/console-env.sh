@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Environment the built console binary needs at run time (sourced; the build
 # sets the compile-time ones itself, scripts/build-console.sh).
 export LEPTOS_OUTPUT_NAME=kubebyon
@@ -7,4 +8,4 @@ export LEPTOS_SITE_ADDR="${LEPTOS_SITE_ADDR:-127.0.0.1:3000}"
 export LEPTOS_ENV=PROD
 # The build names the assets kubebyon.<hash>.* (hash-files in Cargo.toml).
 export LEPTOS_HASH_FILES=true
-KUBEBYON_BIN="$CARGO_TARGET_DIR/release/kubebyon"
+export KUBEBYON_BIN="$CARGO_TARGET_DIR/release/kubebyon"

@@ -3,7 +3,8 @@
 # deletes its data folder (etcd data, certificates, kubeconfig).
 set -euo pipefail
 
-dir="${KUBEBYON_HOST_DIR:-${XDG_DATA_HOME:-$HOME/.local/share}/kubebyon/host}"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+dir=$HOST_DIR
 pidfile="$dir/hostsim.pid"
 
 if [[ -f "$pidfile" ]]; then

@@ -7,8 +7,9 @@
 # Stop with scripts/host-down.sh.
 set -euo pipefail
 
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-dir="${KUBEBYON_HOST_DIR:-${XDG_DATA_HOME:-$HOME/.local/share}/kubebyon/host}"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+root=$KUBEBYON_ROOT
+dir=$HOST_DIR
 port="${KUBEBYON_HOST_API_PORT:-6443}"
 pidfile="$dir/hostsim.pid"
 mkdir -p "$dir/logs"
@@ -21,7 +22,7 @@ fi
 
 KUBEBYON_CONTROL_PLANE_DIR="$("$root/scripts/build-control-plane.sh" | tail -n 1)"
 export KUBEBYON_CONTROL_PLANE_DIR
-export CARGO_TARGET_DIR="${HOSTSIM_TARGET_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kubebyon/target-hostsim}"
+export CARGO_TARGET_DIR="$HOSTSIM_TARGET_DIR"
 cargo build --quiet --locked --manifest-path "$root/hostsim/Cargo.toml" --bin hostsim >&2
 
 rm -f "$dir/ready"

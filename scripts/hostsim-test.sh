@@ -5,11 +5,11 @@
 # Extra arguments go to `cargo test` (e.g. a test name filter).
 set -euo pipefail
 
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+root=$KUBEBYON_ROOT
 KUBEBYON_CONTROL_PLANE_DIR="$("$root/scripts/build-control-plane.sh" | tail -n 1)"
 export KUBEBYON_CONTROL_PLANE_DIR
-# Its own target folder: never contends with the console's build lock.
-export CARGO_TARGET_DIR="${HOSTSIM_TARGET_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kubebyon/target-hostsim}"
+export CARGO_TARGET_DIR="$HOSTSIM_TARGET_DIR"
 
 # kubectl of the pinned release (built beside kube-apiserver).
 export PATH="$KUBEBYON_CONTROL_PLANE_DIR:$PATH"

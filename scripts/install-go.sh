@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Makes sure a Go new enough for hostcluster/go.mod is on PATH (scripts/env.sh
+# Makes sure a Go new enough for hostcluster/go.mod is on PATH (scripts/lib.sh
 # puts ~/.cache/kubebyon/go/bin first). A machine's own Go is used when it is new
 # enough. Otherwise the pinned toolchain is fetched from the Go module proxy as
 # the module golang.org/toolchain — the same zip `GOTOOLCHAIN=go1.26.8` would
@@ -8,7 +8,7 @@
 # way in. Idempotent; no release download sites.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source scripts/env.sh
+source scripts/lib.sh
 
 GO_VERSION=1.26.8
 declare -A GO_ZIP_SHA256=(
@@ -36,7 +36,7 @@ fi
 
 dest="$GO_HOME_DIR"
 echo "==> Go ${have:-(none)} < $need: fetching go$GO_VERSION ($platform) from the Go module proxy into $dest" >&2
-proxy=$( (go env GOPROXY 2>/dev/null || true) | tr ',|' '\n\n' | grep -E '^https?://' | head -n 1 || true)
+proxy=$( (go env GOPROXY 2>/dev/null || true) | tr ',|' '\n' | grep -E '^https?://' | head -n 1 || true)
 proxy=${proxy:-https://proxy.golang.org}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

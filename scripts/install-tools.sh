@@ -6,7 +6,7 @@
 # Debian's Chromium, CJK fonts and PostgreSQL.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source scripts/env.sh
+source scripts/lib.sh
 
 # Go for the host cluster's parts (kube-apiserver, etcd, kube-controller-manager
 # and kubectl, built from hostcluster/go.mod by scripts/build-control-plane.sh):
@@ -15,8 +15,6 @@ bash scripts/install-go.sh
 
 WASM_BINDGEN_VERSION=$(sed -n 's/^wasm-bindgen = { version = "=\([0-9.]*\)".*/\1/p' Cargo.toml)
 : "${WASM_BINDGEN_VERSION:?wasm-bindgen must be pinned with = in Cargo.toml}"
-
-log() { printf '==> %s\n' "$*" >&2; }
 
 if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
   log "adding rust target wasm32-unknown-unknown"
@@ -42,9 +40,8 @@ install_pinned_tool() {
     "$crate" "$version" > "$work/fetch/Cargo.toml"
   touch "$work/fetch/src/lib.rs"
   (cd "$work/fetch" && cargo fetch -q)
-  local src
-  src=$(ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/"$crate-$version" | head -n 1)
-  cp -r "$src" "$work/tool"
+  local srcs=("${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/"$crate-$version")
+  cp -r "${srcs[0]}" "$work/tool"
   (cd "$work/tool" && { [ -f Cargo.lock ] || cargo generate-lockfile -q; } && cargo update -q -p "$pin_pkg" --precise "$pin_version" &&
     env CARGO_TARGET_DIR="$TOOLS_DIR/build" "${TOOL_PROFILE[@]}" \
       cargo install --path . --locked --root "$TOOLS_DIR" --bin "$bin")
@@ -69,6 +66,8 @@ if [ "${1:-}" = "--test" ]; then
   missing=()
   command -v curl >/dev/null || missing+=(curl)
   command -v python3 >/dev/null || missing+=(python3)
+  command -v jq >/dev/null || missing+=(jq)
+  command -v shellcheck >/dev/null || missing+=(shellcheck)
   command -v chromium >/dev/null || missing+=(chromium)
   [ -d /usr/share/fonts/opentype/noto ] || missing+=(fonts-noto-cjk)
   pg_bin >/dev/null 2>&1 || missing+=(postgresql)

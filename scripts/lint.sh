@@ -2,8 +2,7 @@
 # `make lint`: formatting and lints of every crate (the console and hostsim).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source scripts/env.sh
-step() { printf '\n==> %s\n' "$*" >&2; }
+source scripts/lib.sh
 
 step "rustfmt and leptosfmt (view! macros)"
 cargo fmt --check
@@ -15,5 +14,8 @@ cargo clippy --quiet --features ssr --all-targets -- -D warnings
 cargo clippy --quiet --lib --features hydrate --target wasm32-unknown-unknown -- -D warnings
 
 step "clippy (hostsim)"
-CARGO_TARGET_DIR="${HOSTSIM_TARGET_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kubebyon/target-hostsim}" \
+CARGO_TARGET_DIR="$HOSTSIM_TARGET_DIR" \
   cargo clippy --quiet --locked --manifest-path hostsim/Cargo.toml --all-targets -- -D warnings
+
+step "shellcheck (scripts)"
+shellcheck -x -P scripts scripts/*.sh .ci/run docs/experiments/*.sh

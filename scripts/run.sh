@@ -4,7 +4,7 @@
 # http://127.0.0.1:3000 with an embedded SQLite database in ./data.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source scripts/env.sh
+source scripts/lib.sh
 bash scripts/install-tools.sh
 
 if [ -z "${KUBECONFIG:-}" ]; then

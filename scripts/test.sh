@@ -9,37 +9,25 @@
 # Everything it starts is stopped by PID on exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source scripts/env.sh
+source scripts/lib.sh
 
 work=$(mktemp -d /tmp/kubebyon-test.XXXXXX)
 chmod 755 "$work"
 server_pid=""
 host_console_pid=""
-net_lock=""
 control_plane_pid=""
 site_pid=""
 cleanup() {
   status=$?
   # the background Go build (its own process group: go and its compilers too)
-  [ -n "$control_plane_pid" ] && kill -- "-$control_plane_pid" 2>/dev/null || true
-  [ -n "$site_pid" ] && kill -- "-$site_pid" 2>/dev/null || true
+  for group in $control_plane_pid $site_pid; do kill -- "-$group" 2>/dev/null || true; done
   for pid in $server_pid $host_console_pid; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
   KUBEBYON_HOST_DIR="$work/host" bash scripts/host-down.sh 2>/dev/null || true
-  [ -n "$net_lock" ] && rm -f "$net_lock"
   bash scripts/test-postgres.sh stop "$work/pg" || true
   rm -rf "$work"
   exit "$status"
 }
 trap cleanup EXIT
-step() { printf '\n==> %s\n' "$*" >&2; }
-# wait_healthy PORT PID LOG: until the console answers /healthz (its log shown if it died).
-wait_healthy() {
-  for _ in $(seq 1 100); do
-    curl -fsS "http://127.0.0.1:$1/healthz" >/dev/null 2>&1 && return 0
-    kill -0 "$2" 2>/dev/null || { cat "$3" >&2; exit 1; }
-    sleep 0.2
-  done
-}
 
 # The host cluster's Go parts (built once from hostcluster/) build in the
 # background, niced, while the Rust tools build and the lints run: on 2 cores
@@ -79,7 +67,8 @@ cargo test --features ssr
 # not fill the disk over many runs.
 for t in tests/*.rs lib; do
   n=$(basename "$t" .rs); [ "$n" = lib ] && n=kubebyon
-  ls -1t "$CARGO_TARGET_DIR/debug/deps/$n"-* 2>/dev/null | grep -v '\.d$' | tail -n +2 | xargs -r rm -f
+  find "$CARGO_TARGET_DIR/debug/deps" -maxdepth 1 -type f -name "$n-*" ! -name '*.d' -printf '%T@ %p\n' |
+    sort -rn | tail -n +2 | cut -d' ' -f2- | xargs -r rm -f
 done
 
 step "release build"
@@ -92,7 +81,7 @@ site_pid=""
 source scripts/console-env.sh
 
 step "console for the browser tests"
-port=$(bash scripts/free-port.sh)
+port=$(free_port)
 # No host cluster for these pages: requests stay queued (docs/testing.md).
 export KUBECONFIG="$work/no-host.kubeconfig"
 export LEPTOS_SITE_ADDR="127.0.0.1:$port" KUBEBYON_DATA_DIR="$work/data" KUBEBYON_ADMIN_PASSWORD="e2e-admin-password"
@@ -118,23 +107,15 @@ if grep -q -i -E "e2e-admin-password|kubebyon_session=" "$work/console.log"; the
 fi
 
 step "a simulated host cluster and a console connected to it (live pages)"
-# A 127.A.B.0/24 of its own, claimed with the same lock files as the Rust test
-# hosts (hostsim::testhost::Net), so nothing shares an address or port 443.
-tmp="${TMPDIR:-/tmp}"
-for _ in $(seq 1 500); do
-  a=$((250 + RANDOM % 5)); b=$((RANDOM % 256))
-  lock="$tmp/kubebyon-testhost-net-$a-$b"
-  if (set -o noclobber; echo "$$" >"$lock") 2>/dev/null; then net_lock="$lock"; break; fi
-done
-[ -n "$net_lock" ] || { echo "no free 127.x.y.0/24 for the e2e host" >&2; exit 1; }
-host_net="127.$a.$b"
-# The browser tests never read inside a virtual cluster: its control planes
-# relay (no API server process per cluster; docs/testing.md).
-host_kubeconfig=$(KUBEBYON_HOST_DIR="$work/host" KUBEBYON_HOST_API_PORT=$(bash scripts/free-port.sh) \
-  bash scripts/host-up.sh --test-latency --node-ip "$host_net.1" --pool "default=$host_net.200-$host_net.229" \
-    --pod-ips "$host_net.3-$host_net.199" --node-cpu 32 --node-memory 128Gi --node-ephemeral-storage 2Ti \
+# --test-net: a 127.A.B.0/24 of its own, claimed by hostsim with the Rust test
+# hosts' lock (hostsim::testhost::Net) and held while it runs, so nothing shares
+# an address or port 443. The browser tests never read inside a virtual
+# cluster: its control planes relay (no API server process per cluster).
+host_kubeconfig=$(KUBEBYON_HOST_DIR="$work/host" KUBEBYON_HOST_API_PORT=$(free_port) \
+  bash scripts/host-up.sh --test-latency --test-net --node-cpu 32 --node-memory 128Gi --node-ephemeral-storage 2Ti \
     --vcluster-api relay | tail -n 1)
-host_port=$(bash scripts/free-port.sh)
+host_net=$(cat "$work/host/net")
+host_port=$(free_port)
 # This one logs as production does (JSON on standard error), checked below.
 # The simulated host serves on 127.0.0.0/8: the probe may reach loopback.
 KUBECONFIG="$host_kubeconfig" LEPTOS_SITE_ADDR="127.0.0.1:$host_port" KUBEBYON_DATA_DIR="$work/data-host" KUBEBYON_PROBE_LOOPBACK=1 \
@@ -148,17 +129,11 @@ KUBEBYON_URL="http://127.0.0.1:$port" KUBEBYON_ADMIN_PASSWORD="e2e-admin-passwor
   npx playwright test --config end2end/playwright.config.ts
 # Every log line of the JSON console is one JSON object; requests carry their
 # id and, on a cluster's routes, the cluster's (the request span's fields, under "span").
-node -e '
-  const lines = require("fs").readFileSync(process.argv[1], "utf8").split("\n").filter(Boolean);
-  let ids = 0, clusters = 0;
-  for (const l of lines) {
-    const span = JSON.parse(l).span || {};
-    if (span.request_id) ids++;
-    if (span.request_id && span.cluster !== undefined) clusters++;
-  }
-  console.error(`  JSON logs: ${lines.length} lines, ${ids} with a request id, ${clusters} of them with a cluster id`);
-  if (lines.length === 0 || ids === 0 || clusters === 0) process.exit(1);
-' "$work/console-host.log"
+# (jq fails on a line that is not JSON.)
+read -r lines ids clusters < <(jq -rs 'map(.span // {}) | [length, (map(select(.request_id)) | length),
+  (map(select(.request_id and has("cluster"))) | length)] | @tsv' "$work/console-host.log")
+echo "  JSON logs: $lines lines, $ids with a request id, $clusters of them with a cluster id" >&2
+(( lines > 0 && ids > 0 && clusters > 0 )) || die "the JSON log lacks request or cluster ids"
 for log in "$work/console.log" "$work/console-host.log" "$work/console-host.out"; do
   if grep -q -i -E "e2e-admin-password|kubebyon_session=|correct horse|BEGIN [A-Z ]*PRIVATE KEY|client-key-data" "$log"; then
     echo "a secret reached the console log ($log)" >&2; exit 1

@@ -15,18 +15,18 @@
 # database that scripts/bench-list-page.sh seeds once.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-source scripts/env.sh
+source scripts/lib.sh
 site=$(bash scripts/build-console.sh)
 source scripts/console-env.sh
 source scripts/bench-lib.sh
 work=$(mktemp -d)
 cp -a "${XDG_CACHE_HOME:-$HOME/.cache}/kubebyon/bench-10k/." "$work/"
-port=$(bash scripts/free-port.sh)
+port=$(free_port)
 KUBEBYON_PROTO_FRAME="$work/frame.html" serve "$work" "$port"
 pid=$!
 trap 'kill $pid 2>/dev/null; rm -rf "$work" "$site/pkg/bench-list.html"' EXIT
 base="http://127.0.0.1:$port"
-up_at "$port"
+wait_healthy "$port"
 jar="$work/cookies"
 sign_in
 curl -fsS -b "$jar" -o "$work/frame.html" "$base/clusters"

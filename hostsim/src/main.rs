@@ -43,6 +43,12 @@ struct Up {
     /// Loopback addresses the pods listen on, `FIRST-LAST`.
     #[arg(long, default_value = "127.0.1.1-127.0.1.254")]
     pod_ips: String,
+    /// Claim a free `127.A.B.0/24` with the lock the Rust test hosts use
+    /// (`hostsim::testhost::Net`, held while this runs): one node `.1`, pods
+    /// `.3`-`.199`, pool `default` `.200`-`.229`, instead of `--node-ip`,
+    /// `--pod-ips` and `--pool`. `127.A.B` is written to `DATA_DIR/net`.
+    #[arg(long)]
+    test_net: bool,
     /// Each node's CPU, memory and ephemeral storage.
     #[arg(long, default_value = "8")]
     node_cpu: String,
@@ -111,7 +117,21 @@ async fn real_main(cli: Cli) -> Result<()> {
 /// The control plane with upstream's parts, and the node, until SIGTERM or Ctrl-C.
 async fn up(args: Up) -> Result<()> {
     let latency = args.latency();
-    let Up { data_dir, api_port, pools, nodes, pod_ips, vcluster_api, vcluster_api_cap, .. } = args;
+    let Up { data_dir, api_port, mut pools, mut nodes, pod_ips, vcluster_api, vcluster_api_cap, .. } = args;
+    let mut pod_ips = node::parse_ip_range(&pod_ips).map_err(anyhow::Error::msg)?;
+    std::fs::create_dir_all(&data_dir)?;
+    // Held until this returns: the lock file names this process.
+    let _lease = if args.test_net {
+        let lease = testhost::NetLease::claim()?;
+        let net = lease.0;
+        nodes = vec![NodeAddr { internal: net.node(), external: None }];
+        pod_ips = (3..=199).map(|n| net.addr(n)).collect();
+        pools = vec![net.default_pool().parse().map_err(anyhow::Error::msg)?];
+        std::fs::write(data_dir.join("net"), format!("127.{}.{}\n", net.0[0], net.0[1]))?;
+        Some(lease)
+    } else {
+        None
+    };
     let vcluster_api = match vcluster_api {
         ApiMode::Real => node::apiserver::VClusterApi::Real(node::apiserver::RealApi::new(vcluster_api_cap)),
         ApiMode::Relay => node::apiserver::VClusterApi::Relay,
@@ -122,8 +142,6 @@ async fn up(args: Up) -> Result<()> {
         ephemeral_storage: args.node_ephemeral_storage,
         ..Capacity::default()
     };
-    let pod_ips = node::parse_ip_range(&pod_ips).map_err(anyhow::Error::msg)?;
-    std::fs::create_dir_all(&data_dir)?;
     let ready = data_dir.join("ready");
     let _ = std::fs::remove_file(&ready);
     let bin_dir = controlplane::locate_binaries()?;
