@@ -14,15 +14,12 @@ pub async fn login(username: String, password: String, next: Option<String>) -> 
     use crate::server::service::accounts;
 
     let st = state()?;
-    let (_, token) = accounts::login(&st.pool, &st.limiter, &username, &password, &client_addr()).await?;
     let secure = session::secure(st.config.public_url_is_https(), header("x-forwarded-proto").as_deref());
-    // A new session per sign-in: the one this browser had before ends here.
-    if let Some(cookies) = header("cookie")
-        && let Some(previous) = session::token(&cookies, secure)
-    {
-        accounts::logout(&st.pool, previous).await?;
-    }
-    set_response_header(http::header::SET_COOKIE, &session::set_cookie(&token, secure));
+    let cookie = header("cookie");
+    let cookies = accounts::Cookies { header: cookie.as_deref(), secure };
+    let (_, set_cookie) =
+        accounts::sign_in(&st.pool, &st.limiter, &username, &password, &client_addr(), cookies).await?;
+    set_response_header(http::header::SET_COOKIE, &set_cookie);
     leptos_axum::redirect(safe_next(next.as_deref()));
     Ok(())
 }
@@ -35,12 +32,9 @@ pub async fn logout() -> Result<(), AppError> {
 
     let st = state()?;
     let secure = session::secure(st.config.public_url_is_https(), header("x-forwarded-proto").as_deref());
-    if let Some(cookies) = header("cookie")
-        && let Some(token) = session::token(&cookies, secure)
-    {
-        accounts::logout(&st.pool, token).await?;
-    }
-    set_response_header(http::header::SET_COOKIE, &session::clear_cookie(secure));
+    let cookie = header("cookie");
+    let set_cookie = accounts::sign_out(&st.pool, accounts::Cookies { header: cookie.as_deref(), secure }).await?;
+    set_response_header(http::header::SET_COOKIE, &set_cookie);
     leptos_axum::redirect("/login");
     Ok(())
 }

@@ -61,7 +61,7 @@ pub async fn load_cluster(id: i64, before: Option<i64>) -> Result<ClusterPage, A
     let full = events.len() == usize::try_from(crate::domain::change::HISTORY_PAGE).unwrap_or(usize::MAX);
     let history = HistoryPage { older: events.last().filter(|_| full).map(|e| e.id), paged: before.is_some() };
     let remembered_host = host.map(|h| h.to_string());
-    let nodeport_host = crate::server::service::settings::get(&st.pool).await?.nodeport_public_host;
+    let nodeport_host = crate::server::service::settings::public_defaults(&st.pool).await?.nodeport_public_host;
     Ok(ClusterPage {
         cluster,
         events,
@@ -79,9 +79,9 @@ pub async fn form_defaults() -> Result<ClusterDefaults, AppError> {
     use crate::server::context::{require_user, state};
     let user = require_user()?;
     let pool = &state()?.pool;
-    let settings = crate::server::service::settings::get(pool).await?;
+    let defaults = crate::server::service::settings::public_defaults(pool).await?;
     let quota = crate::server::service::quota::view(pool, &user).await?;
-    Ok(ClusterDefaults { mode: settings.default_mode, nodeport_host: settings.nodeport_public_host, quota })
+    Ok(ClusterDefaults { mode: defaults.default_mode, nodeport_host: defaults.nodeport_public_host, quota })
 }
 
 /// The resource and public access fields of the create and edit forms, as posted.

@@ -57,9 +57,7 @@ pub async fn start_migration(
     };
     let id =
         started.await.inspect_err(|e| keep_input_on_error(StartMigration::PATH, "/admin/migrations", &fields, e))?;
-    if let Some(host) = &st.host {
-        host.wake();
-    }
+    crate::server::service::wake(st.host.as_ref());
     leptos_axum::redirect(&format!("/admin/migrations/{id}"));
     Ok(())
 }
@@ -80,16 +78,8 @@ pub async fn recent_migrations() -> Result<Vec<MigrationView>, AppError> {
 #[server(prefix = "/fn", endpoint = "migrations/item")]
 pub async fn migration_item(id: i64, cluster_id: i64, action: String) -> Result<(), AppError> {
     use crate::server::context::{require_admin, state};
-    use crate::server::service::migration::{retry, rollback};
     let (st, admin) = (state()?, require_admin()?);
-    match action.as_str() {
-        "retry" => retry(&st.pool, &admin, id, cluster_id).await?,
-        "rollback" => rollback(&st.pool, &admin, id, cluster_id).await?,
-        _ => return Err(AppError::new(crate::domain::ErrorCode::BadRequest)),
-    }
-    if let Some(host) = &st.host {
-        host.wake();
-    }
+    crate::server::service::migration::item_action(&st.pool, st.host.as_ref(), &admin, id, cluster_id, &action).await?;
     leptos_axum::redirect(&format!("/admin/migrations/{id}"));
     Ok(())
 }

@@ -12,9 +12,8 @@ use crate::domain::settings::SettingsView;
 #[server(prefix = "/fn", endpoint = "settings/get")]
 pub async fn load_settings() -> Result<SettingsView, AppError> {
     use crate::server::context::{require_admin, state};
-    require_admin()?;
     let st = state()?;
-    let settings = crate::server::service::settings::get(&st.pool).await?;
+    let settings = crate::server::service::settings::get(&st.pool, &require_admin()?).await?;
     Ok(SettingsView {
         settings,
         detected: st.host.as_ref().map(|h| h.detected()),
@@ -41,8 +40,8 @@ pub async fn save_settings(
 ) -> Result<(), AppError> {
     use crate::domain::quota::{QuotaInput, QuotaText};
     use crate::domain::settings::SettingsInput;
-    let st = state()?;
-    let stored = crate::server::service::settings::get(&st.pool).await?;
+    let (st, admin) = (state()?, require_admin()?);
+    let stored = crate::server::service::settings::get(&st.pool, &admin).await?;
     let text = QuotaText::of(&stored.quota);
     let or = |v: &Option<String>, d: &str| v.clone().unwrap_or_else(|| d.to_owned());
     let quota_clusters = or(&quota_clusters, &text.clusters);
@@ -69,18 +68,9 @@ pub async fn save_settings(
         pod_security: &pod_security,
         network_policy: &network_policy,
     };
-    let detected = st.host.as_ref().map(|h| h.detected());
-    let (_, rerendered) = crate::server::service::settings::update(
-        &st.pool,
-        &require_admin()?,
-        &input,
-        detected,
-        &st.config.chart_repos(),
-    )
-    .await?;
-    if let Some(host) = &st.host {
-        host.resync_all(); // re-render the clusters the change touches
-    }
+    let (_, rerendered) =
+        crate::server::service::settings::update(&st.pool, st.host.as_ref(), &admin, &input, &st.config.chart_repos())
+            .await?;
     leptos_axum::redirect(&format!("/admin/settings?saved=1&rerendered={rerendered}"));
     Ok(())
 }

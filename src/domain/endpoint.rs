@@ -2,12 +2,51 @@
 //! host cluster reports about the Service. Recomputed as a whole each time, so
 //! a mode switch never leaves an old port or endpoint behind.
 
+use std::fmt;
 use std::net::IpAddr;
 
 use super::{Host, PublicAccess};
 
 /// The Service port for https (vCluster chart: 443 → 8443).
 pub const HTTPS_PORT: u16 = 443;
+
+/// A cluster's public API endpoint, `https://<host>:<port>` with an IPv6 host
+/// in brackets: every endpoint the console shows, stores or probes is written
+/// by its `Display` and read by [`Endpoint::parse`], nowhere else.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    pub host: Host,
+    pub port: u16,
+}
+
+impl Endpoint {
+    pub fn new(host: Host, port: u16) -> Self {
+        Self { host, port }
+    }
+
+    /// A LoadBalancer cluster's: its host, port 443.
+    pub fn load_balancer(host: Host) -> Self {
+        Self::new(host, HTTPS_PORT)
+    }
+
+    /// Reads `https://host:port` (a trailing `/` allowed; an IPv6 host only in
+    /// brackets); `None` for anything else.
+    pub fn parse(s: &str) -> Option<Self> {
+        let rest = s.strip_prefix("https://")?;
+        let rest = rest.strip_suffix('/').unwrap_or(rest);
+        let (host, port) = rest.rsplit_once(':')?;
+        if host.contains(':') && !host.starts_with('[') {
+            return None;
+        }
+        Some(Self::new(Host::parse(host).ok()?, port.parse().ok()?))
+    }
+}
+
+impl fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "https://{}:{}", self.host.url_host(), self.port)
+    }
+}
 
 /// One `status.loadBalancer.ingress[]` entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,7 +78,7 @@ pub fn observe(access: &PublicAccess, nodeport_public_host: Option<&Host>, svc: 
             let port = svc.https_node_port;
             let host = host.as_ref().or(nodeport_public_host);
             ObservedAccess {
-                api_endpoint: host.zip(port).map(|(h, p)| url(&h.url_host(), p)),
+                api_endpoint: host.zip(port).map(|(h, p)| Endpoint::new(h.clone(), p).to_string()),
                 public_access_port: port,
                 load_balancer_pending: false,
             }
@@ -47,7 +86,7 @@ pub fn observe(access: &PublicAccess, nodeport_public_host: Option<&Host>, svc: 
         PublicAccess::LoadBalancer { host } => {
             let pending = svc.ingress.is_empty();
             ObservedAccess {
-                api_endpoint: (!pending).then(|| url(&host.url_host(), HTTPS_PORT)),
+                api_endpoint: (!pending).then(|| Endpoint::load_balancer(host.clone()).to_string()),
                 public_access_port: None,
                 load_balancer_pending: pending,
             }
@@ -60,18 +99,15 @@ pub fn observe(access: &PublicAccess, nodeport_public_host: Option<&Host>, svc: 
 /// its own host when it has one and the observed node port; a disabled
 /// cluster has none. An observation from before a mode or host change fails.
 pub fn fits(access: &PublicAccess, endpoint: &str, port: Option<u16>) -> bool {
+    let Some(seen) = Endpoint::parse(endpoint) else { return false };
     match access {
         PublicAccess::Disabled => false,
-        PublicAccess::LoadBalancer { host } => endpoint == url(&host.url_host(), HTTPS_PORT),
+        PublicAccess::LoadBalancer { host } => seen == Endpoint::load_balancer(host.clone()),
         PublicAccess::NodePort { host } => port.is_some_and(|p| match host {
-            Some(h) => endpoint == url(&h.url_host(), p),
-            None => endpoint.ends_with(&format!(":{p}")),
+            Some(h) => seen == Endpoint::new(h.clone(), p),
+            None => seen.port == p,
         }),
     }
-}
-
-fn url(host: &str, port: u16) -> String {
-    format!("https://{host}:{port}")
 }
 
 #[cfg(test)]
@@ -80,6 +116,22 @@ mod tests {
 
     fn svc(node_port: Option<u16>, ingress: Vec<Ingress>) -> ServiceObservation {
         ServiceObservation { https_node_port: node_port, ingress }
+    }
+
+    #[test]
+    fn endpoints_are_written_and_read_in_one_place() {
+        let v6 = Host::Ipv6("2001:db8::1".parse().unwrap());
+        let parsed = Endpoint::parse("https://[2001:db8::1]:443").unwrap();
+        assert_eq!(parsed, Endpoint::load_balancer(v6.clone()));
+        assert_eq!(parsed.host.url_host(), "[2001:db8::1]");
+        assert_eq!(parsed.to_string(), "https://[2001:db8::1]:443");
+        let named = Endpoint::parse("https://api.example.com:6443/").unwrap();
+        assert_eq!((named.host.url_host(), named.port), ("api.example.com".into(), 6443));
+        for bad in
+            ["http://x:1", "https://2001:db8::1:443", "https://a.example", "https://a.example:99999", "https://:443"]
+        {
+            assert_eq!(Endpoint::parse(bad), None, "{bad}");
+        }
     }
 
     #[test]

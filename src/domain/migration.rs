@@ -257,7 +257,7 @@ pub fn switch_step(cluster: &Cluster, target: &Host, target_generation: i64) -> 
     if st.phase == Phase::Failed {
         return SwitchStep::Failed;
     }
-    let endpoint = format!("https://{}:443", target.url_host());
+    let endpoint = super::endpoint::Endpoint::load_balancer(target.clone()).to_string();
     if st.phase == Phase::Ready
         && st.connection_status == ConnectionStatus::Ok
         && st.api_endpoint.as_deref() == Some(&endpoint)
@@ -340,6 +340,16 @@ pub struct ItemView {
     /// Until when the old endpoint answers (done items with a grace period).
     pub old_endpoint_until: Option<i64>,
     pub old_endpoint_closed: bool,
+}
+
+impl ItemView {
+    /// The endpoint the cluster moves to (its stored host was validated when
+    /// the migration was planned; shown as stored if it no longer parses).
+    pub fn new_endpoint(&self) -> String {
+        Host::parse(&self.new_host)
+            .map(|h| super::endpoint::Endpoint::load_balancer(h).to_string())
+            .unwrap_or_else(|_| self.new_host.clone())
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

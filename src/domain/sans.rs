@@ -26,6 +26,17 @@ pub fn namespace(name: &str) -> String {
     format!("kubebyon-{name}")
 }
 
+/// helm-controller's Job for the cluster's HelmChart (named after the cluster):
+/// `helm-install-<chart>`, in [`namespace`].
+pub fn helm_job(name: &str) -> String {
+    format!("helm-install-{name}")
+}
+
+/// The Secret vCluster writes its kubeconfig to: `vc-<release>`, in [`namespace`].
+pub fn kubeconfig_secret(name: &str) -> String {
+    format!("vc-{name}")
+}
+
 /// Names vCluster adds once the host knows them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Assigned {

@@ -94,6 +94,12 @@ impl CurrentUser {
     pub fn is_admin(&self) -> bool {
         self.role == Role::Admin
     }
+
+    /// The one admin check every admin-only use case makes (in the service
+    /// layer; entry points only pass the user on): `forbidden` otherwise.
+    pub fn require_admin(&self) -> Result<(), AppError> {
+        if self.is_admin() { Ok(()) } else { Err(AppError::new(ErrorCode::Forbidden)) }
+    }
 }
 
 /// A user as the admin pages list them.

@@ -428,7 +428,7 @@ fn Progress(m: MigrationView) -> impl IntoView {
                         <a href=format!("/clusters/{}", item.cluster_id)>{item.name.clone()}</a>
                     </th>
                     <td class="font-mono text-sm">{item.old_endpoint.clone().unwrap_or_else(|| "—".into())}</td>
-                    <td class="font-mono text-sm">{format!("https://{}:443", item.new_host)}</td>
+                    <td class="font-mono text-sm">{item.new_endpoint()}</td>
                     <td>
                         {state_text(i18n, item.state, item.step)}
                         {crate::components::labels::reason_text(i18n.get_locale_untracked(), &item.reason)

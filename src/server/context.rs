@@ -24,7 +24,8 @@ pub fn require_user() -> Result<CurrentUser, AppError> {
 
 pub fn require_admin() -> Result<CurrentUser, AppError> {
     let user = require_user()?;
-    if user.is_admin() { Ok(user) } else { Err(AppError::new(ErrorCode::Forbidden)) }
+    user.require_admin()?;
+    Ok(user)
 }
 
 /// A request header, as text.

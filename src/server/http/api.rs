@@ -183,11 +183,8 @@ pub async fn my_quota(State(st): State<AppState>, ApiUser(u): ApiUser) -> ApiRes
 }
 
 pub async fn get_settings(State(st): State<AppState>, ApiUser(u): ApiUser) -> ApiResult<SettingsReply> {
-    if !u.is_admin() {
-        return Err(ApiError(AppError::new(ErrorCode::Forbidden)));
-    }
     Ok(Json(SettingsReply {
-        settings: settings::get(&st.pool).await?,
+        settings: settings::get(&st.pool, &u).await?,
         detected_address_request: st.host.as_ref().map(|h| h.detected()),
         detected_servicelb: st.host.as_ref().map(|h| h.servicelb_seen()),
         clusters_rerendered: None,
@@ -242,6 +239,7 @@ pub async fn update_settings(
     ApiUser(u): ApiUser,
     ApiJson(body): ApiJson<SettingsBody>,
 ) -> ApiResult<SettingsReply> {
+    let current = settings::get(&st.pool, &u).await?;
     // Annotations go through the same text parser as the form, so the rules are one.
     let annotations = body.load_balancer_annotations.unwrap_or_default();
     if annotations.values().any(|v| v.contains('\n')) || annotations.keys().any(|k| k.contains([':', '=', '\n'])) {
@@ -251,10 +249,6 @@ pub async fn update_settings(
         )));
     }
     let annotations: String = annotations.iter().map(|(k, v)| format!("{k}: {v}\n")).collect();
-    if !u.is_admin() {
-        return Err(ApiError(AppError::new(ErrorCode::Forbidden)));
-    }
-    let current = settings::get(&st.pool).await?;
     let quota_text = crate::domain::quota::QuotaText::of(&body.quota.unwrap_or(current.quota));
     let input = SettingsInput {
         default_mode: &body.default_cluster_public_access_mode,
@@ -272,14 +266,11 @@ pub async fn update_settings(
         pod_security: body.pod_security.as_deref().unwrap_or(current.pod_security.as_str()),
         network_policy: if body.network_policy.unwrap_or(current.network_policy) { "on" } else { "off" },
     };
-    let detected = st.host.as_ref().map(|h| h.detected());
-    let (saved, rerendered) = settings::update(&st.pool, &u, &input, detected, &st.config.chart_repos()).await?;
-    if let Some(host) = &st.host {
-        host.resync_all(); // re-render the clusters the change touches
-    }
+    let (saved, rerendered) =
+        settings::update(&st.pool, st.host.as_ref(), &u, &input, &st.config.chart_repos()).await?;
     Ok(Json(SettingsReply {
         settings: saved,
-        detected_address_request: detected,
+        detected_address_request: st.host.as_ref().map(|h| h.detected()),
         detected_servicelb: st.host.as_ref().map(|h| h.servicelb_seen()),
         clusters_rerendered: Some(rerendered),
     }))
@@ -304,39 +295,32 @@ pub async fn login(
     headers: http::HeaderMap,
     ApiJson(body): ApiJson<LoginBody>,
 ) -> Result<Response, ApiError> {
-    let (user, token) = accounts::login(
+    let (user, cookie) = accounts::sign_in(
         &st.pool,
         &st.limiter,
         &body.username,
         &body.password,
         &st.config.client_key(addr.ip(), &headers),
+        cookies(&st, &headers),
     )
     .await?;
-    let secure = https(&st, &headers);
-    // A new session per sign-in: the one this client had before ends here.
-    if let Some(previous) =
-        headers.get(header::COOKIE).and_then(|v| v.to_str().ok()).and_then(|c| session::token(c, secure))
-    {
-        accounts::logout(&st.pool, previous).await?;
-    }
-    let cookie = session::set_cookie(&token, secure);
     let reply = LoginReply { username: user.username, role: user.role };
     Ok(([(header::SET_COOKIE, cookie)], Json(reply)).into_response())
 }
 
 pub async fn logout(State(st): State<AppState>, headers: http::HeaderMap) -> Result<Response, ApiError> {
-    let secure = https(&st, &headers);
-    let token = headers.get(header::COOKIE).and_then(|v| v.to_str().ok()).and_then(|c| session::token(c, secure));
-    if let Some(token) = token {
-        accounts::logout(&st.pool, token).await?;
-    }
-    Ok(([(header::SET_COOKIE, session::clear_cookie(secure))], StatusCode::NO_CONTENT).into_response())
+    let cookie = accounts::sign_out(&st.pool, cookies(&st, &headers)).await?;
+    Ok(([(header::SET_COOKIE, cookie)], StatusCode::NO_CONTENT).into_response())
 }
 
-/// Whether this request came over https (the public URL, or the proxy's `X-Forwarded-Proto`).
-fn https(st: &AppState, headers: &http::HeaderMap) -> bool {
+/// The request's cookies, and whether the session cookie is `Secure` (the
+/// public URL is https, or the proxy's `X-Forwarded-Proto` says so).
+fn cookies<'a>(st: &AppState, headers: &'a http::HeaderMap) -> accounts::Cookies<'a> {
     let forwarded = headers.get("x-forwarded-proto").and_then(|v| v.to_str().ok());
-    session::secure(st.config.public_url_is_https(), forwarded)
+    accounts::Cookies {
+        header: headers.get(header::COOKIE).and_then(|v| v.to_str().ok()),
+        secure: session::secure(st.config.public_url_is_https(), forwarded),
+    }
 }
 
 /// Any other `/api/...` path: a JSON 404, not the HTML page.
@@ -409,9 +393,7 @@ pub async fn start_migration(
     ApiJson(body): ApiJson<MigrationRequest>,
 ) -> Result<Response, ApiError> {
     let id = migration::start(&st.pool, &u, detected(&st), &body).await?;
-    if let Some(host) = &st.host {
-        host.wake();
-    }
+    crate::server::service::wake(st.host.as_ref());
     let view = migration::view(&st.pool, &u, id).await?;
     Ok((StatusCode::CREATED, [(header::LOCATION, format!("/api/admin/migrations/{id}"))], Json(view)).into_response())
 }
@@ -435,13 +417,6 @@ pub async fn migration_item_action(
     Path((id, cluster, action)): Path<(String, String, String)>,
 ) -> ApiResult<MigrationView> {
     let (id, cluster) = (cluster_id(&id)?, cluster_id(&cluster)?);
-    match action.as_str() {
-        "retry" => migration::retry(&st.pool, &u, id, cluster).await?,
-        "rollback" => migration::rollback(&st.pool, &u, id, cluster).await?,
-        _ => return Err(ApiError(AppError::new(ErrorCode::NotFound))),
-    }
-    if let Some(host) = &st.host {
-        host.wake();
-    }
+    migration::item_action(&st.pool, st.host.as_ref(), &u, id, cluster, &action).await?;
     Ok(Json(migration::view(&st.pool, &u, id).await?))
 }

@@ -106,7 +106,7 @@ impl Caches {
     pub fn raw(&self, name: &str) -> Raw {
         let ns = render::namespace(name);
         let chart = self.charts.get(&ObjectRef::new_with(name, charts_resource()).within(&ns));
-        let job = self.jobs.get(&ObjectRef::new(&format!("helm-install-{name}")).within(&ns));
+        let job = self.jobs.get(&ObjectRef::new(&render::helm_job(name)).within(&ns));
         let service = self.services.get(&ObjectRef::new(name).within(&ns));
         let job_pods = in_namespace(&self.pods, &ns);
         let service_events = in_namespace(&self.events, &ns)

@@ -216,7 +216,7 @@ pub async fn fetch(client: &Client, name: &str) -> Result<Raw> {
     let ns = render::namespace(name);
     let chart = ignore_not_found(helm_charts(client, &ns).get(name).await).map_err(kube("read HelmChart"))?;
     let jobs: Api<Job> = Api::namespaced(client.clone(), &ns);
-    let job = ignore_not_found(jobs.get(&format!("helm-install-{name}")).await).map_err(kube("read Job"))?;
+    let job = ignore_not_found(jobs.get(&render::helm_job(name)).await).map_err(kube("read Job"))?;
     let services: Api<Service> = Api::namespaced(client.clone(), &ns);
     let service = ignore_not_found(services.get(name).await).map_err(kube("read Service"))?;
     let secret = read_secret(client, name).await?;
@@ -231,7 +231,7 @@ pub async fn fetch(client: &Client, name: &str) -> Result<Raw> {
 /// `vc-<name>`, read now.
 pub async fn read_secret(client: &Client, name: &str) -> Result<Option<Secret>> {
     let ns = render::namespace(name);
-    ignore_not_found(Api::<Secret>::namespaced(client.clone(), &ns).get(&format!("vc-{name}")).await)
+    ignore_not_found(Api::<Secret>::namespaced(client.clone(), &ns).get(&render::kubeconfig_secret(name)).await)
         .map_err(kube("read vc Secret"))
 }
 

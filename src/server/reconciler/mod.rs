@@ -418,7 +418,7 @@ async fn current_job_uid(ctx: &Context, cluster: &Cluster) -> Option<String> {
         return c.raw(name).job.and_then(|j| j.uid());
     }
     let jobs: Api<Job> = Api::namespaced(ctx.client.clone(), &render::namespace(name));
-    jobs.get_opt(&format!("helm-install-{name}")).await.ok().flatten().and_then(|j| j.uid())
+    jobs.get_opt(&render::helm_job(name)).await.ok().flatten().and_then(|j| j.uid())
 }
 
 /// `vc-<name>`: read while it does not exist yet (at most once a second), or

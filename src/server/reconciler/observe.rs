@@ -103,7 +103,7 @@ pub fn endpoint(
                 IpAddr::V4(v4) => Host::Ipv4(v4),
                 IpAddr::V6(v6) => Host::Ipv6(v6),
             };
-            seen.api_endpoint = Some(format!("https://{}:{port}", host.url_host()));
+            seen.api_endpoint = Some(endpoint::Endpoint::new(host, port).to_string());
             return (seen, true);
         }
     }

@@ -18,6 +18,7 @@ use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
 use crate::domain::ConnectionStatus;
+use crate::domain::endpoint::Endpoint;
 
 /// Connect and read timeouts, each.
 pub const TIMEOUT: Duration = Duration::from_secs(5);
@@ -149,10 +150,10 @@ pub struct Credentials {
 
 /// Checks `endpoint` (`https://host:port`) with `creds`.
 pub async fn probe(endpoint: &str, creds: &Credentials, resolver: &Resolver) -> Report {
-    let Some((host, port)) = split_endpoint(endpoint) else {
+    let Some(Endpoint { host, port }) = Endpoint::parse(endpoint) else {
         return Report::of(ConnectionStatus::HttpError, Some("bad endpoint".into()));
     };
-    let bare = host.trim_start_matches('[').trim_end_matches(']').to_owned();
+    let bare = host.to_string();
     let Ok(name) = ServerName::try_from(bare.clone()) else {
         return Report::of(ConnectionStatus::HttpError, Some("bad host".into()));
     };
@@ -211,13 +212,6 @@ pub async fn probe(endpoint: &str, creds: &Credentials, resolver: &Resolver) -> 
     }
 }
 
-/// `https://host:port` → (host, port); IPv6 stays in brackets.
-fn split_endpoint(endpoint: &str) -> Option<(String, u16)> {
-    let rest = endpoint.strip_prefix("https://")?.trim_end_matches('/');
-    let (host, port) = rest.rsplit_once(':')?;
-    Some((host.to_owned(), port.parse().ok()?))
-}
-
 fn client_config(creds: &Credentials) -> Result<ClientConfig, Box<dyn std::error::Error>> {
     let mut roots = RootCertStore::empty();
     for cert in CertificateDer::pem_slice_iter(creds.ca_pem.as_bytes()) {
@@ -258,13 +252,6 @@ fn tls_error(e: &rustls::Error) -> Report {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn endpoints_split_with_ipv6_brackets() {
-        assert_eq!(split_endpoint("https://[2001:db8::1]:443"), Some(("[2001:db8::1]".into(), 443)));
-        assert_eq!(split_endpoint("https://api.example.com:6443/"), Some(("api.example.com".into(), 6443)));
-        assert_eq!(split_endpoint("http://x:1"), None);
-    }
 
     #[test]
     fn probe_targets() {

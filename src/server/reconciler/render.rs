@@ -24,7 +24,7 @@ pub const CLUSTER_ID_LABEL: &str = "kubebyon.io/cluster-id";
 /// create writes it, and nothing without it is ever changed or deleted.
 pub const INSTALLATION_LABEL: &str = "kubebyon.io/installation";
 
-pub use crate::domain::sans::namespace;
+pub use crate::domain::sans::{helm_job, kubeconfig_secret, namespace};
 
 #[derive(Serialize, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]

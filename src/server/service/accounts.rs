@@ -79,6 +79,48 @@ pub async fn logout(pool: &AnyPool, token: &str) -> Result<(), AppError> {
     Ok(())
 }
 
+/// The client's side of a sign-in or sign-out: the request's `Cookie` header
+/// and whether the session cookie is `Secure` ([`session::secure`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Cookies<'a> {
+    pub header: Option<&'a str>,
+    pub secure: bool,
+}
+
+impl<'a> Cookies<'a> {
+    fn session(&self) -> Option<&'a str> {
+        self.header.and_then(|c| session::token(c, self.secure))
+    }
+}
+
+/// What the sign-in form and `POST /api/auth/login` both do: [`login`], end
+/// the session this client had before (a new session per sign-in), and return
+/// the user with the `Set-Cookie` value.
+pub async fn sign_in(
+    pool: &AnyPool,
+    limiter: &LoginLimiter,
+    username: &str,
+    secret: &str,
+    client: &str,
+    cookies: Cookies<'_>,
+) -> Result<(CurrentUser, String), AppError> {
+    let (user, token) = login(pool, limiter, username, secret, client).await?;
+    if let Some(previous) = cookies.session() {
+        logout(pool, previous).await?;
+    }
+    Ok((user, session::set_cookie(&token, cookies.secure)))
+}
+
+/// What the sign-out button and `POST /api/auth/logout` both do: end the
+/// client's session, if it has one, and return the `Set-Cookie` value that
+/// clears the cookie.
+pub async fn sign_out(pool: &AnyPool, cookies: Cookies<'_>) -> Result<String, AppError> {
+    if let Some(token) = cookies.session() {
+        logout(pool, token).await?;
+    }
+    Ok(session::clear_cookie(cookies.secure))
+}
+
 /// The user behind a session cookie token.
 #[tracing::instrument(skip_all)]
 pub async fn user_for_token(pool: &AnyPool, token: &str) -> Result<Option<CurrentUser>, AppError> {
@@ -87,12 +129,8 @@ pub async fn user_for_token(pool: &AnyPool, token: &str) -> Result<Option<Curren
         .map(|r| r.current_user()))
 }
 
-fn require_admin(user: &CurrentUser) -> Result<(), AppError> {
-    if user.is_admin() { Ok(()) } else { Err(AppError::new(ErrorCode::Forbidden)) }
-}
-
 pub async fn list_users(pool: &AnyPool, admin: &CurrentUser) -> Result<Vec<UserSummary>, AppError> {
-    require_admin(admin)?;
+    admin.require_admin()?;
     let rows = db::users::list(pool).await?;
     Ok(rows
         .into_iter()
@@ -114,7 +152,7 @@ pub async fn create_user(
     secret: &str,
     role: &str,
 ) -> Result<i64, AppError> {
-    require_admin(admin)?;
+    admin.require_admin()?;
     let username = Username::parse(username)?;
     let new_password = NewPassword::parse(secret)?;
     let role = Role::parse(role)?;
@@ -130,7 +168,7 @@ pub async fn create_user(
 
 #[tracing::instrument(skip(pool), fields(admin = %admin.username))]
 pub async fn set_role(pool: &AnyPool, admin: &CurrentUser, user_id: i64, role: &str) -> Result<(), AppError> {
-    require_admin(admin)?;
+    admin.require_admin()?;
     let role = Role::parse(role)?;
     let before = db::users::by_id(pool, user_id).await?;
     match db::users::set_role(pool, user_id, role).await? {
@@ -151,7 +189,7 @@ pub async fn set_role(pool: &AnyPool, admin: &CurrentUser, user_id: i64, role: &
 
 #[tracing::instrument(skip(pool, secret), fields(admin = %admin.username))]
 pub async fn reset_password(pool: &AnyPool, admin: &CurrentUser, user_id: i64, secret: &str) -> Result<(), AppError> {
-    require_admin(admin)?;
+    admin.require_admin()?;
     let new_password = NewPassword::parse(secret)?;
     let hash = password::hash(new_password.expose().to_owned()).await.map_err(internal)?;
     if !db::users::set_password(pool, user_id, &hash).await? {

@@ -4,9 +4,9 @@
 
 use sqlx::AnyPool;
 
+use crate::domain::AppError;
 use crate::domain::audit::{AuditAction, AuditEntry};
 use crate::domain::user::CurrentUser;
-use crate::domain::{AppError, ErrorCode};
 use crate::server::db;
 
 pub async fn record(pool: &AnyPool, actor: &CurrentUser, action: AuditAction, target: &str, detail: &str) {
@@ -31,8 +31,6 @@ pub async fn sign_in(pool: &AnyPool, account: &str, user: Option<&CurrentUser>, 
 
 /// The newest entries below `before` (admins only).
 pub async fn list(pool: &AnyPool, user: &CurrentUser, before: Option<i64>) -> Result<Vec<AuditEntry>, AppError> {
-    if !user.is_admin() {
-        return Err(AppError::new(ErrorCode::Forbidden));
-    }
+    user.require_admin()?;
     Ok(db::audit::list(pool, before, crate::domain::audit::PAGE).await?)
 }

@@ -234,7 +234,7 @@ pub async fn probe(
     let cluster = get(pool, user, id).await?;
     let unavailable = || AppError::new(ErrorCode::KubeconfigUnavailable);
     let host = host.ok_or_else(unavailable)?;
-    host.wake();
+    super::wake(Some(host));
     match crate::server::reconciler::probe_now(host, &cluster).await {
         Ok(Some(r)) => Ok(crate::domain::cluster::ProbeOutcome { status: r.status, detail: r.detail }),
         Ok(None) => Err(unavailable()),

@@ -14,6 +14,7 @@ use sqlx::AnyPool;
 use crate::domain::audit::AuditAction;
 use crate::domain::change::{Change, Operation, describe_update};
 use crate::domain::cluster::{Cluster, OldEndpoint};
+use crate::domain::endpoint::Endpoint;
 use crate::domain::migration::{
     self, Candidate, ItemState, ItemView, MigrationRequest, MigrationView, Plan, PlanItem, Problem, SwitchStep,
     ValueChange,
@@ -32,10 +33,6 @@ pub const MAX_CONCURRENCY: i64 = 50;
 pub const DEFAULT_GRACE_SECS: i64 = 7 * 24 * 3600;
 /// A switching cluster without its LoadBalancer address after this long fails.
 pub const DEFAULT_ADDRESS_TIMEOUT_SECS: i64 = 300;
-
-fn require_admin(user: &CurrentUser) -> Result<(), AppError> {
-    if user.is_admin() { Ok(()) } else { Err(AppError::new(ErrorCode::Forbidden)) }
-}
 
 fn limits(req: &MigrationRequest) -> Result<(i64, i64), AppError> {
     let concurrency = req.concurrency.unwrap_or(DEFAULT_CONCURRENCY);
@@ -117,7 +114,7 @@ async fn candidates(pool: &AnyPool, req: &MigrationRequest) -> Result<Vec<Cluste
 
 /// The clusters the migration page offers: NodePort ones, and disabled ones.
 pub async fn movable(pool: &AnyPool, user: &CurrentUser) -> Result<Vec<migration::Movable>, AppError> {
-    require_admin(user)?;
+    user.require_admin()?;
     Ok(db::clusters::list(pool, None)
         .await?
         .into_iter()
@@ -138,7 +135,7 @@ pub async fn dry_run(
     detected: Option<AddressRequest>,
     req: &MigrationRequest,
 ) -> Result<Plan, AppError> {
-    require_admin(user)?;
+    user.require_admin()?;
     let (concurrency, grace) = limits(req)?;
     migration::validate_source(&req.hosts)?;
     let chosen = candidates(pool, req).await?;
@@ -200,7 +197,7 @@ pub async fn dry_run(
                     let before = render::values(&c.spec, None, &settings, request);
                     let after = render::values(&spec, old.as_ref(), &settings, request);
                     let sans = after.control_plane.proxy.extra_sans.clone();
-                    (Some(format!("https://{}:443", host.url_host())), sans, value_changes(&before, &after))
+                    (Some(Endpoint::load_balancer(host.clone()).to_string()), sans, value_changes(&before, &after))
                 }
                 None => (None, vec![], vec![]),
             };
@@ -253,7 +250,7 @@ pub async fn start(
 }
 
 pub async fn view(pool: &AnyPool, user: &CurrentUser, id: i64) -> Result<MigrationView, AppError> {
-    require_admin(user)?;
+    user.require_admin()?;
     let m = db::migration::get(pool, id).await?.ok_or(AppError::new(ErrorCode::NotFound))?;
     let rows = db::migration::items(pool, id).await?;
     let mut items = Vec::with_capacity(rows.len());
@@ -301,7 +298,7 @@ pub async fn view(pool: &AnyPool, user: &CurrentUser, id: i64) -> Result<Migrati
 
 /// The newest migrations (ids), for the page's and API's list.
 pub async fn recent(pool: &AnyPool, user: &CurrentUser) -> Result<Vec<MigrationView>, AppError> {
-    require_admin(user)?;
+    user.require_admin()?;
     let mut out = Vec::new();
     for m in db::migration::list(pool, 20).await? {
         out.push(view(pool, user, m.id).await?);
@@ -309,9 +306,49 @@ pub async fn recent(pool: &AnyPool, user: &CurrentUser) -> Result<Vec<MigrationV
     Ok(out)
 }
 
+/// What an admin does to one failed cluster of a migration
+/// (`…/clusters/{cluster}/{retry|rollback}`, the progress page's forms).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ItemAction {
+    Retry,
+    Rollback,
+}
+
+impl std::str::FromStr for ItemAction {
+    type Err = AppError;
+
+    /// Anything but `retry` or `rollback` names no action: not found.
+    fn from_str(s: &str) -> Result<Self, AppError> {
+        match s {
+            "retry" => Ok(Self::Retry),
+            "rollback" => Ok(Self::Rollback),
+            _ => Err(AppError::new(ErrorCode::NotFound)),
+        }
+    }
+}
+
+/// Retries or rolls back one failed cluster and wakes the reconciler: the one
+/// dispatch the JSON API and the progress page share.
+pub async fn item_action(
+    pool: &AnyPool,
+    host: Option<&std::sync::Arc<crate::server::reconciler::Context>>,
+    user: &CurrentUser,
+    id: i64,
+    cluster_id: i64,
+    action: &str,
+) -> Result<(), AppError> {
+    user.require_admin()?;
+    match action.parse()? {
+        ItemAction::Retry => retry(pool, user, id, cluster_id).await?,
+        ItemAction::Rollback => rollback(pool, user, id, cluster_id).await?,
+    }
+    super::wake(host);
+    Ok(())
+}
+
 /// A failed cluster goes back into the queue.
-pub async fn retry(pool: &AnyPool, user: &CurrentUser, id: i64, cluster_id: i64) -> Result<(), AppError> {
-    require_admin(user)?;
+async fn retry(pool: &AnyPool, user: &CurrentUser, id: i64, cluster_id: i64) -> Result<(), AppError> {
+    user.require_admin()?;
     if !db::migration::transition(pool, id, cluster_id, ItemState::Failed, ItemState::Queued, "").await? {
         // No such cluster in no such migration is not found; a cluster in
         // another state cannot be retried.
@@ -326,8 +363,8 @@ pub async fn retry(pool: &AnyPool, user: &CurrentUser, id: i64, cluster_id: i64)
 
 /// A failed cluster goes back to what it was: NodePort on its own host (the
 /// API server gives back its old port when it still holds it), or off.
-pub async fn rollback(pool: &AnyPool, user: &CurrentUser, id: i64, cluster_id: i64) -> Result<(), AppError> {
-    require_admin(user)?;
+async fn rollback(pool: &AnyPool, user: &CurrentUser, id: i64, cluster_id: i64) -> Result<(), AppError> {
+    user.require_admin()?;
     let item = db::migration::items(pool, id)
         .await?
         .into_iter()
@@ -486,12 +523,7 @@ async fn switch(
 
 /// The host of an `https://host:port` endpoint.
 fn url_host(endpoint: &str) -> Option<String> {
-    let rest = endpoint.strip_prefix("https://")?;
-    let host = match rest.strip_prefix('[') {
-        Some(v6) => v6.split(']').next()?,
-        None => rest.rsplit_once(':').map_or(rest, |(h, _)| h),
-    };
-    Host::parse(host).ok().map(|h| h.to_string())
+    Endpoint::parse(endpoint).map(|e| e.host.to_string())
 }
 
 /// Looks at a switching item: done, failed, or still on its way.

@@ -14,6 +14,15 @@ pub mod write_limit;
 use crate::domain::{AppError, ErrorCode};
 use crate::server::db::DbError;
 
+/// Tells this process's reconciler, when it runs one, that a change was
+/// stored (another replica's finds it on its next pass). The only wake call
+/// outside the reconciler.
+pub fn wake(host: Option<&std::sync::Arc<crate::server::reconciler::Context>>) {
+    if let Some(host) = host {
+        host.wake();
+    }
+}
+
 /// Logs a storage failure and turns it into the fixed internal error.
 pub(crate) fn internal(err: impl std::fmt::Display) -> AppError {
     tracing::error!(error = %err, "request failed");

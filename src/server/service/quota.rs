@@ -34,9 +34,7 @@ pub async fn set_user_quota(
     user_id: i64,
     input: &QuotaInput<'_>,
 ) -> Result<(), AppError> {
-    if !admin.is_admin() {
-        return Err(AppError::new(ErrorCode::Forbidden));
-    }
+    admin.require_admin()?;
     let quota = Quota::parse(input)?;
     let before = db::users::by_id(pool, user_id).await?.ok_or(AppError::new(ErrorCode::NotFound))?;
     if !db::users::set_quota(pool, user_id, &quota).await? {

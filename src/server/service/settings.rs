@@ -9,23 +9,38 @@ use crate::domain::{AppError, ErrorCode, SystemSettings};
 use crate::server::db;
 use crate::server::reconciler::render;
 
-pub async fn get(pool: &AnyPool) -> Result<SystemSettings, AppError> {
+/// The whole settings, for the admin's page and API.
+pub async fn get(pool: &AnyPool, user: &CurrentUser) -> Result<SystemSettings, AppError> {
+    user.require_admin()?;
     Ok(db::settings::load(pool).await?)
 }
 
+/// What any signed-in user's forms and pages show of the settings: the default
+/// public access mode and the NodePort public host.
+pub async fn public_defaults(pool: &AnyPool) -> Result<PublicDefaults, AppError> {
+    let s = db::settings::load(pool).await?;
+    Ok(PublicDefaults { default_mode: s.default_mode, nodeport_public_host: s.nodeport_public_host })
+}
+
+/// See [`public_defaults`].
+pub struct PublicDefaults {
+    pub default_mode: crate::domain::PublicAccessMode,
+    pub nodeport_public_host: Option<crate::domain::Host>,
+}
+
 /// Validates and stores the settings; returns them and how many clusters'
-/// HelmCharts render differently under them (the reconciler re-applies those).
-/// `detected` is the host's LoadBalancer provider, when a host is connected.
+/// HelmCharts render differently under them; this process's reconciler, when
+/// it runs one, re-renders them now (`host`, which also tells how the host's
+/// LoadBalancer provider is asked).
 pub async fn update(
     pool: &AnyPool,
+    host: Option<&std::sync::Arc<crate::server::reconciler::Context>>,
     user: &CurrentUser,
     input: &SettingsInput<'_>,
-    detected: Option<AddressRequest>,
     allowed_repos: &[String],
 ) -> Result<(SystemSettings, usize), AppError> {
-    if !user.is_admin() {
-        return Err(AppError::new(ErrorCode::Forbidden));
-    }
+    user.require_admin()?;
+    let detected = host.map(|h| h.detected());
     let settings = SystemSettings::parse(input)?;
     if !crate::domain::settings::chart_repo_allowed(&settings.chart_repo, allowed_repos) {
         return Err(AppError::at(ErrorCode::ChartRepoNotAllowed, crate::domain::Field::ChartRepo));
@@ -38,6 +53,9 @@ pub async fn update(
     let json = |s: &SystemSettings| serde_json::to_value(s).unwrap_or_default();
     let changed = crate::domain::audit::diff(&json(&before), &json(&settings));
     super::audit::record(pool, user, crate::domain::audit::AuditAction::SettingsChanged, "settings", &changed).await;
+    if let Some(host) = host {
+        host.resync_all();
+    }
     Ok((settings, rerendered))
 }
 
