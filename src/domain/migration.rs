@@ -12,6 +12,13 @@ use super::cluster::{Cluster, Phase};
 use super::settings::AddressRequest;
 use super::{AppError, ConnectionStatus, ErrorCode, Field, Host, PublicAccess};
 
+/// Clusters switched at once when a request names none (the form, the API, the CLI).
+pub const DEFAULT_CONCURRENCY: i64 = 5;
+pub const MAX_CONCURRENCY: i64 = 50;
+/// How long old kubeconfigs keep working when a request names no grace period.
+pub const DEFAULT_GRACE_DAYS: i64 = 7;
+pub const DEFAULT_GRACE_SECS: i64 = DEFAULT_GRACE_DAYS * 86_400;
+
 /// Addresses a range may span at most.
 pub const MAX_RANGE: u32 = 65_536;
 
@@ -411,8 +418,8 @@ impl MigrationForm {
             clusters,
             include_disabled: self.include_disabled,
             hosts,
-            concurrency: Some(number(&self.concurrency, 5)?),
-            grace_secs: Some(number(&self.grace_days, 7)?.saturating_mul(86_400)),
+            concurrency: Some(number(&self.concurrency, DEFAULT_CONCURRENCY)?),
+            grace_secs: Some(number(&self.grace_days, DEFAULT_GRACE_DAYS)?.saturating_mul(86_400)),
         })
     }
 }

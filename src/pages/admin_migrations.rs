@@ -18,7 +18,9 @@ use crate::components::error_text::error_text;
 use crate::components::islands::cluster_live::LiveRegion;
 use crate::components::labels::format_time;
 use crate::components::layout::Layout;
-use crate::domain::migration::{ItemState, MigrationForm, MigrationView, Plan, SwitchStep};
+use crate::domain::migration::{
+    DEFAULT_CONCURRENCY, DEFAULT_GRACE_DAYS, ItemState, MigrationForm, MigrationView, Plan, SwitchStep,
+};
 use crate::domain::{AppError, ErrorCode};
 use crate::i18n::*;
 
@@ -314,7 +316,11 @@ pub fn MigrationsPage() -> impl IntoView {
                                     type="text"
                                     inputmode="numeric"
                                     class="field-input"
-                                    value=if f.concurrency.is_empty() { "5".to_owned() } else { f.concurrency.clone() }
+                                    value=if f.concurrency.is_empty() {
+                                        DEFAULT_CONCURRENCY.to_string()
+                                    } else {
+                                        f.concurrency.clone()
+                                    }
                                 />
                             </div>
                             <div class="field">
@@ -327,7 +333,11 @@ pub fn MigrationsPage() -> impl IntoView {
                                     type="text"
                                     inputmode="numeric"
                                     class="field-input"
-                                    value=if f.grace_days.is_empty() { "7".to_owned() } else { f.grace_days.clone() }
+                                    value=if f.grace_days.is_empty() {
+                                        DEFAULT_GRACE_DAYS.to_string()
+                                    } else {
+                                        f.grace_days.clone()
+                                    }
                                     aria-describedby="grace_days-hint"
                                 />
                                 <p id="grace_days-hint" class="field-hint">

@@ -45,11 +45,12 @@ pub struct MigrateArgs {
     #[arg(long)]
     pub range: Option<String>,
     /// Clusters switched at once.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = crate::domain::migration::DEFAULT_CONCURRENCY)]
     pub concurrency: i64,
-    /// How long old kubeconfigs keep working: 7d, 12h, 30m, 0 (cut over at once).
-    #[arg(long, default_value = "7d")]
-    pub grace: String,
+    /// How long old kubeconfigs keep working: 7d, 12h, 30m, 0 (cut over at
+    /// once); without it, the console's default (a week).
+    #[arg(long)]
+    pub grace: Option<String>,
     /// Only print the plan.
     #[arg(long)]
     pub dry_run: bool,
@@ -67,8 +68,10 @@ pub async fn migrate(pool: &sqlx::AnyPool, args: MigrateArgs) -> Result<bool, St
     use crate::domain::migration::{HostSource, ItemState, parse_duration};
     use crate::server::service::migration;
 
-    let grace =
-        parse_duration(&args.grace).ok_or_else(|| format!("--grace {:?}: use e.g. 7d, 12h, 30m or 0", args.grace))?;
+    let grace = match &args.grace {
+        None => crate::domain::migration::DEFAULT_GRACE_SECS,
+        Some(g) => parse_duration(g).ok_or_else(|| format!("--grace {g:?}: use e.g. 7d, 12h, 30m or 0"))?,
+    };
     let hosts = match (args.template, args.range) {
         (Some(t), _) => HostSource::Template(t),
         (None, Some(r)) => HostSource::Range(r),

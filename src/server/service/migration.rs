@@ -26,11 +26,7 @@ use crate::server::db;
 use crate::server::db::migration::{ItemRow, NewItem};
 use crate::server::reconciler::render;
 
-/// Switches at once when the request names none.
-pub const DEFAULT_CONCURRENCY: i64 = 5;
-pub const MAX_CONCURRENCY: i64 = 50;
-/// How long old kubeconfigs keep working when the request names no grace period.
-pub const DEFAULT_GRACE_SECS: i64 = 7 * 24 * 3600;
+pub use crate::domain::migration::{DEFAULT_CONCURRENCY, DEFAULT_GRACE_SECS, MAX_CONCURRENCY};
 /// A switching cluster without its LoadBalancer address after this long fails.
 pub const DEFAULT_ADDRESS_TIMEOUT_SECS: i64 = 300;
 
