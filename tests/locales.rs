@@ -2,6 +2,7 @@
 //! produce (errors, phases, connection states) has its text.
 
 use std::collections::BTreeSet;
+use strum::VariantArray;
 
 use kubebyon::domain::{ConnectionStatus, ErrorCode, Phase};
 use serde_json::Value;
@@ -47,11 +48,11 @@ fn all_locales_have_the_same_keys() {
 #[test]
 fn every_domain_code_has_a_text() {
     let en = locale("en");
-    let want = ErrorCode::ALL
+    let want = ErrorCode::VARIANTS
         .iter()
         .map(|c| format!("errors.{}", c.as_str()))
-        .chain(Phase::ALL.iter().map(|p| format!("phase.{}", p.as_str())))
-        .chain(ConnectionStatus::ALL.iter().map(|s| format!("connection.{}", s.as_str())));
+        .chain(Phase::VARIANTS.iter().map(|p| format!("phase.{}", p.as_str())))
+        .chain(ConnectionStatus::VARIANTS.iter().map(|s| format!("connection.{}", s.as_str())));
     for key in want {
         assert!(en.contains(&key), "locales/en.json lacks {key}");
     }

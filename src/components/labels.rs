@@ -147,6 +147,7 @@ pub fn format_time(secs: i64) -> String {
 #[cfg(test)]
 mod tests {
     use leptos::prelude::*;
+    use strum::VariantArray;
 
     use super::{format_time, phase_badge, phase_badge_html};
     use crate::domain::Phase;
@@ -156,7 +157,7 @@ mod tests {
     #[test]
     fn the_badge_as_text_is_the_badge_leptos_renders() {
         for &locale in Locale::get_all() {
-            for phase in Phase::ALL {
+            for &phase in Phase::VARIANTS {
                 let mut text = String::new();
                 phase_badge_html(&mut text, locale, phase);
                 assert_eq!(text, phase_badge(locale, phase).to_html(), "{locale:?} {phase:?}");

@@ -10,6 +10,8 @@ pub const PAGE: i64 = 50;
 /// What an entry records. Stored as its `as_str` name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(strum::IntoStaticStr, strum::EnumString, strum::VariantArray)]
+#[strum(serialize_all = "snake_case")]
 pub enum AuditAction {
     SettingsChanged,
     UserCreated,
@@ -27,42 +29,12 @@ pub enum AuditAction {
 }
 
 impl AuditAction {
-    pub const ALL: [Self; 13] = [
-        Self::SettingsChanged,
-        Self::UserCreated,
-        Self::RoleChanged,
-        Self::PasswordReset,
-        Self::QuotaChanged,
-        Self::MigrationStarted,
-        Self::MigrationItemRetried,
-        Self::MigrationItemRolledBack,
-        Self::SignedIn,
-        Self::SignInFailed,
-        Self::KubeconfigDownloaded,
-        Self::ClusterChangedByAdmin,
-        Self::ClusterDeletedByAdmin,
-    ];
-
     pub fn as_str(self) -> &'static str {
-        match self {
-            Self::SettingsChanged => "settings_changed",
-            Self::UserCreated => "user_created",
-            Self::RoleChanged => "role_changed",
-            Self::PasswordReset => "password_reset",
-            Self::QuotaChanged => "quota_changed",
-            Self::MigrationStarted => "migration_started",
-            Self::MigrationItemRetried => "migration_item_retried",
-            Self::MigrationItemRolledBack => "migration_item_rolled_back",
-            Self::SignedIn => "signed_in",
-            Self::SignInFailed => "sign_in_failed",
-            Self::KubeconfigDownloaded => "kubeconfig_downloaded",
-            Self::ClusterChangedByAdmin => "cluster_changed_by_admin",
-            Self::ClusterDeletedByAdmin => "cluster_deleted_by_admin",
-        }
+        self.into()
     }
 
     pub fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|a| a.as_str() == s)
+        s.parse().ok()
     }
 }
 
@@ -103,6 +75,7 @@ pub fn diff(before: &serde_json::Value, after: &serde_json::Value) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+    use strum::VariantArray;
 
     #[test]
     fn diff_table() {
@@ -119,7 +92,7 @@ mod tests {
 
     #[test]
     fn names_round_trip_and_match_serde() {
-        for a in AuditAction::ALL {
+        for &a in AuditAction::VARIANTS {
             assert_eq!(AuditAction::parse(a.as_str()), Some(a));
             assert_eq!(serde_json::to_value(a).unwrap(), a.as_str());
         }

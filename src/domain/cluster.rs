@@ -16,6 +16,8 @@ pub struct ClusterSpec {
 /// Where a cluster is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
+#[derive(strum::IntoStaticStr, strum::EnumString, strum::VariantArray)]
+#[strum(serialize_all = "lowercase")]
 pub enum Phase {
     /// Stored; the host cluster has not acted on it yet.
     #[default]
@@ -28,28 +30,20 @@ pub enum Phase {
 }
 
 impl Phase {
-    pub const ALL: [Phase; 6] =
-        [Self::Pending, Self::Provisioning, Self::Ready, Self::Updating, Self::Deleting, Self::Failed];
-
     pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Pending => "pending",
-            Self::Provisioning => "provisioning",
-            Self::Ready => "ready",
-            Self::Updating => "updating",
-            Self::Deleting => "deleting",
-            Self::Failed => "failed",
-        }
+        self.into()
     }
 
     pub fn parse(raw: &str) -> Self {
-        Self::ALL.into_iter().find(|p| p.as_str() == raw).unwrap_or_default()
+        raw.parse().unwrap_or_default()
     }
 }
 
 /// The outcome of the last connection probe (filled by the host-cluster side).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
+#[derive(strum::IntoStaticStr, strum::EnumString, strum::VariantArray)]
+#[strum(serialize_all = "snake_case")]
 pub enum ConnectionStatus {
     #[default]
     Unknown,
@@ -68,36 +62,12 @@ pub enum ConnectionStatus {
 }
 
 impl ConnectionStatus {
-    pub const ALL: [ConnectionStatus; 10] = [
-        Self::Unknown,
-        Self::Ok,
-        Self::DnsFailure,
-        Self::Refused,
-        Self::Timeout,
-        Self::CertificateHostMismatch,
-        Self::CertificateUntrusted,
-        Self::Unauthorized,
-        Self::HttpError,
-        Self::AddressNotAllowed,
-    ];
-
     pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Unknown => "unknown",
-            Self::Ok => "ok",
-            Self::DnsFailure => "dns_failure",
-            Self::Refused => "refused",
-            Self::Timeout => "timeout",
-            Self::CertificateHostMismatch => "certificate_host_mismatch",
-            Self::CertificateUntrusted => "certificate_untrusted",
-            Self::Unauthorized => "unauthorized",
-            Self::HttpError => "http_error",
-            Self::AddressNotAllowed => "address_not_allowed",
-        }
+        self.into()
     }
 
     pub fn parse(raw: &str) -> Self {
-        Self::ALL.into_iter().find(|s| s.as_str() == raw).unwrap_or_default()
+        raw.parse().ok().unwrap_or_default()
     }
 }
 
@@ -140,6 +110,7 @@ pub fn test_cluster(id: i64, name: &str, owner: &str, access: PublicAccess, stat
 mod tests {
     use super::*;
     use crate::domain::Host;
+    use strum::VariantArray;
 
     fn cluster(access: PublicAccess, status: ClusterStatus, generation: i64) -> Cluster {
         Cluster { generation, ..test_cluster(1, "c", "o", access, status) }
@@ -234,10 +205,10 @@ mod tests {
 
     #[test]
     fn enums_round_trip_and_unknown_reads_as_default() {
-        for p in Phase::ALL {
+        for &p in Phase::VARIANTS {
             assert_eq!(Phase::parse(p.as_str()), p);
         }
-        for s in ConnectionStatus::ALL {
+        for &s in ConnectionStatus::VARIANTS {
             assert_eq!(ConnectionStatus::parse(s.as_str()), s);
         }
         assert_eq!(Phase::parse("??"), Phase::Pending);
@@ -246,7 +217,8 @@ mod tests {
 }
 
 /// Where a cluster's latest request is, as the detail page's progress shows it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::IntoStaticStr, strum::VariantArray)]
+#[strum(serialize_all = "lowercase")]
 pub enum Step {
     /// Stored; the host has not reported on this request yet.
     Stored,
@@ -258,15 +230,8 @@ pub enum Step {
 }
 
 impl Step {
-    pub const ALL: [Step; 4] = [Self::Stored, Self::Installing, Self::Starting, Self::Ready];
-
     pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Stored => "stored",
-            Self::Installing => "installing",
-            Self::Starting => "starting",
-            Self::Ready => "ready",
-        }
+        self.into()
     }
 }
 

@@ -5,9 +5,11 @@ use serde::{Deserialize, Serialize};
 use server_fn::codec::JsonEncoding;
 use server_fn::error::{FromServerFnError, ServerFnErrorErr};
 
-/// A fixed, translatable reason a request was refused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// A fixed, translatable reason a request was refused. Its name (`as_str`,
+/// serde, the locale key) is its variant's in snake_case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::IntoStaticStr, strum::VariantArray)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum ErrorCode {
     NameInvalid,
     NameTaken,
@@ -57,102 +59,8 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
-    /// Every code, for the locale completeness test and the API docs.
-    pub const ALL: [ErrorCode; 44] = [
-        Self::NameInvalid,
-        Self::NameTaken,
-        Self::HostInvalid,
-        Self::HostRequiredForLoadBalancer,
-        Self::HostInUse,
-        Self::ModeInvalid,
-        Self::CpuInvalid,
-        Self::MemoryInvalid,
-        Self::StorageInvalid,
-        Self::StorageFixed,
-        Self::AnnotationsInvalid,
-        Self::LoadBalancerClassInvalid,
-        Self::AddressRequestInvalid,
-        Self::ChartRepoInvalid,
-        Self::ChartRepoNotAllowed,
-        Self::ChartVersionInvalid,
-        Self::UsernameInvalid,
-        Self::UsernameTaken,
-        Self::PasswordTooShort,
-        Self::RoleInvalid,
-        Self::LoginFailed,
-        Self::LoginRateLimited,
-        Self::Unauthenticated,
-        Self::Forbidden,
-        Self::OriginRejected,
-        Self::NotFound,
-        Self::BadRequest,
-        Self::PayloadTooLarge,
-        Self::UnsupportedMediaType,
-        Self::ClusterDeleting,
-        Self::ChangedConcurrently,
-        Self::KubeconfigUnavailable,
-        Self::ConfirmationMismatch,
-        Self::LastAdmin,
-        Self::MigrationHostsInvalid,
-        Self::MigrationEmpty,
-        Self::MigrationHasProblems,
-        Self::MigrationItemState,
-        Self::QuotaExceeded,
-        Self::QuotaClustersExceeded,
-        Self::QuotaInvalid,
-        Self::RateLimited,
-        Self::Unavailable,
-        Self::Internal,
-    ];
-
-    /// The wire and locale-key form, e.g. `host_required_for_load_balancer`.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Self::NameInvalid => "name_invalid",
-            Self::NameTaken => "name_taken",
-            Self::HostInvalid => "host_invalid",
-            Self::HostRequiredForLoadBalancer => "host_required_for_load_balancer",
-            Self::HostInUse => "host_in_use",
-            Self::ModeInvalid => "mode_invalid",
-            Self::CpuInvalid => "cpu_invalid",
-            Self::MemoryInvalid => "memory_invalid",
-            Self::StorageInvalid => "storage_invalid",
-            Self::StorageFixed => "storage_fixed",
-            Self::AnnotationsInvalid => "annotations_invalid",
-            Self::LoadBalancerClassInvalid => "load_balancer_class_invalid",
-            Self::AddressRequestInvalid => "address_request_invalid",
-            Self::ChartRepoInvalid => "chart_repo_invalid",
-            Self::ChartRepoNotAllowed => "chart_repo_not_allowed",
-            Self::ChartVersionInvalid => "chart_version_invalid",
-            Self::UsernameInvalid => "username_invalid",
-            Self::UsernameTaken => "username_taken",
-            Self::PasswordTooShort => "password_too_short",
-            Self::RoleInvalid => "role_invalid",
-            Self::LoginFailed => "login_failed",
-            Self::LoginRateLimited => "login_rate_limited",
-            Self::Unauthenticated => "unauthenticated",
-            Self::Forbidden => "forbidden",
-            Self::OriginRejected => "origin_rejected",
-            Self::NotFound => "not_found",
-            Self::BadRequest => "bad_request",
-            Self::PayloadTooLarge => "payload_too_large",
-            Self::UnsupportedMediaType => "unsupported_media_type",
-            Self::ClusterDeleting => "cluster_deleting",
-            Self::ChangedConcurrently => "changed_concurrently",
-            Self::KubeconfigUnavailable => "kubeconfig_unavailable",
-            Self::ConfirmationMismatch => "confirmation_mismatch",
-            Self::LastAdmin => "last_admin",
-            Self::MigrationHostsInvalid => "migration_hosts_invalid",
-            Self::MigrationEmpty => "migration_empty",
-            Self::MigrationHasProblems => "migration_has_problems",
-            Self::MigrationItemState => "migration_item_state",
-            Self::QuotaExceeded => "quota_exceeded",
-            Self::QuotaClustersExceeded => "quota_clusters_exceeded",
-            Self::QuotaInvalid => "quota_invalid",
-            Self::RateLimited => "rate_limited",
-            Self::Unavailable => "unavailable",
-            Self::Internal => "internal",
-        }
+        self.into()
     }
 
     /// The HTTP status the JSON API answers with.
@@ -182,14 +90,17 @@ impl ErrorCode {
 }
 
 /// The form field an error belongs to, so the page can show it next to that field.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::IntoStaticStr, strum::VariantArray)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum Field {
     Name,
     Cpu,
     #[serde(rename = "memory_gib")]
+    #[strum(serialize = "memory_gib")]
     Memory,
     #[serde(rename = "storage_gib")]
+    #[strum(serialize = "storage_gib")]
     Storage,
     PublicAccessMode,
     ControlPlaneHost,
@@ -211,70 +122,18 @@ pub enum Field {
     QuotaClusters,
     QuotaCpu,
     #[serde(rename = "quota_memory_gib")]
+    #[strum(serialize = "quota_memory_gib")]
     QuotaMemory,
     #[serde(rename = "quota_storage_gib")]
+    #[strum(serialize = "quota_storage_gib")]
     QuotaStorage,
     PodSecurity,
     NetworkPolicy,
 }
 
 impl Field {
-    pub const ALL: [Field; 25] = [
-        Self::Name,
-        Self::Cpu,
-        Self::Memory,
-        Self::Storage,
-        Self::PublicAccessMode,
-        Self::ControlPlaneHost,
-        Self::DefaultMode,
-        Self::NodeportPublicHost,
-        Self::LoadBalancerAnnotations,
-        Self::LoadBalancerClass,
-        Self::LoadBalancerAddressRequest,
-        Self::ChartRepo,
-        Self::ChartVersion,
-        Self::Username,
-        Self::Password,
-        Self::Role,
-        Self::Confirm,
-        Self::Hosts,
-        Self::Clusters,
-        Self::QuotaClusters,
-        Self::QuotaCpu,
-        Self::QuotaMemory,
-        Self::QuotaStorage,
-        Self::PodSecurity,
-        Self::NetworkPolicy,
-    ];
-
     pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Name => "name",
-            Self::Cpu => "cpu",
-            Self::Memory => "memory_gib",
-            Self::Storage => "storage_gib",
-            Self::PublicAccessMode => "public_access_mode",
-            Self::ControlPlaneHost => "control_plane_host",
-            Self::DefaultMode => "default_mode",
-            Self::NodeportPublicHost => "nodeport_public_host",
-            Self::LoadBalancerAnnotations => "load_balancer_annotations",
-            Self::LoadBalancerClass => "load_balancer_class",
-            Self::LoadBalancerAddressRequest => "load_balancer_address_request",
-            Self::ChartRepo => "chart_repo",
-            Self::ChartVersion => "chart_version",
-            Self::Username => "username",
-            Self::Password => "password",
-            Self::Role => "role",
-            Self::Confirm => "confirm",
-            Self::Hosts => "hosts",
-            Self::Clusters => "clusters",
-            Self::QuotaClusters => "quota_clusters",
-            Self::QuotaCpu => "quota_cpu",
-            Self::QuotaMemory => "quota_memory_gib",
-            Self::QuotaStorage => "quota_storage_gib",
-            Self::PodSecurity => "pod_security",
-            Self::NetworkPolicy => "network_policy",
-        }
+        self.into()
     }
 }
 
@@ -326,10 +185,12 @@ impl FromServerFnError for AppError {
 mod tests {
     use super::*;
 
+    use strum::VariantArray;
+
     #[test]
     fn codes_are_unique_and_match_serde() {
         let mut seen = std::collections::HashSet::new();
-        for code in ErrorCode::ALL {
+        for &code in ErrorCode::VARIANTS {
             assert!(seen.insert(code.as_str()), "duplicate {}", code.as_str());
             let json = serde_json::to_string(&code).unwrap();
             assert_eq!(json, format!("\"{}\"", code.as_str()));
@@ -340,14 +201,14 @@ mod tests {
     /// `field` from serde: they must agree.
     #[test]
     fn field_names_match_serde() {
-        for f in Field::ALL {
+        for &f in Field::VARIANTS {
             assert_eq!(serde_json::to_string(&f).unwrap(), format!("\"{}\"", f.as_str()));
         }
     }
 
     #[test]
     fn only_internal_is_a_server_error() {
-        for code in ErrorCode::ALL {
+        for &code in ErrorCode::VARIANTS {
             let status = code.http_status();
             // 503: the database did not answer (an outage, retried), not a fault.
             let server = matches!(code, ErrorCode::Internal | ErrorCode::Unavailable);

@@ -65,7 +65,7 @@ impl ListQuery {
         Self {
             q: text("q").map(|q| q.chars().take(MAX_SEARCH).collect()).unwrap_or_default(),
             mode: text("mode").and_then(|m| ModeFilter::parse(&m)),
-            phase: text("phase").and_then(|p| Phase::ALL.into_iter().find(|x| x.as_str() == p)),
+            phase: text("phase").and_then(|p| p.parse::<Phase>().ok()),
             owner: text("owner").filter(|o| o.len() <= 64),
             page: get("page").and_then(|p| p.trim().parse().ok()).filter(|p| *p >= 1).unwrap_or(1),
         }

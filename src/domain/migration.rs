@@ -99,6 +99,8 @@ pub fn validate_source(source: &HostSource) -> Result<(), AppError> {
 /// What is wrong with one cluster's part of a plan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(strum::IntoStaticStr, strum::VariantArray)]
+#[strum(serialize_all = "snake_case")]
 pub enum Problem {
     /// No host given (typed plans), or the template/typed text is not a host.
     HostInvalid,
@@ -123,15 +125,7 @@ impl Problem {
     }
 
     pub fn as_str(self) -> &'static str {
-        match self {
-            Self::HostInvalid => "host_invalid",
-            Self::HostInUse => "host_in_use",
-            Self::HostTwiceInBatch => "host_twice_in_batch",
-            Self::RangeExhausted => "range_exhausted",
-            Self::NoAddressRequest => "no_address_request",
-            Self::DoesNotResolve => "does_not_resolve",
-            Self::AlreadyMigrating => "already_migrating",
-        }
+        self.into()
     }
 }
 
@@ -207,6 +201,8 @@ pub fn assign(
 /// Where one cluster of a migration is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(strum::IntoStaticStr, strum::EnumString, strum::VariantArray)]
+#[strum(serialize_all = "snake_case")]
 pub enum ItemState {
     Queued,
     Switching,
@@ -216,20 +212,12 @@ pub enum ItemState {
 }
 
 impl ItemState {
-    pub const ALL: [ItemState; 5] = [Self::Queued, Self::Switching, Self::Done, Self::Failed, Self::RolledBack];
-
     pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Queued => "queued",
-            Self::Switching => "switching",
-            Self::Done => "done",
-            Self::Failed => "failed",
-            Self::RolledBack => "rolled_back",
-        }
+        self.into()
     }
 
     pub fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|x| x.as_str() == s)
+        s.parse().ok()
     }
 
     /// Nothing more will happen to it without the admin.

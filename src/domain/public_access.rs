@@ -10,6 +10,8 @@ use super::{AppError, ErrorCode, Field, Host};
 /// How an enabled cluster is exposed. Stored as `nodeport` / `loadbalancer`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
+#[derive(strum::IntoStaticStr, strum::EnumString, strum::VariantArray)]
+#[strum(serialize_all = "lowercase")]
 pub enum PublicAccessMode {
     #[default]
     NodePort,
@@ -17,22 +19,13 @@ pub enum PublicAccessMode {
 }
 
 impl PublicAccessMode {
-    pub const ALL: [PublicAccessMode; 2] = [Self::NodePort, Self::LoadBalancer];
-
     pub fn as_str(self) -> &'static str {
-        match self {
-            Self::NodePort => "nodeport",
-            Self::LoadBalancer => "loadbalancer",
-        }
+        self.into()
     }
 
     /// Parses the stored or submitted form; `None` for anything else.
     pub fn parse(raw: &str) -> Option<Self> {
-        match raw.trim() {
-            "nodeport" => Some(Self::NodePort),
-            "loadbalancer" => Some(Self::LoadBalancer),
-            _ => None,
-        }
+        raw.trim().parse().ok()
     }
 }
 

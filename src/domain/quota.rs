@@ -52,7 +52,7 @@ impl Usage {
 }
 
 /// One dimension of a quota, in the order the check reports them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::VariantArray)]
 pub enum Dimension {
     Clusters,
     Cpu,
@@ -61,8 +61,6 @@ pub enum Dimension {
 }
 
 impl Dimension {
-    pub const ALL: [Self; 4] = [Self::Clusters, Self::Cpu, Self::Memory, Self::Storage];
-
     /// The refusal users read: names the limit (the field it belongs to).
     pub fn error(self) -> AppError {
         match self {
@@ -99,7 +97,7 @@ impl Quota {
     /// limit. Only growth is refused: a user already over a lowered limit may
     /// still shrink a cluster, delete one, or change what is not counted.
     pub fn refuses(&self, before: &Usage, after: &Usage) -> Option<Dimension> {
-        Dimension::ALL.into_iter().find(|d| {
+        <Dimension as strum::VariantArray>::VARIANTS.iter().copied().find(|d| {
             let (was, will) = (d.of_usage(before), d.of_usage(after));
             will > was && d.of_quota(self).is_some_and(|limit| will > limit)
         })

@@ -59,6 +59,8 @@ impl Default for SystemSettings {
 /// `restricted` refuses); `privileged` turns the check off.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
+#[derive(strum::IntoStaticStr, strum::EnumString, strum::VariantArray)]
+#[strum(serialize_all = "lowercase")]
 pub enum PodSecurity {
     #[default]
     Baseline,
@@ -66,17 +68,12 @@ pub enum PodSecurity {
 }
 
 impl PodSecurity {
-    pub const ALL: [Self; 2] = [Self::Baseline, Self::Privileged];
-
     pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Baseline => "baseline",
-            Self::Privileged => "privileged",
-        }
+        self.into()
     }
 
     pub fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|p| p.as_str() == s.trim())
+        s.trim().parse().ok()
     }
 }
 
@@ -91,50 +88,57 @@ pub fn parse_switch(s: &str) -> Option<bool> {
 
 /// How a LoadBalancer provider is asked for a specific address (the cluster's
 /// IP `control_plane_host`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::IntoStaticStr)]
+#[serde(rename_all = "kebab-case")]
+#[strum(serialize_all = "kebab-case")]
 pub enum AddressRequest {
     /// The `metallb.io/loadBalancerIPs` annotation.
     #[serde(rename = "metallb")]
+    #[strum(serialize = "metallb")]
     MetalLb,
     /// The `kube-vip.io/loadbalancerIPs` annotation.
-    #[serde(rename = "kube-vip")]
     KubeVip,
     /// Not asked: the provider picks (the host must then point at what it picks).
-    #[serde(rename = "none")]
     None,
 }
 
 impl AddressRequest {
     /// The wire and form name (as serde writes it).
     pub fn as_str(self) -> &'static str {
-        match self {
-            Self::MetalLb => "metallb",
-            Self::KubeVip => "kube-vip",
-            Self::None => "none",
-        }
+        self.into()
     }
 }
 
 /// The admin's choice: one of the [`AddressRequest`]s, or `auto` (what the
 /// console detects on the host: MetalLB when its `IPAddressPool` CRD is served).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    Default,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+)]
+#[serde(rename_all = "kebab-case")]
+#[strum(serialize_all = "kebab-case")]
 pub enum AddressStyle {
     #[default]
-    #[serde(rename = "auto")]
     Auto,
     #[serde(rename = "metallb")]
+    #[strum(serialize = "metallb")]
     MetalLb,
-    #[serde(rename = "kube-vip")]
     KubeVip,
-    #[serde(rename = "none")]
     None,
 }
 
 impl AddressStyle {
-    pub const ALL: [AddressStyle; 4] = [Self::Auto, Self::MetalLb, Self::KubeVip, Self::None];
-
     pub fn as_str(self) -> &'static str {
-        self.fixed().map_or("auto", AddressRequest::as_str)
+        self.into()
     }
 
     /// The request the admin fixed; `None` for `auto`.
@@ -148,7 +152,7 @@ impl AddressStyle {
     }
 
     pub fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|a| a.as_str() == s.trim())
+        s.trim().parse().ok()
     }
 
     /// The request made, given what was detected on the host (if a host is connected).
@@ -409,7 +413,7 @@ mod tests {
         for (style, detected, want) in table {
             assert_eq!(style.resolve(detected), want, "{style:?} {detected:?}");
         }
-        for s in AddressStyle::ALL {
+        for &s in <AddressStyle as strum::VariantArray>::VARIANTS {
             assert_eq!(AddressStyle::parse(s.as_str()), Some(s));
             assert_eq!(serde_json::to_string(&s).unwrap(), format!("\"{}\"", s.as_str()));
         }

@@ -6,6 +6,7 @@
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
+use strum::VariantArray;
 
 use super::problem::problem_view;
 use crate::actions::auth::session_now;
@@ -99,8 +100,9 @@ fn Filters(query: ListQuery, is_admin: bool) -> impl IntoView {
                 </label>
                 <select id="phase" name="phase" class="field-input">
                     <option value="">{all}</option>
-                    {Phase::ALL
-                        .into_iter()
+                    {Phase::VARIANTS
+                        .iter()
+                        .copied()
                         .map(|p| {
                             view! {
                                 <option value=p.as_str() selected=query.phase == Some(p)>

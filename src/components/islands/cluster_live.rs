@@ -8,6 +8,7 @@
 use leptos::prelude::*;
 use leptos_i18n::I18nContext;
 use server_fn::ServerFn;
+use strum::VariantArray;
 
 use crate::actions::clusters::{ClusterPage, DismissMovedNotice, ProbeCluster};
 use crate::components::hydration::hydration_flag;
@@ -105,7 +106,7 @@ fn Time(secs: i64) -> impl IntoView {
 fn Progress(cluster: Cluster) -> impl IntoView {
     let i18n = use_i18n();
     let (current, failed) = cluster.progress();
-    let at = Step::ALL.iter().position(|s| *s == current).unwrap_or(0);
+    let at = Step::VARIANTS.iter().position(|s| *s == current).unwrap_or(0);
     view! {
         <ol
             class="progress"
@@ -113,8 +114,9 @@ fn Progress(cluster: Cluster) -> impl IntoView {
             data-step=current.as_str()
             data-failed=failed.to_string()
         >
-            {Step::ALL
-                .into_iter()
+            {Step::VARIANTS
+                .iter()
+                .copied()
                 .enumerate()
                 .map(|(i, step)| {
                     let state = match i.cmp(&at) {

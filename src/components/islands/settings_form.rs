@@ -102,8 +102,9 @@ pub fn SettingsForm(
                     class="field-input"
                     aria-describedby="load_balancer_address_request-hint load_balancer_address_request-detected"
                 >
-                    {AddressStyle::ALL
-                        .into_iter()
+                    {<AddressStyle as strum::VariantArray>::VARIANTS
+                        .iter()
+                        .copied()
                         .map(|style| {
                             let label = match style {
                                 AddressStyle::Auto => t_string!(i18n, settings.address_auto),
