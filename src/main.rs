@@ -4,6 +4,7 @@
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use anyhow::{Context, bail};
 use clap::Parser;
 use kubebyon::server::cli::{Cli, Command};
 use kubebyon::server::config::Config;
@@ -47,21 +48,22 @@ async fn main() -> ExitCode {
     match run(cli.command.unwrap_or(Command::Serve), config).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("kubebyon: {e}");
+            eprintln!("kubebyon: {e:#}");
             ExitCode::FAILURE
         }
     }
 }
 
-async fn open_database(config: &Config) -> Result<(AnyPool, String), String> {
+async fn open_database(config: &Config) -> anyhow::Result<(AnyPool, String)> {
     let (url, shown) = match &config.database_url {
         Some(url) => (url.clone(), "DATABASE_URL".to_owned()),
         None => {
-            let url = db::sqlite_url(&config.data_dir).map_err(|e| e.to_string())?;
+            let url = db::sqlite_url(&config.data_dir)
+                .with_context(|| format!("preparing the data folder {}", config.data_dir.display()))?;
             (url, config.data_dir.join("kubebyon.db").display().to_string())
         }
     };
-    let pool = db::connect(&url).await.map_err(|e| e.to_string())?;
+    let pool = db::connect(&url).await.with_context(|| format!("opening the database ({shown})"))?;
     Ok((pool, shown))
 }
 
@@ -84,14 +86,14 @@ fn write_private(path: &std::path::Path, text: &str) -> std::io::Result<()> {
     f.write_all(format!("{text}\n").as_bytes())
 }
 
-async fn run(command: Command, config: Config) -> Result<(), String> {
+async fn run(command: Command, config: Config) -> anyhow::Result<()> {
     let (pool, db_shown) = open_database(&config).await?;
     match command {
         Command::Admin { username } => {
             let (password, generated) = admin_password(&config);
             let created = accounts::upsert_admin(&pool, &username, &password)
                 .await
-                .map_err(|e| format!("could not set up admin {username:?}: {}", e.code.as_str()))?;
+                .with_context(|| format!("could not set up admin {username:?}"))?;
             println!("{} admin {username:?}.", if created { "Created" } else { "Reset the password and role of" });
             if generated {
                 println!("Password (shown once): {password}");
@@ -100,14 +102,14 @@ async fn run(command: Command, config: Config) -> Result<(), String> {
         }
         Command::Migrate(args) => match kubebyon::server::cli::migrate(&pool, args).await? {
             true => Ok(()),
-            false => Err("some clusters are blocked or failed (see above)".into()),
+            false => bail!("some clusters are blocked or failed (see above)"),
         },
         Command::Serve => serve(pool, db_shown, config).await,
     }
 }
 
-async fn serve(pool: AnyPool, db_shown: String, config: Config) -> Result<(), String> {
-    let mut conf = get_configuration(None).map_err(|e| e.to_string())?;
+async fn serve(pool: AnyPool, db_shown: String, config: Config) -> anyhow::Result<()> {
+    let mut conf = get_configuration(None).context("reading the LEPTOS_* settings")?;
     let addr = conf.leptos_options.site_addr;
     // Hashed asset names need cargo-leptos' hash.txt beside this binary; without
     // it the pages would name files that do not exist (and leptos panics).
@@ -122,11 +124,11 @@ async fn serve(pool: AnyPool, db_shown: String, config: Config) -> Result<(), St
     // the replica whose create made it reports it (two fresh replicas: the
     // other's password was never set). A generated password goes to a file
     // only this user may read, never to the log.
-    if db::users::count_admins(&pool).await.map_err(|e| e.to_string())? == 0 {
+    if db::users::count_admins(&pool).await.context("counting the admins")? == 0 {
         let (password, generated) = admin_password(&config);
         let created = accounts::create_first_admin(&pool, "admin", &password)
             .await
-            .map_err(|e| format!("could not create the first admin: {}", e.code.as_str()))?;
+            .context("could not create the first admin")?;
         if created {
             println!("\nFirst start: created the admin account.");
             println!("  username: admin");
@@ -200,7 +202,7 @@ async fn serve(pool: AnyPool, db_shown: String, config: Config) -> Result<(), St
         ..Default::default()
     };
     let app = http::router::router(state);
-    let listener = tokio::net::TcpListener::bind(&addr).await.map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+    let listener = tokio::net::TcpListener::bind(&addr).await.with_context(|| format!("cannot listen on {addr}"))?;
     println!("\nKubeBYON console: http://{addr}   (database: {db_shown})");
     println!("Host cluster: {host_shown}");
     if state_simulated {

@@ -61,8 +61,10 @@ pub struct MigrateArgs {
 
 /// `kubebyon migrate`: prints the plan, then (unless `--dry-run`) starts the
 /// migration and drives and follows it. Ok(false) when a cluster is blocked or failed.
-pub async fn migrate(pool: &sqlx::AnyPool, args: MigrateArgs) -> Result<bool, String> {
+pub async fn migrate(pool: &sqlx::AnyPool, args: MigrateArgs) -> anyhow::Result<bool> {
     use std::io::{IsTerminal, Write};
+
+    use anyhow::{Context, anyhow, bail};
 
     use crate::domain::migration::MigrationRequest;
     use crate::domain::migration::{HostSource, ItemState, parse_duration};
@@ -70,12 +72,12 @@ pub async fn migrate(pool: &sqlx::AnyPool, args: MigrateArgs) -> Result<bool, St
 
     let grace = match &args.grace {
         None => crate::domain::migration::DEFAULT_GRACE_SECS,
-        Some(g) => parse_duration(g).ok_or_else(|| format!("--grace {g:?}: use e.g. 7d, 12h, 30m or 0"))?,
+        Some(g) => parse_duration(g).ok_or_else(|| anyhow!("--grace {g:?}: use e.g. 7d, 12h, 30m or 0"))?,
     };
     let hosts = match (args.template, args.range) {
         (Some(t), _) => HostSource::Template(t),
         (None, Some(r)) => HostSource::Range(r),
-        (None, None) => return Err("give --template or --range".into()),
+        (None, None) => bail!("give --template or --range"),
     };
     let req = MigrationRequest {
         clusters: args.clusters,
@@ -87,17 +89,16 @@ pub async fn migrate(pool: &sqlx::AnyPool, args: MigrateArgs) -> Result<bool, St
     };
     let admin = crate::server::db::users::by_username(pool, &args.admin)
         .await
-        .map_err(|e| e.to_string())?
+        .context("reading the admin account")?
         .map(|u| u.current_user())
         .filter(|u| u.is_admin())
-        .ok_or_else(|| format!("{:?} is not an admin account (--as)", args.admin))?;
+        .ok_or_else(|| anyhow!("{:?} is not an admin account (--as)", args.admin))?;
     // How the host's LoadBalancer provider is asked, as the console sees it.
     let detected = match crate::server::reconciler::connect().await {
         Ok(client) => Some(crate::server::reconciler::detect_address_request(&client).await),
         Err(_) => None,
     };
-    let refused = |e: crate::domain::AppError| format!("refused: {}", e.code.as_str());
-    let plan = migration::dry_run(pool, &admin, detected, &req).await.map_err(refused)?;
+    let plan = migration::dry_run(pool, &admin, detected, &req).await.context("refused")?;
     println!("{:<24} {:<34} {:<34} problems", "cluster", "now", "new endpoint");
     for i in &plan.items {
         let problems: Vec<&str> = i.problems.iter().map(|p| p.as_str()).collect();
@@ -127,13 +128,13 @@ pub async fn migrate(pool: &sqlx::AnyPool, args: MigrateArgs) -> Result<bool, St
     if args.dry_run || plan.blocked > 0 {
         return Ok(plan.blocked == 0);
     }
-    let id = migration::start(pool, &admin, detected, &req).await.map_err(refused)?;
+    let id = migration::start(pool, &admin, detected, &req).await.context("refused")?;
     println!("migration #{id} started");
     let tty = std::io::stdout().is_terminal();
     let mut seen: std::collections::HashMap<i64, String> = std::collections::HashMap::new();
     loop {
-        migration::advance(pool, migration::address_timeout()).await.map_err(refused)?;
-        let view = migration::view(pool, &admin, id).await.map_err(refused)?;
+        migration::advance(pool, migration::address_timeout()).await.context("refused")?;
+        let view = migration::view(pool, &admin, id).await.context("refused")?;
         for item in &view.items {
             let step = match (item.state, item.step) {
                 (ItemState::Switching, Some(step)) => {

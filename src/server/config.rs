@@ -48,20 +48,36 @@ pub struct Config {
     pub header_timeout_secs: u64,
 }
 
+/// An environment variable the console cannot use: which, what it holds
+/// (never a secret's: only the checked settings below can fail), what it should be.
+#[derive(Debug, thiserror::Error)]
+#[error("{var}: {value:?} is {expected}")]
+pub struct ConfigError {
+    pub var: String,
+    pub value: String,
+    pub expected: &'static str,
+}
+
+impl ConfigError {
+    fn new(var: &str, value: impl Into<String>, expected: &'static str) -> Self {
+        Self { var: var.to_owned(), value: value.into(), expected }
+    }
+}
+
 impl Config {
-    pub fn from_env() -> Result<Self, String> {
+    pub fn from_env() -> Result<Self, ConfigError> {
         let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
         let trusted_proxies = Cidr::parse_list(&var("KUBEBYON_TRUSTED_PROXIES").unwrap_or_default())
-            .map_err(|bad| format!("KUBEBYON_TRUSTED_PROXIES: {bad:?} is not an IP address or CIDR block"))?;
+            .map_err(|bad| ConfigError::new("KUBEBYON_TRUSTED_PROXIES", bad, "not an IP address or CIDR block"))?;
         let log_json = match var("KUBEBYON_LOG_FORMAT").as_deref() {
             None | Some("text") => false,
             Some("json") => true,
-            Some(other) => return Err(format!("KUBEBYON_LOG_FORMAT: {other:?} is neither \"text\" nor \"json\"")),
+            Some(other) => return Err(ConfigError::new("KUBEBYON_LOG_FORMAT", other, "neither \"text\" nor \"json\"")),
         };
         let mut probe_targets = crate::server::reconciler::probe::Targets::default();
         if let Some(raw) = var("KUBEBYON_PROBE_DENY_CIDRS") {
             probe_targets.deny = Cidr::parse_list(&raw)
-                .map_err(|bad| format!("KUBEBYON_PROBE_DENY_CIDRS: {bad:?} is not an IP address or CIDR block"))?;
+                .map_err(|bad| ConfigError::new("KUBEBYON_PROBE_DENY_CIDRS", bad, "not an IP address or CIDR block"))?;
         }
         probe_targets.allow_loopback = var("KUBEBYON_PROBE_LOOPBACK").is_some_and(|v| v == "1")
             || var("KUBEBYON_SIMULATED_HOST").is_some_and(|v| v == "1");
@@ -73,14 +89,16 @@ impl Config {
                 .parse::<u64>()
                 .ok()
                 .filter(|n| *n > 0)
-                .ok_or_else(|| format!("{key}: {v:?} is not a positive whole number")),
+                .ok_or_else(|| ConfigError::new(key, v, "not a positive whole number")),
         };
         let password_memory_mib =
             positive("KUBEBYON_PASSWORD_MEMORY_MIB", crate::server::auth::rate_limit::DEFAULT_PASSWORD_MEMORY_MIB)?;
         let spec_write_limit = match var("KUBEBYON_SPEC_WRITE_LIMIT").as_deref() {
             None | Some("on") => true,
             Some("off") => false,
-            Some(other) => return Err(format!("KUBEBYON_SPEC_WRITE_LIMIT: {other:?} is neither \"on\" nor \"off\"")),
+            Some(other) => {
+                return Err(ConfigError::new("KUBEBYON_SPEC_WRITE_LIMIT", other, "neither \"on\" nor \"off\""));
+            }
         };
         let limits = crate::server::http::serve::Limits::default();
         let max_connections = positive("KUBEBYON_MAX_CONNECTIONS", limits.max_connections as u64)? as usize;

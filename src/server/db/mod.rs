@@ -21,21 +21,29 @@ use sqlx::migrate::Migrator;
 pub static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("migrations/sqlite");
 pub static POSTGRES_MIGRATIONS: Migrator = sqlx::migrate!("migrations/postgres");
 
+/// Each variant's text holds its cause (what the logs show), so none is also
+/// reported as `source()`: `{:#}` at the binary's edge would print it twice.
 #[derive(Debug, thiserror::Error)]
 pub enum DbError {
     #[error("connecting to the database: {0}")]
-    Connect(#[source] sqlx::Error),
+    Connect(sqlx::Error),
     #[error("migrating the database: {0}")]
-    Migrate(#[source] sqlx::migrate::MigrateError),
+    Migrate(sqlx::migrate::MigrateError),
     #[error("creating the data folder {0}: {1}")]
-    DataDir(String, #[source] std::io::Error),
+    DataDir(String, std::io::Error),
     #[error("query failed: {0}")]
-    Query(#[from] sqlx::Error),
+    Query(sqlx::Error),
     #[error("stored row is not valid: {0}")]
     CorruptRow(String),
     /// The write would take its owner over a quota limit; nothing was written.
     #[error("over the owner's quota: {0:?}")]
     OverQuota(crate::domain::quota::Dimension),
+}
+
+impl From<sqlx::Error> for DbError {
+    fn from(e: sqlx::Error) -> Self {
+        Self::Query(e)
+    }
 }
 
 impl DbError {
