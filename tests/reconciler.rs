@@ -84,6 +84,14 @@ async fn load_balancer_cluster_with_an_ip_host_is_ready_and_its_kubeconfig_works
             .any(|e| e["action"] == "kubeconfig_downloaded" && e["target"] == "cluster:lb-ip"),
         "{log}"
     );
+    // What the console did is on its HelmChart, as `kubectl describe` shows it.
+    let described = ts::kubectl(&host().kubeconfig, &["describe", "helmchart", "lb-ip", "-n", "kubebyon-lb-ip"])
+        .expect("kubectl describe");
+    let described = String::from_utf8_lossy(&described.stdout).into_owned();
+    assert!(
+        described.contains("Applied") && described.contains("The console applied generation 1 of cluster lb-ip"),
+        "{described}"
+    );
 }
 
 /// 3. A NodePort cluster: the port is shown and the kubeconfig works against

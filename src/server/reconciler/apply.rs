@@ -92,6 +92,8 @@ pub struct Applied {
     pub spec: serde_json::Value,
     /// The namespace's UID, when it was created or checked in this apply.
     pub namespace_uid: Option<String>,
+    /// The HelmChart's UID.
+    pub chart_uid: Option<String>,
 }
 
 fn create_params() -> PostParams {
@@ -223,7 +225,7 @@ pub async fn apply(
         Some(_) => return Err(Error::Taken(format!("HelmChart {ns}/{name}"))),
     };
     let changed = before.is_none_or(|b| b.data.get("spec") != after.data.get("spec"));
-    Ok(Applied { changed, spec: body["spec"].clone(), namespace_uid })
+    Ok(Applied { changed, spec: body["spec"].clone(), namespace_uid, chart_uid: after.uid() })
 }
 
 /// One step of the uninstall; `Err(NotYet)` while helm-controller or the

@@ -16,6 +16,7 @@
 pub mod apply;
 pub mod cache;
 pub mod error;
+pub mod events;
 pub mod gather;
 pub mod kubeconfig;
 pub mod observe;
@@ -98,6 +99,8 @@ pub struct Context {
     /// Whether k3s's ServiceLB was seen serving one of the console's
     /// LoadBalancer Services (its finalizer on the Service).
     servicelb: std::sync::atomic::AtomicBool,
+    /// Kubernetes Events on the objects the console owns.
+    pub events: events::Recorder,
 }
 
 /// Host calls on request paths at once, per process.
@@ -110,12 +113,11 @@ impl Context {
         static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let wake = Arc::new(Notify::new());
+        let worker = format!("kubebyon-{}-{n}", std::process::id());
         Self {
-            client,
             pool,
             detected: Mutex::new(detected),
             resolver: probe::Resolver::default(),
-            worker: format!("kubebyon-{}-{n}", std::process::id()),
             resync: Duration::from_secs(60),
             retry_base: Duration::from_secs(2),
             lease: Duration::from_secs(120),
@@ -132,6 +134,9 @@ impl Context {
             secrets: Mutex::default(),
             installation: tokio::sync::OnceCell::new(),
             request_calls: tokio::sync::Semaphore::new(REQUEST_CALLS),
+            events: events::Recorder::new(client.clone(), &worker),
+            worker,
+            client,
         }
     }
 
@@ -408,6 +413,16 @@ async fn apply_tracked(ctx: &Context, cluster: &Cluster, settings: &crate::domai
         && let (Some(uid), Ok(mut map)) = (stale, ctx.stale_jobs.lock())
     {
         map.entry(cluster.id).or_default().insert(uid);
+    }
+    if applied.changed {
+        let note = format!(
+            "The console applied generation {} of cluster {} (id {}, owner {}): helm-controller installs or upgrades it",
+            cluster.generation,
+            cluster.spec.name.as_str(),
+            cluster.id,
+            cluster.owner
+        );
+        ctx.events.on_helm_chart(cluster.spec.name.as_str(), applied.chart_uid.clone(), events::APPLIED, note).await;
     }
     Ok(())
 }
