@@ -131,7 +131,7 @@ KUBEBYON_URL="http://127.0.0.1:$port" KUBEBYON_ADMIN_PASSWORD="e2e-admin-passwor
 # id and, on a cluster's routes, the cluster's (the request span's fields, under "span").
 # (jq fails on a line that is not JSON.)
 read -r lines ids clusters < <(jq -rs 'map(.span // {}) | [length, (map(select(.request_id)) | length),
-  (map(select(.request_id and has("cluster"))) | length)] | @tsv' "$work/console-host.log")
+  (map(select(.request_id and has("cluster"))) | length)] | @tsv' "$work/console-host.log") || true
 echo "  JSON logs: $lines lines, $ids with a request id, $clusters of them with a cluster id" >&2
 (( lines > 0 && ids > 0 && clusters > 0 )) || die "the JSON log lacks request or cluster ids"
 for log in "$work/console.log" "$work/console-host.log" "$work/console-host.out"; do

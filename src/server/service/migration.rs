@@ -304,23 +304,11 @@ pub async fn recent(pool: &AnyPool, user: &CurrentUser) -> Result<Vec<MigrationV
 
 /// What an admin does to one failed cluster of a migration
 /// (`…/clusters/{cluster}/{retry|rollback}`, the progress page's forms).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::EnumString)]
+#[strum(serialize_all = "snake_case")]
 pub enum ItemAction {
     Retry,
     Rollback,
-}
-
-impl std::str::FromStr for ItemAction {
-    type Err = AppError;
-
-    /// Anything but `retry` or `rollback` names no action: not found.
-    fn from_str(s: &str) -> Result<Self, AppError> {
-        match s {
-            "retry" => Ok(Self::Retry),
-            "rollback" => Ok(Self::Rollback),
-            _ => Err(AppError::new(ErrorCode::NotFound)),
-        }
-    }
 }
 
 /// Retries or rolls back one failed cluster and wakes the reconciler: the one
@@ -334,7 +322,8 @@ pub async fn item_action(
     action: &str,
 ) -> Result<(), AppError> {
     user.require_admin()?;
-    match action.parse()? {
+    // Anything but `retry` or `rollback` names no action: not found.
+    match action.parse().map_err(|_| AppError::new(ErrorCode::NotFound))? {
         ItemAction::Retry => retry(pool, user, id, cluster_id).await?,
         ItemAction::Rollback => rollback(pool, user, id, cluster_id).await?,
     }
@@ -342,9 +331,8 @@ pub async fn item_action(
     Ok(())
 }
 
-/// A failed cluster goes back into the queue.
+/// A failed cluster goes back into the queue (the admin checked by [`item_action`]).
 async fn retry(pool: &AnyPool, user: &CurrentUser, id: i64, cluster_id: i64) -> Result<(), AppError> {
-    user.require_admin()?;
     if !db::migration::transition(pool, id, cluster_id, ItemState::Failed, ItemState::Queued, "").await? {
         // No such cluster in no such migration is not found; a cluster in
         // another state cannot be retried.
@@ -360,7 +348,6 @@ async fn retry(pool: &AnyPool, user: &CurrentUser, id: i64, cluster_id: i64) -> 
 /// A failed cluster goes back to what it was: NodePort on its own host (the
 /// API server gives back its old port when it still holds it), or off.
 async fn rollback(pool: &AnyPool, user: &CurrentUser, id: i64, cluster_id: i64) -> Result<(), AppError> {
-    user.require_admin()?;
     let item = db::migration::items(pool, id)
         .await?
         .into_iter()
