@@ -188,7 +188,7 @@ async fn spec_and_status_writers_do_not_overwrite_each_other() {
         .unwrap();
         let status = ClusterStatus {
             phase: Phase::Ready,
-            message: "ok".into(),
+            reason: "ok".into(),
             public_access_port: Some(31443),
             api_endpoint: Some("https://198.51.100.1:31443".into()),
             kubeconfig_available: true,
@@ -391,7 +391,7 @@ async fn a_refused_deletion_can_be_asked_for_again() {
         assert!(db::operations::finish(&t.pool, delete.id, "w", Some("delete HelmChart: refused")).await.unwrap());
         let failed = ClusterStatus {
             phase: Phase::Failed,
-            message: "helm_failed: delete HelmChart: refused".into(),
+            reason: "helm_failed: delete HelmChart: refused".into(),
             observed_generation: delete.generation,
             ..ClusterStatus::default()
         };
@@ -500,7 +500,7 @@ async fn list_pages_carry_every_field_in_name_order() {
         }
         let status = ClusterStatus {
             phase: Phase::Failed,
-            message: "helm said \"no\" — ünïcode, a \\ backslash,\nand a new line".into(),
+            reason: "helm said \"no\" — ünïcode, a \\ backslash,\nand a new line".into(),
             public_access_port: Some(31443),
             api_endpoint: Some("https://10.0.0.7:31443".into()),
             kubeconfig_available: true,

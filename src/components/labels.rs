@@ -3,7 +3,7 @@
 use leptos::prelude::*;
 
 use crate::domain::cluster::Cluster;
-use crate::domain::{ConnectionStatus, Phase, PublicAccess, PublicAccessMode};
+use crate::domain::{ConnectionStatus, Phase, PublicAccess, PublicAccessMode, Reason, StopReason};
 use crate::i18n::*;
 
 pub fn mode_text(locale: Locale, mode: Option<PublicAccessMode>) -> &'static str {
@@ -48,49 +48,54 @@ pub fn connection_text(locale: Locale, status: ConnectionStatus) -> &'static str
     }
 }
 
-/// The status message in words: the reconciler stores a code and, for some, the
+/// A cluster's status reason in words: the translated code, then the
 /// upstream component's own words (helm's error, the LoadBalancer provider's
-/// Event), which are shown as they are.
-pub fn reason_text(locale: Locale, message: &str) -> Option<String> {
-    if message.is_empty() {
-        return None;
-    }
-    let (code, detail) = match message.split_once(": ") {
-        Some((c, d)) => (c, Some(d)),
-        None => (message, None),
-    };
-    let text = match (code, detail) {
-        ("installing", _) => td_string!(locale, reason.installing),
-        ("starting", _) => td_string!(locale, reason.starting),
-        ("not_starting", _) => td_string!(locale, reason.not_starting),
-        ("helm_failed", _) => td_string!(locale, reason.helm_failed),
-        ("namespace_taken", _) => td_string!(locale, reason.namespace_taken),
-        ("lb_pending", None) => {
+/// Event, the scheduler's message) as they are. A reason this build does not
+/// know is shown as it was stored.
+pub fn reason_text(locale: Locale, reason: &Reason) -> Option<String> {
+    let text = match reason {
+        Reason::None => return None,
+        Reason::Unknown(raw) => return Some(raw.clone()),
+        Reason::Installing => td_string!(locale, reason.installing),
+        Reason::Starting => td_string!(locale, reason.starting),
+        Reason::NotStarting(_) => td_string!(locale, reason.not_starting),
+        Reason::HelmFailed(_) => td_string!(locale, reason.helm_failed),
+        Reason::NamespaceTaken(_) => td_string!(locale, reason.namespace_taken),
+        Reason::LbPending(None) => {
             return Some(format!(
                 "{} {}",
                 td_string!(locale, reason.lb_pending),
                 td_string!(locale, reason.lb_pending_hint)
             ));
         }
-        ("lb_pending", Some(_)) => td_string!(locale, reason.lb_pending),
-        ("probe_failed", Some(status)) => {
-            let status = connection_text(locale, ConnectionStatus::parse(status));
-            return Some(format!("{} {status}", td_string!(locale, reason.probe_failed)));
+        Reason::LbPending(Some(_)) => td_string!(locale, reason.lb_pending),
+        Reason::ProbeFailed(status) => {
+            return Some(format!("{} {}", td_string!(locale, reason.probe_failed), connection_text(locale, *status)));
         }
-        ("node_address", _) => td_string!(locale, reason.node_address),
-        ("no_node_address", _) => td_string!(locale, reason.no_node_address),
-        // Why a migration stopped a cluster (its item's reason).
-        ("timed_out", _) => td_string!(locale, reason.timed_out),
-        ("changed_meanwhile", _) => td_string!(locale, reason.changed_meanwhile),
-        ("cluster_deleted", _) => td_string!(locale, reason.cluster_deleted),
-        ("host_in_use", _) => td_string!(locale, errors.host_in_use),
-        ("host_invalid", _) => td_string!(locale, errors.host_invalid),
-        _ => return Some(message.to_owned()),
+        Reason::NodeAddress => td_string!(locale, reason.node_address),
+        Reason::NoNodeAddress => td_string!(locale, reason.no_node_address),
     };
-    Some(match detail {
-        Some(d) => format!("{text} {d}"),
-        None => text.to_owned(),
+    Some(match reason.detail() {
+        Some(d) if !d.is_empty() => format!("{text} {d}"),
+        _ => text.to_owned(),
     })
+}
+
+/// Why a move stopped a cluster, in words: the move's own reason, or the
+/// cluster's status reason when it stopped.
+pub fn stop_reason_text(locale: Locale, reason: &StopReason) -> Option<String> {
+    Some(
+        match reason {
+            StopReason::None => return None,
+            StopReason::Cluster(r) => return reason_text(locale, r),
+            StopReason::TimedOut => td_string!(locale, reason.timed_out),
+            StopReason::ChangedMeanwhile => td_string!(locale, reason.changed_meanwhile),
+            StopReason::ClusterDeleted => td_string!(locale, reason.cluster_deleted),
+            StopReason::HostInUse => td_string!(locale, errors.host_in_use),
+            StopReason::HostInvalid => td_string!(locale, errors.host_invalid),
+        }
+        .to_owned(),
+    )
 }
 
 /// The phase a user should see: a requested deletion shows as deleting

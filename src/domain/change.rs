@@ -33,12 +33,36 @@ pub struct ClusterEvent {
     pub id: i64,
     pub operation: Operation,
     pub generation: i64,
-    /// `pending`, `running`, `done` or `failed`.
-    pub state: String,
+    pub state: OperationState,
     pub attempts: i64,
     pub requested_by: Option<String>,
     pub created_at: i64,
     pub finished_at: Option<i64>,
+}
+
+/// Where a queued operation is (the column `cluster_operations.state`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[derive(strum::IntoStaticStr, strum::Display, strum::EnumString, strum::VariantArray)]
+#[strum(serialize_all = "snake_case")]
+pub enum OperationState {
+    /// Waiting for a replica to claim it (a state this build does not know
+    /// reads as this one).
+    #[default]
+    Pending,
+    Running,
+    Done,
+    Failed,
+}
+
+impl OperationState {
+    pub fn as_str(self) -> &'static str {
+        self.into()
+    }
+
+    pub fn parse(raw: &str) -> Self {
+        raw.parse().unwrap_or_default()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{ClusterName, PublicAccess, Resources};
+use super::{ClusterName, PublicAccess, Reason, Resources};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClusterSpec {
@@ -16,7 +16,7 @@ pub struct ClusterSpec {
 /// Where a cluster is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
-#[derive(strum::IntoStaticStr, strum::EnumString, strum::VariantArray)]
+#[derive(strum::IntoStaticStr, strum::Display, strum::EnumString, strum::VariantArray)]
 #[strum(serialize_all = "lowercase")]
 pub enum Phase {
     /// Stored; the host cluster has not acted on it yet.
@@ -42,7 +42,7 @@ impl Phase {
 /// The outcome of the last connection probe (filled by the host-cluster side).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
-#[derive(strum::IntoStaticStr, strum::EnumString, strum::VariantArray)]
+#[derive(strum::IntoStaticStr, strum::Display, strum::EnumString, strum::VariantArray)]
 #[strum(serialize_all = "snake_case")]
 pub enum ConnectionStatus {
     #[default]
@@ -75,7 +75,9 @@ impl ConnectionStatus {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct ClusterStatus {
     pub phase: Phase,
-    pub message: String,
+    /// Why it is in that phase (stored and sent as the text `message`).
+    #[serde(rename = "message")]
+    pub reason: Reason,
     /// The allocated https nodePort; only ever set in NodePort mode.
     pub public_access_port: Option<u16>,
     pub api_endpoint: Option<String>,
@@ -120,7 +122,7 @@ mod tests {
     fn progress_steps() {
         let st = |phase, message: &str, observed| ClusterStatus {
             phase,
-            message: message.into(),
+            reason: message.into(),
             observed_generation: observed,
             ..ClusterStatus::default()
         };
@@ -292,15 +294,17 @@ impl Cluster {
 
     /// The step the latest request is at; `failed` when it stopped there.
     pub fn progress(&self) -> (Step, bool) {
-        let code = self.status.message.split(':').next().unwrap_or_default();
+        let reason = &self.status.reason;
         let failed = self.status.phase == Phase::Failed;
         let step = if self.status.observed_generation < self.generation {
             Step::Stored
         } else if self.status.phase == Phase::Ready {
             Step::Ready
-        } else if matches!(code, "installing" | "helm_failed" | "namespace_taken") || (failed && code.is_empty()) {
+        } else if matches!(reason, Reason::Installing | Reason::HelmFailed(_) | Reason::NamespaceTaken(_))
+            || (failed && reason.is_none())
+        {
             Step::Installing
-        } else if code.is_empty() && self.status.phase == Phase::Pending {
+        } else if reason.is_none() && self.status.phase == Phase::Pending {
             Step::Stored
         } else {
             Step::Starting

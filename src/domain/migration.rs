@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::cluster::{Cluster, Phase};
 use super::settings::AddressRequest;
-use super::{AppError, ConnectionStatus, ErrorCode, Field, Host, PublicAccess};
+use super::{AppError, ConnectionStatus, ErrorCode, Field, Host, PublicAccess, StopReason};
 
 /// Clusters switched at once when a request names none (the form, the API, the CLI).
 pub const DEFAULT_CONCURRENCY: i64 = 5;
@@ -199,7 +199,7 @@ pub fn assign(
 }
 
 /// Where one cluster of a migration is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[derive(strum::IntoStaticStr, strum::EnumString, strum::VariantArray)]
 #[strum(serialize_all = "snake_case")]
@@ -259,7 +259,7 @@ pub fn switch_step(cluster: &Cluster, target: &Host, target_generation: i64) -> 
     {
         return SwitchStep::Done;
     }
-    if st.message.starts_with("lb_pending") || st.api_endpoint.is_none() {
+    if matches!(st.reason, super::Reason::LbPending(_)) || st.api_endpoint.is_none() {
         SwitchStep::WaitingForAddress
     } else {
         SwitchStep::Probing
@@ -329,7 +329,8 @@ pub struct ItemView {
     pub state: ItemState,
     /// The finer step while switching.
     pub step: Option<SwitchStep>,
-    pub reason: String,
+    /// Why it stopped (failed items).
+    pub reason: StopReason,
     pub started_at: Option<i64>,
     pub finished_at: Option<i64>,
     /// Until when the old endpoint answers (done items with a grace period).
@@ -356,7 +357,7 @@ pub struct MigrationView {
     pub grace_secs: i64,
     pub items: Vec<ItemView>,
     /// Items per state.
-    pub counts: BTreeMap<String, usize>,
+    pub counts: BTreeMap<ItemState, usize>,
     pub finished: bool,
     /// Seconds from start to the last settled item (or to now).
     pub elapsed_secs: i64,

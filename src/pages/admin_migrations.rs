@@ -358,8 +358,8 @@ pub fn MigrationsPage() -> impl IntoView {
                     {recent
                         .into_iter()
                         .map(|m| {
-                            let done = m.counts.get("done").copied().unwrap_or(0);
-                            let failed = m.counts.get("failed").copied().unwrap_or(0);
+                            let done = m.counts.get(&ItemState::Done).copied().unwrap_or(0);
+                            let failed = m.counts.get(&ItemState::Failed).copied().unwrap_or(0);
                             view! {
                                 <li>
                                     <a href=format!("/admin/migrations/{}", m.id)>{format!("#{}", m.id)}</a>
@@ -402,7 +402,7 @@ const PROGRESS_ID: &str = "migration-live";
 fn Progress(m: MigrationView) -> impl IntoView {
     let i18n = use_i18n();
     let id = m.id;
-    let count = |s: ItemState| m.counts.get(s.as_str()).copied().unwrap_or(0);
+    let count = |s: ItemState| m.counts.get(&s).copied().unwrap_or(0);
     let (done, failed, total) = (count(ItemState::Done), count(ItemState::Failed), m.items.len());
     let rows = m
         .items
@@ -441,10 +441,10 @@ fn Progress(m: MigrationView) -> impl IntoView {
                     <td class="font-mono text-sm">{item.new_endpoint()}</td>
                     <td>
                         {state_text(i18n, item.state, item.step)}
-                        {crate::components::labels::reason_text(i18n.get_locale_untracked(), &item.reason)
+                        {crate::components::labels::stop_reason_text(i18n.get_locale_untracked(), &item.reason)
                             .map(|r| {
                                 view! {
-                                    <span class="block text-xs" data-reason=item.reason.clone()>
+                                    <span class="block text-xs" data-reason=item.reason.to_string()>
                                         {r}
                                     </span>
                                 }

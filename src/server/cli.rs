@@ -143,7 +143,8 @@ pub async fn migrate(pool: &sqlx::AnyPool, args: MigrateArgs) -> anyhow::Result<
                 _ => None,
             }
             .unwrap_or_else(|| item.state.as_str().to_owned());
-            let line = if item.reason.is_empty() { step } else { format!("{step}: {}", item.reason) };
+            let line =
+                if item.reason == crate::domain::StopReason::None { step } else { format!("{step}: {}", item.reason) };
             if seen.get(&item.cluster_id) != Some(&line) {
                 if tty {
                     print!("\r\x1b[2K");
@@ -152,7 +153,7 @@ pub async fn migrate(pool: &sqlx::AnyPool, args: MigrateArgs) -> anyhow::Result<
                 seen.insert(item.cluster_id, line);
             }
         }
-        let count = |s: ItemState| view.counts.get(s.as_str()).copied().unwrap_or(0);
+        let count = |s: ItemState| view.counts.get(&s).copied().unwrap_or(0);
         let (done, failed, total) = (count(ItemState::Done), count(ItemState::Failed), view.items.len());
         if tty {
             let width = 30;

@@ -15,7 +15,7 @@ use crate::components::hydration::hydration_flag;
 use crate::components::labels::{
     PhaseBadge, access_text, connection_text, format_time, mode_text, reason_text, shown_phase,
 };
-use crate::domain::change::{Change, ClusterEvent, Operation};
+use crate::domain::change::{Change, ClusterEvent, Operation, OperationState};
 use crate::domain::cluster::{Cluster, ProbeOutcome, Step};
 use crate::domain::{AppError, ConnectionStatus, PublicAccessMode, Resources};
 use crate::i18n::*;
@@ -74,12 +74,12 @@ fn event_text(i18n: I18nContext<Locale>, op: &Operation) -> String {
     }
 }
 
-fn state_text(i18n: I18nContext<Locale>, state: &str) -> &'static str {
+fn state_text(i18n: I18nContext<Locale>, state: OperationState) -> &'static str {
     match state {
-        "running" => t_string!(i18n, detail.state_running),
-        "done" => t_string!(i18n, detail.state_done),
-        "failed" => t_string!(i18n, detail.state_failed),
-        _ => t_string!(i18n, detail.state_pending),
+        OperationState::Running => t_string!(i18n, detail.state_running),
+        OperationState::Done => t_string!(i18n, detail.state_done),
+        OperationState::Failed => t_string!(i18n, detail.state_failed),
+        OperationState::Pending => t_string!(i18n, detail.state_pending),
     }
 }
 
@@ -194,7 +194,7 @@ fn Facts(page: ClusterPage) -> impl IntoView {
             <dd data-field="connection" data-status=c.status.connection_status.as_str()>
                 {connection_text(locale, c.status.connection_status)}
             </dd>
-            {reason_text(locale, &c.status.message)
+            {reason_text(locale, &c.status.reason)
                 .map(|reason| {
                     view! {
                         <dt>{t!(i18n, detail.reason)}</dt>
@@ -242,13 +242,13 @@ fn Events(events: Vec<ClusterEvent>) -> impl IntoView {
                     .into_iter()
                     .map(|e| {
                         view! {
-                            <tr data-kind=e.operation.kind() data-state=e.state.clone()>
+                            <tr data-kind=e.operation.kind() data-state=e.state.as_str()>
                                 <td class="whitespace-nowrap text-sm">
                                     <Time secs=e.created_at />
                                 </td>
                                 <td>{event_text(i18n, &e.operation)}</td>
                                 <td>{e.requested_by.clone().unwrap_or_default()}</td>
-                                <td>{state_text(i18n, &e.state)}</td>
+                                <td>{state_text(i18n, e.state)}</td>
                             </tr>
                         }
                     })

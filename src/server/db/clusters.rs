@@ -12,7 +12,7 @@ use crate::domain::cluster::Cluster;
 use crate::domain::listing::{ListQuery, ModeFilter};
 use crate::domain::quota::{Quota, Usage};
 use crate::domain::{
-    ClusterName, ClusterSpec, ClusterStatus, ConnectionStatus, Phase, PublicAccess, PublicAccessMode, Resources,
+    ClusterName, ClusterSpec, ClusterStatus, ConnectionStatus, Phase, PublicAccess, PublicAccessMode, Reason, Resources,
 };
 
 #[derive(Debug, Clone, FromRow, serde::Deserialize)]
@@ -45,6 +45,15 @@ pub struct ClusterRow {
     pub old_endpoint_notice_dismissed: i64,
 }
 
+/// Reads a stored status value; one this build does not know is logged.
+fn known<T: ToString>(id: i64, column: &'static str, raw: &str, parse: impl Fn(&str) -> T) -> T {
+    let value = parse(raw);
+    if value.to_string() != raw {
+        super::unknown_value(column, id, raw);
+    }
+    value
+}
+
 impl ClusterRow {
     pub fn into_cluster(self) -> Result<Cluster, DbError> {
         let corrupt = |what: &str| DbError::CorruptRow(format!("cluster {}: {what}", self.id));
@@ -69,12 +78,17 @@ impl ClusterRow {
             owner: self.owner,
             spec: ClusterSpec { name, resources, public_access },
             status: ClusterStatus {
-                phase: Phase::parse(&self.phase),
-                message: self.message,
+                phase: known(self.id, "phase", &self.phase, Phase::parse),
+                reason: known(self.id, "message", &self.message, Reason::parse),
                 public_access_port: self.public_access_port.and_then(|p| u16::try_from(p).ok()),
                 api_endpoint: self.api_endpoint,
                 kubeconfig_available: self.kubeconfig_available != 0,
-                connection_status: ConnectionStatus::parse(&self.connection_status),
+                connection_status: known(
+                    self.id,
+                    "connection_status",
+                    &self.connection_status,
+                    ConnectionStatus::parse,
+                ),
                 observed_generation: self.observed_generation,
             },
             generation: self.generation,
@@ -315,7 +329,7 @@ pub async fn write_status(pool: &AnyPool, id: i64, status: &ClusterStatus) -> Re
          WHERE id = $8 AND observed_generation <= $7 AND $7 <= generation",
     )
     .bind(status.phase.as_str())
-    .bind(status.message.as_str())
+    .bind(status.reason.to_string())
     .bind(status.public_access_port.map(i64::from))
     .bind(status.api_endpoint.as_deref())
     .bind(status.kubeconfig_available)

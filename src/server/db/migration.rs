@@ -39,8 +39,13 @@ pub struct ItemRow {
 }
 
 impl ItemRow {
+    /// Its state; one this build does not know reads as failed (the admin
+    /// decides), and is logged.
     pub fn state(&self) -> ItemState {
-        ItemState::parse(&self.state).unwrap_or(ItemState::Failed)
+        ItemState::parse(&self.state).unwrap_or_else(|| {
+            super::unknown_value("migration_items.state", self.cluster_id, &self.state);
+            ItemState::Failed
+        })
     }
 }
 

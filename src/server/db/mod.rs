@@ -40,6 +40,19 @@ pub enum DbError {
     OverQuota(crate::domain::quota::Dimension),
 }
 
+/// A stored value this build does not know (written by a newer replica, or
+/// by hand): the row still reads, the value reads one way (see each type's
+/// `parse`), and it is logged once per process and value.
+pub fn unknown_value(column: &'static str, id: i64, raw: &str) {
+    use std::collections::HashSet;
+    use std::sync::{LazyLock, Mutex};
+    static SEEN: LazyLock<Mutex<HashSet<(&'static str, String)>>> = LazyLock::new(Mutex::default);
+    let first = SEEN.lock().map(|mut seen| seen.len() < 1024 && seen.insert((column, raw.to_owned())));
+    if first.unwrap_or(true) {
+        tracing::warn!(column, id, value = raw, "stored value not known to this build");
+    }
+}
+
 impl From<sqlx::Error> for DbError {
     fn from(e: sqlx::Error) -> Self {
         Self::Query(e)

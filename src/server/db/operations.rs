@@ -6,7 +6,7 @@
 use sqlx::{Any, AnyPool, FromRow, Transaction};
 
 use super::{DbError, now, now_ms};
-use crate::domain::change::{ClusterEvent, Operation};
+use crate::domain::change::{ClusterEvent, Operation, OperationState};
 
 #[derive(Debug, Clone, FromRow)]
 pub struct OperationRow {
@@ -35,7 +35,13 @@ impl OperationRow {
             id: self.id,
             operation: self.operation()?,
             generation: self.generation,
-            state: self.state,
+            state: {
+                let state = OperationState::parse(&self.state);
+                if state.as_str() != self.state {
+                    super::unknown_value("cluster_operations.state", self.id, &self.state);
+                }
+                state
+            },
             attempts: self.attempts,
             requested_by: self.requested_by_name,
             created_at: self.created_at,
@@ -145,7 +151,7 @@ pub async fn claim_next(pool: &AnyPool, worker: &str, lease_secs: i64) -> Result
 
 /// Marks a claimed operation finished; only its current holder may.
 pub async fn finish(pool: &AnyPool, id: i64, worker: &str, error: Option<&str>) -> Result<bool, DbError> {
-    let state = if error.is_some() { "failed" } else { "done" };
+    let state = if error.is_some() { OperationState::Failed } else { OperationState::Done }.as_str();
     let done = sqlx::query(
         "UPDATE cluster_operations SET state = $1, last_error = $2, finished_at = $3, claimed_until = NULL \
          WHERE id = $4 AND claimed_by = $5 AND state = 'running'",

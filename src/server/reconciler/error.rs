@@ -1,6 +1,7 @@
 //! The reconciler's errors: one enum, a variant per failed step (as kube-rs'
 //! controller-rs has it), and whether trying again can help.
 
+use crate::domain::Reason;
 use crate::server::db::DbError;
 
 #[derive(Debug, thiserror::Error)]
@@ -65,13 +66,12 @@ impl Error {
         }
     }
 
-    /// The status message of a cluster this failure stopped: a code the
-    /// pages translate, then the detail (`namespace_taken: namespace
-    /// kubebyon-db`, `helm_failed: <the API server's words>`).
-    pub fn status_message(&self) -> String {
+    /// The status reason of a cluster this failure stopped: taken (naming
+    /// the object), or helm failed with the API server's words.
+    pub fn status_reason(&self) -> Reason {
         match self {
-            Self::Taken(object) => format!("{}: {object}", super::observe::message::NAMESPACE_TAKEN),
-            _ => format!("{}: {}", super::observe::message::HELM_FAILED, self.reason()),
+            Self::Taken(object) => Reason::NamespaceTaken(object.clone()),
+            _ => Reason::HelmFailed(Some(self.reason())),
         }
     }
 }
@@ -121,7 +121,7 @@ mod tests {
         let taken = Error::Taken("namespace kubebyon-db".into());
         assert!(taken.is_permanent());
         assert_eq!(taken.kind(), "taken");
-        assert_eq!(taken.status_message(), "namespace_taken: namespace kubebyon-db");
-        assert_eq!(api(422).status_message(), "helm_failed: apply HelmChart: refused");
+        assert_eq!(taken.status_reason().to_string(), "namespace_taken: namespace kubebyon-db");
+        assert_eq!(api(422).status_reason().to_string(), "helm_failed: apply HelmChart: refused");
     }
 }

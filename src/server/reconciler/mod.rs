@@ -36,7 +36,7 @@ use sqlx::AnyPool;
 use tokio::sync::Notify;
 
 use crate::domain::cluster::Cluster;
-use crate::domain::{ClusterStatus, Phase};
+use crate::domain::{ClusterStatus, Phase, Reason};
 use crate::server::db::{self, clusters, operations};
 use error::{Error, Result};
 use render::AddressRequest;
@@ -341,7 +341,7 @@ async fn work(ctx: &Context) -> Result<()> {
                 tracing::warn!(cluster = op.cluster_id, error = %e, "operation failed");
                 let reason = e.reason();
                 operations::finish(&ctx.pool, op.id, &ctx.worker, Some(&reason)).await?;
-                fail_status(ctx, op.cluster_id, &e.status_message()).await?;
+                fail_status(ctx, op.cluster_id, e.status_reason()).await?;
             }
             Err(e) => {
                 // Waiting for the host to finish something (an uninstall, a
@@ -459,12 +459,12 @@ async fn cached_secret(ctx: &Context, id: i64, name: &str) -> Result<Option<k8s_
     Ok(secret)
 }
 
-/// Fails the cluster's current generation with `message` (a code and its detail).
-async fn fail_status(ctx: &Context, cluster_id: i64, message: &str) -> Result<()> {
+/// Fails the cluster's current generation for `reason`.
+async fn fail_status(ctx: &Context, cluster_id: i64, reason: Reason) -> Result<()> {
     if let Some(c) = clusters::get(&ctx.pool, cluster_id).await? {
         let status = ClusterStatus {
             phase: Phase::Failed,
-            message: message.to_owned(),
+            reason,
             observed_generation: c.generation,
             ..ClusterStatus::default()
         };
@@ -565,9 +565,9 @@ async fn observe_one(
         // labels name this cluster): taken over once where its records
         // allow, else failed as taken (once).
         let legacy = chart.is_some_and(|m| legacy_owner.created(m));
-        if legacy && !cluster.status.message.starts_with(observe::message::NAMESPACE_TAKEN) {
+        if legacy && !matches!(cluster.status.reason, Reason::NamespaceTaken(_)) {
             return match apply_tracked(ctx, cluster, settings).await {
-                Err(e) if e.is_permanent() => fail_status(ctx, cluster.id, &e.status_message()).await,
+                Err(e) if e.is_permanent() => fail_status(ctx, cluster.id, e.status_reason()).await,
                 other => other,
             };
         }

@@ -10,7 +10,7 @@ use std::net::IpAddr;
 
 use super::rollout::Rollout;
 use crate::domain::endpoint::{self, ServiceObservation};
-use crate::domain::{ClusterSpec, ClusterStatus, ConnectionStatus, Host, Phase, PublicAccess, SystemSettings};
+use crate::domain::{ClusterSpec, ClusterStatus, ConnectionStatus, Host, Phase, PublicAccess, Reason, SystemSettings};
 
 /// The install Job for the current values (helm-controller's config hash).
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
@@ -58,29 +58,9 @@ pub struct Observation {
     pub blocked: Option<String>,
 }
 
-/// What the status message says, as a code the pages translate, plus detail.
-pub mod message {
-    pub const INSTALLING: &str = "installing";
-    pub const HELM_FAILED: &str = "helm_failed";
-    /// `namespace_taken: <object>`: the name's namespace or HelmChart on
-    /// the host is not the console's (left untouched).
-    pub const NAMESPACE_TAKEN: &str = "namespace_taken";
-    pub const LB_PENDING: &str = "lb_pending";
-    pub const STARTING: &str = "starting";
-    /// `not_starting: <the host's words>`: the pod cannot be scheduled, its
-    /// claim is not bound, the StatefulSet cannot create it (Events).
-    pub const NOT_STARTING: &str = "not_starting";
-    pub const PROBE_FAILED: &str = "probe_failed";
-    pub const NODE_ADDRESS: &str = "node_address";
-    pub const NO_NODE_ADDRESS: &str = "no_node_address";
-    pub const READY: &str = "";
-}
-
-fn msg(code: &str, detail: Option<&str>) -> String {
-    match detail {
-        Some(d) if !d.is_empty() => format!("{code}: {d}"),
-        _ => code.to_owned(),
-    }
+/// Some words, or none when there are none.
+fn words(detail: Option<&str>) -> Option<String> {
+    detail.filter(|d| !d.is_empty()).map(str::to_owned)
 }
 
 /// The endpoint (host first; for NodePort without any host, a Ready node's
@@ -119,7 +99,7 @@ pub fn status(spec: &ClusterSpec, generation: i64, settings: &SystemSettings, ob
     let probe = if kubeconfig_available { obs.probe.unwrap_or_default() } else { ConnectionStatus::Unknown };
     let mut status = ClusterStatus {
         phase: Phase::Provisioning,
-        message: String::new(),
+        reason: Reason::None,
         public_access_port: access.public_access_port,
         api_endpoint: access.api_endpoint.clone(),
         kubeconfig_available,
@@ -129,15 +109,15 @@ pub fn status(spec: &ClusterSpec, generation: i64, settings: &SystemSettings, ob
     match &obs.job {
         JobState::Failed => {
             status.phase = Phase::Failed;
-            status.message = msg(message::HELM_FAILED, obs.helm_error.as_deref());
+            status.reason = Reason::HelmFailed(words(obs.helm_error.as_deref()));
             return status;
         }
         JobState::NotStarted | JobState::Running => {
             status.phase = if obs.kubeconfig_secret { Phase::Updating } else { Phase::Provisioning };
             // helm already failed once and retries: say why.
-            status.message = match &obs.helm_error {
-                Some(e) => msg(message::HELM_FAILED, Some(e)),
-                None => message::INSTALLING.to_owned(),
+            status.reason = match &obs.helm_error {
+                Some(e) => Reason::HelmFailed(words(Some(e))),
+                None => Reason::Installing,
             };
             return status;
         }
@@ -145,18 +125,18 @@ pub fn status(spec: &ClusterSpec, generation: i64, settings: &SystemSettings, ob
     }
     // The address comes (or not) whatever the pod does: say so first.
     if access.load_balancer_pending {
-        status.message = msg(message::LB_PENDING, obs.service_warning.as_deref());
+        status.reason = Reason::LbPending(words(obs.service_warning.as_deref()));
         return status;
     }
     if obs.rollout != Rollout::Done {
-        status.message = match &obs.blocked {
-            Some(words) => msg(message::NOT_STARTING, Some(words)),
-            None => message::STARTING.to_owned(),
+        status.reason = match words(obs.blocked.as_deref()) {
+            Some(words) => Reason::NotStarting(words),
+            None => Reason::Starting,
         };
         return status;
     }
     if !obs.kubeconfig_secret {
-        status.message = message::STARTING.to_owned();
+        status.reason = Reason::Starting;
         return status;
     }
     if !enabled {
@@ -166,16 +146,16 @@ pub fn status(spec: &ClusterSpec, generation: i64, settings: &SystemSettings, ob
     if access.api_endpoint.is_none() {
         // NodePort with no host and no Ready node: nothing to hand out.
         status.phase = Phase::Failed;
-        status.message = message::NO_NODE_ADDRESS.to_owned();
+        status.reason = Reason::NoNodeAddress;
         return status;
     }
     match probe {
         ConnectionStatus::Ok => {
             status.phase = Phase::Ready;
-            status.message = if from_node { message::NODE_ADDRESS.to_owned() } else { message::READY.to_owned() };
+            status.reason = if from_node { Reason::NodeAddress } else { Reason::None };
         }
-        ConnectionStatus::Unknown => status.message = message::STARTING.to_owned(),
-        other => status.message = msg(message::PROBE_FAILED, Some(other.as_str())),
+        ConnectionStatus::Unknown => status.reason = Reason::Starting,
+        other => status.reason = Reason::ProbeFailed(other),
     }
     status
 }
@@ -296,7 +276,7 @@ mod tests {
         ];
         for (access, obs, phase, message) in cases {
             let st = status(&spec(access.clone()), 3, &s, &obs);
-            assert_eq!((st.phase, st.message.as_str()), (phase, message), "{access:?} {obs:?}");
+            assert_eq!((st.phase, st.reason.to_string().as_str()), (phase, message), "{access:?} {obs:?}");
             assert_eq!(st.observed_generation, 3);
         }
     }
@@ -331,7 +311,10 @@ mod tests {
         let obs = Observation { ready_nodes: nodes, ..installed(svc, Some(ConnectionStatus::Ok)) };
         let st = status(&spec(PublicAccess::NodePort { host: None }), 1, &s, &obs);
         assert_eq!(st.api_endpoint.as_deref(), Some("https://[2001:db8::5]:31000"));
-        assert_eq!((st.phase, st.message.as_str(), st.public_access_port), (Phase::Ready, "node_address", Some(31000)));
+        assert_eq!(
+            (st.phase, st.reason.to_string().as_str(), st.public_access_port),
+            (Phase::Ready, "node_address", Some(31000))
+        );
         // The vCluster pod's node, when known: its address is in the certificate.
         for (pod_node, want) in [
             (Some("c"), "https://10.0.0.5:31000"),

@@ -21,7 +21,7 @@ use crate::domain::migration::{
 };
 use crate::domain::settings::AddressRequest;
 use crate::domain::user::CurrentUser;
-use crate::domain::{AppError, ErrorCode, Field, Host, PublicAccess, PublicAccessMode};
+use crate::domain::{AppError, ErrorCode, Field, Host, PublicAccess, PublicAccessMode, StopReason};
 use crate::server::db;
 use crate::server::db::migration::{ItemRow, NewItem};
 use crate::server::reconciler::render;
@@ -261,7 +261,7 @@ pub async fn view(pool: &AnyPool, user: &CurrentUser, id: i64) -> Result<Migrati
             _ => None,
         };
         let old = cluster.as_ref().and_then(|c| c.old_endpoint.clone());
-        *counts.entry(state.as_str().to_owned()).or_insert(0) += 1;
+        *counts.entry(state).or_insert(0) += 1;
         items.push(ItemView {
             cluster_id: r.cluster_id,
             name: r.cluster_name.clone().unwrap_or_default(),
@@ -269,7 +269,7 @@ pub async fn view(pool: &AnyPool, user: &CurrentUser, id: i64) -> Result<Migrati
             new_host: r.new_host.clone(),
             state,
             step,
-            reason: r.reason.clone(),
+            reason: stored_reason(&r),
             started_at: r.started_at,
             finished_at: r.finished_at,
             old_endpoint_until: old.as_ref().filter(|_| state == ItemState::Done).map(|o| o.until),
@@ -290,6 +290,20 @@ pub async fn view(pool: &AnyPool, user: &CurrentUser, id: i64) -> Result<Migrati
         finished,
         elapsed_secs: end - m.created_at,
     })
+}
+
+/// An item's stored reason; one this build does not know is shown as it is, and logged.
+fn stored_reason(r: &ItemRow) -> StopReason {
+    let reason = StopReason::parse(&r.reason);
+    if let Some(raw) = reason.unknown() {
+        tracing::warn!(
+            migration = r.migration_id,
+            cluster = r.cluster_id,
+            reason = raw,
+            "unknown migration item reason"
+        );
+    }
+    reason
 }
 
 /// The newest migrations (ids), for the page's and API's list.
@@ -435,9 +449,10 @@ async fn fail(
     pool: &AnyPool,
     m: &db::migration::MigrationRow,
     item: &ItemRow,
-    reason: &str,
+    reason: StopReason,
 ) -> Result<ItemState, AppError> {
-    db::migration::transition(pool, m.id, item.cluster_id, ItemState::Switching, ItemState::Failed, reason).await?;
+    let reason = reason.to_string();
+    db::migration::transition(pool, m.id, item.cluster_id, ItemState::Switching, ItemState::Failed, &reason).await?;
     tracing::warn!(migration = m.id, cluster = item.cluster_id, reason, "migration item failed");
     Ok(ItemState::Failed)
 }
@@ -450,10 +465,10 @@ async fn switch(
     item: &ItemRow,
 ) -> Result<ItemState, AppError> {
     let Some(cluster) = db::clusters::get(pool, item.cluster_id).await? else {
-        return fail(pool, m, item, "cluster_deleted").await;
+        return fail(pool, m, item, StopReason::ClusterDeleted).await;
     };
     let Ok(host) = Host::parse(&item.new_host) else {
-        return fail(pool, m, item, "host_invalid").await;
+        return fail(pool, m, item, StopReason::HostInvalid).await;
     };
     let target = PublicAccess::LoadBalancer { host: host.clone() };
     if cluster.spec.public_access == target {
@@ -464,10 +479,10 @@ async fn switch(
         return Ok(ItemState::Switching);
     }
     if cluster.deletion_requested || matches!(cluster.spec.public_access, PublicAccess::LoadBalancer { .. }) {
-        return fail(pool, m, item, "changed_meanwhile").await;
+        return fail(pool, m, item, StopReason::ChangedMeanwhile).await;
     }
     if db::clusters::load_balancer_host_taken(pool, &item.new_host, Some(cluster.id)).await? {
-        return fail(pool, m, item, "host_in_use").await;
+        return fail(pool, m, item, StopReason::HostInUse).await;
     }
     // The old endpoint record first: it only changes LoadBalancer values, so
     // the switch renders once, with it.
@@ -490,7 +505,7 @@ async fn switch(
         db::clusters::update_spec(pool, cluster.id, cluster.generation, &spec, remembered, &op, admin.id, None);
     // The host claimed meanwhile by another cluster (the database's unique claim).
     let switched = match switched.await {
-        Err(e) if e.is_lb_host_taken() => return fail(pool, m, item, "host_in_use").await,
+        Err(e) if e.is_lb_host_taken() => return fail(pool, m, item, StopReason::HostInUse).await,
         other => other?,
     };
     match switched {
@@ -522,10 +537,10 @@ async fn settle(
         return switch(pool, m, admin, item).await;
     };
     let Some(cluster) = db::clusters::get(pool, item.cluster_id).await? else {
-        return fail(pool, m, item, "cluster_deleted").await;
+        return fail(pool, m, item, StopReason::ClusterDeleted).await;
     };
     let Ok(host) = Host::parse(&item.new_host) else {
-        return fail(pool, m, item, "host_invalid").await;
+        return fail(pool, m, item, StopReason::HostInvalid).await;
     };
     let waited = db::now() - item.started_at.unwrap_or_else(db::now);
     match migration::switch_step(&cluster, &host, target_generation) {
@@ -534,15 +549,11 @@ async fn settle(
             tracing::info!(migration = m.id, cluster = item.cluster_id, "cluster moved to LoadBalancer");
             Ok(ItemState::Done)
         }
-        SwitchStep::Failed => fail(pool, m, item, &cluster.status.message).await,
+        SwitchStep::Failed => fail(pool, m, item, StopReason::Cluster(cluster.status.reason)).await,
         SwitchStep::Switching if !matches!(cluster.spec.public_access, PublicAccess::LoadBalancer { .. }) => {
-            fail(pool, m, item, "changed_meanwhile").await
+            fail(pool, m, item, StopReason::ChangedMeanwhile).await
         }
-        _ if waited > timeout => {
-            let reason =
-                if cluster.status.message.is_empty() { "timed_out".to_owned() } else { cluster.status.message.clone() };
-            fail(pool, m, item, &reason).await
-        }
+        _ if waited > timeout => fail(pool, m, item, StopReason::from_cluster(&cluster.status.reason)).await,
         _ => Ok(ItemState::Switching),
     }
 }

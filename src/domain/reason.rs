@@ -1,0 +1,296 @@
+//! Why a cluster is where it is, and why a move stopped: typed reasons with
+//! the upstream component's own words where there are any (helm's error, the
+//! LoadBalancer provider's Event, the scheduler's message, the probe outcome).
+//!
+//! Stored and sent as one text (`code` or `code: detail`, the column
+//! `clusters.message`, the JSON field `status.message`); parsed once, here,
+//! into the enum every reader matches on. A text this build does not know
+//! (written by a newer replica, or by hand) is kept whole as `Unknown`: it is
+//! shown as it is, written back unchanged, and the database layer logs it.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use super::ConnectionStatus;
+
+/// The reason part of a cluster's status. Ready with nothing to add is `None`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(into = "String", from = "String")]
+#[derive(strum::EnumDiscriminants)]
+#[strum_discriminants(name(ReasonCode), derive(strum::IntoStaticStr, strum::EnumString, strum::VariantArray))]
+#[strum_discriminants(strum(serialize_all = "snake_case"))]
+pub enum Reason {
+    /// Nothing to say (Ready, or not yet looked at).
+    #[default]
+    None,
+    /// helm is installing or upgrading the chart.
+    Installing,
+    /// helm failed, in its own words when it gave any.
+    HelmFailed(Option<String>),
+    /// The name's namespace or HelmChart on the host is not the console's
+    /// (left untouched); names the object.
+    NamespaceTaken(String),
+    /// The LoadBalancer has no address yet, with the provider's words.
+    LbPending(Option<String>),
+    /// The pod is on its way.
+    Starting,
+    /// The pod cannot start, in the host's words (scheduler, volume binder,
+    /// StatefulSet controller).
+    NotStarting(String),
+    /// The API server answered the probe badly, or not at all.
+    ProbeFailed(ConnectionStatus),
+    /// Ready, reached through a node's address (NodePort without a host).
+    NodeAddress,
+    /// NodePort without a host and no Ready node to hand out.
+    NoNodeAddress,
+    /// A stored text this build does not know, kept whole.
+    Unknown(String),
+}
+
+impl Reason {
+    /// The code part (`helm_failed`), the key the pages translate.
+    pub fn code(&self) -> &'static str {
+        ReasonCode::from(self).into()
+    }
+
+    /// The upstream component's words, when there are any.
+    pub fn detail(&self) -> Option<&str> {
+        match self {
+            Self::HelmFailed(d) | Self::LbPending(d) => d.as_deref(),
+            Self::NamespaceTaken(d) | Self::NotStarting(d) => Some(d),
+            Self::ProbeFailed(s) => Some(s.as_str()),
+            _ => None,
+        }
+    }
+
+    pub fn is_none(&self) -> bool {
+        *self == Self::None
+    }
+
+    /// Reads a stored text; never fails (see [`Reason::Unknown`]).
+    pub fn parse(raw: &str) -> Self {
+        if raw.is_empty() {
+            return Self::None;
+        }
+        let (code, detail) = match raw.split_once(": ") {
+            Some((c, d)) => (c, Some(d.to_owned())),
+            None => (raw, None),
+        };
+        match (code.parse::<ReasonCode>(), detail) {
+            (Ok(ReasonCode::Installing), None) => Self::Installing,
+            (Ok(ReasonCode::Starting), None) => Self::Starting,
+            (Ok(ReasonCode::NodeAddress), None) => Self::NodeAddress,
+            (Ok(ReasonCode::NoNodeAddress), None) => Self::NoNodeAddress,
+            (Ok(ReasonCode::HelmFailed), d) => Self::HelmFailed(d),
+            (Ok(ReasonCode::LbPending), d) => Self::LbPending(d),
+            (Ok(ReasonCode::NamespaceTaken), Some(d)) => Self::NamespaceTaken(d),
+            (Ok(ReasonCode::NotStarting), Some(d)) => Self::NotStarting(d),
+            (Ok(ReasonCode::ProbeFailed), Some(d)) => match d.parse() {
+                Ok(status) => Self::ProbeFailed(status),
+                Err(_) => Self::Unknown(raw.to_owned()),
+            },
+            _ => Self::Unknown(raw.to_owned()),
+        }
+    }
+}
+
+/// `code`, or `code: detail`; empty for `None`; an unknown text as it came.
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self, self.detail()) {
+            (Self::None, _) => Ok(()),
+            (Self::Unknown(raw), _) => f.write_str(raw),
+            (_, Some(d)) if !d.is_empty() => write!(f, "{}: {d}", self.code()),
+            _ => f.write_str(self.code()),
+        }
+    }
+}
+
+impl From<Reason> for String {
+    fn from(r: Reason) -> Self {
+        r.to_string()
+    }
+}
+
+impl From<String> for Reason {
+    fn from(raw: String) -> Self {
+        Self::parse(&raw)
+    }
+}
+
+impl From<&str> for Reason {
+    fn from(raw: &str) -> Self {
+        Self::parse(raw)
+    }
+}
+
+/// Why the move stopped one cluster: the move's own reason, or the cluster's
+/// status reason at that moment (helm failed, no address came).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(into = "String", from = "String")]
+pub enum StopReason {
+    /// Not stopped (queued, switching, done, rolled back).
+    #[default]
+    None,
+    /// The cluster is gone.
+    ClusterDeleted,
+    /// Its planned host no longer parses.
+    HostInvalid,
+    /// Someone changed its public access after the plan.
+    ChangedMeanwhile,
+    /// Another cluster took its planned host first.
+    HostInUse,
+    /// It did not settle in time, and said nothing.
+    TimedOut,
+    /// Its status when it stopped.
+    Cluster(Reason),
+}
+
+/// The move's own codes, the keys the pages translate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::EnumString, strum::VariantArray)]
+#[strum(serialize_all = "snake_case")]
+pub enum StopCode {
+    ClusterDeleted,
+    HostInvalid,
+    ChangedMeanwhile,
+    HostInUse,
+    TimedOut,
+}
+
+impl StopReason {
+    /// The move's own code, if it is one.
+    pub fn own(&self) -> Option<StopCode> {
+        Some(match self {
+            Self::ClusterDeleted => StopCode::ClusterDeleted,
+            Self::HostInvalid => StopCode::HostInvalid,
+            Self::ChangedMeanwhile => StopCode::ChangedMeanwhile,
+            Self::HostInUse => StopCode::HostInUse,
+            Self::TimedOut => StopCode::TimedOut,
+            Self::None | Self::Cluster(_) => return None,
+        })
+    }
+
+    /// A cluster that stopped for `reason` (nothing said: it timed out).
+    pub fn from_cluster(reason: &Reason) -> Self {
+        if reason.is_none() { Self::TimedOut } else { Self::Cluster(reason.clone()) }
+    }
+
+    pub fn parse(raw: &str) -> Self {
+        match raw.parse::<StopCode>() {
+            Ok(StopCode::ClusterDeleted) => Self::ClusterDeleted,
+            Ok(StopCode::HostInvalid) => Self::HostInvalid,
+            Ok(StopCode::ChangedMeanwhile) => Self::ChangedMeanwhile,
+            Ok(StopCode::HostInUse) => Self::HostInUse,
+            Ok(StopCode::TimedOut) => Self::TimedOut,
+            Err(_) if raw.is_empty() => Self::None,
+            Err(_) => Self::Cluster(Reason::parse(raw)),
+        }
+    }
+
+    /// A stored text this build does not know.
+    pub fn unknown(&self) -> Option<&str> {
+        match self {
+            Self::Cluster(Reason::Unknown(raw)) => Some(raw),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for StopReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self, self.own()) {
+            (_, Some(code)) => f.write_str(code.into()),
+            (Self::Cluster(r), None) => r.fmt(f),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl From<StopReason> for String {
+    fn from(r: StopReason) -> Self {
+        r.to_string()
+    }
+}
+
+impl From<String> for StopReason {
+    fn from(raw: String) -> Self {
+        Self::parse(&raw)
+    }
+}
+
+impl From<&str> for StopReason {
+    fn from(raw: &str) -> Self {
+        Self::parse(raw)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reasons_read_and_write_the_same_text() {
+        use ConnectionStatus as C;
+        let table = [
+            ("", Reason::None),
+            ("installing", Reason::Installing),
+            ("starting", Reason::Starting),
+            ("node_address", Reason::NodeAddress),
+            ("no_node_address", Reason::NoNodeAddress),
+            ("helm_failed", Reason::HelmFailed(None)),
+            (
+                "helm_failed: Error: UPGRADE FAILED: boom",
+                Reason::HelmFailed(Some("Error: UPGRADE FAILED: boom".into())),
+            ),
+            ("lb_pending", Reason::LbPending(None)),
+            ("lb_pending: no available IPs", Reason::LbPending(Some("no available IPs".into()))),
+            ("namespace_taken: namespace kubebyon-db", Reason::NamespaceTaken("namespace kubebyon-db".into())),
+            ("not_starting: 0/2 nodes are available", Reason::NotStarting("0/2 nodes are available".into())),
+            ("probe_failed: refused", Reason::ProbeFailed(C::Refused)),
+            ("probe_failed: certificate_untrusted", Reason::ProbeFailed(C::CertificateUntrusted)),
+            // Unknown texts, kept whole: a newer code, a detail where none
+            // belongs, a missing detail, a probe outcome this build lacks.
+            ("quota_waiting: 3", Reason::Unknown("quota_waiting: 3".into())),
+            ("installing: now", Reason::Unknown("installing: now".into())),
+            ("not_starting", Reason::Unknown("not_starting".into())),
+            ("probe_failed: teapot", Reason::Unknown("probe_failed: teapot".into())),
+            ("helm said \"no\" — ünïcode", Reason::Unknown("helm said \"no\" — ünïcode".into())),
+        ];
+        for (raw, want) in table {
+            let got = Reason::parse(raw);
+            assert_eq!(got, want, "{raw:?}");
+            assert_eq!(got.to_string(), raw, "written back as read");
+            let json = serde_json::to_string(&got).unwrap();
+            assert_eq!(json, serde_json::to_string(raw).unwrap(), "the wire carries the text");
+            assert_eq!(serde_json::from_str::<Reason>(&json).unwrap(), want);
+        }
+    }
+
+    #[test]
+    fn every_code_has_a_name_and_only_the_own_codes_stop_a_move_by_themselves() {
+        for code in <ReasonCode as strum::VariantArray>::VARIANTS {
+            let name: &str = code.into();
+            assert!(!name.is_empty() && name.chars().all(|c| c.is_ascii_lowercase() || c == '_'), "{name}");
+        }
+        let table = [
+            ("", StopReason::None),
+            ("timed_out", StopReason::TimedOut),
+            ("changed_meanwhile", StopReason::ChangedMeanwhile),
+            ("cluster_deleted", StopReason::ClusterDeleted),
+            ("host_in_use", StopReason::HostInUse),
+            ("host_invalid", StopReason::HostInvalid),
+            ("lb_pending: x", StopReason::Cluster(Reason::LbPending(Some("x".into())))),
+            ("helm_failed: y", StopReason::Cluster(Reason::HelmFailed(Some("y".into())))),
+            ("what", StopReason::Cluster(Reason::Unknown("what".into()))),
+        ];
+        for (raw, want) in table {
+            let got = StopReason::parse(raw);
+            assert_eq!(got, want, "{raw:?}");
+            assert_eq!(got.to_string(), raw);
+        }
+        assert_eq!(StopReason::from_cluster(&Reason::None), StopReason::TimedOut);
+        assert_eq!(StopReason::from_cluster(&Reason::Starting), StopReason::Cluster(Reason::Starting));
+        assert_eq!(StopReason::parse("what").unknown(), Some("what"));
+    }
+}
