@@ -5,9 +5,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
-use clap::Parser;
-use kubebyon::server::cli::{Cli, Command};
-use kubebyon::server::config::Config;
+use kubebyon::server::cli::Command;
+use kubebyon::server::config::{Config, LogFormat};
 use kubebyon::server::service::accounts;
 use kubebyon::server::state::AppState;
 use kubebyon::server::supervise::supervise;
@@ -25,14 +24,8 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let cli = Cli::parse();
-    let config = match Config::from_env() {
-        Ok(config) => config,
-        Err(e) => {
-            eprintln!("kubebyon: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
+    let cli = kubebyon::server::cli::parse();
+    let config = cli.config;
     // Logs on standard error; `KUBEBYON_LOG_FORMAT=json`: one JSON object per
     // line, with the request's span fields (request_id, route, cluster).
     let logs = tracing_subscriber::fmt()
@@ -40,7 +33,7 @@ async fn main() -> ExitCode {
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,sqlx=warn".into()),
         )
         .with_writer(std::io::stderr);
-    if config.log_json {
+    if config.log_format == LogFormat::Json {
         logs.json().flatten_event(true).with_current_span(true).with_span_list(false).init();
     } else {
         logs.init();
@@ -100,10 +93,12 @@ async fn run(command: Command, config: Config) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        Command::Migrate(args) => match kubebyon::server::cli::migrate(&pool, args).await? {
-            true => Ok(()),
-            false => bail!("some clusters are blocked or failed (see above)"),
-        },
+        Command::Migrate(args) => {
+            match kubebyon::server::cli::migrate(&pool, args, config.migration_address_timeout_secs as i64).await? {
+                true => Ok(()),
+                false => bail!("some clusters are blocked or failed (see above)"),
+            }
+        }
         Command::Serve => serve(pool, db_shown, config).await,
     }
 }
@@ -157,16 +152,9 @@ async fn serve(pool: AnyPool, db_shown: String, config: Config) -> anyhow::Resul
                 .await
                 .unwrap_or(reconciler::render::AddressRequest::None);
             let mut ctx = reconciler::Context::new(client, pool.clone(), request);
-            ctx.resolver.targets = config.probe_targets.clone();
-            // Lease times (seconds): the observer lease, and how long a claimed
-            // operation stays a crashed replica's before another takes it.
-            let secs = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<u64>().ok()).filter(|v| *v > 0);
-            if let Some(s) = secs("KUBEBYON_LEADER_LEASE_SECS") {
-                ctx.leader_lease = std::time::Duration::from_secs(s);
-            }
-            if let Some(s) = secs("KUBEBYON_CLAIM_LEASE_SECS") {
-                ctx.lease = std::time::Duration::from_secs(s);
-            }
+            ctx.resolver.targets = config.probe_targets();
+            ctx.leader_lease = std::time::Duration::from_secs(config.leader_lease_secs);
+            ctx.lease = std::time::Duration::from_secs(config.claim_lease_secs);
             let ctx = Arc::new(ctx);
             let run = ctx.clone();
             tokio::spawn(supervise("reconciler", move || reconciler::run(run.clone())));
@@ -191,8 +179,9 @@ async fn serve(pool: AnyPool, db_shown: String, config: Config) -> anyhow::Resul
     {
         use kubebyon::server::service::migration;
         let pool = pool.clone();
+        let timeout = state.config.migration_address_timeout_secs as i64;
         tokio::spawn(supervise("migration_driver", move || {
-            migration::drive(pool.clone(), std::time::Duration::from_secs(2), migration::address_timeout())
+            migration::drive(pool.clone(), std::time::Duration::from_secs(2), timeout)
         }));
     }
     tokio::spawn(supervise("session_expiry", move || expire_sessions(pool.clone())));

@@ -25,3 +25,45 @@ fn every_table_is_described_in_database_md() {
     let missing: Vec<&String> = tables.iter().filter(|t| !doc.contains(&format!("\n`{t}` — "))).collect();
     assert!(missing.is_empty(), "docs/database.md does not describe {missing:?}");
 }
+
+/// The README's configuration table is the console's settings
+/// (`server::config::Config`, read by clap): every variable the console reads
+/// has a row, every `KUBEBYON_*` row is one the console reads, and a row's
+/// default shows the value the console uses. Variables other libraries read
+/// (`KUBECONFIG`, `LEPTOS_SITE_ADDR`, `RUST_LOG`) have rows too.
+#[test]
+fn the_readme_settings_table_is_the_config() {
+    use clap::CommandFactory;
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    // `| \`VAR\` | meaning | default |` rows of the table after "Configuration".
+    let table = readme.split_once("\nConfiguration (all optional).").expect("the configuration table").1;
+    let rows: Vec<(String, String)> = table
+        .lines()
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'))
+        .filter_map(|l| {
+            let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+            let var = cells.get(1)?.strip_prefix('`')?.strip_suffix('`')?;
+            Some((var.to_owned(), cells.get(3)?.to_string()))
+        })
+        .collect();
+    let documented: BTreeSet<&str> = rows.iter().map(|(v, _)| v.as_str()).collect();
+    let cmd = kubebyon::server::cli::Cli::command();
+    let mut read = BTreeSet::new();
+    for arg in cmd.get_arguments() {
+        let Some(env) = arg.get_env().and_then(|e| e.to_str()) else { continue };
+        read.insert(env.to_owned());
+        let default = &rows.iter().find(|(v, _)| v == env).unwrap_or_else(|| panic!("README lacks a row for {env}")).1;
+        if arg.get_action().takes_values() {
+            for value in arg.get_default_values() {
+                let value = value.to_str().unwrap();
+                assert!(default.contains(value), "README's default for {env} is {default:?}, the console's {value:?}");
+            }
+        }
+    }
+    assert!(read.len() >= 18, "{read:?}");
+    let others = ["KUBECONFIG", "LEPTOS_SITE_ADDR", "RUST_LOG"];
+    let unknown: Vec<&&str> = documented.iter().filter(|v| !read.contains(**v) && !others.contains(v)).collect();
+    assert!(unknown.is_empty(), "README documents variables the console does not read: {unknown:?}");
+}

@@ -1,12 +1,38 @@
 //! The server binary's command line: run the console (default) or manage admins.
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 #[derive(Debug, Parser)]
 #[command(name = "kubebyon", about = "KubeBYON console", version)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
+    #[command(flatten)]
+    pub config: super::config::Config,
+}
+
+/// The command line and the settings' environment variables
+/// ([`super::config::Config`]). A variable set to nothing (or blanks) counts
+/// as unset, as container manifests often leave them; a value is shown as
+/// `<ITS_VARIABLE>`, so an error names what to fix. Exits with clap's message
+/// on a bad value.
+pub fn parse() -> Cli {
+    let mut cmd = Cli::command();
+    let settings: Vec<(clap::Id, String, bool)> = cmd
+        .get_arguments()
+        .filter_map(|a| {
+            let env = a.get_env()?.to_str()?.to_owned();
+            Some((a.get_id().clone(), env, a.get_action().takes_values()))
+        })
+        .collect();
+    for (id, env, takes_values) in settings {
+        let blank = std::env::var_os(&env).is_some_and(|v| v.to_string_lossy().trim().is_empty());
+        cmd = cmd.mut_arg(id, |a| {
+            let a = if takes_values { a.value_name(env) } else { a };
+            if blank { a.env(None) } else { a }
+        });
+    }
+    Cli::from_arg_matches(&cmd.get_matches()).unwrap_or_else(|e| e.exit())
 }
 
 #[derive(Debug, Subcommand)]
@@ -61,7 +87,7 @@ pub struct MigrateArgs {
 
 /// `kubebyon migrate`: prints the plan, then (unless `--dry-run`) starts the
 /// migration and drives and follows it. Ok(false) when a cluster is blocked or failed.
-pub async fn migrate(pool: &sqlx::AnyPool, args: MigrateArgs) -> anyhow::Result<bool> {
+pub async fn migrate(pool: &sqlx::AnyPool, args: MigrateArgs, address_timeout: i64) -> anyhow::Result<bool> {
     use std::io::{IsTerminal, Write};
 
     use anyhow::{Context, anyhow, bail};
@@ -133,7 +159,7 @@ pub async fn migrate(pool: &sqlx::AnyPool, args: MigrateArgs) -> anyhow::Result<
     let tty = std::io::stdout().is_terminal();
     let mut seen: std::collections::HashMap<i64, String> = std::collections::HashMap::new();
     loop {
-        migration::advance(pool, migration::address_timeout()).await.context("refused")?;
+        migration::advance(pool, address_timeout).await.context("refused")?;
         let view = migration::view(pool, &admin, id).await.context("refused")?;
         for item in &view.items {
             let step = match (item.state, item.step) {

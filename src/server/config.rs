@@ -3,124 +3,115 @@
 
 use std::path::PathBuf;
 
+use clap::builder::BoolishValueParser;
+
 use super::auth::client::Cidr;
 
-#[derive(Debug, Clone, Default)]
+/// Every setting the console reads, from its environment variable or the
+/// same-named flag (`--data-dir` for `KUBEBYON_DATA_DIR`), parsed by clap
+/// before anything starts ([`crate::server::cli::parse`]): a bad value stops
+/// the console with clap's error naming the flag and its variable; a variable
+/// set to nothing counts as unset. `kubebyon --help` lists them all; the
+/// README's table is checked against this struct by `tests/docs.rs`.
+/// Secrets' values are never shown in help or errors.
+#[derive(Debug, Clone, Default, clap::Args)]
+#[command(next_help_heading = "Settings (flag or environment variable)")]
 pub struct Config {
-    /// Where the SQLite file lives (`KUBEBYON_DATA_DIR`, default `./data`).
+    /// Folder of the SQLite database.
+    #[arg(long, env = "KUBEBYON_DATA_DIR", default_value = "data")]
     pub data_dir: PathBuf,
-    /// `DATABASE_URL`; SQLite in `data_dir` when unset.
+    /// `postgres://…` to use PostgreSQL instead of SQLite.
+    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
     pub database_url: Option<String>,
-    /// `KUBEBYON_PUBLIC_URL`, e.g. `https://console.example.com`; decides Secure cookies.
+    /// Public URL, e.g. `https://console.example.com`; `https://…` makes cookies Secure.
+    #[arg(long, env = "KUBEBYON_PUBLIC_URL")]
     pub public_url: Option<String>,
-    /// `KUBEBYON_ADMIN_PASSWORD`: the bootstrap admin's password instead of a generated one.
+    /// Password of the bootstrap admin (and of `kubebyon admin`) instead of a generated one.
+    #[arg(long, env = "KUBEBYON_ADMIN_PASSWORD", hide_env_values = true)]
     pub admin_password: Option<String>,
-    /// `KUBEBYON_SIMULATED_HOST=1`: the host cluster is the local simulator (`make run` without KUBECONFIG).
+    /// The host cluster is the local simulator (`make run` without KUBECONFIG).
+    #[arg(long, env = "KUBEBYON_SIMULATED_HOST", value_parser = BoolishValueParser::new(), default_value_t = false)]
     pub simulated_host: bool,
-    /// `KUBEBYON_TRUSTED_PROXIES`: reverse proxies (addresses or CIDR blocks,
-    /// comma-separated) whose `X-Forwarded-For` names the client for login
-    /// throttling. Empty: the header is ignored.
+    /// Reverse proxies (addresses or CIDR blocks, comma-separated) whose
+    /// `X-Forwarded-For` names the client for login throttling. Empty: the
+    /// header is ignored.
+    #[arg(long, env = "KUBEBYON_TRUSTED_PROXIES", value_delimiter = ',', value_parser = cidr)]
     pub trusted_proxies: Vec<Cidr>,
-    /// `KUBEBYON_METRICS_TOKEN`: when set, `/metrics` answers only requests
-    /// with `Authorization: Bearer <token>`.
+    /// When set, `/metrics` answers only requests with `Authorization: Bearer <token>`.
+    #[arg(long, env = "KUBEBYON_METRICS_TOKEN", hide_env_values = true)]
     pub metrics_token: Option<String>,
-    /// `KUBEBYON_LOG_FORMAT`: `text` (default) or `json` (one object per line).
-    pub log_json: bool,
-    /// `KUBEBYON_PASSWORD_MEMORY_MIB`: the memory sign-ins' password checks
-    /// may use at once (each argon2 check holds ~19 MiB); sizes the check
-    /// slots ([`crate::server::auth::rate_limit::check_slots`]). Default
-    /// [`crate::server::auth::rate_limit::DEFAULT_PASSWORD_MEMORY_MIB`]: two.
+    /// `text`, or `json` (one object per line).
+    #[arg(long, env = "KUBEBYON_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+    /// The memory sign-ins' password checks may use at once, in MiB (each
+    /// argon2 check holds ~19 MiB; `auth::rate_limit::check_slots`).
+    #[arg(long, env = "KUBEBYON_PASSWORD_MEMORY_MIB", value_parser = positive,
+          default_value_t = crate::server::auth::rate_limit::DEFAULT_PASSWORD_MEMORY_MIB)]
     pub password_memory_mib: u64,
-    /// What the probe may connect to: `KUBEBYON_PROBE_DENY_CIDRS` (the host
-    /// cluster's Pod and Service ranges; default k3s's), loopback only with
-    /// `KUBEBYON_PROBE_LOOPBACK=1` or the simulated host.
-    pub probe_targets: crate::server::reconciler::probe::Targets,
-    /// `KUBEBYON_CHART_REPOS`: the chart repositories admins may choose
-    /// (comma-separated); empty: the default repository only.
+    /// Addresses the connection test never reaches besides link-local ones
+    /// (comma-separated): the host cluster's Pod and Service ranges.
+    #[arg(long, env = "KUBEBYON_PROBE_DENY_CIDRS", value_delimiter = ',', value_parser = cidr,
+          default_value = crate::server::reconciler::probe::K3S_CIDRS)]
+    pub probe_deny_cidrs: Vec<Cidr>,
+    /// The connection test may reach loopback addresses (a host on this
+    /// machine); on with the simulated host.
+    #[arg(long, env = "KUBEBYON_PROBE_LOOPBACK", value_parser = BoolishValueParser::new(), default_value_t = false)]
+    pub probe_loopback: bool,
+    /// The chart repositories (`https://` or `oci://`, comma-separated) admins
+    /// may choose; empty: the default repository only.
+    #[arg(long, env = "KUBEBYON_CHART_REPOS", value_delimiter = ',')]
     pub chart_repos: Vec<String>,
-    /// `KUBEBYON_SPEC_WRITE_LIMIT`: `on` (default) or `off`; spec writes per
-    /// user ([`crate::server::service::write_limit`]).
+    /// `on`: each user may create, edit or delete clusters 20 times at once,
+    /// then once every 3 s (`service::write_limit`); `off` for load tests.
+    #[arg(long, env = "KUBEBYON_SPEC_WRITE_LIMIT", value_parser = BoolishValueParser::new(), default_value = "on",
+          action = clap::ArgAction::Set)]
     pub spec_write_limit: bool,
-    /// `KUBEBYON_MAX_CONNECTIONS`: connections served at once (default 1024).
+    /// Connections served at once; past it the listener waits for one to close.
+    #[arg(long, env = "KUBEBYON_MAX_CONNECTIONS", value_parser = positive_usize, default_value_t = 1024)]
     pub max_connections: usize,
-    /// `KUBEBYON_HEADER_TIMEOUT_SECS`: how long a request's headers (and a
-    /// kept-alive connection's next request) may take (default 15).
+    /// Seconds a request's headers (and a kept-alive connection's next request) may take.
+    #[arg(long, env = "KUBEBYON_HEADER_TIMEOUT_SECS", value_parser = positive, default_value_t = 15)]
     pub header_timeout_secs: u64,
+    /// Seconds a migrating cluster may wait for its LoadBalancer address before it fails.
+    #[arg(long, env = "KUBEBYON_MIGRATION_ADDRESS_TIMEOUT_SECS", value_parser = positive,
+          default_value_t = crate::server::service::migration::DEFAULT_ADDRESS_TIMEOUT_SECS as u64)]
+    pub migration_address_timeout_secs: u64,
+    /// Seconds the observer lease lasts (renewed every third of it).
+    #[arg(long, env = "KUBEBYON_LEADER_LEASE_SECS", value_parser = positive,
+          default_value_t = crate::server::reconciler::DEFAULT_LEADER_LEASE.as_secs())]
+    pub leader_lease_secs: u64,
+    /// Seconds a claimed operation stays a crashed replica's before another takes it.
+    #[arg(long, env = "KUBEBYON_CLAIM_LEASE_SECS", value_parser = positive,
+          default_value_t = crate::server::reconciler::DEFAULT_CLAIM_LEASE.as_secs())]
+    pub claim_lease_secs: u64,
 }
 
-/// An environment variable the console cannot use: which, what it holds
-/// (never a secret's: only the checked settings below can fail), what it should be.
-#[derive(Debug, thiserror::Error)]
-#[error("{var}: {value:?} is {expected}")]
-pub struct ConfigError {
-    pub var: String,
-    pub value: String,
-    pub expected: &'static str,
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    #[default]
+    Text,
+    Json,
 }
 
-impl ConfigError {
-    fn new(var: &str, value: impl Into<String>, expected: &'static str) -> Self {
-        Self { var: var.to_owned(), value: value.into(), expected }
-    }
+fn cidr(raw: &str) -> Result<Cidr, String> {
+    Cidr::parse(raw).ok_or_else(|| "not an IP address or CIDR block".to_owned())
+}
+
+fn positive(raw: &str) -> Result<u64, String> {
+    raw.trim().parse::<u64>().ok().filter(|n| *n > 0).ok_or_else(|| "not a positive whole number".to_owned())
+}
+
+fn positive_usize(raw: &str) -> Result<usize, String> {
+    positive(raw).and_then(|n| usize::try_from(n).map_err(|e| e.to_string()))
 }
 
 impl Config {
-    pub fn from_env() -> Result<Self, ConfigError> {
-        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
-        let trusted_proxies = Cidr::parse_list(&var("KUBEBYON_TRUSTED_PROXIES").unwrap_or_default())
-            .map_err(|bad| ConfigError::new("KUBEBYON_TRUSTED_PROXIES", bad, "not an IP address or CIDR block"))?;
-        let log_json = match var("KUBEBYON_LOG_FORMAT").as_deref() {
-            None | Some("text") => false,
-            Some("json") => true,
-            Some(other) => return Err(ConfigError::new("KUBEBYON_LOG_FORMAT", other, "neither \"text\" nor \"json\"")),
-        };
-        let mut probe_targets = crate::server::reconciler::probe::Targets::default();
-        if let Some(raw) = var("KUBEBYON_PROBE_DENY_CIDRS") {
-            probe_targets.deny = Cidr::parse_list(&raw)
-                .map_err(|bad| ConfigError::new("KUBEBYON_PROBE_DENY_CIDRS", bad, "not an IP address or CIDR block"))?;
+    /// What the probe may connect to.
+    pub fn probe_targets(&self) -> crate::server::reconciler::probe::Targets {
+        crate::server::reconciler::probe::Targets {
+            deny: self.probe_deny_cidrs.clone(),
+            allow_loopback: self.probe_loopback || self.simulated_host,
         }
-        probe_targets.allow_loopback = var("KUBEBYON_PROBE_LOOPBACK").is_some_and(|v| v == "1")
-            || var("KUBEBYON_SIMULATED_HOST").is_some_and(|v| v == "1");
-        // A positive whole number from `key`, else `default`.
-        let positive = |key: &str, default: u64| match var(key) {
-            None => Ok(default),
-            Some(v) => v
-                .trim()
-                .parse::<u64>()
-                .ok()
-                .filter(|n| *n > 0)
-                .ok_or_else(|| ConfigError::new(key, v, "not a positive whole number")),
-        };
-        let password_memory_mib =
-            positive("KUBEBYON_PASSWORD_MEMORY_MIB", crate::server::auth::rate_limit::DEFAULT_PASSWORD_MEMORY_MIB)?;
-        let spec_write_limit = match var("KUBEBYON_SPEC_WRITE_LIMIT").as_deref() {
-            None | Some("on") => true,
-            Some("off") => false,
-            Some(other) => {
-                return Err(ConfigError::new("KUBEBYON_SPEC_WRITE_LIMIT", other, "neither \"on\" nor \"off\""));
-            }
-        };
-        let limits = crate::server::http::serve::Limits::default();
-        let max_connections = positive("KUBEBYON_MAX_CONNECTIONS", limits.max_connections as u64)? as usize;
-        let header_timeout_secs = positive("KUBEBYON_HEADER_TIMEOUT_SECS", limits.header_read.as_secs())?;
-        Ok(Self {
-            data_dir: var("KUBEBYON_DATA_DIR").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("data")),
-            database_url: var("DATABASE_URL"),
-            public_url: var("KUBEBYON_PUBLIC_URL"),
-            admin_password: var("KUBEBYON_ADMIN_PASSWORD"),
-            simulated_host: var("KUBEBYON_SIMULATED_HOST").is_some_and(|v| v == "1"),
-            trusted_proxies,
-            metrics_token: var("KUBEBYON_METRICS_TOKEN"),
-            log_json,
-            password_memory_mib,
-            probe_targets,
-            chart_repos: var("KUBEBYON_CHART_REPOS")
-                .map(|v| v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect())
-                .unwrap_or_default(),
-            spec_write_limit,
-            max_connections,
-            header_timeout_secs,
-        })
     }
 
     /// The throttling key of the client behind a request (`auth::client`).

@@ -107,6 +107,10 @@ pub struct Context {
 pub const REQUEST_CALLS: usize = 16;
 /// How long a request waits for the host (a slot and the calls together).
 pub const REQUEST_CALL_TIMEOUT: Duration = Duration::from_secs(25);
+/// How long a claimed operation is a crashed replica's ([`Context::lease`]).
+pub const DEFAULT_CLAIM_LEASE: Duration = Duration::from_secs(120);
+/// The observer lease ([`Context::leader_lease`]).
+pub const DEFAULT_LEADER_LEASE: Duration = Duration::from_secs(15);
 
 impl Context {
     pub fn new(client: Client, pool: AnyPool, detected: AddressRequest) -> Self {
@@ -120,8 +124,8 @@ impl Context {
             resolver: probe::Resolver::default(),
             resync: Duration::from_secs(60),
             retry_base: Duration::from_secs(2),
-            lease: Duration::from_secs(120),
-            leader_lease: Duration::from_secs(15),
+            lease: DEFAULT_CLAIM_LEASE,
+            leader_lease: DEFAULT_LEADER_LEASE,
             probes: probes::Probes::new(wake.clone()),
             servicelb: std::sync::atomic::AtomicBool::new(false),
             wake,

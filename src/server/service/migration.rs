@@ -400,16 +400,6 @@ async fn rollback(pool: &AnyPool, user: &CurrentUser, id: i64, cluster_id: i64) 
     Ok(())
 }
 
-/// How long a switching cluster may wait for its address:
-/// `KUBEBYON_MIGRATION_ADDRESS_TIMEOUT_SECS`, else 300 s.
-pub fn address_timeout() -> i64 {
-    std::env::var("KUBEBYON_MIGRATION_ADDRESS_TIMEOUT_SECS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .filter(|v: &i64| *v > 0)
-        .unwrap_or(DEFAULT_ADDRESS_TIMEOUT_SECS)
-}
-
 /// One pass of the driver: settles switching clusters that are done or
 /// failed, starts queued ones up to each migration's concurrency, and closes
 /// old endpoints whose grace period is over. Safe to run in several places
