@@ -7,10 +7,11 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use kubebyon::server::cli::Command;
 use kubebyon::server::config::{Config, LogFormat};
+use kubebyon::server::controllers::reconciler;
+use kubebyon::server::controllers::supervise::supervise;
 use kubebyon::server::service::accounts;
 use kubebyon::server::state::AppState;
-use kubebyon::server::supervise::supervise;
-use kubebyon::server::{auth, db, http, reconciler};
+use kubebyon::server::{auth, db, http};
 use leptos::config::get_configuration;
 use sqlx::AnyPool;
 
@@ -150,7 +151,7 @@ async fn serve(pool: AnyPool, db_shown: String, config: Config) -> anyhow::Resul
             let detect = reconciler::detect_address_request(&client);
             let request = tokio::time::timeout(std::time::Duration::from_secs(3), detect)
                 .await
-                .unwrap_or(reconciler::render::AddressRequest::None);
+                .unwrap_or(kubebyon::domain::render::AddressRequest::None);
             let mut ctx = reconciler::Context::new(client, pool.clone(), request);
             ctx.resolver.targets = config.probe_targets();
             ctx.leader_lease = std::time::Duration::from_secs(config.leader_lease_secs);
@@ -177,11 +178,11 @@ async fn serve(pool: AnyPool, db_shown: String, config: Config) -> anyhow::Resul
     };
     // Moves clusters of running migrations along (all state in the database).
     {
-        use kubebyon::server::service::migration;
+        use kubebyon::server::controllers::move_driver;
         let pool = pool.clone();
         let timeout = state.config.migration_address_timeout_secs as i64;
         tokio::spawn(supervise("migration_driver", move || {
-            migration::drive(pool.clone(), std::time::Duration::from_secs(2), timeout)
+            move_driver::drive(pool.clone(), std::time::Duration::from_secs(2), timeout)
         }));
     }
     tokio::spawn(supervise("session_expiry", move || expire_sessions(pool.clone())));

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use hostsim::testhost::{Net, Simulator, TestHost};
 use hostsim::testsupport as ts;
-use kubebyon::server::service::migration;
+use kubebyon::server::controllers::move_driver;
 use serde_json::{Value, json};
 use support::host::{Env, env_on, kubectl_get_ns_on, ready};
 
@@ -22,7 +22,7 @@ fn host() -> &'static TestHost {
 /// The console's migration driver, as `serve` runs it (faster passes; a short wait for addresses).
 fn start_driver(env: &Env, address_timeout: i64) {
     let pool = env.console.pool.clone();
-    tokio::spawn(migration::drive(pool, Duration::from_millis(300), address_timeout));
+    tokio::spawn(move_driver::drive(pool, Duration::from_millis(300), address_timeout));
 }
 
 async fn migration_view(env: &Env, id: i64) -> Value {
@@ -207,9 +207,10 @@ async fn two_drivers_and_a_crash_switch_each_cluster_once() {
     use kubebyon::domain::public_access::PublicAccessRequest;
     use kubebyon::domain::resources::{NumberOrText, ResourcesRequest};
     use kubebyon::domain::user::Role;
+    use kubebyon::server::controllers::move_driver::advance;
     use kubebyon::server::db;
     use kubebyon::server::service::clusters::{ClusterDraft, create};
-    use kubebyon::server::service::migration::{advance, start};
+    use kubebyon::server::service::migration::start;
 
     for t in support::each_backend().await {
         let admin = support::user(&t.pool, "ops", Role::Admin).await;
@@ -371,7 +372,7 @@ async fn kill_9_during_a_batch_then_resume_switches_nothing_twice() {
     assert_eq!(switching, 2);
     // The console's driver picks it up.
     for _ in 0..3 {
-        migration::advance(&pool, 3600).await.unwrap();
+        move_driver::advance(&pool, 3600).await.unwrap();
     }
     let items = db::migration::items(&pool, 1).await.unwrap();
     assert_eq!(items.len(), 4, "nothing lost");

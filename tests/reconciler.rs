@@ -15,9 +15,9 @@ use hostsim::testhost::{Net, Simulator, TestHost};
 use hostsim::testsupport as ts;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::{Api, ResourceExt};
+use kubebyon::domain::render::INSTALLATION_LABEL;
+use kubebyon::server::controllers::reconciler::{self, Context};
 use kubebyon::server::db;
-use kubebyon::server::reconciler::render::INSTALLATION_LABEL;
-use kubebyon::server::reconciler::{self, Context};
 use serde_json::{Value, json};
 use support::host::{
     Env, WAIT, console_kubeconfig_as, context_on, env_as, env_on, env_parked, kubectl_get_ns_on, nodeport_settings,
@@ -499,7 +499,7 @@ async fn load_balancer_cluster_with_a_dns_host_probes_ok_through_the_resolver() 
 #[tokio::test]
 async fn probe_outcomes_are_told_apart() {
     use kubebyon::domain::ConnectionStatus as S;
-    use kubebyon::server::reconciler::probe::{Credentials, Resolver, probe};
+    use kubebyon::server::controllers::reconciler::probe::{Credentials, Resolver, probe};
     let env = env().await;
     let net = host().net;
     let a_ip = net.addr(212).to_string();
@@ -1159,7 +1159,7 @@ async fn servicelb_serving_a_clusters_service_is_noticed() {
     let settings = env.console.get("/api/admin/system-settings", Some(&env.cookie)).await.json();
     assert_eq!(settings["detected_servicelb"], false, "{settings}");
     let services = Api::<Service>::namespaced(host().client().await.unwrap(), "kubebyon-slb");
-    let finalizer = kubebyon::server::reconciler::gather::SERVICELB_FINALIZER;
+    let finalizer = kubebyon::server::controllers::reconciler::gather::SERVICELB_FINALIZER;
     let patch = json!({"metadata": {"finalizers": [finalizer]}});
     services.patch("slb", &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&patch)).await.unwrap();
     env.ctx.resync_all();

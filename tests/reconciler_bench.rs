@@ -25,8 +25,8 @@ use kube::api::{Api, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::runtime::watcher;
 use kubebyon::domain::user::Role;
-use kubebyon::server::reconciler::probe::{Credentials, Resolver, probe};
-use kubebyon::server::reconciler::{self, Context};
+use kubebyon::server::controllers::reconciler::probe::{Credentials, Resolver, probe};
+use kubebyon::server::controllers::reconciler::{self, Context};
 use kubebyon::server::service::clusters;
 use serde_json::json;
 
@@ -136,7 +136,7 @@ async fn switch_node_port_to_load_balancer() {
     settings.nodeport_public_host = Some(kubebyon::domain::Host::parse(&net.node().to_string()).unwrap());
     kubebyon::server::db::settings::save(&pool_db, &settings).await.unwrap();
     let client = counting_client(host, &CONSOLE_CALLS).await;
-    let mut ctx = Context::new(client, pool_db.clone(), reconciler::render::AddressRequest::MetalLb);
+    let mut ctx = Context::new(client, pool_db.clone(), kubebyon::domain::render::AddressRequest::MetalLb);
     // The test host serves on 127.0.0.0/8.
     ctx.resolver.targets.allow_loopback = true;
     ctx.resync = Duration::from_secs(10);

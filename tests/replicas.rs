@@ -150,10 +150,11 @@ async fn two_replicas_share_the_work_and_survive_kill_9_of_the_lease_holder() {
     ts::eventually("some clusters Ready", Duration::from_secs(120), || async { (ready_count(&a) >= 10).then_some(()) })
         .await
         .expect("ten clusters Ready");
-    let holder = kubebyon::server::db::shared::lease_holder(&pool, kubebyon::server::reconciler::OBSERVER_LEASE)
-        .await
-        .unwrap()
-        .expect("someone observes");
+    let holder =
+        kubebyon::server::db::shared::lease_holder(&pool, kubebyon::server::controllers::reconciler::OBSERVER_LEASE)
+            .await
+            .unwrap()
+            .expect("someone observes");
     let victim =
         replicas.iter().position(|r| Some(r.child.id()) == pid_of(&holder)).expect("the holder is one of ours");
     replicas[victim].child.kill().expect("kill -9");
@@ -161,9 +162,12 @@ async fn two_replicas_share_the_work_and_survive_kill_9_of_the_lease_holder() {
     let killed_at = Instant::now();
     let survivor = replicas[1 - victim].url.clone();
     let new_holder = ts::eventually("the other replica takes the lease", Duration::from_secs(30), || async {
-        let h = kubebyon::server::db::shared::lease_holder(&pool, kubebyon::server::reconciler::OBSERVER_LEASE)
-            .await
-            .ok()??;
+        let h = kubebyon::server::db::shared::lease_holder(
+            &pool,
+            kubebyon::server::controllers::reconciler::OBSERVER_LEASE,
+        )
+        .await
+        .ok()??;
         (h != holder).then_some(h)
     })
     .await

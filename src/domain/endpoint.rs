@@ -110,9 +110,22 @@ pub fn fits(access: &PublicAccess, endpoint: &str, port: Option<u16>) -> bool {
     }
 }
 
+/// The host of an `https://host:port` endpoint, as text (IPv6 without brackets).
+pub fn url_host(endpoint: &str) -> Option<String> {
+    Endpoint::parse(endpoint).map(|e| e.host.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn endpoint_hosts() {
+        assert_eq!(url_host("https://10.0.0.1:30443").as_deref(), Some("10.0.0.1"));
+        assert_eq!(url_host("https://[2001:db8::1]:30443").as_deref(), Some("2001:db8::1"));
+        assert_eq!(url_host("https://n.example.com:31000").as_deref(), Some("n.example.com"));
+        assert_eq!(url_host("http://x:1"), None);
+    }
 
     fn svc(node_port: Option<u16>, ingress: Vec<Ingress>) -> ServiceObservation {
         ServiceObservation { https_node_port: node_port, ingress }

@@ -14,6 +14,7 @@ pub mod path;
 pub mod public_access;
 pub mod quota;
 pub mod reason;
+pub mod render;
 pub mod resources;
 pub mod sans;
 pub mod settings;

@@ -120,8 +120,8 @@ pub async fn migrate(pool: &sqlx::AnyPool, args: MigrateArgs, address_timeout: i
         .filter(|u| u.is_admin())
         .ok_or_else(|| anyhow!("{:?} is not an admin account (--as)", args.admin))?;
     // How the host's LoadBalancer provider is asked, as the console sees it.
-    let detected = match crate::server::reconciler::connect().await {
-        Ok(client) => Some(crate::server::reconciler::detect_address_request(&client).await),
+    let detected = match crate::server::controllers::reconciler::connect().await {
+        Ok(client) => Some(crate::server::controllers::reconciler::detect_address_request(&client).await),
         Err(_) => None,
     };
     let plan = migration::dry_run(pool, &admin, detected, &req).await.context("refused")?;
@@ -159,7 +159,7 @@ pub async fn migrate(pool: &sqlx::AnyPool, args: MigrateArgs, address_timeout: i
     let tty = std::io::stdout().is_terminal();
     let mut seen: std::collections::HashMap<i64, String> = std::collections::HashMap::new();
     loop {
-        migration::advance(pool, address_timeout).await.context("refused")?;
+        crate::server::controllers::move_driver::advance(pool, address_timeout).await.context("refused")?;
         let view = migration::view(pool, &admin, id).await.context("refused")?;
         for item in &view.items {
             let step = match (item.state, item.step) {

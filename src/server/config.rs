@@ -51,7 +51,7 @@ pub struct Config {
     /// Addresses the connection test never reaches besides link-local ones
     /// (comma-separated): the host cluster's Pod and Service ranges.
     #[arg(long, env = "KUBEBYON_PROBE_DENY_CIDRS", value_delimiter = ',', value_parser = cidr,
-          default_value = crate::server::reconciler::probe::K3S_CIDRS)]
+          default_value = crate::server::controllers::reconciler::probe::K3S_CIDRS)]
     pub probe_deny_cidrs: Vec<Cidr>,
     /// The connection test may reach loopback addresses (a host on this
     /// machine); on with the simulated host.
@@ -74,15 +74,15 @@ pub struct Config {
     pub header_timeout_secs: u64,
     /// Seconds a migrating cluster may wait for its LoadBalancer address before it fails.
     #[arg(long, env = "KUBEBYON_MIGRATION_ADDRESS_TIMEOUT_SECS", value_parser = positive,
-          default_value_t = crate::server::service::migration::DEFAULT_ADDRESS_TIMEOUT_SECS as u64)]
+          default_value_t = crate::server::controllers::move_driver::DEFAULT_ADDRESS_TIMEOUT_SECS as u64)]
     pub migration_address_timeout_secs: u64,
     /// Seconds the observer lease lasts (renewed every third of it).
     #[arg(long, env = "KUBEBYON_LEADER_LEASE_SECS", value_parser = positive,
-          default_value_t = crate::server::reconciler::DEFAULT_LEADER_LEASE.as_secs())]
+          default_value_t = crate::server::controllers::reconciler::DEFAULT_LEADER_LEASE.as_secs())]
     pub leader_lease_secs: u64,
     /// Seconds a claimed operation stays a crashed replica's before another takes it.
     #[arg(long, env = "KUBEBYON_CLAIM_LEASE_SECS", value_parser = positive,
-          default_value_t = crate::server::reconciler::DEFAULT_CLAIM_LEASE.as_secs())]
+          default_value_t = crate::server::controllers::reconciler::DEFAULT_CLAIM_LEASE.as_secs())]
     pub claim_lease_secs: u64,
 }
 
@@ -107,8 +107,8 @@ fn positive_usize(raw: &str) -> Result<usize, String> {
 
 impl Config {
     /// What the probe may connect to.
-    pub fn probe_targets(&self) -> crate::server::reconciler::probe::Targets {
-        crate::server::reconciler::probe::Targets {
+    pub fn probe_targets(&self) -> crate::server::controllers::reconciler::probe::Targets {
+        crate::server::controllers::reconciler::probe::Targets {
             deny: self.probe_deny_cidrs.clone(),
             allow_loopback: self.probe_loopback || self.simulated_host,
         }

@@ -8,7 +8,7 @@ use sqlx::AnyPool;
 
 use super::auth::rate_limit::LoginLimiter;
 use super::config::Config;
-use super::reconciler;
+use super::controllers::reconciler;
 
 #[derive(Clone, FromRef)]
 pub struct AppState {

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use hostsim::testhost::TestHost;
 use hostsim::testsupport as ts;
-use kubebyon::server::reconciler::{self, Context, render::AddressRequest};
+use kubebyon::domain::render::AddressRequest;
+use kubebyon::server::controllers::reconciler::{self, Context};
 use serde_json::{Value, json};
 
 use super::http::Console;

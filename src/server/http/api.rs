@@ -17,7 +17,6 @@ use crate::domain::settings::SettingsInput;
 use crate::domain::user::CurrentUser;
 use crate::domain::{AppError, ErrorCode, SystemSettings};
 use crate::server::auth::session;
-use crate::server::reconciler;
 use crate::server::service::{accounts, clusters, settings};
 use crate::server::state::AppState;
 
@@ -335,24 +334,8 @@ pub async fn cluster_kubeconfig(
     ApiUser(u): ApiUser,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let cluster = clusters::get(&st.pool, &u, cluster_id(&id)?).await?;
-    let unavailable = || ApiError(AppError::new(ErrorCode::KubeconfigUnavailable));
-    let host = st.host.as_ref().ok_or_else(unavailable)?;
-    let text = match reconciler::download(host, &cluster).await {
-        Ok(Some(text)) => text,
-        Ok(None) => return Err(unavailable()),
-        Err(e) => {
-            tracing::warn!(cluster = cluster.id, error = %e, "kubeconfig download failed");
-            return Err(unavailable());
-        }
-    };
-    if u.is_admin() {
-        let target = format!("cluster:{}", cluster.spec.name);
-        let action = crate::domain::audit::AuditAction::KubeconfigDownloaded;
-        crate::server::service::audit::record(&st.pool, &u, action, &target, &format!("owner: {}", cluster.owner))
-            .await;
-    }
-    let disposition = format!("attachment; filename=\"kubeconfig-{}.yaml\"", cluster.spec.name.as_str());
+    let (name, text) = clusters::kubeconfig(&st.pool, st.host.as_ref(), &u, cluster_id(&id)?).await?;
+    let disposition = format!("attachment; filename=\"kubeconfig-{}.yaml\"", name.as_str());
     let headers = [
         (header::CONTENT_TYPE, "application/yaml".to_owned()),
         (header::CACHE_CONTROL, "no-store".to_owned()),

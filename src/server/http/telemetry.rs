@@ -121,7 +121,7 @@ pub async fn metrics_page(State(state): State<AppState>, headers: http::HeaderMa
 /// process answers (liveness must not restart replicas for a database outage).
 pub async fn readyz(State(state): State<AppState>) -> Response {
     let check = sqlx::query_scalar::<_, i32>("SELECT 1").fetch_one(&state.pool);
-    let down = crate::server::supervise::down();
+    let down = crate::server::controllers::supervise::down();
     if !down.is_empty() {
         tracing::warn!(?down, "not ready: background workers restarting");
         return (StatusCode::SERVICE_UNAVAILABLE, format!("restarting: {}\n", down.join(", "))).into_response();

@@ -227,7 +227,7 @@ pub async fn history(pool: &AnyPool, cluster: &Cluster, before: Option<i64>) -> 
 /// or nothing readable on the host: `kubeconfig_unavailable`.
 pub async fn probe(
     pool: &AnyPool,
-    host: Option<&std::sync::Arc<crate::server::reconciler::Context>>,
+    host: Option<&std::sync::Arc<crate::server::controllers::reconciler::Context>>,
     user: &CurrentUser,
     id: i64,
 ) -> Result<crate::domain::cluster::ProbeOutcome, AppError> {
@@ -235,7 +235,7 @@ pub async fn probe(
     let unavailable = || AppError::new(ErrorCode::KubeconfigUnavailable);
     let host = host.ok_or_else(unavailable)?;
     super::wake(Some(host));
-    match crate::server::reconciler::probe_now(host, &cluster).await {
+    match crate::server::controllers::reconciler::probe_now(host, &cluster).await {
         Ok(Some(r)) => Ok(crate::domain::cluster::ProbeOutcome { status: r.status, detail: r.detail }),
         Ok(None) => Err(unavailable()),
         Err(e) => {
@@ -243,6 +243,41 @@ pub async fn probe(
             Err(unavailable())
         }
     }
+}
+
+/// A cluster's kubeconfig, read from the host now (owner or admin; an
+/// admin's download is audited): its name and the file. Never cached, stored
+/// or logged; `kubeconfig_unavailable` when there is none (no host, not yet
+/// installed, public access off).
+pub async fn kubeconfig(
+    pool: &AnyPool,
+    host: Option<&std::sync::Arc<crate::server::controllers::reconciler::Context>>,
+    user: &CurrentUser,
+    id: i64,
+) -> Result<(ClusterName, String), AppError> {
+    let cluster = get(pool, user, id).await?;
+    let unavailable = || AppError::new(ErrorCode::KubeconfigUnavailable);
+    let host = host.ok_or_else(unavailable)?;
+    let text = match crate::server::controllers::reconciler::download(host, &cluster).await {
+        Ok(Some(text)) => text,
+        Ok(None) => return Err(unavailable()),
+        Err(e) => {
+            tracing::warn!(cluster = cluster.id, error = %e, "kubeconfig download failed");
+            return Err(unavailable());
+        }
+    };
+    if user.is_admin() {
+        let target = format!("cluster:{}", cluster.spec.name);
+        super::audit::record(
+            pool,
+            user,
+            AuditAction::KubeconfigDownloaded,
+            &target,
+            &format!("owner: {}", cluster.owner),
+        )
+        .await;
+    }
+    Ok((cluster.spec.name, text))
 }
 
 /// The owner (or an admin) has read the notice that the cluster's endpoint moved.

@@ -16,19 +16,16 @@ use crate::domain::change::{Change, Operation, describe_update};
 use crate::domain::cluster::{Cluster, OldEndpoint};
 use crate::domain::endpoint::Endpoint;
 use crate::domain::migration::{
-    self, Candidate, ItemState, ItemView, MigrationRequest, MigrationView, Plan, PlanItem, Problem, SwitchStep,
-    ValueChange,
+    self, Candidate, ItemState, ItemView, MigrationRequest, MigrationView, Plan, PlanItem, Problem, ValueChange,
 };
+use crate::domain::render;
 use crate::domain::settings::AddressRequest;
 use crate::domain::user::CurrentUser;
 use crate::domain::{AppError, ErrorCode, Field, Host, PublicAccess, PublicAccessMode, StopReason};
 use crate::server::db;
 use crate::server::db::migration::{ItemRow, NewItem};
-use crate::server::reconciler::render;
 
 pub use crate::domain::migration::{DEFAULT_CONCURRENCY, DEFAULT_GRACE_SECS, MAX_CONCURRENCY};
-/// A switching cluster without its LoadBalancer address after this long fails.
-pub const DEFAULT_ADDRESS_TIMEOUT_SECS: i64 = 300;
 
 fn limits(req: &MigrationRequest) -> Result<(i64, i64), AppError> {
     let concurrency = req.concurrency.unwrap_or(DEFAULT_CONCURRENCY);
@@ -179,7 +176,7 @@ pub async fn dry_run(
                 a.problems.push(Problem::AlreadyMigrating);
             }
             // The host handed-out kubeconfigs name (stays in the certificate during the grace period).
-            let old_host = c.status.api_endpoint.as_deref().and_then(url_host);
+            let old_host = c.status.api_endpoint.as_deref().and_then(crate::domain::endpoint::url_host);
             let (new_endpoint, planned_sans, changes) = match &a.host {
                 Some(host) => {
                     let mut spec = c.spec.clone();
@@ -329,7 +326,7 @@ pub enum ItemAction {
 /// dispatch the JSON API and the progress page share.
 pub async fn item_action(
     pool: &AnyPool,
-    host: Option<&std::sync::Arc<crate::server::reconciler::Context>>,
+    host: Option<&std::sync::Arc<crate::server::controllers::reconciler::Context>>,
     user: &CurrentUser,
     id: i64,
     cluster_id: i64,
@@ -398,176 +395,4 @@ async fn rollback(pool: &AnyPool, user: &CurrentUser, id: i64, cluster_id: i64) 
     let target = format!("migration:{id}/cluster:{cluster_id}");
     super::audit::record(pool, user, AuditAction::MigrationItemRolledBack, &target, "").await;
     Ok(())
-}
-
-/// One pass of the driver: settles switching clusters that are done or
-/// failed, starts queued ones up to each migration's concurrency, and closes
-/// old endpoints whose grace period is over. Safe to run in several places
-/// at once. `timeout`: seconds a switching cluster may wait for its address.
-pub async fn advance(pool: &AnyPool, timeout: i64) -> Result<(), AppError> {
-    for m in db::migration::active(pool).await? {
-        let Some(admin) = db::users::by_id(pool, m.created_by).await?.map(|u| u.current_user()) else {
-            continue;
-        };
-        let items = db::migration::items(pool, m.id).await?;
-        let mut switching = 0;
-        for item in items.iter().filter(|i| i.state() == ItemState::Switching) {
-            if settle(pool, &m, &admin, item, timeout).await? == ItemState::Switching {
-                switching += 1;
-            }
-        }
-        let free = usize::try_from(m.concurrency - switching).unwrap_or(0);
-        for item in items.iter().filter(|i| i.state() == ItemState::Queued).take(free) {
-            if db::migration::transition(pool, m.id, item.cluster_id, ItemState::Queued, ItemState::Switching, "")
-                .await?
-            {
-                switch(pool, &m, &admin, item).await?;
-            }
-        }
-    }
-    for (cluster_id, generation, host) in db::migration::old_endpoints_due(pool).await? {
-        // Whoever started the latest migration of this cluster asked for it.
-        let by = db::migration::mover_of(pool, cluster_id).await?.unwrap_or_default();
-        if db::migration::close_old_endpoint(pool, cluster_id, generation, &host, by).await? {
-            tracing::info!(cluster = cluster_id, "old endpoint closed: grace period over");
-        }
-    }
-    Ok(())
-}
-
-async fn fail(
-    pool: &AnyPool,
-    m: &db::migration::MigrationRow,
-    item: &ItemRow,
-    reason: StopReason,
-) -> Result<ItemState, AppError> {
-    let reason = reason.to_string();
-    db::migration::transition(pool, m.id, item.cluster_id, ItemState::Switching, ItemState::Failed, &reason).await?;
-    tracing::warn!(migration = m.id, cluster = item.cluster_id, reason, "migration item failed");
-    Ok(ItemState::Failed)
-}
-
-/// Applies the switch of a claimed item (again, after a crash: idempotent).
-async fn switch(
-    pool: &AnyPool,
-    m: &db::migration::MigrationRow,
-    admin: &CurrentUser,
-    item: &ItemRow,
-) -> Result<ItemState, AppError> {
-    let Some(cluster) = db::clusters::get(pool, item.cluster_id).await? else {
-        return fail(pool, m, item, StopReason::ClusterDeleted).await;
-    };
-    let Ok(host) = Host::parse(&item.new_host) else {
-        return fail(pool, m, item, StopReason::HostInvalid).await;
-    };
-    let target = PublicAccess::LoadBalancer { host: host.clone() };
-    if cluster.spec.public_access == target {
-        // Switched before a restart: only the generation is left to record.
-        if item.target_generation.is_none() {
-            db::migration::set_target_generation(pool, m.id, item.cluster_id, cluster.generation).await?;
-        }
-        return Ok(ItemState::Switching);
-    }
-    if cluster.deletion_requested || matches!(cluster.spec.public_access, PublicAccess::LoadBalancer { .. }) {
-        return fail(pool, m, item, StopReason::ChangedMeanwhile).await;
-    }
-    if db::clusters::load_balancer_host_taken(pool, &item.new_host, Some(cluster.id)).await? {
-        return fail(pool, m, item, StopReason::HostInUse).await;
-    }
-    // The old endpoint record first: it only changes LoadBalancer values, so
-    // the switch renders once, with it.
-    if let Some(old) = &item.old_endpoint
-        && let Some(old_host) = url_host(old)
-    {
-        let until = db::now() + m.grace_secs;
-        db::migration::set_old_endpoint(pool, cluster.id, Some((&old_host, until))).await?;
-        if m.grace_secs == 0 {
-            db::migration::mark_old_endpoint_closed(pool, cluster.id).await?;
-        }
-    }
-    let mut spec = cluster.spec.clone();
-    spec.public_access = target;
-    let mut changes = describe_update(&cluster.spec, &spec);
-    changes.push(Change::Migration { id: m.id, rollback: false });
-    let op = Operation::Update { changes };
-    let remembered = PublicAccessMode::LoadBalancer;
-    let switched =
-        db::clusters::update_spec(pool, cluster.id, cluster.generation, &spec, remembered, &op, admin.id, None);
-    // The host claimed meanwhile by another cluster (the database's unique claim).
-    let switched = match switched.await {
-        Err(e) if e.is_lb_host_taken() => return fail(pool, m, item, StopReason::HostInUse).await,
-        other => other?,
-    };
-    match switched {
-        Some(generation) => {
-            db::migration::set_target_generation(pool, m.id, item.cluster_id, generation).await?;
-            tracing::info!(migration = m.id, cluster = cluster.id, host = %item.new_host, "cluster switching to LoadBalancer");
-            Ok(ItemState::Switching)
-        }
-        // Changed by someone at the same moment: the next pass looks again.
-        None => Ok(ItemState::Switching),
-    }
-}
-
-/// The host of an `https://host:port` endpoint.
-fn url_host(endpoint: &str) -> Option<String> {
-    Endpoint::parse(endpoint).map(|e| e.host.to_string())
-}
-
-/// Looks at a switching item: done, failed, or still on its way.
-async fn settle(
-    pool: &AnyPool,
-    m: &db::migration::MigrationRow,
-    admin: &CurrentUser,
-    item: &ItemRow,
-    timeout: i64,
-) -> Result<ItemState, AppError> {
-    let Some(target_generation) = item.target_generation else {
-        // Claimed but not applied (a driver stopped in between): apply now.
-        return switch(pool, m, admin, item).await;
-    };
-    let Some(cluster) = db::clusters::get(pool, item.cluster_id).await? else {
-        return fail(pool, m, item, StopReason::ClusterDeleted).await;
-    };
-    let Ok(host) = Host::parse(&item.new_host) else {
-        return fail(pool, m, item, StopReason::HostInvalid).await;
-    };
-    let waited = db::now() - item.started_at.unwrap_or_else(db::now);
-    match migration::switch_step(&cluster, &host, target_generation) {
-        SwitchStep::Done => {
-            db::migration::transition(pool, m.id, item.cluster_id, ItemState::Switching, ItemState::Done, "").await?;
-            tracing::info!(migration = m.id, cluster = item.cluster_id, "cluster moved to LoadBalancer");
-            Ok(ItemState::Done)
-        }
-        SwitchStep::Failed => fail(pool, m, item, StopReason::Cluster(cluster.status.reason)).await,
-        SwitchStep::Switching if !matches!(cluster.spec.public_access, PublicAccess::LoadBalancer { .. }) => {
-            fail(pool, m, item, StopReason::ChangedMeanwhile).await
-        }
-        _ if waited > timeout => fail(pool, m, item, StopReason::from_cluster(&cluster.status.reason)).await,
-        _ => Ok(ItemState::Switching),
-    }
-}
-
-/// Runs the driver every `every` until the process ends (the console's
-/// background task; `kubebyon migrate` drives it itself while it waits).
-pub async fn drive(pool: AnyPool, every: Duration, timeout: i64) {
-    loop {
-        if let Err(e) = advance(&pool, timeout).await {
-            tracing::warn!(error = %e, "migration driver pass failed");
-        }
-        tokio::time::sleep(every).await;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn endpoint_hosts() {
-        assert_eq!(url_host("https://10.0.0.1:30443").as_deref(), Some("10.0.0.1"));
-        assert_eq!(url_host("https://[2001:db8::1]:30443").as_deref(), Some("2001:db8::1"));
-        assert_eq!(url_host("https://n.example.com:31000").as_deref(), Some("n.example.com"));
-        assert_eq!(url_host("http://x:1"), None);
-    }
 }

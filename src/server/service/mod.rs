@@ -17,7 +17,7 @@ use crate::server::db::DbError;
 /// Tells this process's reconciler, when it runs one, that a change was
 /// stored (another replica's finds it on its next pass). The only wake call
 /// outside the reconciler.
-pub fn wake(host: Option<&std::sync::Arc<crate::server::reconciler::Context>>) {
+pub fn wake(host: Option<&std::sync::Arc<crate::server::controllers::reconciler::Context>>) {
     if let Some(host) = host {
         host.wake();
     }

@@ -3,11 +3,11 @@
 use sqlx::AnyPool;
 
 use crate::domain::cluster::Cluster;
+use crate::domain::render;
 use crate::domain::settings::{AddressRequest, SettingsInput};
 use crate::domain::user::CurrentUser;
 use crate::domain::{AppError, ErrorCode, SystemSettings};
 use crate::server::db;
-use crate::server::reconciler::render;
 
 /// The whole settings, for the admin's page and API.
 pub async fn get(pool: &AnyPool, user: &CurrentUser) -> Result<SystemSettings, AppError> {
@@ -34,7 +34,7 @@ pub struct PublicDefaults {
 /// LoadBalancer provider is asked).
 pub async fn update(
     pool: &AnyPool,
-    host: Option<&std::sync::Arc<crate::server::reconciler::Context>>,
+    host: Option<&std::sync::Arc<crate::server::controllers::reconciler::Context>>,
     user: &CurrentUser,
     input: &SettingsInput<'_>,
     allowed_repos: &[String],

@@ -10,7 +10,7 @@
 //!   for its finalizer (helm-controller runs `helm-delete-<name>`), then the
 //!   namespace, each with its UID as a precondition (a label can be copied);
 //! - a HelmChart of ours is then updated with server-side apply (field manager
-//!   `kubebyon`, rendered by [`super::render`]).
+//!   `kubebyon`, rendered by [`crate::domain::render`]).
 //!
 //! A namespace of the same name still terminating is waited for, not failed.
 
@@ -21,9 +21,9 @@ use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams
 use kube::{Client, ResourceExt};
 
 use super::error::{Error, Result, ignore_not_found, kube};
-use super::render::{self, AddressRequest, CLUSTER_ID_LABEL, INSTALLATION_LABEL, MANAGED_BY};
 use crate::domain::SystemSettings;
 use crate::domain::cluster::Cluster;
+use crate::domain::render::{self, AddressRequest, CLUSTER_ID_LABEL, INSTALLATION_LABEL, MANAGED_BY};
 use crate::domain::settings::PodSecurity;
 use crate::server::db::clusters::HostRecord;
 

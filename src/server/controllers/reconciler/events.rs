@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Client;
 use kube::runtime::events::{Event, EventType, Recorder as KubeRecorder, Reporter};
 
-use super::render;
+use crate::domain::render;
 
 /// The Events' `reportingController`.
 pub const CONTROLLER: &str = "kubebyon.io/console";

@@ -20,7 +20,7 @@ use tokio::sync::Notify;
 
 use super::apply::charts_resource;
 use super::gather::Raw;
-use super::render;
+use crate::domain::render;
 
 pub struct Caches {
     pub charts: Store<DynamicObject>,

@@ -22,7 +22,6 @@ pub mod kubeconfig;
 pub mod observe;
 pub mod probe;
 pub mod probes;
-pub mod render;
 pub mod rollout;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -36,10 +35,10 @@ use sqlx::AnyPool;
 use tokio::sync::Notify;
 
 use crate::domain::cluster::Cluster;
+use crate::domain::render::{self, AddressRequest};
 use crate::domain::{ClusterStatus, Phase, Reason};
 use crate::server::db::{self, clusters, operations};
 use error::{Error, Result};
-use render::AddressRequest;
 
 /// `vc-<name>` as read: when, what, and whether a probe has since doubted it.
 struct SecretMemo {

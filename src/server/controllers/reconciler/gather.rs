@@ -19,9 +19,9 @@ use super::apply::{FIELD_MANAGER, GENERATION_ANNOTATION, helm_charts};
 use super::error::{Result, ignore_not_found, kube};
 use super::observe::{JobState, NodeAddresses, Observation};
 use super::probe::Credentials;
-use super::render;
 use super::rollout::{self, HostEvent, PodFacts, Rollout, StatefulSetFacts};
 use crate::domain::endpoint::{Ingress, ServiceObservation};
+use crate::domain::render;
 
 /// What was read, beyond the pure observation.
 pub struct Gathered {
