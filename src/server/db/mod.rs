@@ -78,36 +78,6 @@ pub fn is_postgres_url(url: &str) -> bool {
     url.starts_with("postgres:") || url.starts_with("postgresql:")
 }
 
-/// The field names of a struct that derives `Deserialize`, in declaration
-/// order, as serde's derive hands them to `deserialize_struct`. Lets a query
-/// that returns rows as JSON arrays list its columns from the struct itself.
-pub fn struct_fields<T: serde::de::DeserializeOwned>() -> &'static [&'static str] {
-    use serde::de::{Error, Visitor, value};
-    struct Names<'a>(&'a mut &'static [&'static str]);
-    impl<'de> serde::Deserializer<'de> for Names<'_> {
-        type Error = value::Error;
-        fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, value::Error> {
-            Err(value::Error::custom("not a struct"))
-        }
-        fn deserialize_struct<V: Visitor<'de>>(
-            self,
-            _: &'static str,
-            fields: &'static [&'static str],
-            _: V,
-        ) -> Result<V::Value, value::Error> {
-            *self.0 = fields;
-            Err(value::Error::custom("names read"))
-        }
-        serde::forward_to_deserialize_any! {
-            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf option unit
-            unit_struct newtype_struct seq tuple tuple_struct map enum identifier ignored_any
-        }
-    }
-    let mut names: &'static [&'static str] = &[];
-    let _ = T::deserialize(Names(&mut names));
-    names
-}
-
 /// Which dialect a URL speaks.
 pub fn migrator_for(url: &str) -> &'static Migrator {
     if is_postgres_url(url) { &POSTGRES_MIGRATIONS } else { &SQLITE_MIGRATIONS }
@@ -158,27 +128,4 @@ pub fn now() -> i64 {
 /// Unix time in milliseconds (leases, queue turns).
 pub fn now_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or_default()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::struct_fields;
-
-    #[derive(serde::Deserialize, Debug, PartialEq)]
-    struct Row {
-        id: i64,
-        name: String,
-        note: Option<String>,
-    }
-
-    #[test]
-    fn struct_fields_lists_a_structs_fields_in_order_and_reads_nothing_else() {
-        assert_eq!(struct_fields::<Row>(), ["id", "name", "note"]);
-        assert!(struct_fields::<String>().is_empty());
-        assert!(struct_fields::<Vec<Row>>().is_empty());
-        // What the page query relies on: a row as an array, by position.
-        let rows: Vec<Row> = serde_json::from_str(r#"[[1, "a", null], [2, "b", "x"]]"#).unwrap();
-        assert_eq!(rows[1], Row { id: 2, name: "b".into(), note: Some("x".into()) });
-        assert!(struct_fields::<super::clusters::ClusterRow>().starts_with(&["id", "owner_id", "owner", "name"]));
-    }
 }
