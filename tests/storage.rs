@@ -402,7 +402,7 @@ async fn a_refused_deletion_can_be_asked_for_again() {
         let by_phase = |phase: Phase| {
             let query = kubebyon::domain::listing::ListQuery { phase: Some(phase), ..Default::default() };
             let pool = t.pool.clone();
-            async move { db::clusters::page(&pool, None, &query, 50).await.unwrap().1 }
+            async move { db::clusters::list_page(&pool, None, &query, 50).await.unwrap().1 }
         };
         assert_eq!((by_phase(Phase::Failed).await, by_phase(Phase::Deleting).await), (1, 0), "{}", t.backend);
 
@@ -510,7 +510,7 @@ async fn list_pages_carry_every_field_in_name_order() {
         assert!(db::clusters::write_status(&t.pool, ids[1], &status).await.unwrap());
 
         let all = ListQuery { page: 1, ..Default::default() };
-        let (page, total) = db::clusters::page(&t.pool, None, &all, 50).await.unwrap();
+        let (page, total) = db::clusters::list_page(&t.pool, None, &all, 50).await.unwrap();
         assert_eq!(total, 4, "{}", t.backend);
         let names: Vec<&str> = page.iter().map(|c| c.spec.name.as_str()).collect();
         assert_eq!(names, ["alpha", "mid-1", "mid-2", "zeta"], "{}", t.backend);
@@ -521,19 +521,20 @@ async fn list_pages_carry_every_field_in_name_order() {
 
         // Pages, a filter, one owner, a page past the end: totals of the filter.
         let (second, total) =
-            db::clusters::page(&t.pool, None, &ListQuery { page: 2, ..all.clone() }, 3).await.unwrap();
+            db::clusters::list_page(&t.pool, None, &ListQuery { page: 2, ..all.clone() }, 3).await.unwrap();
         assert_eq!((second.len(), total), (1, 4), "{}", t.backend);
         assert_eq!(second[0].spec.name.as_str(), "zeta");
         let q = ListQuery { q: "mid".into(), mode: Some(ModeFilter::Mode(PublicAccessMode::NodePort)), ..all.clone() };
-        let (found, total) = db::clusters::page(&t.pool, None, &q, 50).await.unwrap();
+        let (found, total) = db::clusters::list_page(&t.pool, None, &q, 50).await.unwrap();
         assert_eq!((found.len(), total), (1, 1), "{}", t.backend);
         assert_eq!(found[0].spec.name.as_str(), "mid-2");
-        let (mine, total) = db::clusters::page(&t.pool, Some(ann.id), &all, 50).await.unwrap();
+        let (mine, total) = db::clusters::list_page(&t.pool, Some(ann.id), &all, 50).await.unwrap();
         assert_eq!((mine.len(), total), (3, 3), "{}", t.backend);
-        let (past, total) = db::clusters::page(&t.pool, None, &ListQuery { page: 9, ..all.clone() }, 2).await.unwrap();
+        let (past, total) =
+            db::clusters::list_page(&t.pool, None, &ListQuery { page: 9, ..all.clone() }, 2).await.unwrap();
         assert_eq!((past.len(), total), (0, 4), "{}", t.backend);
         let by_owner = ListQuery { owner: Some("ben".into()), ..all.clone() };
-        let (bens, total) = db::clusters::page(&t.pool, None, &by_owner, 50).await.unwrap();
+        let (bens, total) = db::clusters::list_page(&t.pool, None, &by_owner, 50).await.unwrap();
         assert_eq!((bens.len(), total), (1, 1), "{}", t.backend);
     }
 }

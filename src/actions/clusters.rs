@@ -45,7 +45,7 @@ pub struct ClusterDefaults {
 #[server(prefix = "/fn", endpoint = "clusters/list")]
 pub async fn list_clusters(
     query: crate::domain::listing::ListQuery,
-) -> Result<crate::domain::listing::ClusterPageOf<Cluster>, AppError> {
+) -> Result<crate::domain::listing::Page<Cluster>, AppError> {
     use crate::server::context::{require_user, state};
     let page_size = crate::domain::listing::PAGE_SIZE;
     crate::server::service::clusters::list_page(&state()?.pool, &require_user()?, &query, page_size).await
@@ -56,7 +56,7 @@ pub async fn load_cluster(id: i64, before: Option<i64>) -> Result<ClusterPage, A
     use crate::server::context::{require_user, state};
     use crate::server::service::clusters;
     let (st, user) = (state()?, require_user()?);
-    let (cluster, events, remembered_mode, host) = clusters::page(&st.pool, &user, id, before).await?;
+    let (cluster, events, remembered_mode, host) = clusters::detail(&st.pool, &user, id, before).await?;
     // A full page may have older requests after it.
     let full = events.len() == usize::try_from(crate::domain::change::HISTORY_PAGE).unwrap_or(usize::MAX);
     let history = HistoryPage { older: events.last().filter(|_| full).map(|e| e.id), paged: before.is_some() };

@@ -10,7 +10,7 @@
 use leptos::prelude::*;
 
 use super::islands::cluster_forms::ClusterFormValues;
-use crate::domain::sans::{self, Assigned};
+use crate::domain::sans::{self, AddedName};
 use crate::domain::{Host, PublicAccess};
 use crate::i18n::*;
 
@@ -43,8 +43,8 @@ pub fn shown(values: &ClusterFormValues, nodeport_host: Option<&Host>, current: 
         (None, true) => "none",
     };
     let assigned = match p.assigned {
-        Some(Assigned::LoadBalancerAddress) => "lb",
-        Some(Assigned::NodeAddress) => "node",
+        Some(AddedName::LoadBalancerAddress) => "lb",
+        Some(AddedName::NodeAddress) => "node",
         None => "",
     };
     let breaks = current.is_some_and(|now| sans::breaks_kubeconfigs(now, &access, nodeport_host));

@@ -101,7 +101,7 @@ impl ListQuery {
 
 /// One page of clusters and where it is in the whole.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ClusterPageOf<T> {
+pub struct Page<T> {
     pub items: Vec<T>,
     /// Every cluster matching the filters.
     pub total: u64,
@@ -109,7 +109,7 @@ pub struct ClusterPageOf<T> {
     pub page_size: u32,
 }
 
-impl<T> ClusterPageOf<T> {
+impl<T> Page<T> {
     pub fn pages(&self) -> u32 {
         (self.total.div_ceil(u64::from(self.page_size.max(1))) as u32).max(1)
     }
@@ -151,7 +151,7 @@ mod tests {
 
     #[test]
     fn pages_and_ranges() {
-        let page = |items: usize, total, page| ClusterPageOf { items: vec![(); items], total, page, page_size: 50 };
+        let page = |items: usize, total, page| Page { items: vec![(); items], total, page, page_size: 50 };
         assert_eq!((page(50, 10_000, 1).pages(), page(50, 10_000, 1).range()), (200, (1, 50)));
         assert_eq!(page(10, 110, 3).range(), (101, 110));
         assert_eq!((page(0, 0, 1).pages(), page(0, 0, 1).range()), (1, (0, 0)));

@@ -138,7 +138,7 @@ pub struct Candidate {
 
 /// One cluster's new host (when there is one) and what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Assigned {
+pub struct HostAssignment {
     pub id: i64,
     pub name: String,
     pub host: Option<Host>,
@@ -153,7 +153,7 @@ pub fn assign(
     source: &HostSource,
     in_use: &HashSet<String>,
     request: AddressRequest,
-) -> Vec<Assigned> {
+) -> Vec<HostAssignment> {
     let mut taken: HashSet<String> = HashSet::new();
     let mut range = match source {
         HostSource::Range(r) => Ipv4Range::parse(r).ok().map(|r| r.iter()),
@@ -193,7 +193,7 @@ pub fn assign(
                 }
             }
         }
-        out.push(Assigned { id: c.id, name: c.name.clone(), host, problems });
+        out.push(HostAssignment { id: c.id, name: c.name.clone(), host, problems });
     }
     out
 }
@@ -430,7 +430,7 @@ mod tests {
         names.iter().enumerate().map(|(i, n)| Candidate { id: i as i64 + 1, name: (*n).into() }).collect()
     }
 
-    fn hosts(a: &[Assigned]) -> Vec<Option<String>> {
+    fn hosts(a: &[HostAssignment]) -> Vec<Option<String>> {
         a.iter().map(|x| x.host.as_ref().map(ToString::to_string)).collect()
     }
 

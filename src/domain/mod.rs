@@ -14,6 +14,8 @@ pub mod path;
 pub mod public_access;
 pub mod quota;
 pub mod reason;
+/// Server-side only: the values are YAML for the HelmChart (serde_yaml).
+#[cfg(feature = "ssr")]
 pub mod render;
 pub mod resources;
 pub mod sans;

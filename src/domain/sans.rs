@@ -39,7 +39,7 @@ pub fn kubeconfig_secret(name: &str) -> String {
 
 /// Names vCluster adds once the host knows them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Assigned {
+pub enum AddedName {
     /// The address the LoadBalancer provider gives the Service.
     LoadBalancerAddress,
     /// The IP of the node the vCluster pod runs on (NodePort only).
@@ -51,7 +51,7 @@ pub struct PlannedSans {
     /// `extraSANs`: the host kubeconfigs will name (the cluster's own, else
     /// for NodePort the admin's NodePort public host).
     pub public_host: Option<Host>,
-    pub assigned: Option<Assigned>,
+    pub assigned: Option<AddedName>,
     /// Always covered: in-cluster names and the cluster's Service names.
     /// (The Service's cluster IP and the pod IP are too.)
     pub fixed: Vec<String>,
@@ -67,8 +67,8 @@ pub fn planned(name: &str, access: &PublicAccess, nodeport_public_host: Option<&
     }
     let assigned = match access {
         PublicAccess::Disabled => None,
-        PublicAccess::NodePort { .. } => Some(Assigned::NodeAddress),
-        PublicAccess::LoadBalancer { .. } => Some(Assigned::LoadBalancerAddress),
+        PublicAccess::NodePort { .. } => Some(AddedName::NodeAddress),
+        PublicAccess::LoadBalancer { .. } => Some(AddedName::LoadBalancerAddress),
     };
     PlannedSans { public_host: access.public_host(nodeport_public_host).cloned(), assigned, fixed }
 }
@@ -92,31 +92,31 @@ mod tests {
     }
 
     /// Access, the admin's NodePort host, then the public host and assigned name wanted.
-    type Case<'a> = (PublicAccess, Option<&'a Host>, Option<Host>, Option<Assigned>);
+    type Case<'a> = (PublicAccess, Option<&'a Host>, Option<Host>, Option<AddedName>);
 
     #[test]
     fn planned_names_follow_the_mode_and_host() {
         let np_default = host("203.0.113.1");
         let cases: Vec<Case<'_>> = vec![
             (PublicAccess::Disabled, Some(&np_default), None, None),
-            (PublicAccess::NodePort { host: None }, None, None, Some(Assigned::NodeAddress)),
+            (PublicAccess::NodePort { host: None }, None, None, Some(AddedName::NodeAddress)),
             (
                 PublicAccess::NodePort { host: None },
                 Some(&np_default),
                 Some(np_default.clone()),
-                Some(Assigned::NodeAddress),
+                Some(AddedName::NodeAddress),
             ),
             (
                 PublicAccess::NodePort { host: Some(host("n.example.com")) },
                 Some(&np_default),
                 Some(host("n.example.com")),
-                Some(Assigned::NodeAddress),
+                Some(AddedName::NodeAddress),
             ),
             (
                 PublicAccess::LoadBalancer { host: host("api.example.com") },
                 Some(&np_default),
                 Some(host("api.example.com")),
-                Some(Assigned::LoadBalancerAddress),
+                Some(AddedName::LoadBalancerAddress),
             ),
         ];
         for (access, np, public, assigned) in cases {

@@ -24,7 +24,7 @@ use crate::domain::migration::{
 use crate::domain::{AppError, ErrorCode};
 use crate::i18n::*;
 
-fn state_text(i18n: I18nContext<Locale>, state: ItemState, step: Option<SwitchStep>) -> &'static str {
+fn item_state_text(i18n: I18nContext<Locale>, state: ItemState, step: Option<SwitchStep>) -> &'static str {
     match (state, step) {
         (ItemState::Switching, Some(SwitchStep::WaitingForAddress)) => t_string!(i18n, migration.step_address),
         (ItemState::Switching, Some(SwitchStep::Probing)) => t_string!(i18n, migration.step_probing),
@@ -440,7 +440,7 @@ fn Progress(m: MigrationView) -> impl IntoView {
                     <td class="font-mono text-sm">{item.old_endpoint.clone().unwrap_or_else(|| "—".into())}</td>
                     <td class="font-mono text-sm">{item.new_endpoint()}</td>
                     <td>
-                        {state_text(i18n, item.state, item.step)}
+                        {item_state_text(i18n, item.state, item.step)}
                         {crate::components::labels::stop_reason_text(i18n.get_locale_untracked(), &item.reason)
                             .map(|r| {
                                 view! {

@@ -74,7 +74,7 @@ fn event_text(i18n: I18nContext<Locale>, op: &Operation) -> String {
     }
 }
 
-fn state_text(i18n: I18nContext<Locale>, state: OperationState) -> &'static str {
+fn operation_state_text(i18n: I18nContext<Locale>, state: OperationState) -> &'static str {
     match state {
         OperationState::Running => t_string!(i18n, detail.state_running),
         OperationState::Done => t_string!(i18n, detail.state_done),
@@ -103,7 +103,7 @@ fn Time(secs: i64) -> impl IntoView {
 }
 
 #[component]
-fn Progress(cluster: Cluster) -> impl IntoView {
+fn RequestProgress(cluster: Cluster) -> impl IntoView {
     let i18n = use_i18n();
     let (current, failed) = cluster.progress();
     let at = Step::VARIANTS.iter().position(|s| *s == current).unwrap_or(0);
@@ -248,7 +248,7 @@ fn Events(events: Vec<ClusterEvent>) -> impl IntoView {
                                 </td>
                                 <td>{event_text(i18n, &e.operation)}</td>
                                 <td>{e.requested_by.clone().unwrap_or_default()}</td>
-                                <td>{state_text(i18n, e.state)}</td>
+                                <td>{operation_state_text(i18n, e.state)}</td>
                             </tr>
                         }
                     })
@@ -397,7 +397,7 @@ pub fn Overview(
                 <h2 class="section-title">{t!(i18n, detail.overview)}</h2>
                 // The steps are a create's or an update's; a deletion (under
                 // way or refused) is told by the banner above.
-                {(!c.deletion_requested).then(|| view! { <Progress cluster=c.clone() /> })}
+                {(!c.deletion_requested).then(|| view! { <RequestProgress cluster=c.clone() /> })}
                 <Facts page=page.clone() />
             </section>
             <section class="card">

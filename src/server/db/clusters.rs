@@ -451,7 +451,7 @@ pub async fn delete_row(pool: &AnyPool, id: i64) -> Result<bool, DbError> {
 /// One page of clusters (or only `owner`'s) matching `query`, by name, and how
 /// many match in all. The filters are bound parameters; the name search is a
 /// `LIKE` with its wildcards escaped.
-pub async fn page(
+pub async fn list_page(
     pool: &AnyPool,
     owner: Option<i64>,
     query: &ListQuery,

@@ -41,14 +41,14 @@ pub async fn list_page(
     user: &CurrentUser,
     query: &crate::domain::listing::ListQuery,
     page_size: u32,
-) -> Result<crate::domain::listing::ClusterPageOf<Cluster>, AppError> {
+) -> Result<crate::domain::listing::Page<Cluster>, AppError> {
     let mut query = query.clone();
     if !user.is_admin() {
         query.owner = None; // users see only their own anyway
     }
     let owner = (!user.is_admin()).then_some(user.id);
-    let (items, total) = db::clusters::page(pool, owner, &query, page_size).await?;
-    Ok(crate::domain::listing::ClusterPageOf {
+    let (items, total) = db::clusters::list_page(pool, owner, &query, page_size).await?;
+    Ok(crate::domain::listing::Page {
         items: items.into_iter().map(Cluster::shown).collect(),
         total,
         page: query.page,
@@ -203,7 +203,7 @@ pub async fn events(
 
 /// Everything a cluster's pages show: the cluster, its history, and the mode
 /// and host a disabled cluster returns to.
-pub async fn page(
+pub async fn detail(
     pool: &AnyPool,
     user: &CurrentUser,
     id: i64,

@@ -311,4 +311,256 @@ mod tests {
             assert_eq!(o.owns_namespace(&m), owns, "owns: {labels:?} stored {stored:?} adopt {adopt}");
         }
     }
+
+    /// The fast tier: every branch of `apply` and `uninstall` against a
+    /// scripted API server ([`super::super::fixtures`]), the calls in order
+    /// and no others.
+    mod branches {
+        use http::Method;
+        use serde_json::{Value, json};
+
+        use super::super::*;
+        use crate::domain::cluster::{ClusterStatus, test_cluster};
+        use crate::domain::{Host, PublicAccess};
+        use crate::server::controllers::reconciler::fixtures::{Call, expect, not_found, status};
+
+        const NS: &str = "/api/v1/namespaces/kubebyon-db";
+        const CHART: &str = "/apis/helm.cattle.io/v1/namespaces/kubebyon-db/helmcharts/db";
+        const POLICY: &str = "/apis/networking.k8s.io/v1/namespaces/kubebyon-db/networkpolicies/kubebyon-isolation";
+        const POLICIES: &str = "/apis/networking.k8s.io/v1/namespaces/kubebyon-db/networkpolicies";
+
+        fn cluster() -> Cluster {
+            let lb = PublicAccess::LoadBalancer { host: Host::parse("db.example.com").unwrap() };
+            test_cluster(7, "db", "alice", lb, ClusterStatus::default())
+        }
+
+        fn owner(stored: Option<&str>) -> Owner {
+            Owner {
+                installation: "inst-a".into(),
+                cluster_id: 7,
+                record: HostRecord { namespace_uid: stored.map(Into::into), adopt_legacy: false },
+            }
+        }
+
+        fn labels(installation: &str) -> Value {
+            json!({"app.kubernetes.io/managed-by": "kubebyon", "kubebyon.io/cluster-id": "7",
+                   "kubebyon.io/installation": installation})
+        }
+
+        fn namespace(uid: &str, installation: &str, terminating: bool) -> Value {
+            let mut meta = json!({"name": "kubebyon-db", "uid": uid, "labels": labels(installation)});
+            if terminating {
+                meta["deletionTimestamp"] = "2026-12-03T00:00:00Z".into();
+            }
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": meta})
+        }
+
+        fn chart(uid: &str, installation: &str, policy: &str, spec: Value) -> Value {
+            json!({"apiVersion": "helm.cattle.io/v1", "kind": "HelmChart",
+                   "metadata": {"name": "db", "namespace": "kubebyon-db", "uid": uid, "labels": labels(installation),
+                                "annotations": {NETWORK_POLICY_ANNOTATION: policy}},
+                   "spec": spec})
+        }
+
+        fn policy(uid: &str) -> Value {
+            json!({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+                   "metadata": {"name": "kubebyon-isolation", "namespace": "kubebyon-db", "uid": uid,
+                                "labels": labels("inst-a")}, "spec": {}})
+        }
+
+        async fn apply_with(settings: SystemSettings, stored: Option<&str>, calls: Vec<Call>) -> Result<Applied> {
+            expect(calls, |client| async move {
+                apply(&client, &cluster(), &settings, AddressRequest::MetalLb, None, &owner(stored)).await
+            })
+            .await
+        }
+
+        #[tokio::test]
+        async fn a_new_cluster_gets_its_namespace_policy_and_chart_created_in_that_order() {
+            let rendered = render::desired(&cluster(), &SystemSettings::default(), AddressRequest::MetalLb);
+            let calls = vec![
+                Call::new(Method::GET, CHART, 404, not_found("helmcharts", "db")),
+                Call::new(Method::GET, NS, 404, not_found("namespaces", "kubebyon-db")),
+                Call::new(
+                    Method::POST,
+                    "/api/v1/namespaces?fieldManager=kubebyon",
+                    201,
+                    namespace("ns-1", "inst-a", false),
+                )
+                .checked(|body| {
+                    assert_eq!(body["metadata"]["labels"]["kubebyon.io/installation"], "inst-a");
+                    assert_eq!(body["metadata"]["labels"]["kubebyon.io/cluster-id"], "7");
+                }),
+                Call::new(Method::GET, POLICY, 404, not_found("networkpolicies", "kubebyon-isolation")),
+                Call::new(Method::POST, POLICIES, 201, policy("np-1")),
+                Call::new(
+                    Method::POST,
+                    "/apis/helm.cattle.io/v1/namespaces/kubebyon-db/helmcharts?fieldManager=kubebyon",
+                    201,
+                    chart("hc-1", "inst-a", "on", rendered["spec"].clone()),
+                )
+                .checked(|body| {
+                    assert_eq!(body["metadata"]["annotations"][GENERATION_ANNOTATION], "1");
+                    assert_eq!(body["metadata"]["labels"]["kubebyon.io/installation"], "inst-a");
+                    assert_eq!(body["spec"]["chart"], "vcluster");
+                }),
+            ];
+            let applied = apply_with(SystemSettings::default(), None, calls).await.unwrap();
+            assert!(applied.changed);
+            assert_eq!((applied.namespace_uid.as_deref(), applied.chart_uid.as_deref()), (Some("ns-1"), Some("hc-1")));
+            assert_eq!(applied.spec, rendered["spec"]);
+        }
+
+        #[tokio::test]
+        async fn without_the_policy_setting_none_is_created() {
+            let settings = SystemSettings { network_policy: false, ..SystemSettings::default() };
+            let rendered = render::desired(&cluster(), &settings, AddressRequest::MetalLb);
+            let calls = vec![
+                Call::new(Method::GET, CHART, 404, not_found("helmcharts", "db")),
+                Call::new(Method::GET, NS, 200, namespace("ns-1", "inst-a", false)),
+                Call::new(Method::GET, POLICY, 404, not_found("networkpolicies", "kubebyon-isolation")),
+                Call::new(
+                    Method::POST,
+                    "/apis/helm.cattle.io/v1/namespaces/kubebyon-db/helmcharts?fieldManager=kubebyon",
+                    201,
+                    chart("hc-1", "inst-a", "off", rendered["spec"].clone()),
+                ),
+            ];
+            assert!(apply_with(settings, None, calls).await.unwrap().changed);
+        }
+
+        #[tokio::test]
+        async fn an_unchanged_chart_of_ours_is_applied_alone_by_uid_and_reports_no_change() {
+            let rendered = render::desired(&cluster(), &SystemSettings::default(), AddressRequest::MetalLb);
+            let spec = rendered["spec"].clone();
+            let calls = vec![
+                Call::new(Method::GET, CHART, 200, chart("hc-1", "inst-a", "on", spec.clone())),
+                Call::new(
+                    Method::PATCH,
+                    "/apis/helm.cattle.io/v1/namespaces/kubebyon-db/helmcharts/db?force=true&fieldManager=kubebyon",
+                    200,
+                    chart("hc-1", "inst-a", "on", spec.clone()),
+                )
+                .checked(|body| assert_eq!(body["metadata"]["uid"], "hc-1", "kept ours by UID")),
+            ];
+            let applied = apply_with(SystemSettings::default(), Some("ns-1"), calls).await.unwrap();
+            assert!(!applied.changed);
+            assert_eq!(applied.namespace_uid, None, "the namespace was not read again");
+        }
+
+        #[tokio::test]
+        async fn a_changed_policy_setting_removes_the_policy_by_uid() {
+            let settings = SystemSettings { network_policy: false, ..SystemSettings::default() };
+            let spec = render::desired(&cluster(), &settings, AddressRequest::MetalLb)["spec"].clone();
+            let calls = vec![
+                Call::new(Method::GET, CHART, 200, chart("hc-1", "inst-a", "on", spec.clone())),
+                Call::new(Method::GET, POLICY, 200, policy("np-1")),
+                Call::new(Method::DELETE, POLICY, 200, policy("np-1"))
+                    .checked(|body| assert_eq!(body["preconditions"]["uid"], "np-1")),
+                Call::new(
+                    Method::PATCH,
+                    "/apis/helm.cattle.io/v1/namespaces/kubebyon-db/helmcharts/db?force=true&fieldManager=kubebyon",
+                    200,
+                    chart("hc-1", "inst-a", "off", spec),
+                ),
+            ];
+            apply_with(settings, Some("ns-1"), calls).await.unwrap();
+        }
+
+        #[tokio::test]
+        async fn what_is_not_the_consoles_is_refused_and_never_written() {
+            // Another console's namespace.
+            let calls = vec![
+                Call::new(Method::GET, CHART, 404, not_found("helmcharts", "db")),
+                Call::new(Method::GET, NS, 200, namespace("ns-9", "inst-b", false)),
+            ];
+            let e = apply_with(SystemSettings::default(), None, calls).await.unwrap_err();
+            assert_eq!(e.status_reason().to_string(), "namespace_taken: namespace kubebyon-db");
+            // Another console's HelmChart in a namespace whose UID is ours.
+            let calls = vec![
+                Call::new(Method::GET, CHART, 200, chart("hc-9", "inst-b", "on", json!({}))),
+                Call::new(Method::GET, NS, 200, namespace("ns-1", "inst-a", false)),
+                Call::new(Method::GET, POLICY, 200, policy("np-1")),
+                Call::new(Method::PATCH, POLICY, 200, policy("np-1")),
+            ];
+            let e = apply_with(SystemSettings::default(), Some("ns-1"), calls).await.unwrap_err();
+            assert_eq!(e.status_reason().to_string(), "namespace_taken: HelmChart kubebyon-db/db");
+        }
+
+        #[tokio::test]
+        async fn a_terminating_namespace_or_a_create_race_is_waited_for() {
+            let calls = vec![
+                Call::new(Method::GET, CHART, 404, not_found("helmcharts", "db")),
+                Call::new(Method::GET, NS, 200, namespace("ns-1", "inst-a", true)),
+            ];
+            let e = apply_with(SystemSettings::default(), None, calls).await.unwrap_err();
+            assert!(matches!(e, Error::NotYet(_)) && !e.is_permanent(), "{e}");
+            let calls = vec![
+                Call::new(Method::GET, CHART, 404, not_found("helmcharts", "db")),
+                Call::new(Method::GET, NS, 404, not_found("namespaces", "kubebyon-db")),
+                Call::new(
+                    Method::POST,
+                    "/api/v1/namespaces?fieldManager=kubebyon",
+                    409,
+                    status(409, "AlreadyExists", "namespaces \"kubebyon-db\" already exists"),
+                ),
+            ];
+            let e = apply_with(SystemSettings::default(), None, calls).await.unwrap_err();
+            assert!(matches!(e, Error::NotYet(_)), "{e}");
+        }
+
+        #[tokio::test]
+        async fn a_refused_chart_apply_fails_with_the_api_servers_words() {
+            let spec = render::desired(&cluster(), &SystemSettings::default(), AddressRequest::MetalLb)["spec"].clone();
+            let calls = vec![
+                Call::new(Method::GET, CHART, 200, chart("hc-1", "inst-a", "on", spec)),
+                Call::new(
+                    Method::PATCH,
+                    "/apis/helm.cattle.io/v1/namespaces/kubebyon-db/helmcharts/db?force=true&fieldManager=kubebyon",
+                    422,
+                    status(422, "Invalid", "spec.valuesContent: Invalid value"),
+                ),
+            ];
+            let e = apply_with(SystemSettings::default(), Some("ns-1"), calls).await.unwrap_err();
+            assert!(e.is_permanent());
+            assert_eq!(
+                e.status_reason().to_string(),
+                "helm_failed: apply HelmChart: spec.valuesContent: Invalid value"
+            );
+        }
+
+        async fn uninstall_with(stored: Option<&str>, calls: Vec<Call>) -> Result<()> {
+            expect(calls, |client| async move { uninstall(&client, &cluster(), &owner(stored)).await }).await
+        }
+
+        #[tokio::test]
+        async fn the_uninstall_deletes_the_chart_then_the_namespace_each_by_uid() {
+            // Nothing there: done.
+            uninstall_with(Some("ns-1"), vec![Call::new(Method::GET, NS, 404, not_found("namespaces", "kubebyon-db"))])
+                .await
+                .unwrap();
+            // Not ours (another UID, another installation): left alone, done.
+            let calls = vec![Call::new(Method::GET, NS, 200, namespace("ns-9", "inst-b", false))];
+            uninstall_with(Some("ns-1"), calls).await.unwrap();
+            // Ours with its chart: the chart goes first, by UID; then wait.
+            let calls = vec![
+                Call::new(Method::GET, NS, 200, namespace("ns-1", "inst-a", false)),
+                Call::new(Method::GET, CHART, 200, chart("hc-1", "inst-a", "on", json!({}))),
+                Call::new(Method::DELETE, CHART, 200, chart("hc-1", "inst-a", "on", json!({})))
+                    .checked(|body| assert_eq!(body["preconditions"]["uid"], "hc-1")),
+            ];
+            assert!(matches!(uninstall_with(Some("ns-1"), calls).await, Err(Error::NotYet(_))));
+            // The chart gone: the namespace, by UID; then wait for it.
+            let calls = vec![
+                Call::new(Method::GET, NS, 200, namespace("ns-1", "inst-a", false)),
+                Call::new(Method::GET, CHART, 404, not_found("helmcharts", "db")),
+                Call::new(Method::DELETE, NS, 200, namespace("ns-1", "inst-a", true))
+                    .checked(|body| assert_eq!(body["preconditions"]["uid"], "ns-1")),
+            ];
+            assert!(matches!(uninstall_with(Some("ns-1"), calls).await, Err(Error::NotYet(_))));
+            // Terminating: only waited for.
+            let calls = vec![Call::new(Method::GET, NS, 200, namespace("ns-1", "inst-a", true))];
+            assert!(matches!(uninstall_with(Some("ns-1"), calls).await, Err(Error::NotYet(_))));
+        }
+    }
 }

@@ -17,6 +17,8 @@ pub mod apply;
 pub mod cache;
 pub mod error;
 pub mod events;
+#[cfg(test)]
+pub mod fixtures;
 pub mod gather;
 pub mod kubeconfig;
 pub mod observe;
