@@ -150,24 +150,30 @@ pub async fn transition(
     to: ItemState,
     reason: &str,
 ) -> Result<bool, DbError> {
-    // `$3` is the time, where the new state records one.
-    let (set, timed) = match to {
-        ItemState::Switching => ("started_at = $3, finished_at = NULL", true),
-        ItemState::Queued => ("started_at = NULL, finished_at = NULL, target_generation = NULL", false),
-        _ => ("finished_at = $3", true),
+    // One fixed statement per kind of state: the time it records, if any.
+    let (state, reason) = (to.as_str(), reason.to_owned());
+    let q = match to {
+        ItemState::Switching => sqlx::query(
+            "UPDATE migration_items SET state = $1, reason = $2, started_at = $3, finished_at = NULL \
+             WHERE migration_id = $4 AND cluster_id = $5 AND state = $6",
+        )
+        .bind(state)
+        .bind(reason)
+        .bind(now()),
+        ItemState::Queued => sqlx::query(
+            "UPDATE migration_items SET state = $1, reason = $2, started_at = NULL, finished_at = NULL, \
+             target_generation = NULL WHERE migration_id = $3 AND cluster_id = $4 AND state = $5",
+        )
+        .bind(state)
+        .bind(reason),
+        ItemState::Done | ItemState::Failed | ItemState::RolledBack => sqlx::query(
+            "UPDATE migration_items SET state = $1, reason = $2, finished_at = $3 \
+             WHERE migration_id = $4 AND cluster_id = $5 AND state = $6",
+        )
+        .bind(state)
+        .bind(reason)
+        .bind(now()),
     };
-    let n = if timed { 4 } else { 3 };
-    let sql = format!(
-        "UPDATE migration_items SET state = $1, reason = $2, {set} \
-         WHERE migration_id = ${} AND cluster_id = ${} AND state = ${}",
-        n,
-        n + 1,
-        n + 2
-    );
-    let mut q = sqlx::query(&sql).bind(to.as_str()).bind(reason);
-    if timed {
-        q = q.bind(now());
-    }
     let done = q.bind(migration_id).bind(cluster_id).bind(from.as_str()).execute(pool).await?;
     Ok(done.rows_affected() == 1)
 }

@@ -10,10 +10,12 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+use http_body_util::{BodyExt, Empty};
+use hyper::body::Bytes;
+use hyper_util::rt::TokioIo;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::{CertificateError, ClientConfig, RootCertStore};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
@@ -177,39 +179,61 @@ pub async fn probe(endpoint: &str, creds: &Credentials, resolver: &Resolver) -> 
         Ok(Ok(s)) => s,
     };
     let connector = TlsConnector::from(Arc::new(config));
-    let mut tls = match tokio::time::timeout(TIMEOUT, connector.connect(name, tcp)).await {
+    let tls = match tokio::time::timeout(TIMEOUT, connector.connect(name, tcp)).await {
         Err(_) => return Report::of(ConnectionStatus::Timeout, None),
         Ok(Err(e)) => return tls_io_failure(&e),
         Ok(Ok(s)) => s,
     };
-    let request = format!(
-        "GET /version HTTP/1.1\r\nHost: {host}:{port}\r\nAccept: application/json\r\nConnection: close\r\n\r\n"
-    );
+    // `GET /version` over HTTP/1.1 (hyper's client connection on the TLS
+    // stream); the connection is driven beside the request and dropped after.
+    let request = http::Request::get("/version")
+        .header(http::header::HOST, format!("{}:{port}", host.url_host()))
+        .header(http::header::ACCEPT, "application/json")
+        .body(Empty::<Bytes>::new());
+    let Ok(request) = request else {
+        return Report::of(ConnectionStatus::HttpError, Some("bad host".into()));
+    };
     let exchange = async {
-        tls.write_all(request.as_bytes()).await?;
-        let mut buf = Vec::new();
-        // The server closes after answering; an unclean close still leaves the body.
-        let _ = tls.read_to_end(&mut buf).await;
-        Ok::<_, std::io::Error>(buf)
+        let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(tls)).await?;
+        let answer = async {
+            let response = sender.send_request(request).await?;
+            let status = response.status().as_u16();
+            let body = response.into_body().collect().await?.to_bytes();
+            Ok::<_, hyper::Error>((status, body))
+        };
+        tokio::select! {
+            answer = answer => answer,
+            Err(e) = connection => Err(e),
+        }
     };
-    let response = match tokio::time::timeout(TIMEOUT, exchange).await {
+    let (code, body) = match tokio::time::timeout(TIMEOUT, exchange).await {
         Err(_) => return Report::of(ConnectionStatus::Timeout, None),
-        Ok(Err(e)) => return tls_io_failure(&e),
-        Ok(Ok(b)) => String::from_utf8_lossy(&b).into_owned(),
+        Ok(Err(e)) => return http_failure(&e),
+        Ok(Ok(answer)) => answer,
     };
-    let code: u16 = response.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
     match code {
         200 => {
-            let body = response.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
-            let version = body
-                .find('{')
-                .and_then(|i| serde_json::from_str::<serde_json::Value>(&body[i..]).ok())
+            let version = serde_json::from_slice::<serde_json::Value>(&body)
+                .ok()
                 .and_then(|v| v["gitVersion"].as_str().map(str::to_owned));
             Report::of(ConnectionStatus::Ok, version)
         }
         401 => Report::of(ConnectionStatus::Unauthorized, None),
         other => Report::of(ConnectionStatus::HttpError, Some(other.to_string())),
     }
+}
+
+/// A failed exchange: the TLS layer's error when that is what ended it (the
+/// server refused the client certificate), else an HTTP error in hyper's words.
+fn http_failure(e: &hyper::Error) -> Report {
+    let mut source = std::error::Error::source(e);
+    while let Some(inner) = source {
+        if let Some(io) = inner.downcast_ref::<std::io::Error>() {
+            return tls_io_failure(io);
+        }
+        source = inner.source();
+    }
+    Report::of(ConnectionStatus::HttpError, Some(e.to_string()))
 }
 
 fn client_config(creds: &Credentials) -> Result<ClientConfig, Box<dyn std::error::Error>> {
