@@ -1,6 +1,7 @@
 //! Reusable UI pieces. Files under `islands/` hydrate in the browser; the rest
 //! render on the server only (and inside islands where they are used).
 
+pub mod cluster_overview;
 pub mod error_text;
 pub mod field;
 pub mod hydration;

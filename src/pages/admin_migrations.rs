@@ -15,7 +15,7 @@ use crate::actions::migrations::{
     MigrationItem, StartMigration, load_migration, migration_plan, movable_clusters, recent_migrations,
 };
 use crate::components::error_text::error_text;
-use crate::components::islands::cluster_live::LiveRegion;
+use crate::components::islands::live_region::LiveRegion;
 use crate::components::labels::format_time;
 use crate::components::layout::Layout;
 use crate::domain::migration::{

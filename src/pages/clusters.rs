@@ -11,7 +11,7 @@ use strum::VariantArray;
 use super::problem::problem_view;
 use crate::actions::auth::session_now;
 use crate::actions::clusters::list_clusters;
-use crate::components::islands::cluster_live::LiveRegion;
+use crate::components::islands::live_region::LiveRegion;
 use crate::components::labels::{Text, access_text, mode_text, phase_badge_markup, phase_text, shown_phase};
 use crate::components::layout::Layout;
 use crate::domain::Phase;

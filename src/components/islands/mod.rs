@@ -1,10 +1,12 @@
-//! The parts of the UI that hydrate: forms that submit through server
-//! functions and show translated errors in place. Each one is also a plain
-//! HTML form that works with JavaScript off.
+//! The parts of the UI that hydrate (every file holds `#[island]`s and only
+//! the components they render): forms that submit through server functions
+//! and show translated errors in place, each also a plain HTML form that
+//! works with JavaScript off; and the live region that keeps a
+//! server-rendered part of a page current.
 
 pub mod cluster_forms;
-pub mod cluster_live;
 pub mod delete_form;
+pub mod live_region;
 pub mod login_form;
 pub mod settings_form;
 pub mod user_forms;
