@@ -8,14 +8,17 @@ use leptos_router::hooks::use_location;
 use crate::actions::auth::{Logout, session_now};
 use crate::i18n::*;
 use leptos_i18n::I18nContext;
+use leptos_i18n::Locale as _;
 
-/// `(cookie value, locale, label key)` for each shipped language.
-fn languages(i18n: I18nContext<Locale>) -> [(&'static str, Locale, &'static str); 3] {
-    [
-        ("en", Locale::en, t_string!(i18n, languages.en)),
-        ("zh-CN", Locale::zh_CN, t_string!(i18n, languages.zh_CN)),
-        ("ja", Locale::ja, t_string!(i18n, languages.ja)),
-    ]
+/// A shipped language's name, in the page's language. The languages are
+/// `locales/*.json` (leptos_i18n's `Locale::get_all`); a new one fails to
+/// compile here until it has its name.
+fn language_name(i18n: I18nContext<Locale>, locale: Locale) -> &'static str {
+    match locale {
+        Locale::en => t_string!(i18n, languages.en),
+        Locale::zh_CN => t_string!(i18n, languages.zh_CN),
+        Locale::ja => t_string!(i18n, languages.ja),
+    }
 }
 
 #[component]
@@ -30,9 +33,10 @@ fn LanguageSwitcher() -> impl IntoView {
     let current = i18n.get_locale_untracked();
     view! {
         <nav aria-label=t_string!(i18n, app.language) class="lang-switch">
-            {languages(i18n)
-                .into_iter()
-                .map(|(code, locale, label)| {
+            {Locale::get_all()
+                .iter()
+                .map(|&locale| {
+                    let (code, label) = (locale.as_str(), language_name(i18n, locale));
                     view! {
                         <a
                             href=format!("/lang/{code}?next={next}")

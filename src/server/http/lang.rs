@@ -6,10 +6,11 @@ use axum::response::{IntoResponse, Redirect, Response};
 use http::{StatusCode, header};
 use serde::Deserialize;
 
-use crate::domain::path::safe_next;
+use leptos_i18n::Locale as _;
 
-/// The languages the console ships (`locales/*.json`).
-pub const LOCALES: [&str; 3] = ["en", "zh-CN", "ja"];
+use crate::domain::path::safe_next;
+use crate::i18n::Locale;
+
 pub const COOKIE: &str = "i18n_pref_locale";
 
 #[derive(Deserialize)]
@@ -18,7 +19,8 @@ pub struct Next {
 }
 
 pub async fn switch(Path(code): Path<String>, Query(q): Query<Next>) -> Response {
-    let Some(code) = LOCALES.iter().find(|l| **l == code) else {
+    // The languages the console ships (`locales/*.json`, leptos_i18n's list).
+    let Some(code) = Locale::get_all().iter().map(|l| l.as_str()).find(|l| *l == code) else {
         return StatusCode::NOT_FOUND.into_response();
     };
     let cookie = format!("{COOKIE}={code}; Path=/; Max-Age=31536000; SameSite=Lax");
