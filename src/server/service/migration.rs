@@ -289,16 +289,11 @@ pub async fn view(pool: &AnyPool, user: &CurrentUser, id: i64) -> Result<Migrati
     })
 }
 
-/// An item's stored reason; one this build does not know is shown as it is, and logged.
+/// An item's stored reason; one this build does not know is shown as it is, and logged once per value.
 fn stored_reason(r: &ItemRow) -> StopReason {
     let reason = StopReason::parse(&r.reason);
     if let Some(raw) = reason.unknown() {
-        tracing::warn!(
-            migration = r.migration_id,
-            cluster = r.cluster_id,
-            reason = raw,
-            "unknown migration item reason"
-        );
+        db::unknown_value("migration_items.reason", r.cluster_id, raw);
     }
     reason
 }

@@ -326,6 +326,9 @@ mod tests {
 
         const NS: &str = "/api/v1/namespaces/kubebyon-db";
         const CHART: &str = "/apis/helm.cattle.io/v1/namespaces/kubebyon-db/helmcharts/db";
+        /// The HelmChart's server-side apply, forced, as the console's field manager.
+        const CHART_APPLY: &str =
+            "/apis/helm.cattle.io/v1/namespaces/kubebyon-db/helmcharts/db?force=true&fieldManager=kubebyon";
         const POLICY: &str = "/apis/networking.k8s.io/v1/namespaces/kubebyon-db/networkpolicies/kubebyon-isolation";
         const POLICIES: &str = "/apis/networking.k8s.io/v1/namespaces/kubebyon-db/networkpolicies";
 
@@ -435,13 +438,8 @@ mod tests {
             let spec = rendered["spec"].clone();
             let calls = vec![
                 Call::new(Method::GET, CHART, 200, chart("hc-1", "inst-a", "on", spec.clone())),
-                Call::new(
-                    Method::PATCH,
-                    "/apis/helm.cattle.io/v1/namespaces/kubebyon-db/helmcharts/db?force=true&fieldManager=kubebyon",
-                    200,
-                    chart("hc-1", "inst-a", "on", spec.clone()),
-                )
-                .checked(|body| assert_eq!(body["metadata"]["uid"], "hc-1", "kept ours by UID")),
+                Call::new(Method::PATCH, CHART_APPLY, 200, chart("hc-1", "inst-a", "on", spec.clone()))
+                    .checked(|body| assert_eq!(body["metadata"]["uid"], "hc-1", "kept ours by UID")),
             ];
             let applied = apply_with(SystemSettings::default(), Some("ns-1"), calls).await.unwrap();
             assert!(!applied.changed);
@@ -457,12 +455,7 @@ mod tests {
                 Call::new(Method::GET, POLICY, 200, policy("np-1")),
                 Call::new(Method::DELETE, POLICY, 200, policy("np-1"))
                     .checked(|body| assert_eq!(body["preconditions"]["uid"], "np-1")),
-                Call::new(
-                    Method::PATCH,
-                    "/apis/helm.cattle.io/v1/namespaces/kubebyon-db/helmcharts/db?force=true&fieldManager=kubebyon",
-                    200,
-                    chart("hc-1", "inst-a", "off", spec),
-                ),
+                Call::new(Method::PATCH, CHART_APPLY, 200, chart("hc-1", "inst-a", "off", spec)),
             ];
             apply_with(settings, Some("ns-1"), calls).await.unwrap();
         }
@@ -514,12 +507,7 @@ mod tests {
             let spec = render::desired(&cluster(), &SystemSettings::default(), AddressRequest::MetalLb)["spec"].clone();
             let calls = vec![
                 Call::new(Method::GET, CHART, 200, chart("hc-1", "inst-a", "on", spec)),
-                Call::new(
-                    Method::PATCH,
-                    "/apis/helm.cattle.io/v1/namespaces/kubebyon-db/helmcharts/db?force=true&fieldManager=kubebyon",
-                    422,
-                    status(422, "Invalid", "spec.valuesContent: Invalid value"),
-                ),
+                Call::new(Method::PATCH, CHART_APPLY, 422, status(422, "Invalid", "spec.valuesContent: Invalid value")),
             ];
             let e = apply_with(SystemSettings::default(), Some("ns-1"), calls).await.unwrap_err();
             assert!(e.is_permanent());
