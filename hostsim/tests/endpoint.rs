@@ -7,7 +7,7 @@
 
 mod common;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use common::*;
 use hostsim::pki::Ca;
@@ -216,13 +216,17 @@ async fn namespace_deletion_and_garbage_collection_are_real() {
     assert_eq!(job_done(&client, &ns, "rho").await, JobOutcome::Complete);
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
     let lp = ListParams::default().labels("batch.kubernetes.io/job-name=helm-install-rho");
-    assert!(!pods.list(&lp).await.unwrap().items.is_empty());
+    let uids = |listed: Vec<Pod>| listed.into_iter().filter_map(|p| p.metadata.uid).collect::<BTreeSet<String>>();
+    let job_pods = uids(pods.list(&lp).await.unwrap().items);
+    assert!(!job_pods.is_empty());
     let jobs: Api<Job> = Api::namespaced(client.clone(), &ns);
     let bg = DeleteParams { propagation_policy: Some(kube::api::PropagationPolicy::Background), ..Default::default() };
     jobs.delete("helm-install-rho", &bg).await.unwrap();
+    // helm-controller re-creates a deleted install Job (same name, same label):
+    // the pods that must go are the ones the deleted Job owned, by UID.
     eventually("pods collected with their Job", WAIT, || async {
-        let listed = pods.list(&lp).await.ok()?;
-        listed.items.is_empty().then_some(())
+        let left = uids(pods.list(&lp).await.ok()?.items);
+        left.is_disjoint(&job_pods).then_some(())
     })
     .await;
 
