@@ -7,7 +7,7 @@ use leptos_router::{SsrMode, path};
 
 use crate::i18n::I18nContextProvider;
 use crate::pages::admin_audit::AuditPage;
-use crate::pages::admin_migrations::{MigrationPage, MigrationsPage};
+use crate::pages::admin_moves::{MovePage, MovesPage};
 use crate::pages::admin_settings::SettingsPage;
 use crate::pages::admin_users::UsersPage;
 use crate::pages::cluster_detail::ClusterDetailPage;
@@ -85,8 +85,8 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/admin/settings") view=SettingsPage ssr=ssr.clone() />
                     <Route path=path!("/admin/users") view=UsersPage ssr=ssr.clone() />
                     <Route path=path!("/admin/audit") view=AuditPage ssr=ssr.clone() />
-                    <Route path=path!("/admin/migrations") view=MigrationsPage ssr=ssr.clone() />
-                    <Route path=path!("/admin/migrations/:id") view=MigrationPage ssr=ssr />
+                    <Route path=path!("/admin/moves") view=MovesPage ssr=ssr.clone() />
+                    <Route path=path!("/admin/moves/:id") view=MovePage ssr=ssr />
                 </Routes>
             </Router>
         </I18nContextProvider>

@@ -94,8 +94,8 @@ async fn run(command: Command, config: Config) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        Command::Migrate(args) => {
-            match kubebyon::server::cli::migrate(&pool, args, config.migration_address_timeout_secs as i64).await? {
+        Command::Move(args) => {
+            match kubebyon::server::cli::move_clusters(&pool, args, config.move_address_timeout_secs as i64).await? {
                 true => Ok(()),
                 false => bail!("some clusters are blocked or failed (see above)"),
             }
@@ -176,12 +176,12 @@ async fn serve(pool: AnyPool, db_shown: String, config: Config) -> anyhow::Resul
         config: Arc::new(config),
         host,
     };
-    // Moves clusters of running migrations along (all state in the database).
+    // Moves clusters of running moves along (all state in the database).
     {
         use kubebyon::server::controllers::move_driver;
         let pool = pool.clone();
-        let timeout = state.config.migration_address_timeout_secs as i64;
-        tokio::spawn(supervise("migration_driver", move || {
+        let timeout = state.config.move_address_timeout_secs as i64;
+        tokio::spawn(supervise("move_driver", move || {
             move_driver::drive(pool.clone(), std::time::Duration::from_secs(2), timeout)
         }));
     }

@@ -72,9 +72,9 @@ const FORM_CREATE: &str = "name={who}-f&cpu=1&memory_gib=2&storage_gib=5";
 const FORM_UPDATE: &str = "id={C}&cpu=1&memory_gib=2&storage_gib=5";
 // Every cluster, disabled ones too: Alice's become the migration's (the
 // driver does not run here, so nothing is switched).
-const MIGRATION: &str =
+const MOVE: &str =
     r#"{"all":true,"include_disabled":true,"hosts":{"template":"{name}.example.com"},"concurrency":2,"grace_secs":60}"#;
-const FORM_MIGRATION: &str =
+const FORM_MOVE: &str =
     "clusters=&include_disabled=on&source=template&hosts=%7Bname%7D.example.com&concurrency=2&grace_days=1";
 const SETTINGS: &str = r#"{"default_cluster_public_access_mode":"nodeport","nodeport_public_host":null,"load_balancer_annotations":{},"load_balancer_class":null}"#;
 const FORM_SETTINGS: &str = "default_mode=nodeport&nodeport_public_host=&load_balancer_annotations=&load_balancer_class=&load_balancer_address_request=auto&chart_repo=https%3A%2F%2Fcharts.loft.sh&chart_version=0.30.0";
@@ -115,14 +115,20 @@ fn matrix() -> Vec<Row> {
         row("GET", "/api/admin/system-settings", "/api/admin/system-settings", "", ADMIN_ONLY),
         row("PUT", "/api/admin/system-settings", "/api/admin/system-settings", SETTINGS, ADMIN_ONLY),
         row("GET", "/api/admin/audit", "/api/admin/audit", "", ADMIN_ONLY),
-        row("GET", "/api/admin/migrations", "/api/admin/migrations", "", ADMIN_ONLY),
-        row("POST", "/api/admin/migrations", "/api/admin/migrations", MIGRATION, [Is(401), Is(403), Is(403), Is(201)]),
-        row("POST", "/api/admin/migrations/dry-run", "/api/admin/migrations/dry-run", MIGRATION, ADMIN_ONLY),
-        row("GET", "/api/admin/migrations/{id}", "/api/admin/migrations/999", "", [Is(401), Is(403), Is(403), Is(404)]),
+        row("GET", "/api/admin/moves", "/api/admin/moves", "", ADMIN_ONLY),
+        // Paths from before the rename: redirected, whoever asks (the new path authorizes).
+        row("GET", "/api/admin/migrations", "/api/admin/migrations", "", [Is(308); 4]),
+        row("POST", "/api/admin/migrations", "/api/admin/migrations", MOVE, [Is(308); 4]),
+        row("GET", "/api/admin/migrations/{*rest}", "/api/admin/migrations/999", "", [Is(308); 4]),
+        row("POST", "/api/admin/migrations/{*rest}", "/api/admin/migrations/dry-run", MOVE, [Is(308); 4]),
+        row("POST", "/fn/migrations/{*rest}", "/fn/migrations/plan", "", [Is(308); 4]),
+        row("POST", "/api/admin/moves", "/api/admin/moves", MOVE, [Is(401), Is(403), Is(403), Is(201)]),
+        row("POST", "/api/admin/moves/dry-run", "/api/admin/moves/dry-run", MOVE, ADMIN_ONLY),
+        row("GET", "/api/admin/moves/{id}", "/api/admin/moves/999", "", [Is(401), Is(403), Is(403), Is(404)]),
         row(
             "POST",
-            "/api/admin/migrations/{id}/clusters/{cluster}/{action}",
-            "/api/admin/migrations/999/clusters/{C}/retry",
+            "/api/admin/moves/{id}/clusters/{cluster}/{action}",
+            "/api/admin/moves/999/clusters/{C}/retry",
             "",
             [Is(401), Is(403), Is(403), Is(404)],
         ),
@@ -158,28 +164,22 @@ fn matrix() -> Vec<Row> {
         ),
         row("POST", "/fn/clusters/probe", "/fn/clusters/probe", "id={C}", [Is(401), Is(409), Is(404), Is(409)]),
         row("POST", "/fn/clusters/dismiss-moved", "/fn/clusters/dismiss-moved", "id={C}", OWNER_ONLY),
-        row("POST", "/fn/migrations/movable", "/fn/migrations/movable", "", ADMIN_ONLY),
+        row("POST", "/fn/moves/movable", "/fn/moves/movable", "", ADMIN_ONLY),
         row(
             "POST",
-            "/fn/migrations/plan",
-            "/fn/migrations/plan",
+            "/fn/moves/plan",
+            "/fn/moves/plan",
             "form[clusters]=&form[include_disabled]=true&form[source]=template&form[hosts]=%7Bname%7D.example.com&form[concurrency]=2&form[grace_days]=1",
             ADMIN_ONLY,
         ),
         // Alice's clusters are in the migration started above by now.
+        row("POST", "/fn/moves/start", "/fn/moves/start", FORM_MOVE, [Is(401), Is(403), Is(403), Is(409)]),
+        row("POST", "/fn/moves/get", "/fn/moves/get", "id=999", [Is(401), Is(403), Is(403), Is(404)]),
+        row("POST", "/fn/moves/recent", "/fn/moves/recent", "", ADMIN_ONLY),
         row(
             "POST",
-            "/fn/migrations/start",
-            "/fn/migrations/start",
-            FORM_MIGRATION,
-            [Is(401), Is(403), Is(403), Is(409)],
-        ),
-        row("POST", "/fn/migrations/get", "/fn/migrations/get", "id=999", [Is(401), Is(403), Is(403), Is(404)]),
-        row("POST", "/fn/migrations/recent", "/fn/migrations/recent", "", ADMIN_ONLY),
-        row(
-            "POST",
-            "/fn/migrations/item",
-            "/fn/migrations/item",
+            "/fn/moves/item",
+            "/fn/moves/item",
             "id=999&cluster_id={C}&action=retry",
             [Is(401), Is(403), Is(403), Is(404)],
         ),
@@ -212,8 +212,10 @@ fn matrix() -> Vec<Row> {
         row("GET", "/clusters/{id}/edit", "/clusters/{C}/edit", "", PAGE_OWNER),
         row("GET", "/admin/settings", "/admin/settings", "", PAGE_ADMIN),
         row("GET", "/admin/users", "/admin/users", "", PAGE_ADMIN),
-        row("GET", "/admin/migrations", "/admin/migrations", "", PAGE_ADMIN),
-        row("GET", "/admin/migrations/{id}", "/admin/migrations/999", "", [SIGN_IN, Is(403), Is(403), Is(404)]),
+        row("GET", "/admin/moves", "/admin/moves", "", PAGE_ADMIN),
+        row("GET", "/admin/migrations", "/admin/migrations", "", [SIGN_IN, Is(308), Is(308), Is(308)]),
+        row("GET", "/admin/migrations/{*rest}", "/admin/migrations/999", "", [SIGN_IN, Is(308), Is(308), Is(308)]),
+        row("GET", "/admin/moves/{id}", "/admin/moves/999", "", [SIGN_IN, Is(403), Is(403), Is(404)]),
         row("GET", "/admin/audit", "/admin/audit", "", PAGE_ADMIN),
     ]
 }

@@ -285,8 +285,8 @@ fn generated_input_never_breaks_the_console_or_its_data() {
         ("PATCH", "/api/console/clusters/{id}", 1),
         ("PATCH", "/api/console/clusters/{id}", 0),
         ("PUT", "/api/admin/system-settings", 2),
-        ("POST", "/api/admin/migrations/dry-run", 3),
-        ("POST", "/api/admin/migrations", 3),
+        ("POST", "/api/admin/moves/dry-run", 3),
+        ("POST", "/api/admin/moves", 3),
     ];
     let any_route = proptest::sample::select(routes.clone()).prop_map(|r| (r, None));
     let aimed = (proptest::sample::select(AIMED), 0..TEMPLATES.len())

@@ -5,7 +5,7 @@
 pub mod audit;
 pub mod auth;
 pub mod clusters;
-pub mod migrations;
+pub mod moves;
 pub mod settings;
 pub mod users;
 

@@ -58,11 +58,11 @@ fn event_text(i18n: I18nContext<Locale>, op: &Operation) -> String {
                         resources_text(i18n, from),
                         resources_text(i18n, to)
                     ),
-                    Change::Migration { id, rollback: false } => {
-                        t_string!(i18n, detail.event_migration, id = id.to_string()).to_string()
+                    Change::Move { id, rollback: false } => {
+                        t_string!(i18n, detail.event_move, id = id.to_string()).to_string()
                     }
-                    Change::Migration { id, rollback: true } => {
-                        t_string!(i18n, detail.event_migration_rollback, id = id.to_string()).to_string()
+                    Change::Move { id, rollback: true } => {
+                        t_string!(i18n, detail.event_move_rollback, id = id.to_string()).to_string()
                     }
                     Change::OldEndpointClosed { host } => {
                         t_string!(i18n, detail.event_old_endpoint_closed, host = host.as_str()).to_string()
@@ -311,7 +311,7 @@ pub fn Overview(
             </p>
         }
     });
-    // After a migration: the endpoint moved; old kubeconfigs work until the
+    // After a move: the endpoint moved; old kubeconfigs work until the
     // grace period ends. Shown until the owner dismisses it.
     let moved = c.old_endpoint.clone().filter(|o| !o.dismissed).map(|o| {
         let text = if o.closed {

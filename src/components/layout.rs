@@ -80,7 +80,7 @@ pub fn Layout(children: Children) -> impl IntoView {
                 view! {
                     <a href="/admin/settings">{t!(i18n, app.nav_settings)}</a>
                     <a href="/admin/users">{t!(i18n, app.nav_users)}</a>
-                    <a href="/admin/migrations">{t!(i18n, app.nav_migrations)}</a>
+                    <a href="/admin/moves">{t!(i18n, app.nav_moves)}</a>
                     <a href="/admin/audit">{t!(i18n, app.nav_audit)}</a>
                 }
             });

@@ -1,4 +1,4 @@
-//! The audit log: who changed settings, accounts and migrations; sign-ins
+//! The audit log: who changed settings, accounts and moves; sign-ins
 //! and failed sign-ins; admins' kubeconfig downloads and their edits and
 //! deletions of other users' clusters.
 
@@ -18,9 +18,17 @@ pub enum AuditAction {
     RoleChanged,
     PasswordReset,
     QuotaChanged,
-    MigrationStarted,
-    MigrationItemRetried,
-    MigrationItemRolledBack,
+    // Stored under their names from before the rename ("migration" now
+    // means only schema migrations): old entries stay readable.
+    #[serde(rename = "migration_started")]
+    #[strum(serialize = "migration_started")]
+    MoveStarted,
+    #[serde(rename = "migration_item_retried")]
+    #[strum(serialize = "migration_item_retried")]
+    MoveItemRetried,
+    #[serde(rename = "migration_item_rolled_back")]
+    #[strum(serialize = "migration_item_rolled_back")]
+    MoveItemRolledBack,
     SignedIn,
     SignInFailed,
     KubeconfigDownloaded,

@@ -76,12 +76,14 @@ pub enum Change {
         from: Resources,
         to: Resources,
     },
-    /// Part of migration `id` (NodePort → LoadBalancer, or rolled back).
-    Migration {
+    /// Part of move `id` (NodePort → LoadBalancer, or rolled back). Stored
+    /// as `migration`, its name before the rename (old events stay readable).
+    #[serde(rename = "migration")]
+    Move {
         id: i64,
         rollback: bool,
     },
-    /// A migrated cluster's old endpoint stopped answering (grace period over).
+    /// A moved cluster's old endpoint stopped answering (grace period over).
     OldEndpointClosed {
         host: String,
     },

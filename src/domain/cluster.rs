@@ -270,7 +270,7 @@ pub struct Cluster {
     pub old_endpoint: Option<OldEndpoint>,
 }
 
-/// A migrated cluster's old NodePort endpoint (`domain::migration`). While
+/// A moved cluster's old NodePort endpoint (`domain::moves`). While
 /// open, its host stays in the certificate and the Service keeps the node
 /// port it had; once closed, the host leaves `extraSANs` and (with MetalLB or
 /// kube-vip) the Service allocates no node ports, so the old endpoint refuses.

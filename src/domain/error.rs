@@ -45,10 +45,20 @@ pub enum ErrorCode {
     KubeconfigUnavailable,
     ConfirmationMismatch,
     LastAdmin,
-    MigrationHostsInvalid,
-    MigrationEmpty,
-    MigrationHasProblems,
-    MigrationItemState,
+    // The move's codes keep their wire names from before the rename
+    // ("migration" now means only schema migrations): API clients match on them.
+    #[serde(rename = "migration_hosts_invalid")]
+    #[strum(serialize = "migration_hosts_invalid")]
+    MoveHostsInvalid,
+    #[serde(rename = "migration_empty")]
+    #[strum(serialize = "migration_empty")]
+    MoveEmpty,
+    #[serde(rename = "migration_has_problems")]
+    #[strum(serialize = "migration_has_problems")]
+    MoveHasProblems,
+    #[serde(rename = "migration_item_state")]
+    #[strum(serialize = "migration_item_state")]
+    MoveItemState,
     QuotaExceeded,
     QuotaClustersExceeded,
     QuotaInvalid,
@@ -76,8 +86,8 @@ impl ErrorCode {
             | Self::ChangedConcurrently
             | Self::KubeconfigUnavailable
             | Self::LastAdmin
-            | Self::MigrationHasProblems
-            | Self::MigrationItemState => 409,
+            | Self::MoveHasProblems
+            | Self::MoveItemState => 409,
             Self::BadRequest => 400,
             Self::PayloadTooLarge => 413,
             Self::UnsupportedMediaType => 415,
@@ -115,9 +125,9 @@ pub enum Field {
     Password,
     Role,
     Confirm,
-    /// A migration's host source (template, range or typed hosts).
+    /// A move's host source (template, range or typed hosts).
     Hosts,
-    /// A migration's choice of clusters.
+    /// A move's choice of clusters.
     Clusters,
     QuotaClusters,
     QuotaCpu,

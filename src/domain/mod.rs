@@ -9,7 +9,7 @@ pub mod endpoint;
 pub mod error;
 pub mod host;
 pub mod listing;
-pub mod migration;
+pub mod moves;
 pub mod path;
 pub mod public_access;
 pub mod quota;

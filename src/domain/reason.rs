@@ -125,13 +125,17 @@ impl From<&str> for Reason {
     }
 }
 
-/// Why the move stopped one cluster: the move's own reason, or the cluster's
-/// status reason at that moment (helm failed, no address came).
+/// Why the move stopped one cluster: the move's own reason (stored by its
+/// snake_case name, `strum`), or the cluster's status reason at that moment
+/// (helm failed, no address came).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(into = "String", from = "String")]
+#[derive(strum::EnumString, strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
 pub enum StopReason {
     /// Not stopped (queued, switching, done, rolled back).
     #[default]
+    #[strum(disabled)]
     None,
     /// The cluster is gone.
     ClusterDeleted,
@@ -144,31 +148,17 @@ pub enum StopReason {
     /// It did not settle in time, and said nothing.
     TimedOut,
     /// Its status when it stopped.
+    #[strum(disabled)]
     Cluster(Reason),
-}
-
-/// The move's own codes, the keys the pages translate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::EnumString, strum::VariantArray)]
-#[strum(serialize_all = "snake_case")]
-pub enum StopCode {
-    ClusterDeleted,
-    HostInvalid,
-    ChangedMeanwhile,
-    HostInUse,
-    TimedOut,
 }
 
 impl StopReason {
     /// The move's own code, if it is one.
-    pub fn own(&self) -> Option<StopCode> {
-        Some(match self {
-            Self::ClusterDeleted => StopCode::ClusterDeleted,
-            Self::HostInvalid => StopCode::HostInvalid,
-            Self::ChangedMeanwhile => StopCode::ChangedMeanwhile,
-            Self::HostInUse => StopCode::HostInUse,
-            Self::TimedOut => StopCode::TimedOut,
-            Self::None | Self::Cluster(_) => return None,
-        })
+    fn own(&self) -> Option<&'static str> {
+        match self {
+            Self::None | Self::Cluster(_) => None,
+            own => Some(own.into()),
+        }
     }
 
     /// A cluster that stopped for `reason` (nothing said: it timed out).
@@ -177,12 +167,8 @@ impl StopReason {
     }
 
     pub fn parse(raw: &str) -> Self {
-        match raw.parse::<StopCode>() {
-            Ok(StopCode::ClusterDeleted) => Self::ClusterDeleted,
-            Ok(StopCode::HostInvalid) => Self::HostInvalid,
-            Ok(StopCode::ChangedMeanwhile) => Self::ChangedMeanwhile,
-            Ok(StopCode::HostInUse) => Self::HostInUse,
-            Ok(StopCode::TimedOut) => Self::TimedOut,
+        match raw.parse::<Self>() {
+            Ok(own) => own,
             Err(_) if raw.is_empty() => Self::None,
             Err(_) => Self::Cluster(Reason::parse(raw)),
         }
@@ -200,7 +186,7 @@ impl StopReason {
 impl fmt::Display for StopReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match (self, self.own()) {
-            (_, Some(code)) => f.write_str(code.into()),
+            (_, Some(code)) => f.write_str(code),
             (Self::Cluster(r), None) => r.fmt(f),
             _ => Ok(()),
         }
@@ -216,12 +202,6 @@ impl From<StopReason> for String {
 impl From<String> for StopReason {
     fn from(raw: String) -> Self {
         Self::parse(&raw)
-    }
-}
-
-impl From<&str> for StopReason {
-    fn from(raw: &str) -> Self {
-        Self::parse(raw)
     }
 }
 

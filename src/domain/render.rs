@@ -115,7 +115,7 @@ pub struct ServiceSpec {
     pub type_: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub load_balancer_class: Option<String>,
-    /// `false` once a migrated cluster's old NodePort endpoint is closed.
+    /// `false` once a moved cluster's old NodePort endpoint is closed.
     #[serde(rename = "allocateLoadBalancerNodePorts", skip_serializing_if = "Option::is_none")]
     pub allocate_load_balancer_node_ports: Option<bool>,
 }
@@ -170,8 +170,8 @@ pub fn planned_sans(spec: &ClusterSpec, settings: &SystemSettings) -> Vec<String
 
 /// The vCluster values for a spec. Never a `httpsNodePort` (the API server's
 /// allocation stays across upgrades, also NodePort → LoadBalancer, which is
-/// what keeps a migrated cluster's old endpoint answering), never
-/// `spec.loadBalancerIP` (deprecated). A migrated LoadBalancer cluster
+/// what keeps a moved cluster's old endpoint answering), never
+/// `spec.loadBalancerIP` (deprecated). A moved LoadBalancer cluster
 /// (`old`): while its old endpoint is open its host stays in `extraSANs`;
 /// once closed, with MetalLB or kube-vip, `allocateLoadBalancerNodePorts:
 /// false` makes the API server release the node port (a cloud provider may

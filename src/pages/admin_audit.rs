@@ -1,5 +1,5 @@
 //! `/admin/audit` (admins only): who changed settings, accounts and
-//! migrations, newest first, 50 a page (`?before=ID` for older ones).
+//! moves, newest first, 50 a page (`?before=ID` for older ones).
 
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -26,9 +26,9 @@ pub fn AuditPage() -> impl IntoView {
         AuditAction::KubeconfigDownloaded => t_string!(i18n, audit.kubeconfig_downloaded),
         AuditAction::ClusterChangedByAdmin => t_string!(i18n, audit.cluster_changed_by_admin),
         AuditAction::ClusterDeletedByAdmin => t_string!(i18n, audit.cluster_deleted_by_admin),
-        AuditAction::MigrationStarted => t_string!(i18n, audit.migration_started),
-        AuditAction::MigrationItemRetried => t_string!(i18n, audit.migration_item_retried),
-        AuditAction::MigrationItemRolledBack => t_string!(i18n, audit.migration_item_rolled_back),
+        AuditAction::MoveStarted => t_string!(i18n, audit.move_started),
+        AuditAction::MoveItemRetried => t_string!(i18n, audit.move_item_retried),
+        AuditAction::MoveItemRolledBack => t_string!(i18n, audit.move_item_rolled_back),
     };
     let content = Suspend::new(async move {
         let entries = match load_audit(before).await {

@@ -2,7 +2,7 @@
 //! load data through server functions and hand forms to islands.
 
 pub mod admin_audit;
-pub mod admin_migrations;
+pub mod admin_moves;
 pub mod admin_settings;
 pub mod admin_users;
 pub mod cluster_detail;

@@ -16,6 +16,11 @@ pub struct Cli {
 /// as unset, as container manifests often leave them; a value is shown as
 /// `<ITS_VARIABLE>`, so an error names what to fix. Exits with clap's message
 /// on a bad value.
+/// Environment variables renamed since a release: (old, new). The old name
+/// is still read (the move of NodePort clusters was called "migration").
+pub const RENAMED_ENV: &[(&str, &str)] =
+    &[("KUBEBYON_MIGRATION_ADDRESS_TIMEOUT_SECS", "KUBEBYON_MOVE_ADDRESS_TIMEOUT_SECS")];
+
 pub fn parse() -> Cli {
     let mut cmd = Cli::command();
     let settings: Vec<(clap::Id, String, bool)> = cmd
@@ -26,10 +31,18 @@ pub fn parse() -> Cli {
         })
         .collect();
     for (id, env, takes_values) in settings {
-        let blank = std::env::var_os(&env).is_some_and(|v| v.to_string_lossy().trim().is_empty());
+        // A setting renamed since: its old variable is read while the new one is unset.
+        let read = match RENAMED_ENV.iter().find(|(_, new)| *new == env) {
+            Some((old, _)) if std::env::var_os(&env).is_none() && std::env::var_os(old).is_some() => {
+                eprintln!("kubebyon: {old} is read as {env} (its new name); please rename it");
+                (*old).to_owned()
+            }
+            _ => env.clone(),
+        };
+        let blank = std::env::var_os(&read).is_some_and(|v| v.to_string_lossy().trim().is_empty());
         cmd = cmd.mut_arg(id, |a| {
             let a = if takes_values { a.value_name(env) } else { a };
-            if blank { a.env(None) } else { a }
+            if blank { a.env(None) } else { a.env(read) }
         });
     }
     Cli::from_arg_matches(&cmd.get_matches()).unwrap_or_else(|e| e.exit())
@@ -46,15 +59,16 @@ pub enum Command {
         #[arg(long, default_value = "admin")]
         username: String,
     },
-    /// Move NodePort clusters to LoadBalancer (docs/runbooks/migrate-to-loadbalancer.md).
-    /// Prints the dry run; without --dry-run starts the migration and follows it
+    /// Move NodePort clusters to LoadBalancer (docs/runbooks/move-to-loadbalancer.md).
+    /// Prints the dry run; without --dry-run starts the move and follows it
     /// until every cluster is done or failed (exit status 1 if any failed or is
     /// blocked). The console applies the changes to the host: keep it running.
-    Migrate(MigrateArgs),
+    #[command(alias = "migrate")]
+    Move(MoveArgs),
 }
 
 #[derive(Debug, clap::Args)]
-pub struct MigrateArgs {
+pub struct MoveArgs {
     /// A cluster to move (repeatable).
     #[arg(long = "cluster", value_name = "NAME")]
     pub clusters: Vec<String>,
@@ -71,7 +85,7 @@ pub struct MigrateArgs {
     #[arg(long)]
     pub range: Option<String>,
     /// Clusters switched at once.
-    #[arg(long, default_value_t = crate::domain::migration::DEFAULT_CONCURRENCY)]
+    #[arg(long, default_value_t = crate::domain::moves::DEFAULT_CONCURRENCY)]
     pub concurrency: i64,
     /// How long old kubeconfigs keep working: 7d, 12h, 30m, 0 (cut over at
     /// once); without it, the console's default (a week).
@@ -80,24 +94,24 @@ pub struct MigrateArgs {
     /// Only print the plan.
     #[arg(long)]
     pub dry_run: bool,
-    /// The admin the migration is recorded under.
+    /// The admin the move is recorded under.
     #[arg(long = "as", default_value = "admin", value_name = "USERNAME")]
     pub admin: String,
 }
 
-/// `kubebyon migrate`: prints the plan, then (unless `--dry-run`) starts the
-/// migration and drives and follows it. Ok(false) when a cluster is blocked or failed.
-pub async fn migrate(pool: &sqlx::AnyPool, args: MigrateArgs, address_timeout: i64) -> anyhow::Result<bool> {
+/// `kubebyon move`: prints the plan, then (unless `--dry-run`) starts the
+/// move and drives and follows it. Ok(false) when a cluster is blocked or failed.
+pub async fn move_clusters(pool: &sqlx::AnyPool, args: MoveArgs, address_timeout: i64) -> anyhow::Result<bool> {
     use std::io::{IsTerminal, Write};
 
     use anyhow::{Context, anyhow, bail};
 
-    use crate::domain::migration::MigrationRequest;
-    use crate::domain::migration::{HostSource, ItemState, parse_duration};
-    use crate::server::service::migration;
+    use crate::domain::moves::MoveRequest;
+    use crate::domain::moves::{HostSource, ItemState, parse_duration};
+    use crate::server::service::moves;
 
     let grace = match &args.grace {
-        None => crate::domain::migration::DEFAULT_GRACE_SECS,
+        None => crate::domain::moves::DEFAULT_GRACE_SECS,
         Some(g) => parse_duration(g).ok_or_else(|| anyhow!("--grace {g:?}: use e.g. 7d, 12h, 30m or 0"))?,
     };
     let hosts = match (args.template, args.range) {
@@ -105,7 +119,7 @@ pub async fn migrate(pool: &sqlx::AnyPool, args: MigrateArgs, address_timeout: i
         (None, Some(r)) => HostSource::Range(r),
         (None, None) => bail!("give --template or --range"),
     };
-    let req = MigrationRequest {
+    let req = MoveRequest {
         clusters: args.clusters,
         all: args.all,
         include_disabled: args.include_disabled,
@@ -124,7 +138,8 @@ pub async fn migrate(pool: &sqlx::AnyPool, args: MigrateArgs, address_timeout: i
         Ok(client) => Some(crate::server::controllers::reconciler::detect_address_request(&client).await),
         Err(_) => None,
     };
-    let plan = migration::dry_run(pool, &admin, detected, &req).await.context("refused")?;
+    let host = crate::server::service::HostLink { detected, reconciler: None };
+    let plan = moves::dry_run(pool, &admin, host, &req).await.context("refused")?;
     println!("{:<24} {:<34} {:<34} problems", "cluster", "now", "new endpoint");
     for i in &plan.items {
         let problems: Vec<&str> = i.problems.iter().map(|p| p.as_str()).collect();
@@ -154,13 +169,14 @@ pub async fn migrate(pool: &sqlx::AnyPool, args: MigrateArgs, address_timeout: i
     if args.dry_run || plan.blocked > 0 {
         return Ok(plan.blocked == 0);
     }
-    let id = migration::start(pool, &admin, detected, &req).await.context("refused")?;
+    let id = moves::start(pool, &admin, host, &req).await.context("refused")?;
+    // Users read "migration" (the pages and the CLI say "Migration #N"); the code says "move".
     println!("migration #{id} started");
     let tty = std::io::stdout().is_terminal();
     let mut seen: std::collections::HashMap<i64, String> = std::collections::HashMap::new();
     loop {
         crate::server::controllers::move_driver::advance(pool, address_timeout).await.context("refused")?;
-        let view = migration::view(pool, &admin, id).await.context("refused")?;
+        let view = moves::view(pool, &admin, id).await.context("refused")?;
         for item in &view.items {
             let step = match (item.state, item.step) {
                 (ItemState::Switching, Some(step)) => {

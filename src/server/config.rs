@@ -72,10 +72,10 @@ pub struct Config {
     /// Seconds a request's headers (and a kept-alive connection's next request) may take.
     #[arg(long, env = "KUBEBYON_HEADER_TIMEOUT_SECS", value_parser = positive, default_value_t = 15)]
     pub header_timeout_secs: u64,
-    /// Seconds a migrating cluster may wait for its LoadBalancer address before it fails.
-    #[arg(long, env = "KUBEBYON_MIGRATION_ADDRESS_TIMEOUT_SECS", value_parser = positive,
+    /// Seconds a moving cluster may wait for its LoadBalancer address before it fails.
+    #[arg(long, env = "KUBEBYON_MOVE_ADDRESS_TIMEOUT_SECS", value_parser = positive,
           default_value_t = crate::server::controllers::move_driver::DEFAULT_ADDRESS_TIMEOUT_SECS as u64)]
-    pub migration_address_timeout_secs: u64,
+    pub move_address_timeout_secs: u64,
     /// Seconds the observer lease lasts (renewed every third of it).
     #[arg(long, env = "KUBEBYON_LEADER_LEASE_SECS", value_parser = positive,
           default_value_t = crate::server::controllers::reconciler::DEFAULT_LEADER_LEASE.as_secs())]

@@ -100,7 +100,7 @@ impl Metrics {
         let worker_restarts = Family::<WorkerLabel, Counter>::default();
         registry.register(
             "worker_up",
-            "1 while a background worker (reconciler, migration driver, session expiry) runs, 0 while it restarts",
+            "1 while a background worker (reconciler, move driver, session expiry) runs, 0 while it restarts",
             workers_up.clone(),
         );
         registry.register("worker_restarts", "Background workers restarted after a panic", worker_restarts.clone());

@@ -1,6 +1,6 @@
 //! The island that keeps a server-rendered region current (the cluster
 //! page's [`Overview`](crate::components::cluster_overview::Overview), the
-//! list and the migration pages): while the region says work is in
+//! list and the move pages): while the region says work is in
 //! progress, it fetches the page again every 2 s and swaps the region in;
 //! copy buttons inside it work. Without JavaScript the page is complete at
 //! each reload.

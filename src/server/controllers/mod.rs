@@ -5,7 +5,7 @@
 //!   operation claimed with a lease, `KUBEBYON_CLAIM_LEASE_SECS`); one replica
 //!   at a time holds the observer lease (`KUBEBYON_LEADER_LEASE_SECS`) and
 //!   observes, probes and repairs drift.
-//! - [`move_driver`]: moves the clusters of running migrations from NodePort
+//! - [`move_driver`]: moves the clusters of running moves from NodePort
 //!   to LoadBalancer. No lease: each of its steps is a compare-and-set in the
 //!   database, so replicas driving at once cannot repeat one.
 //! - [`supervise`]: restarts a background task that panicked, and reports it.

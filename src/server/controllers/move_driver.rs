@@ -1,10 +1,10 @@
-//! The move driver: takes the clusters of running migrations (NodePort →
+//! The move driver: takes the clusters of running moves (NodePort →
 //! LoadBalancer) from queued to switching to done or failed, at each
-//! migration's concurrency, and closes old endpoints whose grace period is
+//! move's concurrency, and closes old endpoints whose grace period is
 //! over. All its state is in the database (`migration_items`): every step is
-//! a compare-and-set transition (`db::migration::transition`, the spec write
+//! a compare-and-set transition (`db::moves::transition`, the spec write
 //! by generation), so it needs no lease — two replicas driving at once, or
-//! `kubebyon migrate` beside the console, cannot apply a step twice. It only
+//! `kubebyon move` beside the console, cannot apply a step twice. It only
 //! writes specs; the reconciler brings the host to them.
 
 use std::time::Duration;
@@ -13,25 +13,25 @@ use sqlx::AnyPool;
 
 use crate::domain::change::{Change, Operation, describe_update};
 use crate::domain::endpoint::url_host;
-use crate::domain::migration::{self, ItemState, SwitchStep};
+use crate::domain::moves::{self, ItemState, SwitchStep};
 use crate::domain::user::CurrentUser;
 use crate::domain::{AppError, Host, PublicAccess, PublicAccessMode, StopReason};
 use crate::server::db;
-use crate::server::db::migration::ItemRow;
+use crate::server::db::moves::ItemRow;
 
 /// A switching cluster without its LoadBalancer address after this long fails.
 pub const DEFAULT_ADDRESS_TIMEOUT_SECS: i64 = 300;
 
 /// One pass of the driver: settles switching clusters that are done or
-/// failed, starts queued ones up to each migration's concurrency, and closes
+/// failed, starts queued ones up to each move's concurrency, and closes
 /// old endpoints whose grace period is over. Safe to run in several places
 /// at once. `timeout`: seconds a switching cluster may wait for its address.
 pub async fn advance(pool: &AnyPool, timeout: i64) -> Result<(), AppError> {
-    for m in db::migration::active(pool).await? {
+    for m in db::moves::active(pool).await? {
         let Some(admin) = db::users::by_id(pool, m.created_by).await?.map(|u| u.current_user()) else {
             continue;
         };
-        let items = db::migration::items(pool, m.id).await?;
+        let items = db::moves::items(pool, m.id).await?;
         let mut switching = 0;
         for item in items.iter().filter(|i| i.state() == ItemState::Switching) {
             if settle(pool, &m, &admin, item, timeout).await? == ItemState::Switching {
@@ -40,17 +40,15 @@ pub async fn advance(pool: &AnyPool, timeout: i64) -> Result<(), AppError> {
         }
         let free = usize::try_from(m.concurrency - switching).unwrap_or(0);
         for item in items.iter().filter(|i| i.state() == ItemState::Queued).take(free) {
-            if db::migration::transition(pool, m.id, item.cluster_id, ItemState::Queued, ItemState::Switching, "")
-                .await?
-            {
+            if db::moves::transition(pool, m.id, item.cluster_id, ItemState::Queued, ItemState::Switching, "").await? {
                 switch(pool, &m, &admin, item).await?;
             }
         }
     }
-    for (cluster_id, generation, host) in db::migration::old_endpoints_due(pool).await? {
-        // Whoever started the latest migration of this cluster asked for it.
-        let by = db::migration::mover_of(pool, cluster_id).await?.unwrap_or_default();
-        if db::migration::close_old_endpoint(pool, cluster_id, generation, &host, by).await? {
+    for (cluster_id, generation, host) in db::moves::old_endpoints_due(pool).await? {
+        // Whoever started the latest move of this cluster asked for it.
+        let by = db::moves::mover_of(pool, cluster_id).await?.unwrap_or_default();
+        if db::moves::close_old_endpoint(pool, cluster_id, generation, &host, by).await? {
             tracing::info!(cluster = cluster_id, "old endpoint closed: grace period over");
         }
     }
@@ -59,20 +57,20 @@ pub async fn advance(pool: &AnyPool, timeout: i64) -> Result<(), AppError> {
 
 async fn fail(
     pool: &AnyPool,
-    m: &db::migration::MigrationRow,
+    m: &db::moves::MoveRow,
     item: &ItemRow,
     reason: StopReason,
 ) -> Result<ItemState, AppError> {
     let reason = reason.to_string();
-    db::migration::transition(pool, m.id, item.cluster_id, ItemState::Switching, ItemState::Failed, &reason).await?;
-    tracing::warn!(migration = m.id, cluster = item.cluster_id, reason, "migration item failed");
+    db::moves::transition(pool, m.id, item.cluster_id, ItemState::Switching, ItemState::Failed, &reason).await?;
+    tracing::warn!(move_id = m.id, cluster = item.cluster_id, reason, "move item failed");
     Ok(ItemState::Failed)
 }
 
 /// Applies the switch of a claimed item (again, after a crash: idempotent).
 async fn switch(
     pool: &AnyPool,
-    m: &db::migration::MigrationRow,
+    m: &db::moves::MoveRow,
     admin: &CurrentUser,
     item: &ItemRow,
 ) -> Result<ItemState, AppError> {
@@ -86,7 +84,7 @@ async fn switch(
     if cluster.spec.public_access == target {
         // Switched before a restart: only the generation is left to record.
         if item.target_generation.is_none() {
-            db::migration::set_target_generation(pool, m.id, item.cluster_id, cluster.generation).await?;
+            db::moves::set_target_generation(pool, m.id, item.cluster_id, cluster.generation).await?;
         }
         return Ok(ItemState::Switching);
     }
@@ -102,15 +100,15 @@ async fn switch(
         && let Some(old_host) = url_host(old)
     {
         let until = db::now() + m.grace_secs;
-        db::migration::set_old_endpoint(pool, cluster.id, Some((&old_host, until))).await?;
+        db::moves::set_old_endpoint(pool, cluster.id, Some((&old_host, until))).await?;
         if m.grace_secs == 0 {
-            db::migration::mark_old_endpoint_closed(pool, cluster.id).await?;
+            db::moves::mark_old_endpoint_closed(pool, cluster.id).await?;
         }
     }
     let mut spec = cluster.spec.clone();
     spec.public_access = target;
     let mut changes = describe_update(&cluster.spec, &spec);
-    changes.push(Change::Migration { id: m.id, rollback: false });
+    changes.push(Change::Move { id: m.id, rollback: false });
     let op = Operation::Update { changes };
     let remembered = PublicAccessMode::LoadBalancer;
     let switched =
@@ -122,8 +120,8 @@ async fn switch(
     };
     match switched {
         Some(generation) => {
-            db::migration::set_target_generation(pool, m.id, item.cluster_id, generation).await?;
-            tracing::info!(migration = m.id, cluster = cluster.id, host = %item.new_host, "cluster switching to LoadBalancer");
+            db::moves::set_target_generation(pool, m.id, item.cluster_id, generation).await?;
+            tracing::info!(move_id = m.id, cluster = cluster.id, host = %item.new_host, "cluster switching to LoadBalancer");
             Ok(ItemState::Switching)
         }
         // Changed by someone at the same moment: the next pass looks again.
@@ -134,7 +132,7 @@ async fn switch(
 /// Looks at a switching item: done, failed, or still on its way.
 async fn settle(
     pool: &AnyPool,
-    m: &db::migration::MigrationRow,
+    m: &db::moves::MoveRow,
     admin: &CurrentUser,
     item: &ItemRow,
     timeout: i64,
@@ -150,10 +148,10 @@ async fn settle(
         return fail(pool, m, item, StopReason::HostInvalid).await;
     };
     let waited = db::now() - item.started_at.unwrap_or_else(db::now);
-    match migration::switch_step(&cluster, &host, target_generation) {
+    match moves::switch_step(&cluster, &host, target_generation) {
         SwitchStep::Done => {
-            db::migration::transition(pool, m.id, item.cluster_id, ItemState::Switching, ItemState::Done, "").await?;
-            tracing::info!(migration = m.id, cluster = item.cluster_id, "cluster moved to LoadBalancer");
+            db::moves::transition(pool, m.id, item.cluster_id, ItemState::Switching, ItemState::Done, "").await?;
+            tracing::info!(move_id = m.id, cluster = item.cluster_id, "cluster moved to LoadBalancer");
             Ok(ItemState::Done)
         }
         SwitchStep::Failed => fail(pool, m, item, StopReason::Cluster(cluster.status.reason)).await,
@@ -166,11 +164,11 @@ async fn settle(
 }
 
 /// Runs the driver every `every` until the process ends (the console's
-/// background task; `kubebyon migrate` drives it itself while it waits).
+/// background task; `kubebyon move` drives it itself while it waits).
 pub async fn drive(pool: AnyPool, every: Duration, timeout: i64) {
     loop {
         if let Err(e) = advance(&pool, timeout).await {
-            tracing::warn!(error = %e, "migration driver pass failed");
+            tracing::warn!(error = %e, "move driver pass failed");
         }
         tokio::time::sleep(every).await;
     }

@@ -4,7 +4,7 @@
 
 pub mod audit;
 pub mod clusters;
-pub mod migration;
+pub mod moves;
 pub mod operations;
 pub mod sessions;
 pub mod settings;
@@ -79,6 +79,12 @@ pub fn is_postgres_url(url: &str) -> bool {
 }
 
 /// Which dialect a URL speaks.
+/// A trivial query: the database answers.
+pub async fn ping(pool: &AnyPool) -> Result<(), DbError> {
+    sqlx::query_scalar::<_, i32>("SELECT 1").fetch_one(pool).await?;
+    Ok(())
+}
+
 pub fn migrator_for(url: &str) -> &'static Migrator {
     if is_postgres_url(url) { &POSTGRES_MIGRATIONS } else { &SQLITE_MIGRATIONS }
 }

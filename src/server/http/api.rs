@@ -353,53 +353,44 @@ pub async fn probe_cluster(
     Ok(Json(clusters::probe(&st.pool, st.host.as_ref(), &u, cluster_id(&id)?).await?))
 }
 
-// ---- migrations (admins): NodePort clusters to LoadBalancer ----
+// ---- moves (admins): NodePort clusters to LoadBalancer ----
 
-use crate::domain::migration::{MigrationRequest, MigrationView, Plan};
-use crate::server::service::migration;
+use crate::domain::moves::{MoveRequest, MoveView, Plan};
+use crate::server::service::{HostLink, moves};
 
-fn detected(st: &AppState) -> Option<crate::domain::settings::AddressRequest> {
-    st.host.as_ref().map(|h| h.detected())
-}
-
-pub async fn migration_dry_run(
+pub async fn move_dry_run(
     State(st): State<AppState>,
     ApiUser(u): ApiUser,
-    ApiJson(body): ApiJson<MigrationRequest>,
+    ApiJson(body): ApiJson<MoveRequest>,
 ) -> ApiResult<Plan> {
-    Ok(Json(migration::dry_run(&st.pool, &u, detected(&st), &body).await?))
+    Ok(Json(moves::dry_run(&st.pool, &u, HostLink::of(st.host.as_ref()), &body).await?))
 }
 
-pub async fn start_migration(
+pub async fn start_move(
     State(st): State<AppState>,
     ApiUser(u): ApiUser,
-    ApiJson(body): ApiJson<MigrationRequest>,
+    ApiJson(body): ApiJson<MoveRequest>,
 ) -> Result<Response, ApiError> {
-    let id = migration::start(&st.pool, &u, detected(&st), &body).await?;
-    crate::server::service::wake(st.host.as_ref());
-    let view = migration::view(&st.pool, &u, id).await?;
-    Ok((StatusCode::CREATED, [(header::LOCATION, format!("/api/admin/migrations/{id}"))], Json(view)).into_response())
+    let id = moves::start(&st.pool, &u, HostLink::of(st.host.as_ref()), &body).await?;
+    let view = moves::view(&st.pool, &u, id).await?;
+    Ok((StatusCode::CREATED, [(header::LOCATION, format!("/api/admin/moves/{id}"))], Json(view)).into_response())
 }
 
-pub async fn list_migrations(State(st): State<AppState>, ApiUser(u): ApiUser) -> ApiResult<Vec<MigrationView>> {
-    Ok(Json(migration::recent(&st.pool, &u).await?))
+pub async fn list_moves(State(st): State<AppState>, ApiUser(u): ApiUser) -> ApiResult<Vec<MoveView>> {
+    Ok(Json(moves::recent(&st.pool, &u).await?))
 }
 
-pub async fn get_migration(
-    State(st): State<AppState>,
-    ApiUser(u): ApiUser,
-    Path(id): Path<String>,
-) -> ApiResult<MigrationView> {
-    Ok(Json(migration::view(&st.pool, &u, cluster_id(&id)?).await?))
+pub async fn get_move(State(st): State<AppState>, ApiUser(u): ApiUser, Path(id): Path<String>) -> ApiResult<MoveView> {
+    Ok(Json(moves::view(&st.pool, &u, cluster_id(&id)?).await?))
 }
 
-/// `POST /api/admin/migrations/{id}/clusters/{cluster}/{retry|rollback}`.
-pub async fn migration_item_action(
+/// `POST /api/admin/moves/{id}/clusters/{cluster}/{retry|rollback}`.
+pub async fn move_item_action(
     State(st): State<AppState>,
     ApiUser(u): ApiUser,
     Path((id, cluster, action)): Path<(String, String, String)>,
-) -> ApiResult<MigrationView> {
+) -> ApiResult<MoveView> {
     let (id, cluster) = (cluster_id(&id)?, cluster_id(&cluster)?);
-    migration::item_action(&st.pool, st.host.as_ref(), &u, id, cluster, &action).await?;
-    Ok(Json(migration::view(&st.pool, &u, id).await?))
+    moves::item_action(&st.pool, st.host.as_ref(), &u, id, cluster, &action).await?;
+    Ok(Json(moves::view(&st.pool, &u, id).await?))
 }

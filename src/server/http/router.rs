@@ -32,10 +32,16 @@ pub fn api_routes() -> Vec<(&'static str, MethodRouter<AppState>)> {
         ("/clusters/{id}/kubeconfig", get(api::cluster_kubeconfig)),
         ("/api/admin/system-settings", get(api::get_settings).put(api::update_settings)),
         ("/api/admin/audit", get(api::list_audit)),
-        ("/api/admin/migrations", get(api::list_migrations).post(api::start_migration)),
-        ("/api/admin/migrations/dry-run", post(api::migration_dry_run)),
-        ("/api/admin/migrations/{id}", get(api::get_migration)),
-        ("/api/admin/migrations/{id}/clusters/{cluster}/{action}", post(api::migration_item_action)),
+        ("/api/admin/moves", get(api::list_moves).post(api::start_move)),
+        ("/api/admin/moves/dry-run", post(api::move_dry_run)),
+        ("/api/admin/moves/{id}", get(api::get_move)),
+        ("/api/admin/moves/{id}/clusters/{cluster}/{action}", post(api::move_item_action)),
+        // Paths from before "migration" was renamed "move": 308 to the new ones.
+        ("/api/admin/migrations", get(renamed).post(renamed)),
+        ("/api/admin/migrations/{*rest}", get(renamed).post(renamed)),
+        ("/admin/migrations", get(renamed)),
+        ("/admin/migrations/{*rest}", get(renamed)),
+        ("/fn/migrations/{*rest}", post(renamed)),
         ("/api/auth/login", post(api::login)),
         ("/api/auth/logout", post(api::logout)),
         ("/api/{*rest}", any(api::not_found)),
@@ -44,6 +50,31 @@ pub fn api_routes() -> Vec<(&'static str, MethodRouter<AppState>)> {
         ("/readyz", get(telemetry::readyz)),
         ("/metrics", get(telemetry::metrics_page)),
     ]
+}
+
+/// Renamed path prefixes: (old, new). Only whole path segments match.
+const RENAMED: &[(&str, &str)] = &[
+    ("/api/admin/migrations", "/api/admin/moves"),
+    ("/admin/migrations", "/admin/moves"),
+    ("/fn/migrations", "/fn/moves"),
+];
+
+/// Where an old path (with its query) lives now.
+fn renamed_target(path_and_query: &str) -> Option<String> {
+    RENAMED.iter().find_map(|(old, new)| {
+        let rest = path_and_query.strip_prefix(old)?;
+        matches!(rest.chars().next(), None | Some('/' | '?')).then(|| format!("{new}{rest}"))
+    })
+}
+
+/// 308 Permanent Redirect: the method and body are kept (a POST stays a POST).
+async fn renamed(uri: http::Uri) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let path = uri.path_and_query().map_or(uri.path(), http::uri::PathAndQuery::as_str);
+    match renamed_target(path) {
+        Some(to) => axum::response::Redirect::permanent(&to).into_response(),
+        None => http::StatusCode::NOT_FOUND.into_response(),
+    }
 }
 
 pub fn router(state: AppState) -> Router {
@@ -83,4 +114,25 @@ pub fn router(state: AppState) -> Router {
         // Outermost: request id, span, metrics and the access log see every answer.
         .layer(axum::middleware::from_fn_with_state(state.clone(), telemetry::telemetry))
         .with_state(state)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::renamed_target;
+
+    #[test]
+    fn old_paths_lead_to_the_new_ones() {
+        for (old, new) in [
+            ("/admin/migrations", Some("/admin/moves")),
+            ("/admin/migrations?clusters=a&source=range", Some("/admin/moves?clusters=a&source=range")),
+            ("/admin/migrations/7", Some("/admin/moves/7")),
+            ("/api/admin/migrations/dry-run", Some("/api/admin/moves/dry-run")),
+            ("/api/admin/migrations/3/clusters/5/retry", Some("/api/admin/moves/3/clusters/5/retry")),
+            ("/fn/migrations/start", Some("/fn/moves/start")),
+            ("/admin/migrationsx", None),
+            ("/admin/moves", None),
+        ] {
+            assert_eq!(renamed_target(old).as_deref(), new, "{old}");
+        }
+    }
 }

@@ -106,10 +106,10 @@ pub async fn metrics_page(State(state): State<AppState>, headers: http::HeaderMa
         }
     }
     let m = metrics::global();
-    match crate::server::db::operations::queue_stats(&state.pool).await {
-        Ok((depth, oldest)) => {
+    match crate::server::service::queue_stats(&state.pool).await {
+        Ok((depth, oldest_age)) => {
             m.queue_depth.set(depth);
-            m.queue_oldest_age.set(oldest.map(|t| (crate::server::db::now() - t).max(0)).unwrap_or(0));
+            m.queue_oldest_age.set(oldest_age);
         }
         Err(e) => tracing::warn!(error = %e, "reading the queue for /metrics failed"),
     }
@@ -120,7 +120,7 @@ pub async fn metrics_page(State(state): State<AppState>, headers: http::HeaderMa
 /// (a `SELECT 1` within two seconds), else 503. `/healthz` only says the
 /// process answers (liveness must not restart replicas for a database outage).
 pub async fn readyz(State(state): State<AppState>) -> Response {
-    let check = sqlx::query_scalar::<_, i32>("SELECT 1").fetch_one(&state.pool);
+    let check = crate::server::service::database_answers(&state.pool);
     let down = crate::server::controllers::supervise::down();
     if !down.is_empty() {
         tracing::warn!(?down, "not ready: background workers restarting");
@@ -150,12 +150,8 @@ mod tests {
             ("/api/console/clusters/{id}/kubeconfig", "/api/console/clusters/7/kubeconfig", Some(7)),
             ("/clusters/{id}", "/clusters/3", Some(3)),
             ("/clusters/{id}", "/clusters/x", None),
-            ("/api/admin/migrations/{id}", "/api/admin/migrations/9", None),
-            (
-                "/api/admin/migrations/{id}/clusters/{cluster}/{action}",
-                "/api/admin/migrations/9/clusters/5/retry",
-                Some(5),
-            ),
+            ("/api/admin/moves/{id}", "/api/admin/moves/9", None),
+            ("/api/admin/moves/{id}/clusters/{cluster}/{action}", "/api/admin/moves/9/clusters/5/retry", Some(5)),
             ("unmatched", "/clusters/3", None),
         ] {
             assert_eq!(cluster_id(route, path), want, "{route} {path}");

@@ -283,6 +283,6 @@ pub async fn kubeconfig(
 /// The owner (or an admin) has read the notice that the cluster's endpoint moved.
 pub async fn dismiss_moved_notice(pool: &AnyPool, user: &CurrentUser, id: i64) -> Result<(), AppError> {
     get(pool, user, id).await?;
-    db::migration::dismiss_notice(pool, id).await?;
+    db::moves::dismiss_notice(pool, id).await?;
     Ok(())
 }

@@ -6,7 +6,7 @@
 pub mod accounts;
 pub mod audit;
 pub mod clusters;
-pub mod migration;
+pub mod moves;
 pub mod quota;
 pub mod settings;
 pub mod write_limit;
@@ -14,13 +14,43 @@ pub mod write_limit;
 use crate::domain::{AppError, ErrorCode};
 use crate::server::db::DbError;
 
+/// This process's reconciler, when it runs one (no host: none).
+pub type Reconciler = std::sync::Arc<crate::server::controllers::reconciler::Context>;
+
 /// Tells this process's reconciler, when it runs one, that a change was
 /// stored (another replica's finds it on its next pass). The only wake call
-/// outside the reconciler.
-pub fn wake(host: Option<&std::sync::Arc<crate::server::controllers::reconciler::Context>>) {
+/// outside the reconciler; entry points never call it (the use case does).
+pub(crate) fn wake(host: Option<&Reconciler>) {
     if let Some(host) = host {
         host.wake();
     }
+}
+
+/// What a use case knows of the host: how its LoadBalancer provider is asked
+/// for an address, and the reconciler to wake after a change. `kubebyon move`
+/// knows the first (it asks the host itself) and has no reconciler to wake.
+#[derive(Clone, Copy, Default)]
+pub struct HostLink<'a> {
+    pub detected: Option<crate::domain::settings::AddressRequest>,
+    pub reconciler: Option<&'a Reconciler>,
+}
+
+impl<'a> HostLink<'a> {
+    /// The console's own host, as pages and the JSON API see it.
+    pub fn of(host: Option<&'a Reconciler>) -> Self {
+        Self { detected: host.map(|h| h.detected()), reconciler: host }
+    }
+}
+
+/// The operation queue's depth and the age in seconds of its oldest entry (for `/metrics`).
+pub async fn queue_stats(pool: &sqlx::AnyPool) -> Result<(i64, i64), DbError> {
+    let (depth, oldest) = crate::server::db::operations::queue_stats(pool).await?;
+    Ok((depth, oldest.map_or(0, |t| (crate::server::db::now() - t).max(0))))
+}
+
+/// Whether the database answers (for `/readyz`).
+pub async fn database_answers(pool: &sqlx::AnyPool) -> Result<(), DbError> {
+    crate::server::db::ping(pool).await
 }
 
 /// Logs a storage failure and turns it into the fixed internal error.

@@ -25,21 +25,21 @@ fn start_driver(env: &Env, address_timeout: i64) {
     tokio::spawn(move_driver::drive(pool, Duration::from_millis(300), address_timeout));
 }
 
-async fn migration_view(env: &Env, id: i64) -> Value {
-    env.console.get(&format!("/api/admin/migrations/{id}"), Some(&env.cookie)).await.json()
+async fn move_view(env: &Env, id: i64) -> Value {
+    env.console.get(&format!("/api/admin/moves/{id}"), Some(&env.cookie)).await.json()
 }
 
 /// Waits until every cluster of the migration is settled; keeps the reconciler awake.
 async fn wait_finished(env: &Env, id: i64, within: Duration) -> Value {
     let found = ts::eventually("the migration finishes", within, || async {
         env.ctx.wake();
-        let v = migration_view(env, id).await;
+        let v = move_view(env, id).await;
         (v["finished"] == true).then_some(v)
     })
     .await;
     match found {
         Ok(v) => v,
-        Err(e) => panic!("{e}; last seen: {}", migration_view(env, id).await),
+        Err(e) => panic!("{e}; last seen: {}", move_view(env, id).await),
     }
 }
 
@@ -67,7 +67,7 @@ async fn twenty_node_port_clusters_move_to_their_range_in_batches_and_old_kubeco
     let range = format!("{}-{}", net.addr(200), net.addr(219));
     let request = json!({"all": true, "hosts": {"range": range}, "concurrency": 5, "grace_secs": 40});
     // The dry run: addresses in order, the new endpoint, what changes; nothing stored.
-    let r = env.console.json("POST", "/api/admin/migrations/dry-run", Some(&env.cookie), request.clone()).await;
+    let r = env.console.json("POST", "/api/admin/moves/dry-run", Some(&env.cookie), request.clone()).await;
     assert_eq!(r.status, 200, "{}", r.body);
     let plan = r.json();
     assert_eq!(plan["blocked"], 0, "{plan}");
@@ -86,7 +86,7 @@ async fn twenty_node_port_clusters_move_to_their_range_in_batches_and_old_kubeco
 
     // The run, with a driver like the console's.
     start_driver(&env, 120);
-    let r = env.console.json("POST", "/api/admin/migrations", Some(&env.cookie), request).await;
+    let r = env.console.json("POST", "/api/admin/moves", Some(&env.cookie), request).await;
     assert_eq!(r.status, 201, "{}", r.body);
     let id = r.json()["id"].as_i64().unwrap();
     // Never more than 5 switching at once. Each old kubeconfig is tried as
@@ -96,7 +96,7 @@ async fn twenty_node_port_clusters_move_to_their_range_in_batches_and_old_kubeco
     let mut answered = [false; 20];
     let view = loop {
         env.ctx.wake();
-        let v = migration_view(&env, id).await;
+        let v = move_view(&env, id).await;
         most = most.max(v["counts"]["switching"].as_u64().unwrap_or(0));
         for (n, index) in [(0, 0), (1, 19)] {
             if !tried[n] && v["items"][index]["state"] == "done" {
@@ -165,7 +165,7 @@ async fn a_cluster_without_an_address_fails_with_metallbs_reason_the_others_fini
     // Long enough for rb-a's switch on the upstream host (helm's Job, the pod
     // rolled by its StatefulSet, MetalLB, the probe: ~10 s, more under load).
     start_driver(&env, 40);
-    let r = env.console.json("POST", "/api/admin/migrations", Some(&env.cookie), request).await;
+    let r = env.console.json("POST", "/api/admin/moves", Some(&env.cookie), request).await;
     assert_eq!(r.status, 201, "{}", r.body);
     let id = r.json()["id"].as_i64().unwrap();
     let view = wait_finished(&env, id, Duration::from_secs(120)).await;
@@ -176,7 +176,7 @@ async fn a_cluster_without_an_address_fails_with_metallbs_reason_the_others_fini
     assert!(reason.starts_with("lb_pending: ") && reason.contains("is not allowed"), "MetalLB's words: {reason}");
 
     // Retry is allowed only for failed clusters; done ones refuse.
-    let url = |cid: i64, action: &str| format!("/api/admin/migrations/{id}/clusters/{cid}/{action}");
+    let url = |cid: i64, action: &str| format!("/api/admin/moves/{id}/clusters/{cid}/{action}");
     let r = env.console.send("POST", &url(ids[0], "rollback"), Some(&env.cookie), None, "").await;
     assert_eq!((r.status.as_u16(), r.code()), (409, "migration_item_state".to_owned()));
 
@@ -188,7 +188,7 @@ async fn a_cluster_without_an_address_fails_with_metallbs_reason_the_others_fini
     assert_eq!(c["spec"]["public_access"]["mode"], "nodeport");
     assert_eq!(c["status"]["public_access_port"].as_u64(), Some(ports[1]), "the old port came back");
     kubectl_get_ns_on(host(), &env.kubeconfig(ids[1]).await, "rb-b-back").expect("kubeconfig after the rollback");
-    let view = migration_view(&env, id).await;
+    let view = move_view(&env, id).await;
     assert_eq!(view["items"][1]["state"], "rolled_back");
     // rb-a's grace period runs: its old kubeconfig still answers.
     let a = env.converge(ids[0], "rb-a Ready", ready).await;
@@ -202,15 +202,16 @@ async fn a_cluster_without_an_address_fails_with_metallbs_reason_the_others_fini
 /// No host needed: the driver only writes the database. SQLite and PostgreSQL.
 #[tokio::test]
 async fn two_drivers_and_a_crash_switch_each_cluster_once() {
-    use kubebyon::domain::migration::MigrationRequest;
-    use kubebyon::domain::migration::{HostSource, ItemState};
+    use kubebyon::domain::moves::MoveRequest;
+    use kubebyon::domain::moves::{HostSource, ItemState};
     use kubebyon::domain::public_access::PublicAccessRequest;
     use kubebyon::domain::resources::{NumberOrText, ResourcesRequest};
     use kubebyon::domain::user::Role;
     use kubebyon::server::controllers::move_driver::advance;
     use kubebyon::server::db;
+    use kubebyon::server::service::HostLink;
     use kubebyon::server::service::clusters::{ClusterDraft, create};
-    use kubebyon::server::service::migration::start;
+    use kubebyon::server::service::moves::start;
 
     for t in support::each_backend().await {
         let admin = support::user(&t.pool, "ops", Role::Admin).await;
@@ -230,7 +231,7 @@ async fn two_drivers_and_a_crash_switch_each_cluster_once() {
             };
             create(&t.pool, &Default::default(), &admin, &draft).await.unwrap();
         }
-        let req = MigrationRequest {
+        let req = MoveRequest {
             clusters: vec![],
             all: true,
             include_disabled: false,
@@ -238,10 +239,10 @@ async fn two_drivers_and_a_crash_switch_each_cluster_once() {
             concurrency: Some(4),
             grace_secs: Some(3600),
         };
-        let id = start(&t.pool, &admin, None, &req).await.unwrap();
+        let id = start(&t.pool, &admin, HostLink::default(), &req).await.unwrap();
         // A driver claimed c0 and stopped before switching it.
-        let c0 = db::migration::items(&t.pool, id).await.unwrap()[0].cluster_id;
-        assert!(db::migration::transition(&t.pool, id, c0, ItemState::Queued, ItemState::Switching, "").await.unwrap());
+        let c0 = db::moves::items(&t.pool, id).await.unwrap()[0].cluster_id;
+        assert!(db::moves::transition(&t.pool, id, c0, ItemState::Queued, ItemState::Switching, "").await.unwrap());
         // Two drivers, three passes each, at the same time.
         let (a, b) = (t.pool.clone(), t.pool.clone());
         let one = async move {
@@ -255,7 +256,7 @@ async fn two_drivers_and_a_crash_switch_each_cluster_once() {
             }
         };
         tokio::join!(one, two);
-        let items = db::migration::items(&t.pool, id).await.unwrap();
+        let items = db::moves::items(&t.pool, id).await.unwrap();
         let switching: Vec<_> = items.iter().filter(|i| i.state() == ItemState::Switching).collect();
         assert_eq!(switching.len(), 4, "{}: concurrency 4 (no host: nothing finishes)", t.backend);
         assert!(switching.iter().any(|i| i.cluster_id == c0), "{}: the claimed one was switched", t.backend);
@@ -269,14 +270,15 @@ async fn two_drivers_and_a_crash_switch_each_cluster_once() {
             }
         }
         // A cluster already in a running migration cannot be put in another.
-        let again = MigrationRequest { hosts: HostSource::Template("{name}.again.test".into()), ..req.clone() };
-        let plan = kubebyon::server::service::migration::dry_run(&t.pool, &admin, None, &again).await.unwrap();
+        let again = MoveRequest { hosts: HostSource::Template("{name}.again.test".into()), ..req.clone() };
+        let plan =
+            kubebyon::server::service::moves::dry_run(&t.pool, &admin, HostLink::default(), &again).await.unwrap();
         assert!(
             plan.items.iter().all(|i| i.problems.iter().any(|p| p.as_str() == "already_migrating")),
             "{}",
             t.backend
         );
-        let e = start(&t.pool, &admin, None, &again).await.unwrap_err();
+        let e = start(&t.pool, &admin, HostLink::default(), &again).await.unwrap_err();
         assert_eq!(e.code.as_str(), "migration_has_problems", "{}", t.backend);
     }
 }
@@ -339,7 +341,7 @@ async fn the_cli_prints_the_plan_and_exits_non_zero_when_a_cluster_is_blocked_or
 /// again (a restarted console): nothing switched twice, nothing lost.
 #[tokio::test]
 async fn kill_9_during_a_batch_then_resume_switches_nothing_twice() {
-    use kubebyon::domain::migration::ItemState;
+    use kubebyon::domain::moves::ItemState;
     use kubebyon::server::db;
 
     let (url, dir) = support::sqlite_url();
@@ -361,7 +363,7 @@ async fn kill_9_during_a_batch_then_resume_switches_nothing_twice() {
         .spawn()
         .expect("start kubebyon migrate");
     let switching = ts::eventually("two clusters switching", Duration::from_secs(30), || async {
-        let items = db::migration::items(&pool, 1).await.ok()?;
+        let items = db::moves::items(&pool, 1).await.ok()?;
         let n = items.iter().filter(|i| i.state() == ItemState::Switching && i.target_generation.is_some()).count();
         (n == 2).then_some(n)
     })
@@ -374,7 +376,7 @@ async fn kill_9_during_a_batch_then_resume_switches_nothing_twice() {
     for _ in 0..3 {
         move_driver::advance(&pool, 3600).await.unwrap();
     }
-    let items = db::migration::items(&pool, 1).await.unwrap();
+    let items = db::moves::items(&pool, 1).await.unwrap();
     assert_eq!(items.len(), 4, "nothing lost");
     let states: Vec<ItemState> = items.iter().map(|i| i.state()).collect();
     assert_eq!(states, [ItemState::Switching, ItemState::Switching, ItemState::Queued, ItemState::Queued]);

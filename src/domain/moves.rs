@@ -43,7 +43,7 @@ pub struct Ipv4Range {
 
 impl Ipv4Range {
     pub fn parse(raw: &str) -> Result<Self, AppError> {
-        let bad = || AppError::at(ErrorCode::MigrationHostsInvalid, Field::Hosts);
+        let bad = || AppError::at(ErrorCode::MoveHostsInvalid, Field::Hosts);
         let (a, b) = raw.trim().split_once('-').ok_or_else(bad)?;
         let (first, last): (Ipv4Addr, Ipv4Addr) =
             (a.trim().parse().map_err(|_| bad())?, b.trim().parse().map_err(|_| bad())?);
@@ -87,7 +87,7 @@ pub fn parse_duration(raw: &str) -> Option<i64> {
 
 /// Checks the source itself (before any cluster is looked at).
 pub fn validate_source(source: &HostSource) -> Result<(), AppError> {
-    let bad = || AppError::at(ErrorCode::MigrationHostsInvalid, Field::Hosts);
+    let bad = || AppError::at(ErrorCode::MoveHostsInvalid, Field::Hosts);
     match source {
         HostSource::Typed(_) => Ok(()),
         HostSource::Template(t) if t.matches("{name}").count() == 1 => Ok(()),
@@ -114,8 +114,11 @@ pub enum Problem {
     NoAddressRequest,
     /// A DNS host that does not resolve (yet). A warning: DNS may follow.
     DoesNotResolve,
-    /// The cluster is in another migration that has not finished with it.
-    AlreadyMigrating,
+    /// The cluster is in another move that has not finished with it
+    /// (wire name from before the rename: API clients match on it).
+    #[serde(rename = "already_migrating")]
+    #[strum(serialize = "already_migrating")]
+    AlreadyMoving,
 }
 
 impl Problem {
@@ -198,7 +201,7 @@ pub fn assign(
     out
 }
 
-/// Where one cluster of a migration is.
+/// Where one cluster of a move is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[derive(strum::IntoStaticStr, strum::EnumString, strum::VariantArray)]
@@ -269,7 +272,7 @@ pub fn switch_step(cluster: &Cluster, target: &Host, target_generation: i64) -> 
 /// What to move and where to (JSON API, page and CLI).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct MigrationRequest {
+pub struct MoveRequest {
     /// Cluster names; empty with `all` for every NodePort cluster.
     #[serde(default)]
     pub clusters: Vec<String>,
@@ -319,7 +322,7 @@ pub struct Plan {
     pub concurrency: i64,
 }
 
-/// One cluster of a migration, as the progress view shows it.
+/// One cluster of a move, as the progress view shows it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ItemView {
     pub cluster_id: i64,
@@ -340,7 +343,7 @@ pub struct ItemView {
 
 impl ItemView {
     /// The endpoint the cluster moves to (its stored host was validated when
-    /// the migration was planned; shown as stored if it no longer parses).
+    /// the move was planned; shown as stored if it no longer parses).
     pub fn new_endpoint(&self) -> String {
         Host::parse(&self.new_host)
             .map(|h| super::endpoint::Endpoint::load_balancer(h).to_string())
@@ -349,7 +352,7 @@ impl ItemView {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct MigrationView {
+pub struct MoveView {
     pub id: i64,
     pub created_by: Option<String>,
     pub created_at: i64,
@@ -363,10 +366,10 @@ pub struct MigrationView {
     pub elapsed_secs: i64,
 }
 
-/// The migration page's form, as text (a GET query for the dry run, the same
+/// The move page's form, as text (a GET query for the dry run, the same
 /// fields posted to start it).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct MigrationForm {
+pub struct MoveForm {
     /// Chosen cluster names, comma-separated; empty: every NodePort cluster.
     pub clusters: String,
     pub include_disabled: bool,
@@ -380,9 +383,9 @@ pub struct MigrationForm {
     pub grace_days: String,
 }
 
-impl MigrationForm {
+impl MoveForm {
     /// The request the form describes; a bad field is a translated error.
-    pub fn request(&self) -> Result<MigrationRequest, AppError> {
+    pub fn request(&self) -> Result<MoveRequest, AppError> {
         let hosts = match self.source.as_str() {
             "range" => HostSource::Range(self.hosts.trim().to_owned()),
             "typed" => HostSource::Typed(
@@ -402,7 +405,7 @@ impl MigrationForm {
         };
         let clusters: Vec<String> =
             self.clusters.split([',', ' ']).map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect();
-        Ok(MigrationRequest {
+        Ok(MoveRequest {
             all: clusters.is_empty(),
             clusters,
             include_disabled: self.include_disabled,
@@ -413,7 +416,7 @@ impl MigrationForm {
     }
 }
 
-/// A cluster the migration page offers.
+/// A cluster the move page offers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Movable {
     pub name: String,
@@ -489,7 +492,7 @@ mod tests {
 
     #[test]
     fn the_page_form_reads_as_a_request() {
-        let form = |source: &str, hosts: &str, typed: &str, clusters: &str| MigrationForm {
+        let form = |source: &str, hosts: &str, typed: &str, clusters: &str| MoveForm {
             clusters: clusters.into(),
             include_disabled: false,
             source: source.into(),

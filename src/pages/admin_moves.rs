@@ -1,5 +1,5 @@
-//! `/admin/migrations` (admins): choose NodePort clusters and their new hosts,
-//! see the dry run, start the move; `/admin/migrations/{id}`: its progress,
+//! `/admin/moves` (admins): choose NodePort clusters and their new hosts,
+//! see the dry run, start the move; `/admin/moves/{id}`: its progress,
 //! live, with retry and roll back for failed clusters. Plain forms: the dry
 //! run is a GET of this page, the start and item actions are posts.
 
@@ -11,45 +11,41 @@ use server_fn::ServerFn;
 
 use super::problem::problem_view;
 use super::{route_id, url_error};
-use crate::actions::migrations::{
-    MigrationItem, StartMigration, load_migration, migration_plan, movable_clusters, recent_migrations,
-};
+use crate::actions::moves::{MoveItem, StartMove, load_move, movable_clusters, move_plan, recent_moves};
 use crate::components::error_text::error_text;
 use crate::components::islands::live_region::LiveRegion;
 use crate::components::labels::format_time;
 use crate::components::layout::Layout;
-use crate::domain::migration::{
-    DEFAULT_CONCURRENCY, DEFAULT_GRACE_DAYS, ItemState, MigrationForm, MigrationView, Plan, SwitchStep,
-};
+use crate::domain::moves::{DEFAULT_CONCURRENCY, DEFAULT_GRACE_DAYS, ItemState, MoveForm, MoveView, Plan, SwitchStep};
 use crate::domain::{AppError, ErrorCode};
 use crate::i18n::*;
 
 fn item_state_text(i18n: I18nContext<Locale>, state: ItemState, step: Option<SwitchStep>) -> &'static str {
     match (state, step) {
-        (ItemState::Switching, Some(SwitchStep::WaitingForAddress)) => t_string!(i18n, migration.step_address),
-        (ItemState::Switching, Some(SwitchStep::Probing)) => t_string!(i18n, migration.step_probing),
-        (ItemState::Switching, _) => t_string!(i18n, migration.state_switching),
-        (ItemState::Queued, _) => t_string!(i18n, migration.state_queued),
-        (ItemState::Done, _) => t_string!(i18n, migration.state_done),
-        (ItemState::Failed, _) => t_string!(i18n, migration.state_failed),
-        (ItemState::RolledBack, _) => t_string!(i18n, migration.state_rolled_back),
+        (ItemState::Switching, Some(SwitchStep::WaitingForAddress)) => t_string!(i18n, moves.step_address),
+        (ItemState::Switching, Some(SwitchStep::Probing)) => t_string!(i18n, moves.step_probing),
+        (ItemState::Switching, _) => t_string!(i18n, moves.state_switching),
+        (ItemState::Queued, _) => t_string!(i18n, moves.state_queued),
+        (ItemState::Done, _) => t_string!(i18n, moves.state_done),
+        (ItemState::Failed, _) => t_string!(i18n, moves.state_failed),
+        (ItemState::RolledBack, _) => t_string!(i18n, moves.state_rolled_back),
     }
 }
 
 fn problem_text(i18n: I18nContext<Locale>, p: &str) -> &'static str {
     match p {
-        "host_in_use" => t_string!(i18n, migration.problem_host_in_use),
-        "host_twice_in_batch" => t_string!(i18n, migration.problem_host_twice_in_batch),
-        "range_exhausted" => t_string!(i18n, migration.problem_range_exhausted),
-        "no_address_request" => t_string!(i18n, migration.problem_no_address_request),
-        "does_not_resolve" => t_string!(i18n, migration.problem_does_not_resolve),
-        "already_migrating" => t_string!(i18n, migration.problem_already_migrating),
-        _ => t_string!(i18n, migration.problem_host_invalid),
+        "host_in_use" => t_string!(i18n, moves.problem_host_in_use),
+        "host_twice_in_batch" => t_string!(i18n, moves.problem_host_twice_in_batch),
+        "range_exhausted" => t_string!(i18n, moves.problem_range_exhausted),
+        "no_address_request" => t_string!(i18n, moves.problem_no_address_request),
+        "does_not_resolve" => t_string!(i18n, moves.problem_does_not_resolve),
+        "already_migrating" => t_string!(i18n, moves.problem_already_migrating),
+        _ => t_string!(i18n, moves.problem_host_invalid),
     }
 }
 
 /// The form as the URL gives it (the dry run's GET, or a refused start).
-fn form_from_query() -> Option<MigrationForm> {
+fn form_from_query() -> Option<MoveForm> {
     let q = use_query_map().get_untracked();
     let hosts = q.get("hosts")?;
     // Typed hosts come as `host.<cluster>` fields (the page) or one `typed` field (a refused start).
@@ -58,7 +54,7 @@ fn form_from_query() -> Option<MigrationForm> {
         let name = k.strip_prefix("host.")?;
         (!v.trim().is_empty()).then(|| format!("{name}={}", v.trim()))
     }));
-    Some(MigrationForm {
+    Some(MoveForm {
         typed: typed.join(","),
         clusters: q.get_all("clusters").unwrap_or_default().join(","),
         include_disabled: q.get("include_disabled").is_some_and(|v| !v.is_empty()),
@@ -70,7 +66,7 @@ fn form_from_query() -> Option<MigrationForm> {
 }
 
 #[component]
-fn PlanView(form: MigrationForm, plan: Plan) -> impl IntoView {
+fn PlanView(form: MoveForm, plan: Plan) -> impl IntoView {
     let i18n = use_i18n();
     let blocked = plan.blocked;
     let n = plan.items.len();
@@ -115,7 +111,7 @@ fn PlanView(form: MigrationForm, plan: Plan) -> impl IntoView {
                     <td class="font-mono text-xs">{item.planned_sans.join(", ")}</td>
                     <td>
                         <details>
-                            <summary>{t!(i18n, migration.changes_count, n = item.changes.len().to_string())}</summary>
+                            <summary>{t!(i18n, moves.changes_count, n = item.changes.len().to_string())}</summary>
                             <ul>{changes}</ul>
                         </details>
                     </td>
@@ -128,7 +124,7 @@ fn PlanView(form: MigrationForm, plan: Plan) -> impl IntoView {
         .collect_view();
     let start = (blocked == 0).then(|| {
         view! {
-            <form method="post" action=StartMigration::PATH class="form mt-4" data-form="start-migration">
+            <form method="post" action=StartMove::PATH class="form mt-4" data-form="start-move">
                 <input type="hidden" name="clusters" value=form.clusters.clone() />
                 <input type="hidden" name="include_disabled" value=if form.include_disabled { "on" } else { "" } />
                 <input type="hidden" name="source" value=form.source.clone() />
@@ -136,21 +132,21 @@ fn PlanView(form: MigrationForm, plan: Plan) -> impl IntoView {
                 <input type="hidden" name="typed" value=form.typed.clone() />
                 <input type="hidden" name="concurrency" value=form.concurrency.clone() />
                 <input type="hidden" name="grace_days" value=form.grace_days.clone() />
-                <p class="banner">{t!(i18n, migration.start_warning)}</p>
+                <p class="banner">{t!(i18n, moves.start_warning)}</p>
                 <button type="submit" class="btn btn-primary self-start">
-                    {t!(i18n, migration.start, n = n.to_string())}
+                    {t!(i18n, moves.start, n = n.to_string())}
                 </button>
             </form>
         }
     });
     view! {
         <section class="card" data-testid="plan" data-blocked=blocked.to_string()>
-            <h2 class="section-title">{t!(i18n, migration.plan_title)}</h2>
+            <h2 class="section-title">{t!(i18n, moves.plan_title)}</h2>
             {(blocked > 0)
                 .then(|| {
                     view! {
                         <p class="form-error" role="alert">
-                            {t!(i18n, migration.blocked, n = blocked.to_string())}
+                            {t!(i18n, moves.blocked, n = blocked.to_string())}
                         </p>
                     }
                 })}
@@ -158,12 +154,12 @@ fn PlanView(form: MigrationForm, plan: Plan) -> impl IntoView {
                 <table class="table">
                     <thead>
                         <tr>
-                            <th scope="col">{t!(i18n, migration.col_cluster)}</th>
-                            <th scope="col">{t!(i18n, migration.col_now)}</th>
-                            <th scope="col">{t!(i18n, migration.col_new)}</th>
-                            <th scope="col">{t!(i18n, migration.col_sans)}</th>
-                            <th scope="col">{t!(i18n, migration.col_changes)}</th>
-                            <th scope="col">{t!(i18n, migration.col_problems)}</th>
+                            <th scope="col">{t!(i18n, moves.col_cluster)}</th>
+                            <th scope="col">{t!(i18n, moves.col_now)}</th>
+                            <th scope="col">{t!(i18n, moves.col_new)}</th>
+                            <th scope="col">{t!(i18n, moves.col_sans)}</th>
+                            <th scope="col">{t!(i18n, moves.col_changes)}</th>
+                            <th scope="col">{t!(i18n, moves.col_problems)}</th>
                         </tr>
                     </thead>
                     <tbody>{rows}</tbody>
@@ -175,10 +171,10 @@ fn PlanView(form: MigrationForm, plan: Plan) -> impl IntoView {
 }
 
 #[component]
-pub fn MigrationsPage() -> impl IntoView {
+pub fn MovesPage() -> impl IntoView {
     let i18n = use_i18n();
     let form = form_from_query();
-    let start_error = url_error(StartMigration::PATH);
+    let start_error = url_error(StartMove::PATH);
     let content = Suspend::new(async move {
         let movable = match movable_clusters().await {
             Ok(m) => m,
@@ -196,7 +192,7 @@ pub fn MigrationsPage() -> impl IntoView {
                     .split(',')
                     .find_map(|p| p.split_once('=').filter(|(n, _)| *n == m.name).map(|(_, h)| h.to_owned()))
                     .unwrap_or_default();
-                let host_label = t_string!(i18n, migration.typed_host_for, cluster = m.name.as_str()).to_string();
+                let host_label = t_string!(i18n, moves.typed_host_for, cluster = m.name.as_str()).to_string();
                 view! {
                     <tr>
                         <td>
@@ -210,7 +206,7 @@ pub fn MigrationsPage() -> impl IntoView {
                             {if m.enabled {
                                 m.endpoint.unwrap_or_else(|| "—".into())
                             } else {
-                                t_string!(i18n, migration.access_off).to_owned()
+                                t_string!(i18n, moves.access_off).to_owned()
                             }}
                         </td>
                         <td>
@@ -230,23 +226,23 @@ pub fn MigrationsPage() -> impl IntoView {
             })
             .collect_view();
         let plan = match &form {
-            Some(f) => match migration_plan(f.clone()).await {
+            Some(f) => match move_plan(f.clone()).await {
                 Ok(plan) => view! { <PlanView form=f.clone() plan /> }.into_any(),
                 Err(e) => error_view(e).into_any(),
             },
             None => ().into_any(),
         };
-        let recent = recent_migrations().await.unwrap_or_default();
+        let recent = recent_moves().await.unwrap_or_default();
         let template = !matches!(f.source.as_str(), "range" | "typed");
         view! {
             <section class="card">
-                <h1 class="page-title">{t!(i18n, migration.title)}</h1>
-                <p class="mb-4 text-slate-600">{t!(i18n, migration.intro)}</p>
+                <h1 class="page-title">{t!(i18n, moves.title)}</h1>
+                <p class="mb-4 text-slate-600">{t!(i18n, moves.intro)}</p>
                 {start_error.map(error_view)}
-                <form method="get" action="/admin/migrations" class="form" data-form="migration-plan">
+                <form method="get" action="/admin/moves" class="form" data-form="move-plan">
                     <fieldset class="card-section">
-                        <legend class="section-title">{t!(i18n, migration.clusters)}</legend>
-                        <p class="field-hint">{t!(i18n, migration.clusters_hint)}</p>
+                        <legend class="section-title">{t!(i18n, moves.clusters)}</legend>
+                        <p class="field-hint">{t!(i18n, moves.clusters_hint)}</p>
                         <table class="table">
                             <tbody>{rows}</tbody>
                         </table>
@@ -258,14 +254,14 @@ pub fn MigrationsPage() -> impl IntoView {
                                 value="on"
                                 checked=f.include_disabled
                             />
-                            <label for="include_disabled">{t!(i18n, migration.include_disabled)}</label>
+                            <label for="include_disabled">{t!(i18n, moves.include_disabled)}</label>
                         </div>
                     </fieldset>
                     <fieldset class="card-section">
-                        <legend class="section-title">{t!(i18n, migration.hosts)}</legend>
+                        <legend class="section-title">{t!(i18n, moves.hosts)}</legend>
                         <div class="check">
                             <input type="radio" id="source_template" name="source" value="template" checked=template />
-                            <label for="source_template">{t!(i18n, migration.source_template)}</label>
+                            <label for="source_template">{t!(i18n, moves.source_template)}</label>
                         </div>
                         <div class="check">
                             <input
@@ -275,7 +271,7 @@ pub fn MigrationsPage() -> impl IntoView {
                                 value="range"
                                 checked=f.source == "range"
                             />
-                            <label for="source_range">{t!(i18n, migration.source_range)}</label>
+                            <label for="source_range">{t!(i18n, moves.source_range)}</label>
                         </div>
                         <div class="check">
                             <input
@@ -285,11 +281,11 @@ pub fn MigrationsPage() -> impl IntoView {
                                 value="typed"
                                 checked=f.source == "typed"
                             />
-                            <label for="source_typed">{t!(i18n, migration.source_typed)}</label>
+                            <label for="source_typed">{t!(i18n, moves.source_typed)}</label>
                         </div>
                         <div class="field">
                             <label for="hosts" class="field-label">
-                                {t!(i18n, migration.hosts_value)}
+                                {t!(i18n, moves.hosts_value)}
                             </label>
                             <input
                                 id="hosts"
@@ -302,13 +298,13 @@ pub fn MigrationsPage() -> impl IntoView {
                                 aria-describedby="hosts-hint"
                             />
                             <p id="hosts-hint" class="field-hint">
-                                {t!(i18n, migration.hosts_hint)}
+                                {t!(i18n, moves.hosts_hint)}
                             </p>
                         </div>
                         <div class="grid gap-4 sm:grid-cols-2">
                             <div class="field">
                                 <label for="concurrency" class="field-label">
-                                    {t!(i18n, migration.concurrency)}
+                                    {t!(i18n, moves.concurrency)}
                                 </label>
                                 <input
                                     id="concurrency"
@@ -325,7 +321,7 @@ pub fn MigrationsPage() -> impl IntoView {
                             </div>
                             <div class="field">
                                 <label for="grace_days" class="field-label">
-                                    {t!(i18n, migration.grace_days)}
+                                    {t!(i18n, moves.grace_days)}
                                 </label>
                                 <input
                                     id="grace_days"
@@ -341,19 +337,19 @@ pub fn MigrationsPage() -> impl IntoView {
                                     aria-describedby="grace_days-hint"
                                 />
                                 <p id="grace_days-hint" class="field-hint">
-                                    {t!(i18n, migration.grace_hint)}
+                                    {t!(i18n, moves.grace_hint)}
                                 </p>
                             </div>
                         </div>
                     </fieldset>
                     <button type="submit" class="btn btn-primary self-start">
-                        {t!(i18n, migration.dry_run)}
+                        {t!(i18n, moves.dry_run)}
                     </button>
                 </form>
             </section>
             {plan}
             <section class="card">
-                <h2 class="section-title">{t!(i18n, migration.recent)}</h2>
+                <h2 class="section-title">{t!(i18n, moves.recent)}</h2>
                 <ul>
                     {recent
                         .into_iter()
@@ -362,12 +358,12 @@ pub fn MigrationsPage() -> impl IntoView {
                             let failed = m.counts.get(&ItemState::Failed).copied().unwrap_or(0);
                             view! {
                                 <li>
-                                    <a href=format!("/admin/migrations/{}", m.id)>{format!("#{}", m.id)}</a>
+                                    <a href=format!("/admin/moves/{}", m.id)>{format!("#{}", m.id)}</a>
                                     " — "
                                     {format_time(m.created_at)}
                                     " — "
                                     {t!(
-                                        i18n, migration.summary, done = done.to_string(), failed = failed.to_string(), total = m.items.len().to_string()
+                                        i18n, moves.summary, done = done.to_string(), failed = failed.to_string(), total = m.items.len().to_string()
                                     )}
                                 </li>
                             }
@@ -380,7 +376,7 @@ pub fn MigrationsPage() -> impl IntoView {
     });
     view! {
         <Layout>
-            <Title text=t_string!(i18n, migration.title) />
+            <Title text=t_string!(i18n, moves.title) />
             <Suspense fallback=|| ()>{content}</Suspense>
         </Layout>
     }
@@ -396,10 +392,10 @@ fn error_view(e: AppError) -> impl IntoView {
 }
 
 /// The id of the progress region the live island refreshes.
-const PROGRESS_ID: &str = "migration-live";
+const PROGRESS_ID: &str = "move-live";
 
 #[component]
-fn Progress(m: MigrationView) -> impl IntoView {
+fn Progress(m: MoveView) -> impl IntoView {
     let i18n = use_i18n();
     let id = m.id;
     let count = |s: ItemState| m.counts.get(&s).copied().unwrap_or(0);
@@ -411,7 +407,7 @@ fn Progress(m: MigrationView) -> impl IntoView {
             let actions = (item.state == ItemState::Failed).then(|| {
                 let form = move |action: &'static str, label: &'static str| {
                     view! {
-                        <form method="post" action=MigrationItem::PATH class="inline">
+                        <form method="post" action=MoveItem::PATH class="inline">
                             <input type="hidden" name="id" value=id />
                             <input type="hidden" name="cluster_id" value=item.cluster_id />
                             <input type="hidden" name="action" value=action />
@@ -422,13 +418,13 @@ fn Progress(m: MigrationView) -> impl IntoView {
                     }
                 };
                 view! {
-                    {form("retry", t_string!(i18n, migration.retry))}
+                    {form("retry", t_string!(i18n, moves.retry))}
                     " "
-                    {form("rollback", t_string!(i18n, migration.rollback))}
+                    {form("rollback", t_string!(i18n, moves.rollback))}
                 }
             });
             let grace = match (item.old_endpoint_until, item.old_endpoint_closed) {
-                (_, true) => t_string!(i18n, migration.old_closed).to_owned(),
+                (_, true) => t_string!(i18n, moves.old_closed).to_owned(),
                 (Some(until), false) => format_time(until),
                 (None, false) => "—".to_owned(),
             };
@@ -458,24 +454,24 @@ fn Progress(m: MigrationView) -> impl IntoView {
         .collect_view();
     view! {
         <div id=PROGRESS_ID data-in-progress=(!m.finished).to_string()>
-            <p data-testid="migration-counts" data-done=done data-failed=failed data-total=total>
+            <p data-testid="move-counts" data-done=done data-failed=failed data-total=total>
                 {t!(
-                    i18n, migration.summary, done = done.to_string(), failed = failed.to_string(), total = total.to_string()
+                    i18n, moves.summary, done = done.to_string(), failed = failed.to_string(), total = total.to_string()
                 )}
                 " · "
-                {t!(i18n, migration.elapsed, secs = m.elapsed_secs.to_string())}
+                {t!(i18n, moves.elapsed, secs = m.elapsed_secs.to_string())}
             </p>
             <div class="overflow-x-auto">
                 <table class="table">
                     <thead>
                         <tr>
-                            <th scope="col">{t!(i18n, migration.col_cluster)}</th>
-                            <th scope="col">{t!(i18n, migration.col_now)}</th>
-                            <th scope="col">{t!(i18n, migration.col_new)}</th>
-                            <th scope="col">{t!(i18n, migration.col_state)}</th>
-                            <th scope="col">{t!(i18n, migration.col_grace)}</th>
+                            <th scope="col">{t!(i18n, moves.col_cluster)}</th>
+                            <th scope="col">{t!(i18n, moves.col_now)}</th>
+                            <th scope="col">{t!(i18n, moves.col_new)}</th>
+                            <th scope="col">{t!(i18n, moves.col_state)}</th>
+                            <th scope="col">{t!(i18n, moves.col_grace)}</th>
                             <th scope="col">
-                                <span class="sr-only">{t!(i18n, migration.col_actions)}</span>
+                                <span class="sr-only">{t!(i18n, moves.col_actions)}</span>
                             </th>
                         </tr>
                     </thead>
@@ -487,24 +483,24 @@ fn Progress(m: MigrationView) -> impl IntoView {
 }
 
 #[component]
-pub fn MigrationPage() -> impl IntoView {
+pub fn MovePage() -> impl IntoView {
     let i18n = use_i18n();
-    let item_error = url_error(MigrationItem::PATH);
+    let item_error = url_error(MoveItem::PATH);
     let content = Suspend::new(async move {
         let view = match route_id() {
-            Some(id) => load_migration(id).await,
+            Some(id) => load_move(id).await,
             None => Err(AppError::new(ErrorCode::NotFound)),
         };
         match view {
             Ok(m) => view! {
                 <section class="card">
-                    <h1 class="page-title">{t!(i18n, migration.progress_title, id = m.id.to_string())}</h1>
+                    <h1 class="page-title">{t!(i18n, moves.progress_title, id = m.id.to_string())}</h1>
                     {item_error.map(error_view)}
                     <LiveRegion region=PROGRESS_ID.to_owned()>
                         <Progress m />
                     </LiveRegion>
                     <p class="mt-4">
-                        <a href="/admin/migrations">{t!(i18n, migration.back)}</a>
+                        <a href="/admin/moves">{t!(i18n, moves.back)}</a>
                     </p>
                 </section>
             }
@@ -514,7 +510,7 @@ pub fn MigrationPage() -> impl IntoView {
     });
     view! {
         <Layout>
-            <Title text=t_string!(i18n, migration.title) />
+            <Title text=t_string!(i18n, moves.title) />
             <Suspense fallback=|| ()>{content}</Suspense>
         </Layout>
     }

@@ -39,12 +39,12 @@ async function nodePortClusters(page: Page, names: string[]) {
 
 /** Fills the migration form: the chosen clusters and a range. */
 async function planFor(page: Page, names: string[], range: string) {
-  await page.goto('/admin/migrations');
+  await page.goto('/admin/moves');
   for (const name of names) await page.locator(`#cluster-${name}`).check();
   await page.locator('#source_range').check();
   await page.locator('#hosts').fill(range);
   await page.locator('#grace_days').fill('1');
-  await page.getByRole('button', { name: t('en', 'migration.dry_run') }).click();
+  await page.getByRole('button', { name: t('en', 'moves.dry_run') }).click();
   await expect(page.getByTestId('plan')).toHaveAttribute('data-blocked', '0');
 }
 
@@ -57,18 +57,18 @@ test('admin moves three clusters from the page and watches them finish; the owne
   for (const [i, name] of names.entries()) {
     await expect(page.locator(`tr[data-plan="${name}"] [data-field=new-endpoint]`)).toHaveText(`https://${net}.${215 + i}:443`);
   }
-  await shot(page, 'migration-plan-en');
+  await shot(page, 'move-plan-en');
   await accessible(page);
 
-  await page.getByRole('button', { name: t('en', 'migration.start', { n: '3' }) }).click();
-  await expect(page).toHaveURL(/\/admin\/migrations\/\d+$/);
+  await page.getByRole('button', { name: t('en', 'moves.start', { n: '3' }) }).click();
+  await expect(page).toHaveURL(/\/admin\/moves\/\d+$/);
   await expect(page.getByTestId('live')).toHaveAttribute('data-live', 'true');
   await page.evaluate(() => ((window as any).__sameDocument = true));
   // Live to the end, without a reload.
-  await expect(page.getByTestId('migration-counts')).toHaveAttribute('data-done', '3', { timeout: 180_000 });
+  await expect(page.getByTestId('move-counts')).toHaveAttribute('data-done', '3', { timeout: 180_000 });
   expect(await page.evaluate(() => (window as any).__sameDocument === true)).toBe(true);
   for (const name of names) await expect(page.locator(`tr[data-item="${name}"]`)).toHaveAttribute('data-state', 'done');
-  await shot(page, 'migration-done-en');
+  await shot(page, 'move-done-en');
 
   // The owner's notice on the detail page, until dismissed.
   await page.locator(`tr[data-item="${names[0]}"] a`).click();
@@ -76,10 +76,10 @@ test('admin moves three clusters from the page and watches them finish; the owne
   await expect(notice).toBeVisible();
   await expect(notice).toHaveAttribute('data-closed', 'false');
   await expect(page.locator('[data-field=endpoint]')).toHaveText(`https://${net}.215:443`);
-  await shot(page, 'migration-notice-en');
+  await shot(page, 'move-notice-en');
   await page.getByRole('link', { name: t('zh-CN', 'languages.zh_CN') }).click();
   await expect(notice).toContainText(t('zh-CN', 'detail.moved_until'));
-  await shot(page, 'migration-notice-zh');
+  await shot(page, 'move-notice-zh');
   await page.getByRole('button', { name: t('zh-CN', 'detail.moved_dismiss') }).click();
   await expect(page.getByTestId('moved-notice')).toHaveCount(0);
   await page.getByRole('link', { name: t('zh-CN', 'languages.en') }).click();
@@ -95,14 +95,14 @@ test('the same with JavaScript off: dry run, a batch of three, progress on reloa
   for (const [i, name] of names.entries()) {
     await expect(page.locator(`tr[data-plan="${name}"] [data-field=new-endpoint]`)).toHaveText(`https://${net}.${218 + i}:443`);
   }
-  await shot(page, 'migration-plan-nojs');
-  await page.getByRole('button', { name: t('en', 'migration.start', { n: '3' }) }).click();
-  await expect(page).toHaveURL(/\/admin\/migrations\/\d+$/);
+  await shot(page, 'move-plan-nojs');
+  await page.getByRole('button', { name: t('en', 'moves.start', { n: '3' }) }).click();
+  await expect(page).toHaveURL(/\/admin\/moves\/\d+$/);
   await expect
     .poll(
       async () => {
         await page.reload();
-        return page.getByTestId('migration-counts').getAttribute('data-done');
+        return page.getByTestId('move-counts').getAttribute('data-done');
       },
       { timeout: 180_000, intervals: [2000] },
     )
@@ -112,8 +112,8 @@ test('the same with JavaScript off: dry run, a batch of three, progress on reloa
   // A range with no free address left: blocked, with the reason, and no start button.
   const more = unique('mignojs');
   await nodePortClusters(page, [more]);
-  await page.goto(`/admin/migrations?clusters=${more}&source=range&hosts=${net}.215-${net}.215&grace_days=1&concurrency=5`);
+  await page.goto(`/admin/moves?clusters=${more}&source=range&hosts=${net}.215-${net}.215&grace_days=1&concurrency=5`);
   await expect(page.getByTestId('plan')).not.toHaveAttribute('data-blocked', '0');
-  await expect(page.locator('[data-problem=range_exhausted]').first()).toHaveText(t('en', 'migration.problem_range_exhausted'));
+  await expect(page.locator('[data-problem=range_exhausted]').first()).toHaveText(t('en', 'moves.problem_range_exhausted'));
   await expect(page.getByRole('button', { name: /Start moving/ })).toHaveCount(0);
 });

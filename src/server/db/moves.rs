@@ -1,17 +1,19 @@
-//! The `migrations` and `migration_items` tables (moving NodePort clusters to
-//! LoadBalancer), and the clusters' old-endpoint columns. Every item state
+//! The moves of NodePort clusters to LoadBalancer, and the clusters'
+//! old-endpoint columns. The tables keep their names from before the rename,
+//! `migrations` and `migration_items` (a rename would break the replica still
+//! running the old code during a rolling upgrade); only the code says "move". Every item state
 //! change is a conditional UPDATE from the state it is expected to be in, so
-//! two drivers (two console replicas, or the console and `kubebyon migrate`)
+//! two drivers (two console replicas, or the console and `kubebyon move`)
 //! never switch a cluster twice.
 
 use sqlx::{AnyPool, FromRow, Row};
 
 use super::{DbError, now, operations};
 use crate::domain::change::{Change, Operation};
-use crate::domain::migration::ItemState;
+use crate::domain::moves::ItemState;
 
 #[derive(Debug, Clone, FromRow)]
-pub struct MigrationRow {
+pub struct MoveRow {
     pub id: i64,
     pub created_by: i64,
     pub created_by_name: Option<String>,
@@ -23,7 +25,8 @@ pub struct MigrationRow {
 
 #[derive(Debug, Clone, FromRow)]
 pub struct ItemRow {
-    pub migration_id: i64,
+    #[sqlx(rename = "migration_id")]
+    pub move_id: i64,
     pub cluster_id: i64,
     pub cluster_name: Option<String>,
     pub position: i64,
@@ -49,7 +52,7 @@ impl ItemRow {
     }
 }
 
-/// One cluster of a new migration.
+/// One cluster of a new move.
 #[derive(Debug, Clone)]
 pub struct NewItem {
     pub cluster_id: i64,
@@ -59,7 +62,7 @@ pub struct NewItem {
     pub new_host: String,
 }
 
-const MIGRATION_COLUMNS: &str = "m.id, m.created_by, u.username AS created_by_name, m.source, m.concurrency, \
+const MOVE_COLUMNS: &str = "m.id, m.created_by, u.username AS created_by_name, m.source, m.concurrency, \
     m.grace_secs, m.created_at FROM migrations m LEFT JOIN users u ON u.id = m.created_by";
 
 const ITEM_COLUMNS: &str = "i.migration_id, i.cluster_id, c.name AS cluster_name, i.position, \
@@ -67,7 +70,7 @@ const ITEM_COLUMNS: &str = "i.migration_id, i.cluster_id, c.name AS cluster_name
     i.target_generation, i.reason, i.started_at, i.finished_at \
     FROM migration_items i LEFT JOIN clusters c ON c.id = i.cluster_id";
 
-/// Stores a migration and its items (in order) atomically; returns its id.
+/// Stores a move and its items (in order) atomically; returns its id.
 pub async fn create(
     pool: &AnyPool,
     created_by: i64,
@@ -108,32 +111,32 @@ pub async fn create(
     Ok(id)
 }
 
-pub async fn get(pool: &AnyPool, id: i64) -> Result<Option<MigrationRow>, DbError> {
-    let sql = format!("SELECT {MIGRATION_COLUMNS} WHERE m.id = $1");
+pub async fn get(pool: &AnyPool, id: i64) -> Result<Option<MoveRow>, DbError> {
+    let sql = format!("SELECT {MOVE_COLUMNS} WHERE m.id = $1");
     Ok(sqlx::query_as(&sql).bind(id).fetch_optional(pool).await?)
 }
 
-/// The newest migrations first.
-pub async fn list(pool: &AnyPool, limit: i64) -> Result<Vec<MigrationRow>, DbError> {
-    let sql = format!("SELECT {MIGRATION_COLUMNS} ORDER BY m.id DESC LIMIT $1");
+/// The newest moves first.
+pub async fn list(pool: &AnyPool, limit: i64) -> Result<Vec<MoveRow>, DbError> {
+    let sql = format!("SELECT {MOVE_COLUMNS} ORDER BY m.id DESC LIMIT $1");
     Ok(sqlx::query_as(&sql).bind(limit).fetch_all(pool).await?)
 }
 
-pub async fn items(pool: &AnyPool, migration_id: i64) -> Result<Vec<ItemRow>, DbError> {
+pub async fn items(pool: &AnyPool, move_id: i64) -> Result<Vec<ItemRow>, DbError> {
     let sql = format!("SELECT {ITEM_COLUMNS} WHERE i.migration_id = $1 ORDER BY i.position");
-    Ok(sqlx::query_as(&sql).bind(migration_id).fetch_all(pool).await?)
+    Ok(sqlx::query_as(&sql).bind(move_id).fetch_all(pool).await?)
 }
 
-/// Migrations with items still queued or switching, oldest first.
-pub async fn active(pool: &AnyPool) -> Result<Vec<MigrationRow>, DbError> {
+/// Moves with items still queued or switching, oldest first.
+pub async fn active(pool: &AnyPool) -> Result<Vec<MoveRow>, DbError> {
     let sql = format!(
-        "SELECT {MIGRATION_COLUMNS} WHERE EXISTS (SELECT 1 FROM migration_items i \
+        "SELECT {MOVE_COLUMNS} WHERE EXISTS (SELECT 1 FROM migration_items i \
          WHERE i.migration_id = m.id AND i.state IN ('queued', 'switching')) ORDER BY m.id"
     );
     Ok(sqlx::query_as(&sql).fetch_all(pool).await?)
 }
 
-/// Clusters already in an unsettled item of any migration (a cluster is moved by one at a time).
+/// Clusters already in an unsettled item of any move (a cluster is moved by one at a time).
 pub async fn busy_clusters(pool: &AnyPool) -> Result<Vec<i64>, DbError> {
     let rows = sqlx::query("SELECT cluster_id FROM migration_items WHERE state IN ('queued', 'switching')")
         .fetch_all(pool)
@@ -144,7 +147,7 @@ pub async fn busy_clusters(pool: &AnyPool) -> Result<Vec<i64>, DbError> {
 /// Moves an item from `from` to `to`; false when it was not in `from` (another driver was first).
 pub async fn transition(
     pool: &AnyPool,
-    migration_id: i64,
+    move_id: i64,
     cluster_id: i64,
     from: ItemState,
     to: ItemState,
@@ -174,19 +177,19 @@ pub async fn transition(
         .bind(reason)
         .bind(now()),
     };
-    let done = q.bind(migration_id).bind(cluster_id).bind(from.as_str()).execute(pool).await?;
+    let done = q.bind(move_id).bind(cluster_id).bind(from.as_str()).execute(pool).await?;
     Ok(done.rows_affected() == 1)
 }
 
 pub async fn set_target_generation(
     pool: &AnyPool,
-    migration_id: i64,
+    move_id: i64,
     cluster_id: i64,
     generation: i64,
 ) -> Result<(), DbError> {
     sqlx::query("UPDATE migration_items SET target_generation = $1 WHERE migration_id = $2 AND cluster_id = $3")
         .bind(generation)
-        .bind(migration_id)
+        .bind(move_id)
         .bind(cluster_id)
         .execute(pool)
         .await?;
@@ -255,7 +258,7 @@ pub async fn mark_old_endpoint_closed(pool: &AnyPool, cluster_id: i64) -> Result
     Ok(())
 }
 
-/// The admin who started the latest migration of a cluster.
+/// The admin who started the latest move of a cluster.
 pub async fn mover_of(pool: &AnyPool, cluster_id: i64) -> Result<Option<i64>, DbError> {
     let row = sqlx::query(
         "SELECT m.created_by FROM migrations m JOIN migration_items i ON i.migration_id = m.id \

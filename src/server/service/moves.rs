@@ -1,8 +1,8 @@
 //! Moving NodePort clusters to LoadBalancer (admins): the dry run, starting a
-//! migration, the driver that switches its clusters through the ordinary
+//! move, the driver that switches its clusters through the ordinary
 //! update path with bounded concurrency, retry and roll back, and the
 //! progress view. All state is in the database, so a restarted console (or
-//! `kubebyon migrate`) picks up where it stopped; every item step is a
+//! `kubebyon move`) picks up where it stopped; every item step is a
 //! conditional update, so no cluster is switched twice.
 
 use std::collections::{BTreeMap, HashSet};
@@ -11,23 +11,23 @@ use std::time::Duration;
 use futures::StreamExt;
 use sqlx::AnyPool;
 
+use super::HostLink;
 use crate::domain::audit::AuditAction;
 use crate::domain::change::{Change, Operation, describe_update};
 use crate::domain::cluster::{Cluster, OldEndpoint};
 use crate::domain::endpoint::Endpoint;
-use crate::domain::migration::{
-    self, Candidate, ItemState, ItemView, MigrationRequest, MigrationView, Plan, PlanItem, Problem, ValueChange,
+use crate::domain::moves::{
+    self, Candidate, ItemState, ItemView, MoveRequest, MoveView, Plan, PlanItem, Problem, ValueChange,
 };
 use crate::domain::render;
-use crate::domain::settings::AddressRequest;
 use crate::domain::user::CurrentUser;
 use crate::domain::{AppError, ErrorCode, Field, Host, PublicAccess, PublicAccessMode, StopReason};
 use crate::server::db;
-use crate::server::db::migration::{ItemRow, NewItem};
+use crate::server::db::moves::{ItemRow, NewItem};
 
-pub use crate::domain::migration::{DEFAULT_CONCURRENCY, DEFAULT_GRACE_SECS, MAX_CONCURRENCY};
+pub use crate::domain::moves::{DEFAULT_CONCURRENCY, DEFAULT_GRACE_SECS, MAX_CONCURRENCY};
 
-fn limits(req: &MigrationRequest) -> Result<(i64, i64), AppError> {
+fn limits(req: &MoveRequest) -> Result<(i64, i64), AppError> {
     let concurrency = req.concurrency.unwrap_or(DEFAULT_CONCURRENCY);
     let grace = req.grace_secs.unwrap_or(DEFAULT_GRACE_SECS);
     if !(1..=MAX_CONCURRENCY).contains(&concurrency) || !(0..=365 * 24 * 3600).contains(&grace) {
@@ -82,7 +82,7 @@ async fn resolves(name: &str) -> bool {
 }
 
 /// The clusters a request picks, in name order.
-async fn candidates(pool: &AnyPool, req: &MigrationRequest) -> Result<Vec<Cluster>, AppError> {
+async fn candidates(pool: &AnyPool, req: &MoveRequest) -> Result<Vec<Cluster>, AppError> {
     let movable = |c: &Cluster| {
         !c.deletion_requested
             && c.unusable_host.is_none()
@@ -100,19 +100,19 @@ async fn candidates(pool: &AnyPool, req: &MigrationRequest) -> Result<Vec<Cluste
     let picked: Vec<Cluster> = all.into_iter().filter(|c| wanted.contains(c.spec.name.as_str())).collect();
     // A name that is not a movable cluster is refused rather than skipped.
     if picked.len() != wanted.len() || !picked.iter().all(movable) {
-        return Err(AppError::at(ErrorCode::MigrationEmpty, Field::Clusters));
+        return Err(AppError::at(ErrorCode::MoveEmpty, Field::Clusters));
     }
     Ok(picked)
 }
 
-/// The clusters the migration page offers: NodePort ones, and disabled ones.
-pub async fn movable(pool: &AnyPool, user: &CurrentUser) -> Result<Vec<migration::Movable>, AppError> {
+/// The clusters the move page offers: NodePort ones, and disabled ones.
+pub async fn movable(pool: &AnyPool, user: &CurrentUser) -> Result<Vec<moves::Movable>, AppError> {
     user.require_admin()?;
     Ok(db::clusters::list(pool, None)
         .await?
         .into_iter()
         .filter(|c| !c.deletion_requested && !matches!(c.spec.public_access, PublicAccess::LoadBalancer { .. }))
-        .map(|c| migration::Movable {
+        .map(|c| moves::Movable {
             name: c.spec.name.to_string(),
             owner: c.owner.clone(),
             enabled: c.spec.public_access.is_enabled(),
@@ -121,22 +121,28 @@ pub async fn movable(pool: &AnyPool, user: &CurrentUser) -> Result<Vec<migration
         .collect())
 }
 
-/// Plans a migration without changing anything.
+/// The audit log's target for move `id`: `migration:<id>`, its stored name
+/// from before the rename (old entries and new ones read alike).
+fn audit_target(id: i64) -> String {
+    format!("migration:{id}")
+}
+
+/// Plans a move without changing anything.
 pub async fn dry_run(
     pool: &AnyPool,
     user: &CurrentUser,
-    detected: Option<AddressRequest>,
-    req: &MigrationRequest,
+    host: HostLink<'_>,
+    req: &MoveRequest,
 ) -> Result<Plan, AppError> {
     user.require_admin()?;
     let (concurrency, grace) = limits(req)?;
-    migration::validate_source(&req.hosts)?;
+    moves::validate_source(&req.hosts)?;
     let chosen = candidates(pool, req).await?;
     if chosen.is_empty() {
-        return Err(AppError::at(ErrorCode::MigrationEmpty, Field::Clusters));
+        return Err(AppError::at(ErrorCode::MoveEmpty, Field::Clusters));
     }
     let settings = db::settings::load(pool).await?;
-    let request = settings.load_balancer_address_request.resolve(detected);
+    let request = settings.load_balancer_address_request.resolve(host.detected);
     let batch: HashSet<i64> = chosen.iter().map(|c| c.id).collect();
     let in_use: HashSet<String> = db::clusters::list(pool, None)
         .await?
@@ -148,7 +154,7 @@ pub async fn dry_run(
         })
         .collect();
     let cands: Vec<Candidate> = chosen.iter().map(|c| Candidate { id: c.id, name: c.spec.name.to_string() }).collect();
-    let mut assigned = migration::assign(&cands, &req.hosts, &in_use, request);
+    let mut assigned = moves::assign(&cands, &req.hosts, &in_use, request);
     // DNS names that do not resolve yet: a warning (records may follow).
     let names: Vec<(usize, String)> = assigned
         .iter()
@@ -167,13 +173,13 @@ pub async fn dry_run(
     for i in unresolved {
         assigned[i].problems.push(Problem::DoesNotResolve);
     }
-    let busy: HashSet<i64> = db::migration::busy_clusters(pool).await?.into_iter().collect();
+    let busy: HashSet<i64> = db::moves::busy_clusters(pool).await?.into_iter().collect();
     let items: Vec<PlanItem> = chosen
         .iter()
         .zip(assigned)
         .map(|(c, mut a)| {
             if busy.contains(&c.id) {
-                a.problems.push(Problem::AlreadyMigrating);
+                a.problems.push(Problem::AlreadyMoving);
             }
             // The host handed-out kubeconfigs name (stays in the certificate during the grace period).
             let old_host = c.status.api_endpoint.as_deref().and_then(crate::domain::endpoint::url_host);
@@ -211,16 +217,12 @@ pub async fn dry_run(
     Ok(Plan { items, blocked, grace_secs: grace, concurrency })
 }
 
-/// Starts a migration: refused while any chosen cluster has a blocking problem.
-pub async fn start(
-    pool: &AnyPool,
-    user: &CurrentUser,
-    detected: Option<AddressRequest>,
-    req: &MigrationRequest,
-) -> Result<i64, AppError> {
-    let plan = dry_run(pool, user, detected, req).await?;
+/// Starts a move (refused while any chosen cluster has a blocking problem)
+/// and wakes the reconciler.
+pub async fn start(pool: &AnyPool, user: &CurrentUser, host: HostLink<'_>, req: &MoveRequest) -> Result<i64, AppError> {
+    let plan = dry_run(pool, user, host, req).await?;
     if plan.blocked > 0 {
-        return Err(AppError::new(ErrorCode::MigrationHasProblems));
+        return Err(AppError::new(ErrorCode::MoveHasProblems));
     }
     let mut items = Vec::with_capacity(plan.items.len());
     for p in &plan.items {
@@ -235,17 +237,18 @@ pub async fn start(
         });
     }
     let source = serde_json::to_string(&req.hosts).unwrap_or_default();
-    let id = db::migration::create(pool, user.id, &source, plan.concurrency, plan.grace_secs, &items).await?;
-    tracing::info!(migration = id, clusters = items.len(), admin = %user.username, "migration started");
+    let id = db::moves::create(pool, user.id, &source, plan.concurrency, plan.grace_secs, &items).await?;
+    tracing::info!(move_id = id, clusters = items.len(), admin = %user.username, "move started");
     let detail = format!("clusters: {}; concurrency: {}; grace: {} s", items.len(), plan.concurrency, plan.grace_secs);
-    super::audit::record(pool, user, AuditAction::MigrationStarted, &format!("migration:{id}"), &detail).await;
+    super::audit::record(pool, user, AuditAction::MoveStarted, &audit_target(id), &detail).await;
+    super::wake(host.reconciler);
     Ok(id)
 }
 
-pub async fn view(pool: &AnyPool, user: &CurrentUser, id: i64) -> Result<MigrationView, AppError> {
+pub async fn view(pool: &AnyPool, user: &CurrentUser, id: i64) -> Result<MoveView, AppError> {
     user.require_admin()?;
-    let m = db::migration::get(pool, id).await?.ok_or(AppError::new(ErrorCode::NotFound))?;
-    let rows = db::migration::items(pool, id).await?;
+    let m = db::moves::get(pool, id).await?.ok_or(AppError::new(ErrorCode::NotFound))?;
+    let rows = db::moves::items(pool, id).await?;
     let mut items = Vec::with_capacity(rows.len());
     let mut counts = BTreeMap::new();
     for r in rows {
@@ -253,7 +256,7 @@ pub async fn view(pool: &AnyPool, user: &CurrentUser, id: i64) -> Result<Migrati
         let state = r.state();
         let step = match (&cluster, state, Host::parse(&r.new_host)) {
             (Some(c), ItemState::Switching, Ok(host)) => {
-                Some(migration::switch_step(c, &host, r.target_generation.unwrap_or(i64::MAX)))
+                Some(moves::switch_step(c, &host, r.target_generation.unwrap_or(i64::MAX)))
             }
             _ => None,
         };
@@ -276,7 +279,7 @@ pub async fn view(pool: &AnyPool, user: &CurrentUser, id: i64) -> Result<Migrati
     let finished = items.iter().all(|i| i.state.settled());
     let last = items.iter().filter_map(|i| i.finished_at).max();
     let end = if finished { last.unwrap_or(m.created_at) } else { db::now() };
-    Ok(MigrationView {
+    Ok(MoveView {
         id: m.id,
         created_by: m.created_by_name,
         created_at: m.created_at,
@@ -298,17 +301,17 @@ fn stored_reason(r: &ItemRow) -> StopReason {
     reason
 }
 
-/// The newest migrations (ids), for the page's and API's list.
-pub async fn recent(pool: &AnyPool, user: &CurrentUser) -> Result<Vec<MigrationView>, AppError> {
+/// The newest moves (ids), for the page's and API's list.
+pub async fn recent(pool: &AnyPool, user: &CurrentUser) -> Result<Vec<MoveView>, AppError> {
     user.require_admin()?;
     let mut out = Vec::new();
-    for m in db::migration::list(pool, 20).await? {
+    for m in db::moves::list(pool, 20).await? {
         out.push(view(pool, user, m.id).await?);
     }
     Ok(out)
 }
 
-/// What an admin does to one failed cluster of a migration
+/// What an admin does to one failed cluster of a move
 /// (`…/clusters/{cluster}/{retry|rollback}`, the progress page's forms).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, strum::EnumString)]
 #[strum(serialize_all = "snake_case")]
@@ -339,28 +342,28 @@ pub async fn item_action(
 
 /// A failed cluster goes back into the queue (the admin checked by [`item_action`]).
 async fn retry(pool: &AnyPool, user: &CurrentUser, id: i64, cluster_id: i64) -> Result<(), AppError> {
-    if !db::migration::transition(pool, id, cluster_id, ItemState::Failed, ItemState::Queued, "").await? {
-        // No such cluster in no such migration is not found; a cluster in
+    if !db::moves::transition(pool, id, cluster_id, ItemState::Failed, ItemState::Queued, "").await? {
+        // No such cluster in no such move is not found; a cluster in
         // another state cannot be retried.
-        let exists = db::migration::items(pool, id).await?.iter().any(|i| i.cluster_id == cluster_id);
-        return Err(AppError::new(if exists { ErrorCode::MigrationItemState } else { ErrorCode::NotFound }));
+        let exists = db::moves::items(pool, id).await?.iter().any(|i| i.cluster_id == cluster_id);
+        return Err(AppError::new(if exists { ErrorCode::MoveItemState } else { ErrorCode::NotFound }));
     }
-    tracing::info!(migration = id, cluster = cluster_id, admin = %user.username, "migration item retried");
-    let target = format!("migration:{id}/cluster:{cluster_id}");
-    super::audit::record(pool, user, AuditAction::MigrationItemRetried, &target, "").await;
+    tracing::info!(move_id = id, cluster = cluster_id, admin = %user.username, "move item retried");
+    let target = format!("{}/cluster:{cluster_id}", audit_target(id));
+    super::audit::record(pool, user, AuditAction::MoveItemRetried, &target, "").await;
     Ok(())
 }
 
 /// A failed cluster goes back to what it was: NodePort on its own host (the
 /// API server gives back its old port when it still holds it), or off.
 async fn rollback(pool: &AnyPool, user: &CurrentUser, id: i64, cluster_id: i64) -> Result<(), AppError> {
-    let item = db::migration::items(pool, id)
+    let item = db::moves::items(pool, id)
         .await?
         .into_iter()
         .find(|i| i.cluster_id == cluster_id)
         .ok_or(AppError::new(ErrorCode::NotFound))?;
     if item.state() != ItemState::Failed {
-        return Err(AppError::new(ErrorCode::MigrationItemState));
+        return Err(AppError::new(ErrorCode::MoveItemState));
     }
     let cluster = db::clusters::get(pool, cluster_id).await?.ok_or(AppError::new(ErrorCode::NotFound))?;
     let mut spec = cluster.spec.clone();
@@ -370,7 +373,7 @@ async fn rollback(pool: &AnyPool, user: &CurrentUser, id: i64, cluster_id: i64) 
         PublicAccess::Disabled
     };
     let mut changes = describe_update(&cluster.spec, &spec);
-    changes.push(Change::Migration { id, rollback: true });
+    changes.push(Change::Move { id, rollback: true });
     let op = Operation::Update { changes };
     db::clusters::update_spec(
         pool,
@@ -384,10 +387,10 @@ async fn rollback(pool: &AnyPool, user: &CurrentUser, id: i64, cluster_id: i64) 
     )
     .await?
     .ok_or(AppError::new(ErrorCode::ChangedConcurrently))?;
-    db::migration::set_old_endpoint(pool, cluster_id, None).await?;
-    db::migration::transition(pool, id, cluster_id, ItemState::Failed, ItemState::RolledBack, "").await?;
-    tracing::info!(migration = id, cluster = cluster_id, admin = %user.username, "migration item rolled back");
-    let target = format!("migration:{id}/cluster:{cluster_id}");
-    super::audit::record(pool, user, AuditAction::MigrationItemRolledBack, &target, "").await;
+    db::moves::set_old_endpoint(pool, cluster_id, None).await?;
+    db::moves::transition(pool, id, cluster_id, ItemState::Failed, ItemState::RolledBack, "").await?;
+    tracing::info!(move_id = id, cluster = cluster_id, admin = %user.username, "move item rolled back");
+    let target = format!("{}/cluster:{cluster_id}", audit_target(id));
+    super::audit::record(pool, user, AuditAction::MoveItemRolledBack, &target, "").await;
     Ok(())
 }

@@ -1,0 +1,82 @@
+//! Move server functions (admins): the page's candidates and dry run,
+//! starting a move, its progress, retry and roll back.
+
+use leptos::prelude::*;
+
+use crate::domain::AppError;
+use crate::domain::moves::{Movable, MoveForm, MoveView, Plan};
+
+#[server(prefix = "/fn", endpoint = "moves/movable")]
+pub async fn movable_clusters() -> Result<Vec<Movable>, AppError> {
+    use crate::server::context::{require_admin, state};
+    crate::server::service::moves::movable(&state()?.pool, &require_admin()?).await
+}
+
+#[server(prefix = "/fn", endpoint = "moves/plan")]
+pub async fn move_plan(form: MoveForm) -> Result<Plan, AppError> {
+    use crate::server::context::{require_admin, state};
+    let st = state()?;
+    let host = crate::server::service::HostLink::of(st.host.as_ref());
+    crate::server::service::moves::dry_run(&st.pool, &require_admin()?, host, &form.request()?).await
+}
+
+#[server(prefix = "/fn", endpoint = "moves/start")]
+pub async fn start_move(
+    clusters: String,
+    include_disabled: Option<String>,
+    source: String,
+    hosts: String,
+    typed: Option<String>,
+    concurrency: String,
+    grace_days: String,
+) -> Result<(), AppError> {
+    use crate::server::context::{keep_input_on_error, require_admin, state};
+    use server_fn::ServerFn as _;
+    let st = state()?;
+    let form = MoveForm {
+        clusters,
+        include_disabled: include_disabled.is_some(),
+        source,
+        hosts,
+        typed: typed.unwrap_or_default(),
+        concurrency,
+        grace_days,
+    };
+    let fields = [
+        ("clusters", form.clusters.as_str()),
+        ("include_disabled", if form.include_disabled { "on" } else { "" }),
+        ("source", form.source.as_str()),
+        ("hosts", form.hosts.as_str()),
+        ("typed", form.typed.as_str()),
+        ("concurrency", form.concurrency.as_str()),
+        ("grace_days", form.grace_days.as_str()),
+    ];
+    let host = crate::server::service::HostLink::of(st.host.as_ref());
+    let started =
+        async { crate::server::service::moves::start(&st.pool, &require_admin()?, host, &form.request()?).await };
+    let id = started.await.inspect_err(|e| keep_input_on_error(StartMove::PATH, "/admin/moves", &fields, e))?;
+    leptos_axum::redirect(&format!("/admin/moves/{id}"));
+    Ok(())
+}
+
+#[server(prefix = "/fn", endpoint = "moves/get")]
+pub async fn load_move(id: i64) -> Result<MoveView, AppError> {
+    use crate::server::context::{require_admin, state};
+    crate::server::service::moves::view(&state()?.pool, &require_admin()?, id).await
+}
+
+#[server(prefix = "/fn", endpoint = "moves/recent")]
+pub async fn recent_moves() -> Result<Vec<MoveView>, AppError> {
+    use crate::server::context::{require_admin, state};
+    crate::server::service::moves::recent(&state()?.pool, &require_admin()?).await
+}
+
+/// Retry or roll back one failed cluster (plain forms on the progress page).
+#[server(prefix = "/fn", endpoint = "moves/item")]
+pub async fn move_item(id: i64, cluster_id: i64, action: String) -> Result<(), AppError> {
+    use crate::server::context::{require_admin, state};
+    let (st, admin) = (state()?, require_admin()?);
+    crate::server::service::moves::item_action(&st.pool, st.host.as_ref(), &admin, id, cluster_id, &action).await?;
+    leptos_axum::redirect(&format!("/admin/moves/{id}"));
+    Ok(())
+}
