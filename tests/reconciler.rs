@@ -377,7 +377,7 @@ async fn deleting_a_cluster_uninstalls_it_and_frees_the_name() {
     if let Err(e) = gone {
         panic!("{e}\n{}", deletion_state(&env, &client, id, "gone").await);
     }
-    let namespaces = reconciler::managed_namespaces(&client).await.unwrap();
+    let namespaces = kubebyon::server::testing::managed_namespaces(&client).await.unwrap();
     assert!(!namespaces.contains(&"kubebyon-gone".to_owned()), "{namespaces:?}");
     let again = env.create("gone", json!({"enabled": false})).await;
     assert_ne!(again, id);
@@ -397,7 +397,7 @@ async fn a_delete_refused_for_want_of_permission_is_retried_until_it_is_allowed(
     env.converge(id, "Ready", ready).await;
     let bindings = kube::Api::<ClusterRoleBinding>::all(host().client().await.unwrap());
     bindings.delete(&test_binding(user), &Default::default()).await.expect("unbind");
-    let charts = reconciler::apply::helm_charts(&env.ctx.client, "kubebyon-unbound");
+    let charts = kubebyon::server::testing::helm_charts(&env.ctx.client, "kubebyon-unbound");
     ts::eventually("the console's calls refused", WAIT, || async {
         matches!(charts.get_opt("unbound").await, Err(kube::Error::Api(s)) if s.code == 403).then_some(())
     })
@@ -455,7 +455,7 @@ async fn deletion_state(env: &Env, client: &kube::Client, id: i64, name: &str) -
             .fetch_all(&env.console.pool)
             .await
             .unwrap_or_default();
-    let hc = reconciler::apply::helm_charts(client, &ns).get_opt(name).await.map(|hc| {
+    let hc = kubebyon::server::testing::helm_charts(client, &ns).get_opt(name).await.map(|hc| {
         hc.map(|hc| (hc.metadata.finalizers, hc.metadata.deletion_timestamp, hc.data.get("status").cloned()))
     });
     let jobs = kube::Api::<Job>::namespaced(client.clone(), &ns);
@@ -709,7 +709,7 @@ async fn helm_failures_say_why_and_settings_follow_through() {
     env.converge(lb, "recovered", ready).await;
     kubectl_get_ns(&before_failure, "settle-lb-same-ca").expect("upgraded again, not reinstalled: the same CA");
     let admin = host().client().await.unwrap();
-    let hc = reconciler::apply::helm_charts(&admin, "kubebyon-settle-lb").get("settle-lb").await.unwrap();
+    let hc = kubebyon::server::testing::helm_charts(&admin, "kubebyon-settle-lb").get("settle-lb").await.unwrap();
     assert_eq!(hc.data["spec"]["failurePolicy"], "retry");
 
     // The admin asks kube-vip for addresses: only the LoadBalancer cluster with
@@ -728,7 +728,7 @@ async fn helm_failures_say_why_and_settings_follow_through() {
     let admin = host().client().await.unwrap();
     let chart = |ns: &'static str, name: &'static str| {
         let admin = admin.clone();
-        async move { reconciler::apply::helm_charts(&admin, ns).get(name).await.ok().map(|hc| hc.data["spec"].clone()) }
+        async move { kubebyon::server::testing::helm_charts(&admin, ns).get(name).await.ok().map(|hc| hc.data["spec"].clone()) }
     };
     ts::eventually("kube-vip's annotation in the values", WAIT, || async {
         let v = chart("kubebyon-settle-lb", "settle-lb").await?["valuesContent"].as_str()?.to_owned();
@@ -1054,7 +1054,7 @@ async fn an_operators_namespace_survives_create_and_delete_of_a_cluster_of_its_n
     assert_eq!(c["status"]["message"], "namespace_taken: namespace kubebyon-db", "{c}");
     let page = env.console.get(&format!("/clusters/{id}"), Some(&env.cookie)).await;
     assert!(page.body.contains("Its name is taken on the host") && page.body.contains("namespace kubebyon-db"));
-    let charts = reconciler::apply::helm_charts(&admin, "kubebyon-db");
+    let charts = kubebyon::server::testing::helm_charts(&admin, "kubebyon-db");
     assert!(charts.get_opt("db").await.unwrap().is_none(), "no HelmChart written into it");
 
     env.delete(id).await.expect("the cluster row goes without touching the namespace");
@@ -1120,7 +1120,7 @@ async fn tenant_isolation_objects_are_made_and_follow_the_settings() {
     assert_eq!(spec["ingress"][1]["ports"], json!([{"port": 8443, "protocol": "TCP"}]), "{spec}");
     let egress = spec["egress"].to_string();
     assert!(egress.contains("kube-dns") && egress.contains("6443") && egress.contains("443"), "{egress}");
-    let chart = reconciler::apply::helm_charts(&admin, "kubebyon-iso").get("iso").await.unwrap();
+    let chart = kubebyon::server::testing::helm_charts(&admin, "kubebyon-iso").get("iso").await.unwrap();
     let values = chart.data["spec"]["valuesContent"].as_str().unwrap().to_owned();
     for want in ["podSecurityStandard: baseline", "services.nodeports: '2'", "limits.cpu: 35000m"] {
         assert!(values.contains(want), "{want} in {values}");

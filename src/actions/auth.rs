@@ -7,7 +7,7 @@ use crate::domain::AppError;
 use crate::domain::user::CurrentUser;
 
 #[server(prefix = "/fn", endpoint = "login")]
-pub async fn login(username: String, password: String, next: Option<String>) -> Result<(), AppError> {
+pub(crate) async fn login(username: String, password: String, next: Option<String>) -> Result<(), AppError> {
     use crate::domain::path::safe_next;
     use crate::server::auth::session;
     use crate::server::context::{client_addr, header, set_response_header, state};
@@ -25,7 +25,7 @@ pub async fn login(username: String, password: String, next: Option<String>) -> 
 }
 
 #[server(prefix = "/fn", endpoint = "logout")]
-pub async fn logout() -> Result<(), AppError> {
+pub(crate) async fn logout() -> Result<(), AppError> {
     use crate::server::auth::session;
     use crate::server::context::{header, set_response_header, state};
     use crate::server::service::accounts;
@@ -42,7 +42,7 @@ pub async fn logout() -> Result<(), AppError> {
 /// What the page frame shows: the signed-in user, and whether the host
 /// cluster is the local simulator.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Session {
+pub(crate) struct Session {
     pub user: Option<CurrentUser>,
     pub simulated_host: bool,
     /// No host cluster is configured: requests wait.
@@ -50,7 +50,7 @@ pub struct Session {
 }
 
 #[server(prefix = "/fn", endpoint = "whoami")]
-pub async fn whoami() -> Result<Session, AppError> {
+pub(crate) async fn whoami() -> Result<Session, AppError> {
     session_now()
 }
 
@@ -59,7 +59,7 @@ pub async fn whoami() -> Result<Session, AppError> {
 /// a `Suspense` (each boundary was a visible part of its server time,
 /// docs/performance.md). Never called in the browser, where pages are not
 /// rendered (only islands hydrate).
-pub fn session_now() -> Result<Session, AppError> {
+pub(crate) fn session_now() -> Result<Session, AppError> {
     #[cfg(feature = "ssr")]
     {
         use crate::server::context::{current_user, state};

@@ -10,14 +10,14 @@ use crate::domain::{AppError, Host, PublicAccessMode};
 /// Which page of a cluster's history is shown: the id to page on from (when
 /// older requests may follow), and whether it is an older page.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
-pub struct HistoryPage {
+pub(crate) struct HistoryPage {
     pub older: Option<i64>,
     pub paged: bool,
 }
 
 /// What the cluster pages show.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ClusterPage {
+pub(crate) struct ClusterPage {
     pub cluster: Cluster,
     pub events: Vec<ClusterEvent>,
     /// Where the shown page of the history sits.
@@ -34,7 +34,7 @@ pub struct ClusterPage {
 /// What the create form starts from: the admin's default mode and NodePort
 /// public host, and the user's quota.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ClusterDefaults {
+pub(crate) struct ClusterDefaults {
     pub mode: PublicAccessMode,
     pub nodeport_host: Option<Host>,
     /// What the user holds and may hold.
@@ -43,7 +43,7 @@ pub struct ClusterDefaults {
 
 /// One page of the clusters list (search, filters and page from the URL).
 #[server(prefix = "/fn", endpoint = "clusters/list")]
-pub async fn list_clusters(
+pub(crate) async fn list_clusters(
     query: crate::domain::listing::ListQuery,
 ) -> Result<crate::domain::listing::Page<Cluster>, AppError> {
     use crate::server::context::{require_user, state};
@@ -52,7 +52,7 @@ pub async fn list_clusters(
 }
 
 #[server(prefix = "/fn", endpoint = "clusters/get")]
-pub async fn load_cluster(id: i64, before: Option<i64>) -> Result<ClusterPage, AppError> {
+pub(crate) async fn load_cluster(id: i64, before: Option<i64>) -> Result<ClusterPage, AppError> {
     use crate::server::context::{require_user, state};
     use crate::server::service::clusters;
     let (st, user) = (state()?, require_user()?);
@@ -75,7 +75,7 @@ pub async fn load_cluster(id: i64, before: Option<i64>) -> Result<ClusterPage, A
 
 /// The admin's default mode, which the create form preselects, and NodePort public host.
 #[server(prefix = "/fn", endpoint = "clusters/defaults")]
-pub async fn form_defaults() -> Result<ClusterDefaults, AppError> {
+pub(crate) async fn form_defaults() -> Result<ClusterDefaults, AppError> {
     use crate::server::context::{require_user, state};
     let user = require_user()?;
     let pool = &state()?.pool;
@@ -137,7 +137,7 @@ impl Posted {
 
 #[server(prefix = "/fn", endpoint = "clusters/create")]
 #[allow(clippy::too_many_arguments)]
-pub async fn create_cluster(
+pub(crate) async fn create_cluster(
     name: String,
     cpu: String,
     memory_gib: String,
@@ -165,7 +165,7 @@ pub async fn create_cluster(
 
 #[server(prefix = "/fn", endpoint = "clusters/update")]
 #[allow(clippy::too_many_arguments)]
-pub async fn update_cluster(
+pub(crate) async fn update_cluster(
     id: i64,
     cpu: String,
     memory_gib: String,
@@ -190,7 +190,7 @@ pub async fn update_cluster(
 }
 
 #[server(prefix = "/fn", endpoint = "clusters/delete")]
-pub async fn delete_cluster(id: i64, confirm: String) -> Result<(), AppError> {
+pub(crate) async fn delete_cluster(id: i64, confirm: String) -> Result<(), AppError> {
     use crate::server::context::{require_user, state};
     let st = state()?;
     crate::server::service::clusters::delete(&st.pool, &st.spec_writes, &require_user()?, id, Some(&confirm)).await?;
@@ -204,7 +204,7 @@ pub async fn delete_cluster(id: i64, confirm: String) -> Result<(), AppError> {
 /// certificate names) is not put in the URL: a page never shows text a link
 /// could have written.
 #[server(prefix = "/fn", endpoint = "clusters/probe")]
-pub async fn probe_cluster(id: i64) -> Result<(), AppError> {
+pub(crate) async fn probe_cluster(id: i64) -> Result<(), AppError> {
     use crate::server::context::{require_user, state};
     let st = state()?;
     let outcome = crate::server::service::clusters::probe(&st.pool, st.host.as_ref(), &require_user()?, id).await?;
@@ -214,7 +214,7 @@ pub async fn probe_cluster(id: i64) -> Result<(), AppError> {
 
 /// Hides the detail page's "endpoint moved" notice (a plain form).
 #[server(prefix = "/fn", endpoint = "clusters/dismiss-moved")]
-pub async fn dismiss_moved_notice(id: i64) -> Result<(), AppError> {
+pub(crate) async fn dismiss_moved_notice(id: i64) -> Result<(), AppError> {
     use crate::server::context::{require_user, state};
     crate::server::service::clusters::dismiss_moved_notice(&state()?.pool, &require_user()?, id).await?;
     leptos_axum::redirect(&format!("/clusters/{id}"));

@@ -7,13 +7,13 @@ use crate::domain::AppError;
 use crate::domain::moves::{Movable, MoveForm, MoveView, Plan};
 
 #[server(prefix = "/fn", endpoint = "moves/movable")]
-pub async fn movable_clusters() -> Result<Vec<Movable>, AppError> {
+pub(crate) async fn movable_clusters() -> Result<Vec<Movable>, AppError> {
     use crate::server::context::{require_admin, state};
     crate::server::service::moves::movable(&state()?.pool, &require_admin()?).await
 }
 
 #[server(prefix = "/fn", endpoint = "moves/plan")]
-pub async fn move_plan(form: MoveForm) -> Result<Plan, AppError> {
+pub(crate) async fn move_plan(form: MoveForm) -> Result<Plan, AppError> {
     use crate::server::context::{require_admin, state};
     let st = state()?;
     let host = crate::server::service::HostLink::of(st.host.as_ref());
@@ -21,7 +21,7 @@ pub async fn move_plan(form: MoveForm) -> Result<Plan, AppError> {
 }
 
 #[server(prefix = "/fn", endpoint = "moves/start")]
-pub async fn start_move(
+pub(crate) async fn start_move(
     clusters: String,
     include_disabled: Option<String>,
     source: String,
@@ -60,20 +60,20 @@ pub async fn start_move(
 }
 
 #[server(prefix = "/fn", endpoint = "moves/get")]
-pub async fn load_move(id: i64) -> Result<MoveView, AppError> {
+pub(crate) async fn load_move(id: i64) -> Result<MoveView, AppError> {
     use crate::server::context::{require_admin, state};
     crate::server::service::moves::view(&state()?.pool, &require_admin()?, id).await
 }
 
 #[server(prefix = "/fn", endpoint = "moves/recent")]
-pub async fn recent_moves() -> Result<Vec<MoveView>, AppError> {
+pub(crate) async fn recent_moves() -> Result<Vec<MoveView>, AppError> {
     use crate::server::context::{require_admin, state};
     crate::server::service::moves::recent(&state()?.pool, &require_admin()?).await
 }
 
 /// Retry or roll back one failed cluster (plain forms on the progress page).
 #[server(prefix = "/fn", endpoint = "moves/item")]
-pub async fn move_item(id: i64, cluster_id: i64, action: String) -> Result<(), AppError> {
+pub(crate) async fn move_item(id: i64, cluster_id: i64, action: String) -> Result<(), AppError> {
     use crate::server::context::{require_admin, state};
     let (st, admin) = (state()?, require_admin()?);
     crate::server::service::moves::item_action(&st.pool, st.host.as_ref(), &admin, id, cluster_id, &action).await?;

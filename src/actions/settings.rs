@@ -10,7 +10,7 @@ use crate::domain::AppError;
 use crate::domain::settings::SettingsView;
 
 #[server(prefix = "/fn", endpoint = "settings/get")]
-pub async fn load_settings() -> Result<SettingsView, AppError> {
+pub(crate) async fn load_settings() -> Result<SettingsView, AppError> {
     use crate::server::context::{require_admin, state};
     let st = state()?;
     let settings = crate::server::service::settings::get(&st.pool, &require_admin()?).await?;
@@ -22,7 +22,7 @@ pub async fn load_settings() -> Result<SettingsView, AppError> {
 }
 
 #[server(prefix = "/fn", endpoint = "settings/save")]
-pub async fn save_settings(
+pub(crate) async fn save_settings(
     default_mode: String,
     nodeport_public_host: String,
     load_balancer_annotations: String,

@@ -6,13 +6,13 @@ use crate::domain::AppError;
 use crate::domain::user::UserSummary;
 
 #[server(prefix = "/fn", endpoint = "users/list")]
-pub async fn list_users() -> Result<Vec<UserSummary>, AppError> {
+pub(crate) async fn list_users() -> Result<Vec<UserSummary>, AppError> {
     use crate::server::context::{require_admin, state};
     crate::server::service::accounts::list_users(&state()?.pool, &require_admin()?).await
 }
 
 #[server(prefix = "/fn", endpoint = "users/create")]
-pub async fn create_user(username: String, password: String, role: String) -> Result<(), AppError> {
+pub(crate) async fn create_user(username: String, password: String, role: String) -> Result<(), AppError> {
     use crate::server::context::{keep_input_on_error, require_admin, state};
     use server_fn::ServerFn as _;
     // The password is not carried back.
@@ -25,7 +25,7 @@ pub async fn create_user(username: String, password: String, role: String) -> Re
 }
 
 #[server(prefix = "/fn", endpoint = "users/role")]
-pub async fn set_role(user_id: i64, role: String) -> Result<(), AppError> {
+pub(crate) async fn set_role(user_id: i64, role: String) -> Result<(), AppError> {
     use crate::server::context::{keep_input_on_error, require_admin, state};
     use server_fn::ServerFn as _;
     // Without JavaScript the page shows the error in this user's row.
@@ -38,7 +38,7 @@ pub async fn set_role(user_id: i64, role: String) -> Result<(), AppError> {
 }
 
 #[server(prefix = "/fn", endpoint = "users/password")]
-pub async fn reset_password(user_id: i64, password: String) -> Result<(), AppError> {
+pub(crate) async fn reset_password(user_id: i64, password: String) -> Result<(), AppError> {
     use crate::server::context::{keep_input_on_error, require_admin, state};
     use server_fn::ServerFn as _;
     // Without JavaScript the page shows the error in this user's row.
@@ -52,7 +52,7 @@ pub async fn reset_password(user_id: i64, password: String) -> Result<(), AppErr
 
 /// A user's own quota limits; empty fields: the platform's.
 #[server(prefix = "/fn", endpoint = "users/quota")]
-pub async fn set_quota(
+pub(crate) async fn set_quota(
     user_id: i64,
     quota_clusters: String,
     quota_cpu: String,

@@ -20,7 +20,7 @@ use crate::domain::cluster::{Cluster, ProbeOutcome, Step};
 use crate::domain::{AppError, ConnectionStatus, PublicAccessMode, Resources};
 use crate::i18n::*;
 
-pub fn resources_text(i18n: I18nContext<Locale>, r: &Resources) -> String {
+pub(crate) fn resources_text(i18n: I18nContext<Locale>, r: &Resources) -> String {
     format!(
         "{} {} · {} {} · {} {}",
         r.cpu_cores(),
@@ -262,7 +262,7 @@ fn Events(events: Vec<ClusterEvent>) -> impl IntoView {
 /// Everything about the cluster that changes as the host reports: the part of
 /// the page [`LiveRegion`] replaces while work is in progress.
 #[component]
-pub fn Overview(
+pub(crate) fn Overview(
     page: ClusterPage,
     /// The outcome of the connection test just run (from the URL).
     probed: Option<ProbeOutcome>,

@@ -5,7 +5,7 @@ use leptos::prelude::*;
 use crate::domain::{AppError, ErrorCode, Field};
 use crate::i18n::*;
 
-pub fn error_text(locale: Locale, code: ErrorCode) -> &'static str {
+pub(crate) fn error_text(locale: Locale, code: ErrorCode) -> &'static str {
     use ErrorCode as E;
     match code {
         E::NameInvalid => td_string!(locale, errors.name_invalid),
@@ -57,7 +57,7 @@ pub fn error_text(locale: Locale, code: ErrorCode) -> &'static str {
 
 /// The error under one field, when the error belongs to it.
 #[component]
-pub fn FieldError(field: Field, #[prop(into)] error: Signal<Option<AppError>>) -> impl IntoView {
+pub(crate) fn FieldError(field: Field, #[prop(into)] error: Signal<Option<AppError>>) -> impl IntoView {
     let i18n = use_i18n();
     move || {
         error.get().filter(|e| e.field == Some(field)).map(|e| {
@@ -72,7 +72,7 @@ pub fn FieldError(field: Field, #[prop(into)] error: Signal<Option<AppError>>) -
 
 /// An error that belongs to no field, at the top of a form.
 #[component]
-pub fn FormError(#[prop(into)] error: Signal<Option<AppError>>) -> impl IntoView {
+pub(crate) fn FormError(#[prop(into)] error: Signal<Option<AppError>>) -> impl IntoView {
     let i18n = use_i18n();
     move || {
         error.get().filter(|e| e.field.is_none()).map(|e| {
@@ -90,7 +90,7 @@ pub fn FormError(#[prop(into)] error: Signal<Option<AppError>>) -> impl IntoView
 /// JavaScript-free post. (A `ServerAction` also starts from the URL's error
 /// when the path matches; that would show one row's error in every row of the
 /// same form, so it is ignored until the action runs here: `version` 0.)
-pub fn action_error<T: Clone + Send + Sync + 'static>(
+pub(crate) fn action_error<T: Clone + Send + Sync + 'static>(
     value: impl Get<Value = Option<Result<T, AppError>>> + Send + Sync + 'static,
     version: impl Get<Value = usize> + Send + Sync + 'static,
     from_url: Option<AppError>,

@@ -6,7 +6,7 @@ use super::error_text::FieldError;
 use crate::domain::{AppError, Field};
 
 #[component]
-pub fn TextField(
+pub(crate) fn TextField(
     field: Field,
     label: &'static str,
     #[prop(optional)] hint: Option<&'static str>,

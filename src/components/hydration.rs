@@ -4,7 +4,7 @@
 
 use leptos::prelude::*;
 
-pub fn hydration_flag() -> Signal<&'static str> {
+pub(crate) fn hydration_flag() -> Signal<&'static str> {
     let live = RwSignal::new(false);
     // Effects run only in the browser, after hydration.
     Effect::new(move |_| live.set(true));

@@ -17,7 +17,7 @@ use super::hydration::hydration_flag;
 use crate::domain::AppError;
 
 #[component]
-pub fn IslandForm<S, O>(
+pub(crate) fn IslandForm<S, O>(
     action: ServerAction<S>,
     /// `data-form`, for tests and styling.
     name: &'static str,

@@ -6,7 +6,7 @@ use crate::domain::cluster::Cluster;
 use crate::domain::{ConnectionStatus, Phase, PublicAccess, PublicAccessMode, Reason, StopReason};
 use crate::i18n::*;
 
-pub fn mode_text(locale: Locale, mode: Option<PublicAccessMode>) -> &'static str {
+pub(crate) fn mode_text(locale: Locale, mode: Option<PublicAccessMode>) -> &'static str {
     match mode {
         None => td_string!(locale, mode.disabled),
         Some(PublicAccessMode::NodePort) => td_string!(locale, mode.nodeport),
@@ -14,14 +14,14 @@ pub fn mode_text(locale: Locale, mode: Option<PublicAccessMode>) -> &'static str
     }
 }
 
-pub fn access_text(locale: Locale, access: &PublicAccess) -> String {
+pub(crate) fn access_text(locale: Locale, access: &PublicAccess) -> String {
     match access.host() {
         Some(host) => format!("{} · {host}", mode_text(locale, access.mode())),
         None => mode_text(locale, access.mode()).to_owned(),
     }
 }
 
-pub fn phase_text(locale: Locale, phase: Phase) -> &'static str {
+pub(crate) fn phase_text(locale: Locale, phase: Phase) -> &'static str {
     match phase {
         Phase::Pending => td_string!(locale, phase.pending),
         Phase::Provisioning => td_string!(locale, phase.provisioning),
@@ -32,7 +32,7 @@ pub fn phase_text(locale: Locale, phase: Phase) -> &'static str {
     }
 }
 
-pub fn connection_text(locale: Locale, status: ConnectionStatus) -> &'static str {
+pub(crate) fn connection_text(locale: Locale, status: ConnectionStatus) -> &'static str {
     use ConnectionStatus as C;
     match status {
         C::Unknown => td_string!(locale, connection.unknown),
@@ -52,7 +52,7 @@ pub fn connection_text(locale: Locale, status: ConnectionStatus) -> &'static str
 /// upstream component's own words (helm's error, the LoadBalancer provider's
 /// Event, the scheduler's message) as they are. A reason this build does not
 /// know is shown as it was stored.
-pub fn reason_text(locale: Locale, reason: &Reason) -> Option<String> {
+pub(crate) fn reason_text(locale: Locale, reason: &Reason) -> Option<String> {
     let text = match reason {
         Reason::None => return None,
         Reason::Unknown(raw) => return Some(raw.clone()),
@@ -83,7 +83,7 @@ pub fn reason_text(locale: Locale, reason: &Reason) -> Option<String> {
 
 /// Why a move stopped a cluster, in words: the move's own reason, or the
 /// cluster's status reason when it stopped.
-pub fn stop_reason_text(locale: Locale, reason: &StopReason) -> Option<String> {
+pub(crate) fn stop_reason_text(locale: Locale, reason: &StopReason) -> Option<String> {
     Some(
         match reason {
             StopReason::None => return None,
@@ -101,17 +101,17 @@ pub fn stop_reason_text(locale: Locale, reason: &StopReason) -> Option<String> {
 /// The phase a user should see: a requested deletion shows as deleting
 /// before the host cluster reports anything, and as failed when the host
 /// refused it (the page then offers to delete again).
-pub fn shown_phase(c: &Cluster) -> Phase {
+pub(crate) fn shown_phase(c: &Cluster) -> Phase {
     if c.deleting() { Phase::Deleting } else { c.status.phase }
 }
 
 #[component]
-pub fn PhaseBadge(phase: Phase) -> impl IntoView {
+pub(crate) fn PhaseBadge(phase: Phase) -> impl IntoView {
     phase_badge(use_i18n().get_locale(), phase)
 }
 
 /// [`PhaseBadge`] for a known locale.
-pub fn phase_badge(locale: Locale, phase: Phase) -> impl IntoView {
+pub(crate) fn phase_badge(locale: Locale, phase: Phase) -> impl IntoView {
     view! {
         <span class=format!("badge badge-{}", phase.as_str()) data-phase=phase.as_str()>
             {phase_text(locale, phase)}
@@ -122,7 +122,7 @@ pub fn phase_badge(locale: Locale, phase: Phase) -> impl IntoView {
 /// Text escaped as leptos' renderer escapes a text node (`&`, `<`, `>`), for
 /// maud templates whose output must be the bytes a view renders. Anything a
 /// template writes without it is escaped by maud (quotes too).
-pub struct Text<'a>(pub &'a str);
+pub(crate) struct Text<'a>(pub &'a str);
 
 impl maud::Render for Text<'_> {
     fn render_to(&self, out: &mut String) {
@@ -132,12 +132,12 @@ impl maud::Render for Text<'_> {
 
 /// [`phase_badge`]'s markup as text, for the list's rows (`pages::clusters`);
 /// a test holds the two to the same bytes.
-pub fn phase_badge_markup(locale: Locale, phase: Phase) -> maud::Markup {
+pub(crate) fn phase_badge_markup(locale: Locale, phase: Phase) -> maud::Markup {
     maud::html! { span data-phase=(phase.as_str()) class={ "badge badge-" (phase.as_str()) } { (Text(phase_text(locale, phase))) } }
 }
 
 /// Seconds since the epoch as `YYYY-MM-DD HH:MM UTC`.
-pub fn format_time(secs: i64) -> String {
+pub(crate) fn format_time(secs: i64) -> String {
     let days = secs.div_euclid(86_400);
     let rem = secs.rem_euclid(86_400);
     // Civil-from-days (Howard Hinnant), valid for the proleptic Gregorian calendar.

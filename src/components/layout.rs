@@ -54,7 +54,7 @@ fn LanguageSwitcher() -> impl IntoView {
 }
 
 #[component]
-pub fn Layout(children: Children) -> impl IntoView {
+pub(crate) fn Layout(children: Children) -> impl IntoView {
     let i18n = use_i18n();
     let logout = ServerAction::<Logout>::new();
     let user_area = Suspend::new(async move {

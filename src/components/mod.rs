@@ -1,14 +1,14 @@
 //! Reusable UI pieces. Files under `islands/` hydrate in the browser; the rest
 //! render on the server only (and inside islands where they are used).
 
-pub mod cluster_overview;
-pub mod error_text;
-pub mod field;
-pub mod hydration;
-pub mod island_form;
-pub mod islands;
-pub mod labels;
-pub mod layout;
-pub mod planned_names;
-pub mod public_access_fields;
-pub mod quota;
+pub(crate) mod cluster_overview;
+pub(crate) mod error_text;
+pub(crate) mod field;
+pub(crate) mod hydration;
+pub(crate) mod island_form;
+pub(crate) mod islands;
+pub(crate) mod labels;
+pub(crate) mod layout;
+pub(crate) mod planned_names;
+pub(crate) mod public_access_fields;
+pub(crate) mod quota;

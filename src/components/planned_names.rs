@@ -16,7 +16,7 @@ use crate::i18n::*;
 
 /// What the panel shows for some form values.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Shown {
+pub(crate) struct Shown {
     /// The public line: `public`, `none`, `off`, `required` or `invalid`.
     pub line: &'static str,
     pub public_host: String,
@@ -29,7 +29,7 @@ pub struct Shown {
 }
 
 /// The panel's state for form `values`; `current` is the stored public access (edit).
-pub fn shown(values: &ClusterFormValues, nodeport_host: Option<&Host>, current: Option<&PublicAccess>) -> Shown {
+pub(crate) fn shown(values: &ClusterFormValues, nodeport_host: Option<&Host>, current: Option<&PublicAccess>) -> Shown {
     let name = values.name.trim().to_owned();
     let ns_name = if name.is_empty() { String::new() } else { format!("{name}.{}", sans::namespace(&name)) };
     let Some(access) = values.access() else {
@@ -59,7 +59,7 @@ pub fn shown(values: &ClusterFormValues, nodeport_host: Option<&Host>, current: 
 }
 
 #[component]
-pub fn PlannedNames(
+pub(crate) fn PlannedNames(
     shown: Shown,
     /// Edit: the endpoint handed out (only then can saving break a kubeconfig).
     #[prop(default = None)]

@@ -10,7 +10,7 @@ use crate::domain::{AppError, Field, PublicAccessMode};
 use crate::i18n::*;
 
 #[component]
-pub fn PublicAccessFields(
+pub(crate) fn PublicAccessFields(
     enabled: bool,
     mode: PublicAccessMode,
     host: String,

@@ -7,7 +7,7 @@ use crate::domain::quota::{QuotaText, QuotaView, cores};
 use crate::i18n::*;
 
 #[component]
-pub fn QuotaLine(quota: QuotaView) -> impl IntoView {
+pub(crate) fn QuotaLine(quota: QuotaView) -> impl IntoView {
     let i18n = use_i18n();
     let locale = i18n.get_locale_untracked();
     let (u, l) = (quota.used, quota.limit.unwrap_or(crate::domain::quota::Quota::UNLIMITED));
@@ -55,7 +55,7 @@ pub fn QuotaLine(quota: QuotaView) -> impl IntoView {
 
 /// The four quota fields of the settings and users forms, in order: the
 /// field, its label, the keyboard it wants, and its value in `text`.
-pub fn quota_fields(locale: Locale, text: QuotaText) -> [(Field, &'static str, &'static str, String); 4] {
+pub(crate) fn quota_fields(locale: Locale, text: QuotaText) -> [(Field, &'static str, &'static str, String); 4] {
     [
         (Field::QuotaClusters, td_string!(locale, quota.clusters_label), "numeric", text.clusters),
         (Field::QuotaCpu, td_string!(locale, quota.cpu_label), "decimal", text.cpu),

@@ -12,7 +12,7 @@ use crate::domain::audit::AuditAction;
 use crate::i18n::*;
 
 #[component]
-pub fn AuditPage() -> impl IntoView {
+pub(crate) fn AuditPage() -> impl IntoView {
     let i18n = use_i18n();
     let before = leptos_router::hooks::use_query_map().get_untracked().get("before").and_then(|b| b.parse().ok());
     let action_label = move |a: AuditAction| match a {

@@ -171,7 +171,7 @@ fn PlanView(form: MoveForm, plan: Plan) -> impl IntoView {
 }
 
 #[component]
-pub fn MovesPage() -> impl IntoView {
+pub(crate) fn MovesPage() -> impl IntoView {
     let i18n = use_i18n();
     let form = form_from_query();
     let start_error = url_error(StartMove::PATH);
@@ -483,7 +483,7 @@ fn Progress(m: MoveView) -> impl IntoView {
 }
 
 #[component]
-pub fn MovePage() -> impl IntoView {
+pub(crate) fn MovePage() -> impl IntoView {
     let i18n = use_i18n();
     let item_error = url_error(MoveItem::PATH);
     let content = Suspend::new(async move {

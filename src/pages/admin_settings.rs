@@ -13,7 +13,7 @@ use crate::domain::settings::SettingsView;
 use crate::i18n::*;
 
 #[component]
-pub fn SettingsPage() -> impl IntoView {
+pub(crate) fn SettingsPage() -> impl IntoView {
     let i18n = use_i18n();
     // How many clusters the last save re-renders (`?rerendered=N` after saving).
     let query = leptos_router::hooks::use_query_map().get_untracked();

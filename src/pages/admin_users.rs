@@ -14,7 +14,7 @@ use crate::domain::user::Role;
 use crate::i18n::*;
 
 #[component]
-pub fn UsersPage() -> impl IntoView {
+pub(crate) fn UsersPage() -> impl IntoView {
     let i18n = use_i18n();
     let content = Suspend::new(async move {
         let users = match list_users().await {

@@ -17,7 +17,7 @@ use crate::domain::{AppError, ConnectionStatus, ErrorCode};
 use crate::i18n::*;
 
 #[component]
-pub fn ClusterDetailPage() -> impl IntoView {
+pub(crate) fn ClusterDetailPage() -> impl IntoView {
     let i18n = use_i18n();
     // A connection test posted without JavaScript lands here with its
     // outcome's status (a fixed set; no text from the URL is shown).

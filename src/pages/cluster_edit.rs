@@ -14,7 +14,7 @@ use crate::domain::{AppError, ErrorCode};
 use crate::i18n::*;
 
 #[component]
-pub fn EditClusterPage() -> impl IntoView {
+pub(crate) fn EditClusterPage() -> impl IntoView {
     let i18n = use_i18n();
     let content = Suspend::new(async move {
         let page = match route_id() {

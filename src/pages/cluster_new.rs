@@ -14,7 +14,7 @@ use crate::components::quota::QuotaLine;
 use crate::i18n::*;
 
 #[component]
-pub fn NewClusterPage() -> impl IntoView {
+pub(crate) fn NewClusterPage() -> impl IntoView {
     let i18n = use_i18n();
     let form = Suspend::new(async move {
         match form_defaults().await {

@@ -137,7 +137,7 @@ fn Filters(query: ListQuery, is_admin: bool) -> impl IntoView {
 }
 
 #[component]
-pub fn ClustersPage() -> impl IntoView {
+pub(crate) fn ClustersPage() -> impl IntoView {
     let i18n = use_i18n();
     let locale = i18n.get_locale_untracked();
     let params = use_query_map().get_untracked();

@@ -12,7 +12,7 @@ use crate::components::layout::Layout;
 use crate::i18n::*;
 
 #[component]
-pub fn LoginPage() -> impl IntoView {
+pub(crate) fn LoginPage() -> impl IntoView {
     let i18n = use_i18n();
     let next = use_query_map().get_untracked().get("next");
     view! {

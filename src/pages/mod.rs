@@ -1,16 +1,16 @@
 //! One file per page. Pages render on the server only (islands mode); they
 //! load data through server functions and hand forms to islands.
 
-pub mod admin_audit;
-pub mod admin_moves;
-pub mod admin_settings;
-pub mod admin_users;
-pub mod cluster_detail;
-pub mod cluster_edit;
-pub mod cluster_new;
-pub mod clusters;
-pub mod login;
-pub mod problem;
+pub(crate) mod admin_audit;
+pub(crate) mod admin_moves;
+pub(crate) mod admin_settings;
+pub(crate) mod admin_users;
+pub(crate) mod cluster_detail;
+pub(crate) mod cluster_edit;
+pub(crate) mod cluster_new;
+pub(crate) mod clusters;
+pub(crate) mod login;
+pub(crate) mod problem;
 
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
@@ -20,7 +20,7 @@ use crate::domain::AppError;
 
 /// The error a JavaScript-free post of the server function at `fn_path`
 /// (its `ServerFn::PATH`) left in the URL.
-pub fn url_error(fn_path: &str) -> Option<AppError> {
+pub(crate) fn url_error(fn_path: &str) -> Option<AppError> {
     let query = use_query_map().get_untracked();
     let (path, err) = (query.get("__path")?, query.get("__err")?);
     (path == fn_path).then(|| ServerFnUrlError::<AppError>::decode_err(&err))
@@ -28,14 +28,14 @@ pub fn url_error(fn_path: &str) -> Option<AppError> {
 
 /// The query of the page a refused plain post of `fn_path` landed on (it
 /// carries what was typed; see `server::context::keep_input_on_error`).
-pub fn retyped(fn_path: &str) -> Option<leptos_router::params::ParamsMap> {
+pub(crate) fn retyped(fn_path: &str) -> Option<leptos_router::params::ParamsMap> {
     let query = use_query_map().get_untracked();
     (query.get("__path").as_deref() == Some(fn_path)).then_some(query)
 }
 
 /// "Saved." when the URL carries `saved=1` (where a successful admin post lands).
 #[component]
-pub fn SavedBanner() -> impl IntoView {
+pub(crate) fn SavedBanner() -> impl IntoView {
     let i18n = crate::i18n::use_i18n();
     // Not beside an error: a refused post without JavaScript lands back on a
     // URL that may still carry `saved=1` from the previous success.
@@ -51,6 +51,6 @@ pub fn SavedBanner() -> impl IntoView {
 }
 
 /// A cluster id from the route; anything unparsable is a missing cluster.
-pub fn route_id() -> Option<i64> {
+pub(crate) fn route_id() -> Option<i64> {
     leptos_router::hooks::use_params_map().get_untracked().get("id").and_then(|id| id.parse().ok())
 }

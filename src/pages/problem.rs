@@ -20,7 +20,7 @@ fn set_status(code: u16) {
 fn set_status(_: u16) {}
 
 /// The content shown when loading a page failed with `err`.
-pub fn problem_view(err: AppError) -> AnyView {
+pub(crate) fn problem_view(err: AppError) -> AnyView {
     let i18n = use_i18n();
     set_status(err.code.http_status());
     let (title, body) = match err.code {
@@ -50,6 +50,6 @@ pub fn problem_view(err: AppError) -> AnyView {
 }
 
 #[component]
-pub fn NotFoundPage() -> impl IntoView {
+pub(crate) fn NotFoundPage() -> impl IntoView {
     view! { <Layout>{problem_view(AppError::new(ErrorCode::NotFound))}</Layout> }
 }

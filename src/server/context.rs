@@ -9,33 +9,33 @@ use super::state::AppState;
 use crate::domain::user::CurrentUser;
 use crate::domain::{AppError, ErrorCode};
 
-pub fn state() -> Result<AppState, AppError> {
+pub(crate) fn state() -> Result<AppState, AppError> {
     use_context::<AppState>().ok_or(AppError::new(ErrorCode::Internal))
 }
 
 /// The signed-in user, if any.
-pub fn current_user() -> Option<CurrentUser> {
+pub(crate) fn current_user() -> Option<CurrentUser> {
     use_context::<Parts>().and_then(|p| p.extensions.get::<CurrentUser>().cloned())
 }
 
-pub fn require_user() -> Result<CurrentUser, AppError> {
+pub(crate) fn require_user() -> Result<CurrentUser, AppError> {
     current_user().ok_or(AppError::new(ErrorCode::Unauthenticated))
 }
 
-pub fn require_admin() -> Result<CurrentUser, AppError> {
+pub(crate) fn require_admin() -> Result<CurrentUser, AppError> {
     let user = require_user()?;
     user.require_admin()?;
     Ok(user)
 }
 
 /// A request header, as text.
-pub fn header(name: &str) -> Option<String> {
+pub(crate) fn header(name: &str) -> Option<String> {
     use_context::<Parts>().and_then(|p| p.headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned))
 }
 
 /// The client's throttling key: the socket address (put into extensions by
 /// axum's `ConnectInfo`), or behind a trusted proxy the forwarded one.
-pub fn client_addr() -> String {
+pub(crate) fn client_addr() -> String {
     let (Some(parts), Ok(st)) = (use_context::<Parts>(), state()) else {
         return String::new();
     };
@@ -43,21 +43,21 @@ pub fn client_addr() -> String {
     peer.map(|ip| st.config.client_key(ip, &parts.headers)).unwrap_or_default()
 }
 
-pub fn set_response_header(name: http::HeaderName, value: &str) {
+pub(crate) fn set_response_header(name: http::HeaderName, value: &str) {
     if let (Some(res), Ok(value)) = (use_context::<leptos_axum::ResponseOptions>(), http::HeaderValue::from_str(value))
     {
         res.append_header(name, value);
     }
 }
 
-pub fn set_status(status: http::StatusCode) {
+pub(crate) fn set_status(status: http::StatusCode) {
     if let Some(res) = use_context::<leptos_axum::ResponseOptions>() {
         res.set_status(status);
     }
 }
 
 /// A plain HTML form post (JavaScript off): the browser asked for a page.
-pub fn is_plain_form_post() -> bool {
+pub(crate) fn is_plain_form_post() -> bool {
     header("accept").is_some_and(|a| a.contains("text/html"))
 }
 
@@ -65,7 +65,7 @@ pub fn is_plain_form_post() -> bool {
 /// was typed (`fields`, never a secret) and the error (`__path`/`__err`, as
 /// server_fn encodes it) in the URL instead of to the bare referer, so the form
 /// comes back filled in with the error beside the field. No-op with JavaScript.
-pub fn keep_input_on_error(fn_path: &str, page: &str, fields: &[(&str, &str)], err: &AppError) {
+pub(crate) fn keep_input_on_error(fn_path: &str, page: &str, fields: &[(&str, &str)], err: &AppError) {
     if !is_plain_form_post() {
         return;
     }

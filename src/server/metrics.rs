@@ -21,7 +21,7 @@ use prometheus_client::registry::Registry;
 /// (`MatchedPath`, else `unmatched`), methods one of [`method_label`]'s,
 /// statuses the handlers' own codes, the rest `&'static str` constants.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct HttpLabels {
+pub(crate) struct HttpLabels {
     /// The route's pattern (`/api/console/clusters/{id}`), never the raw path.
     pub route: String,
     pub method: &'static str,
@@ -31,7 +31,7 @@ pub struct HttpLabels {
 /// A request's method as a label or log field: the methods the router
 /// serves or a client commonly sends, else `other` (a made-up method is
 /// any token up to hyper's head limit; each would be a new series).
-pub fn method_label(method: &http::Method) -> &'static str {
+pub(crate) fn method_label(method: &http::Method) -> &'static str {
     use http::Method as M;
     match *method {
         M::GET => "GET",
@@ -46,26 +46,26 @@ pub fn method_label(method: &http::Method) -> &'static str {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct RouteLabel {
+pub(crate) struct RouteLabel {
     pub route: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct WorkerLabel {
+pub(crate) struct WorkerLabel {
     pub worker: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct OutcomeLabel {
+pub(crate) struct OutcomeLabel {
     pub outcome: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct KindLabel {
+pub(crate) struct KindLabel {
     pub kind: &'static str,
 }
 
-pub struct Metrics {
+pub(crate) struct Metrics {
     registry: Registry,
     pub http_requests: Family<HttpLabels, Counter>,
     pub http_duration: Family<RouteLabel, Histogram>,
@@ -143,22 +143,22 @@ impl Metrics {
         }
     }
 
-    pub fn record_reconcile(&self, outcome: &'static str, took: Duration) {
+    pub(crate) fn record_reconcile(&self, outcome: &'static str, took: Duration) {
         let l = OutcomeLabel { outcome };
         self.reconciles.get_or_create(&l).inc();
         self.reconcile_duration.get_or_create(&l).observe(took.as_secs_f64());
     }
 
-    pub fn record_host_error(&self, kind: &'static str) {
+    pub(crate) fn record_host_error(&self, kind: &'static str) {
         self.host_api_errors.get_or_create(&KindLabel { kind }).inc();
     }
 
-    pub fn record_probe(&self, outcome: &'static str) {
+    pub(crate) fn record_probe(&self, outcome: &'static str) {
         self.probes.get_or_create(&OutcomeLabel { outcome }).inc();
     }
 
     /// The text exposition (OpenMetrics text, which Prometheus reads).
-    pub fn encode(&self) -> String {
+    pub(crate) fn encode(&self) -> String {
         let mut out = String::new();
         // Writing into a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
@@ -166,7 +166,7 @@ impl Metrics {
     }
 }
 
-pub fn global() -> &'static Metrics {
+pub(crate) fn global() -> &'static Metrics {
     static M: LazyLock<Metrics> = LazyLock::new(Metrics::new);
     &M
 }

@@ -4,10 +4,11 @@
 pub mod auth;
 pub mod cli;
 pub mod config;
-pub mod context;
+pub(crate) mod context;
 pub mod controllers;
 pub mod db;
 pub mod http;
-pub mod metrics;
+pub(crate) mod metrics;
 pub mod service;
 pub mod state;
+pub mod testing;

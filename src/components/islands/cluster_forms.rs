@@ -16,7 +16,7 @@ use crate::i18n::*;
 
 /// The editable values of a cluster, as form text.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ClusterFormValues {
+pub(crate) struct ClusterFormValues {
     /// Typed on create; fixed on edit.
     pub name: String,
     pub cpu: String,
@@ -28,13 +28,13 @@ pub struct ClusterFormValues {
 }
 
 impl ClusterFormValues {
-    pub fn new_cluster(default_mode: PublicAccessMode) -> Self {
+    pub(crate) fn new_cluster(default_mode: PublicAccessMode) -> Self {
         Self::from_parts(String::new(), &Resources::default(), true, default_mode, String::new())
     }
 
     /// What a refused plain form post typed (carried back in the URL by
     /// `keep_input_on_error`); the name only on create.
-    pub fn retyped(mut self, get: impl Fn(&str) -> Option<String>, with_name: bool) -> Self {
+    pub(crate) fn retyped(mut self, get: impl Fn(&str) -> Option<String>, with_name: bool) -> Self {
         if with_name {
             self.name = get("name").unwrap_or_default();
         }
@@ -48,13 +48,13 @@ impl ClusterFormValues {
     }
 
     /// The public access these values ask for; `None` while the host is not valid.
-    pub fn access(&self) -> Option<PublicAccess> {
+    pub(crate) fn access(&self) -> Option<PublicAccess> {
         let input = PublicAccessInput { enabled: self.enabled, mode: Some(self.mode.as_str()), host: &self.host };
         PublicAccess::from_input(&input, self.mode).ok()
     }
 
     /// A disabled cluster preselects the mode and host it remembers.
-    pub fn of(cluster: &Cluster, remembered: PublicAccessMode, remembered_host: Option<String>) -> Self {
+    pub(crate) fn of(cluster: &Cluster, remembered: PublicAccessMode, remembered_host: Option<String>) -> Self {
         let access = &cluster.spec.public_access;
         Self::from_parts(
             cluster.spec.name.to_string(),
@@ -169,7 +169,7 @@ fn follow_planned_names(
 }
 
 #[island]
-pub fn CreateClusterForm(
+pub(crate) fn CreateClusterForm(
     values: ClusterFormValues,
     nodeport_host: Option<Host>,
     url_error: Option<AppError>,
@@ -211,7 +211,7 @@ pub fn CreateClusterForm(
 }
 
 #[island]
-pub fn EditClusterForm(
+pub(crate) fn EditClusterForm(
     id: i64,
     values: ClusterFormValues,
     nodeport_host: Option<Host>,

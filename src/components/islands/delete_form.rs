@@ -10,7 +10,7 @@ use crate::domain::{AppError, Field};
 use crate::i18n::*;
 
 #[island]
-pub fn DeleteClusterForm(id: i64, url_error: Option<AppError>) -> impl IntoView {
+pub(crate) fn DeleteClusterForm(id: i64, url_error: Option<AppError>) -> impl IntoView {
     let i18n = use_i18n();
     let action = ServerAction::<DeleteCluster>::new();
     let error = action_error(action.value(), action.version(), url_error);

@@ -10,7 +10,7 @@ use leptos::prelude::*;
 use crate::components::hydration::hydration_flag;
 
 /// The id of the detail page's element [`LiveRegion`] swaps.
-pub const REGION_ID: &str = "cluster-live";
+pub(crate) const REGION_ID: &str = "cluster-live";
 
 /// Keeps its (server-rendered) children current: while they say work is in
 /// progress, fetches the page every 2 s and swaps in the fresh region (HTML
@@ -18,7 +18,7 @@ pub const REGION_ID: &str = "cluster-live";
 /// JavaScript); stops once settled. Also shows times in the viewer's locale
 /// and makes the copy buttons work.
 #[island]
-pub fn LiveRegion(
+pub(crate) fn LiveRegion(
     /// The id of the element (inside the children) to keep current.
     region: String,
     children: Children,

@@ -4,9 +4,9 @@
 //! works with JavaScript off; and the live region that keeps a
 //! server-rendered part of a page current.
 
-pub mod cluster_forms;
-pub mod delete_form;
-pub mod live_region;
-pub mod login_form;
-pub mod settings_form;
-pub mod user_forms;
+pub(crate) mod cluster_forms;
+pub(crate) mod delete_form;
+pub(crate) mod live_region;
+pub(crate) mod login_form;
+pub(crate) mod settings_form;
+pub(crate) mod user_forms;

@@ -13,7 +13,7 @@ use crate::domain::{AppError, Field, PublicAccessMode, SystemSettings};
 use crate::i18n::*;
 
 #[island]
-pub fn SettingsForm(
+pub(crate) fn SettingsForm(
     settings: SystemSettings,
     detected: Option<AddressRequest>,
     /// k3s's ServiceLB seen serving the console's LoadBalancer Services.

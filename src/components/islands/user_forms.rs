@@ -29,7 +29,7 @@ fn RoleSelect(id: String, selected: Role) -> impl IntoView {
 }
 
 #[island]
-pub fn CreateUserForm(
+pub(crate) fn CreateUserForm(
     /// What a refused plain post typed (never the password).
     username: String,
     role: Role,
@@ -78,7 +78,7 @@ pub fn CreateUserForm(
 }
 
 #[island]
-pub fn UserRowForms(
+pub(crate) fn UserRowForms(
     user: UserSummary,
     /// The errors of this row's posts refused without JavaScript.
     role_url_error: Option<AppError>,

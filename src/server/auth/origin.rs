@@ -6,7 +6,7 @@
 
 /// `host` is the request's `Host` header, `public` the authority of the
 /// configured public URL (a proxy may rewrite `Host`); `origin`/`referer` as sent.
-pub fn write_allowed(
+pub(crate) fn write_allowed(
     host: Option<&str>,
     public: Option<&str>,
     origin: Option<&str>,
@@ -27,7 +27,7 @@ pub fn write_allowed(
 }
 
 /// `http://host:port/path` → `host:port`.
-pub fn authority(url: &str) -> Option<&str> {
+pub(crate) fn authority(url: &str) -> Option<&str> {
     let rest = url.strip_prefix("http://").or_else(|| url.strip_prefix("https://"))?;
     Some(rest.split(['/', '?', '#']).next().unwrap_or(rest))
 }

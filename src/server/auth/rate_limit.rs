@@ -207,8 +207,9 @@ impl LoginLimiter {
         Some(CheckSlot { _permit: permit, _counted: counted })
     }
 
-    /// Entries held (pairs, clients), for tests.
-    pub fn len(&self) -> (usize, usize) {
+    /// Entries held (pairs, clients).
+    #[cfg(test)]
+    fn len(&self) -> (usize, usize) {
         self.with(|t| (t.pairs.map.len(), t.clients.map.len()))
     }
 }

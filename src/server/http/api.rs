@@ -20,7 +20,7 @@ use crate::server::auth::session;
 use crate::server::service::{accounts, clusters, settings};
 use crate::server::state::AppState;
 
-pub struct ApiError(pub AppError);
+pub(crate) struct ApiError(pub AppError);
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
@@ -55,10 +55,10 @@ impl From<JsonRejection> for ApiError {
 /// A JSON body whose every rejection is an `ApiError`.
 #[derive(FromRequest)]
 #[from_request(via(Json), rejection(ApiError))]
-pub struct ApiJson<T>(pub T);
+pub(crate) struct ApiJson<T>(pub T);
 
 /// The signed-in user, or 401.
-pub struct ApiUser(pub CurrentUser);
+pub(crate) struct ApiUser(pub CurrentUser);
 
 impl<S: Send + Sync> FromRequestParts<S> for ApiUser {
     type Rejection = ApiError;
@@ -86,7 +86,7 @@ const API_PAGE_MAX: u32 = 500;
 /// One page of clusters, filtered like the list page (`q`, `mode`, `phase`,
 /// `owner`, `page`, plus `per_page`); the body stays an array, the count of
 /// every match is in `X-Total-Count`.
-pub async fn list_clusters(
+pub(crate) async fn list_clusters(
     State(st): State<AppState>,
     ApiUser(u): ApiUser,
     axum::extract::Query(params): axum::extract::Query<std::collections::HashMap<String, String>>,
@@ -98,7 +98,7 @@ pub async fn list_clusters(
     Ok(([("x-total-count", page.total.to_string())], Json(page.items)).into_response())
 }
 
-pub async fn create_cluster(
+pub(crate) async fn create_cluster(
     State(st): State<AppState>,
     ApiUser(u): ApiUser,
     ApiJson(draft): ApiJson<clusters::ClusterDraft>,
@@ -106,7 +106,7 @@ pub async fn create_cluster(
     Ok((StatusCode::CREATED, Json(clusters::create(&st.pool, &st.spec_writes, &u, &draft).await?)))
 }
 
-pub async fn get_cluster(
+pub(crate) async fn get_cluster(
     State(st): State<AppState>,
     ApiUser(u): ApiUser,
     Path(id): Path<String>,
@@ -114,7 +114,7 @@ pub async fn get_cluster(
     Ok(Json(clusters::get(&st.pool, &u, cluster_id(&id)?).await?))
 }
 
-pub async fn update_cluster(
+pub(crate) async fn update_cluster(
     State(st): State<AppState>,
     ApiUser(u): ApiUser,
     Path(id): Path<String>,
@@ -123,7 +123,7 @@ pub async fn update_cluster(
     Ok(Json(clusters::update(&st.pool, &st.spec_writes, &u, cluster_id(&id)?, &patch).await?))
 }
 
-pub async fn delete_cluster(
+pub(crate) async fn delete_cluster(
     State(st): State<AppState>,
     ApiUser(u): ApiUser,
     Path(id): Path<String>,
@@ -133,7 +133,7 @@ pub async fn delete_cluster(
 
 /// `GET /api/console/clusters/{id}/events[?before=ID]`: the newest 50
 /// requests (older ones with `before`, the last id of the previous page).
-pub async fn cluster_events(
+pub(crate) async fn cluster_events(
     State(st): State<AppState>,
     ApiUser(u): ApiUser,
     Path(id): Path<String>,
@@ -147,7 +147,7 @@ pub async fn cluster_events(
 /// detected on the host (`null` without a host) and, after a change, how many
 /// clusters are re-rendered.
 #[derive(Serialize)]
-pub struct SettingsReply {
+pub(crate) struct SettingsReply {
     #[serde(flatten)]
     settings: SystemSettings,
     detected_address_request: Option<crate::domain::settings::AddressRequest>,
@@ -160,13 +160,13 @@ pub struct SettingsReply {
 
 /// `?before=ID`: the page of a newest-first list older than entry ID.
 #[derive(Deserialize)]
-pub struct AuditQuery {
+pub(crate) struct AuditQuery {
     before: Option<i64>,
 }
 
 /// `GET /api/admin/audit[?before=ID]`: the newest 50 entries (older ones
 /// with `before` = the last id seen).
-pub async fn list_audit(
+pub(crate) async fn list_audit(
     State(st): State<AppState>,
     ApiUser(u): ApiUser,
     query: Result<axum::extract::Query<AuditQuery>, axum::extract::rejection::QueryRejection>,
@@ -177,11 +177,11 @@ pub async fn list_audit(
 
 /// What the signed-in user holds of their quota, and their limits (`limit`
 /// is `null` for admins).
-pub async fn my_quota(State(st): State<AppState>, ApiUser(u): ApiUser) -> ApiResult<crate::domain::quota::QuotaView> {
+pub(crate) async fn my_quota(State(st): State<AppState>, ApiUser(u): ApiUser) -> ApiResult<crate::domain::quota::QuotaView> {
     Ok(Json(crate::server::service::quota::view(&st.pool, &u).await?))
 }
 
-pub async fn get_settings(State(st): State<AppState>, ApiUser(u): ApiUser) -> ApiResult<SettingsReply> {
+pub(crate) async fn get_settings(State(st): State<AppState>, ApiUser(u): ApiUser) -> ApiResult<SettingsReply> {
     Ok(Json(SettingsReply {
         settings: settings::get(&st.pool, &u).await?,
         detected_address_request: st.host.as_ref().map(|h| h.detected()),
@@ -196,7 +196,7 @@ pub async fn get_settings(State(st): State<AppState>, ApiUser(u): ApiUser) -> Ap
 /// stored value when left out.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct SettingsBody {
+pub(crate) struct SettingsBody {
     default_cluster_public_access_mode: String,
     #[serde(deserialize_with = "present")]
     nodeport_public_host: Option<String>,
@@ -233,7 +233,7 @@ fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Resul
     Option::<T>::deserialize(d)
 }
 
-pub async fn update_settings(
+pub(crate) async fn update_settings(
     State(st): State<AppState>,
     ApiUser(u): ApiUser,
     ApiJson(body): ApiJson<SettingsBody>,
@@ -277,18 +277,18 @@ pub async fn update_settings(
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct LoginBody {
+pub(crate) struct LoginBody {
     username: String,
     password: String,
 }
 
 #[derive(Serialize)]
-pub struct LoginReply {
+pub(crate) struct LoginReply {
     username: String,
     role: crate::domain::user::Role,
 }
 
-pub async fn login(
+pub(crate) async fn login(
     State(st): State<AppState>,
     axum::extract::ConnectInfo(addr): axum::extract::ConnectInfo<std::net::SocketAddr>,
     headers: http::HeaderMap,
@@ -307,7 +307,7 @@ pub async fn login(
     Ok(([(header::SET_COOKIE, cookie)], Json(reply)).into_response())
 }
 
-pub async fn logout(State(st): State<AppState>, headers: http::HeaderMap) -> Result<Response, ApiError> {
+pub(crate) async fn logout(State(st): State<AppState>, headers: http::HeaderMap) -> Result<Response, ApiError> {
     let cookie = accounts::sign_out(&st.pool, cookies(&st, &headers)).await?;
     Ok(([(header::SET_COOKIE, cookie)], StatusCode::NO_CONTENT).into_response())
 }
@@ -323,13 +323,13 @@ fn cookies<'a>(st: &AppState, headers: &'a http::HeaderMap) -> accounts::Cookies
 }
 
 /// Any other `/api/...` path: a JSON 404, not the HTML page.
-pub async fn not_found() -> ApiError {
+pub(crate) async fn not_found() -> ApiError {
     ApiError(AppError::new(ErrorCode::NotFound))
 }
 
 /// The kubeconfig of a cluster, read from the host now: owner or admin only,
 /// an attachment, never cached, never stored or logged. 409 when there is none.
-pub async fn cluster_kubeconfig(
+pub(crate) async fn cluster_kubeconfig(
     State(st): State<AppState>,
     ApiUser(u): ApiUser,
     Path(id): Path<String>,
@@ -345,7 +345,7 @@ pub async fn cluster_kubeconfig(
 }
 
 /// Runs the connection check now (owner or admin) and wakes the reconciler.
-pub async fn probe_cluster(
+pub(crate) async fn probe_cluster(
     State(st): State<AppState>,
     ApiUser(u): ApiUser,
     Path(id): Path<String>,
@@ -358,7 +358,7 @@ pub async fn probe_cluster(
 use crate::domain::moves::{MoveRequest, MoveView, Plan};
 use crate::server::service::{HostLink, moves};
 
-pub async fn move_dry_run(
+pub(crate) async fn move_dry_run(
     State(st): State<AppState>,
     ApiUser(u): ApiUser,
     ApiJson(body): ApiJson<MoveRequest>,
@@ -366,7 +366,7 @@ pub async fn move_dry_run(
     Ok(Json(moves::dry_run(&st.pool, &u, HostLink::of(st.host.as_ref()), &body).await?))
 }
 
-pub async fn start_move(
+pub(crate) async fn start_move(
     State(st): State<AppState>,
     ApiUser(u): ApiUser,
     ApiJson(body): ApiJson<MoveRequest>,
@@ -376,16 +376,16 @@ pub async fn start_move(
     Ok((StatusCode::CREATED, [(header::LOCATION, format!("/api/admin/moves/{id}"))], Json(view)).into_response())
 }
 
-pub async fn list_moves(State(st): State<AppState>, ApiUser(u): ApiUser) -> ApiResult<Vec<MoveView>> {
+pub(crate) async fn list_moves(State(st): State<AppState>, ApiUser(u): ApiUser) -> ApiResult<Vec<MoveView>> {
     Ok(Json(moves::recent(&st.pool, &u).await?))
 }
 
-pub async fn get_move(State(st): State<AppState>, ApiUser(u): ApiUser, Path(id): Path<String>) -> ApiResult<MoveView> {
+pub(crate) async fn get_move(State(st): State<AppState>, ApiUser(u): ApiUser, Path(id): Path<String>) -> ApiResult<MoveView> {
     Ok(Json(moves::view(&st.pool, &u, cluster_id(&id)?).await?))
 }
 
 /// `POST /api/admin/moves/{id}/clusters/{cluster}/{retry|rollback}`.
-pub async fn move_item_action(
+pub(crate) async fn move_item_action(
     State(st): State<AppState>,
     ApiUser(u): ApiUser,
     Path((id, cluster, action)): Path<(String, String, String)>,

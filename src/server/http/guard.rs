@@ -20,7 +20,7 @@ use crate::domain::path::encode;
 
 /// Pages that need a signed-in user. Everything else (sign-in page, assets,
 /// API and server functions, which check for themselves) is open.
-pub fn needs_sign_in(path: &str) -> bool {
+pub(crate) fn needs_sign_in(path: &str) -> bool {
     path == "/" || ["/clusters", "/admin"].iter().any(|p| path == *p || path.starts_with(&format!("{p}/")))
 }
 
@@ -29,7 +29,7 @@ fn header_str(headers: &HeaderMap, name: header::HeaderName) -> Option<&str> {
 }
 
 /// The caching of every page and JSON answer.
-pub const NOT_STORED: &str = "private, no-store";
+pub(crate) const NOT_STORED: &str = "private, no-store";
 
 fn not_stored(h: &mut HeaderMap) {
     h.insert(header::CACHE_CONTROL, http::HeaderValue::from_static(NOT_STORED));
@@ -43,7 +43,7 @@ fn is_asset(path: &str) -> bool {
 /// A body announced (`Content-Length`) beyond [`BODY_LIMIT`] is
 /// refused at once with the documented JSON `payload_too_large` (tower-http's
 /// limit layer behind it would answer a plain-text 413).
-pub async fn announced_size(req: Request<Body>, next: Next) -> Response {
+pub(crate) async fn announced_size(req: Request<Body>, next: Next) -> Response {
     let announced = header_str(req.headers(), header::CONTENT_LENGTH).and_then(|v| v.trim().parse::<u64>().ok());
     if announced.is_some_and(|n| n > BODY_LIMIT as u64) {
         return ApiError(AppError::new(ErrorCode::PayloadTooLarge)).into_response();
@@ -51,7 +51,7 @@ pub async fn announced_size(req: Request<Body>, next: Next) -> Response {
     next.run(req).await
 }
 
-pub async fn guard(State(state): State<AppState>, mut req: Request<Body>, next: Next) -> Response {
+pub(crate) async fn guard(State(state): State<AppState>, mut req: Request<Body>, next: Next) -> Response {
     let headers = req.headers();
     let https = session::secure(
         state.config.public_url_is_https(),
@@ -121,7 +121,7 @@ pub async fn guard(State(state): State<AppState>, mut req: Request<Body>, next: 
 /// The policy of an HTML page: scripts only from this origin or inline with
 /// this response's nonce, WebAssembly compiled, styles and everything else
 /// from this origin, no plugins, no framing, forms post only here.
-pub fn page_csp(nonce: &str) -> String {
+pub(crate) fn page_csp(nonce: &str) -> String {
     format!(
         "default-src 'self'; script-src 'self' 'nonce-{nonce}' 'wasm-unsafe-eval'; style-src 'self'; \
          img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; \
@@ -132,7 +132,7 @@ pub fn page_csp(nonce: &str) -> String {
 /// The headers every answer carries. Pages replace the fallback policy (for
 /// JSON, files and redirects: nothing may load, nothing may frame) with
 /// [`page_csp`]. HSTS only when the console is served over https.
-pub fn security_headers(https: bool) -> Vec<(header::HeaderName, &'static str)> {
+pub(crate) fn security_headers(https: bool) -> Vec<(header::HeaderName, &'static str)> {
     let mut h = vec![
         (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
         (header::X_FRAME_OPTIONS, "DENY"),

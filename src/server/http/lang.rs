@@ -11,14 +11,14 @@ use leptos_i18n::Locale as _;
 use crate::domain::path::safe_next;
 use crate::i18n::Locale;
 
-pub const COOKIE: &str = "i18n_pref_locale";
+pub(crate) const COOKIE: &str = "i18n_pref_locale";
 
 #[derive(Deserialize)]
-pub struct Next {
+pub(crate) struct Next {
     next: Option<String>,
 }
 
-pub async fn switch(Path(code): Path<String>, Query(q): Query<Next>) -> Response {
+pub(crate) async fn switch(Path(code): Path<String>, Query(q): Query<Next>) -> Response {
     // The languages the console ships (`locales/*.json`, leptos_i18n's list).
     let Some(code) = Locale::get_all().iter().map(|l| l.as_str()).find(|l| *l == code) else {
         return StatusCode::NOT_FOUND.into_response();

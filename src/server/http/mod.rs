@@ -1,9 +1,9 @@
 //! HTTP glue: the axum router, the request guard (sessions, same-origin
 //! writes, sign-in redirects), the JSON API and the language switch.
 
-pub mod api;
-pub mod guard;
-pub mod lang;
+pub(crate) mod api;
+pub(crate) mod guard;
+pub(crate) mod lang;
 pub mod router;
 pub mod serve;
-pub mod telemetry;
+pub(crate) mod telemetry;

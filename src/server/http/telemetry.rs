@@ -17,7 +17,7 @@ use tracing::Instrument;
 use crate::server::metrics::{self, HttpLabels, RouteLabel};
 use crate::server::state::AppState;
 
-pub const REQUEST_ID: &str = "x-request-id";
+pub(crate) const REQUEST_ID: &str = "x-request-id";
 
 /// A request id from the client is kept only when it is short and plain.
 fn usable_id(v: &str) -> bool {
@@ -29,7 +29,7 @@ fn new_id() -> String {
 }
 
 /// The cluster a route is about: the `{id}` after `clusters`, or `{cluster}`.
-pub fn cluster_id(route: &str, path: &str) -> Option<i64> {
+pub(crate) fn cluster_id(route: &str, path: &str) -> Option<i64> {
     let pattern: Vec<&str> = route.split('/').collect();
     let actual: Vec<&str> = path.split('/').collect();
     (pattern.len() == actual.len())
@@ -47,7 +47,7 @@ fn quiet(route: &str) -> bool {
     matches!(route, "/healthz" | "/readyz" | "/metrics") || route.starts_with("/pkg")
 }
 
-pub async fn telemetry(State(state): State<AppState>, mut req: Request<Body>, next: Next) -> Response {
+pub(crate) async fn telemetry(State(state): State<AppState>, mut req: Request<Body>, next: Next) -> Response {
     let started = Instant::now();
     let route =
         req.extensions().get::<MatchedPath>().map(|m| m.as_str().to_owned()).unwrap_or_else(|| "unmatched".into());
@@ -87,7 +87,7 @@ pub async fn telemetry(State(state): State<AppState>, mut req: Request<Body>, ne
 
 /// `GET /metrics`: the Prometheus text format. With `KUBEBYON_METRICS_TOKEN`
 /// set, only with `Authorization: Bearer <token>`.
-pub async fn metrics_page(State(state): State<AppState>, headers: http::HeaderMap) -> Response {
+pub(crate) async fn metrics_page(State(state): State<AppState>, headers: http::HeaderMap) -> Response {
     if let Some(token) = &state.config.metrics_token {
         let given =
             headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
@@ -119,7 +119,7 @@ pub async fn metrics_page(State(state): State<AppState>, headers: http::HeaderMa
 /// `GET /readyz`: 200 when this replica can serve and reach its database
 /// (a `SELECT 1` within two seconds), else 503. `/healthz` only says the
 /// process answers (liveness must not restart replicas for a database outage).
-pub async fn readyz(State(state): State<AppState>) -> Response {
+pub(crate) async fn readyz(State(state): State<AppState>) -> Response {
     let check = crate::server::service::database_answers(&state.pool);
     let down = crate::server::controllers::supervise::down();
     if !down.is_empty() {

@@ -27,15 +27,15 @@ use crate::domain::render::{self, AddressRequest, CLUSTER_ID_LABEL, INSTALLATION
 use crate::domain::settings::PodSecurity;
 use crate::server::db::clusters::HostRecord;
 
-pub const FIELD_MANAGER: &str = "kubebyon";
+pub(crate) const FIELD_MANAGER: &str = "kubebyon";
 /// The generation of the spec a HelmChart was rendered from.
-pub const GENERATION_ANNOTATION: &str = "kubebyon.io/generation";
+pub(crate) const GENERATION_ANNOTATION: &str = "kubebyon.io/generation";
 /// On the HelmChart: whether the namespace's NetworkPolicy was last made
 /// (`on`) or removed (`off`), so a change of the admin's setting reaches it.
-pub const NETWORK_POLICY_ANNOTATION: &str = "kubebyon.io/network-policy";
+pub(crate) const NETWORK_POLICY_ANNOTATION: &str = "kubebyon.io/network-policy";
 
 /// helm-controller's `helm.cattle.io/v1` HelmChart.
-pub fn charts_resource() -> kube::api::ApiResource {
+pub(crate) fn charts_resource() -> kube::api::ApiResource {
     kube::api::ApiResource {
         group: "helm.cattle.io".into(),
         version: "v1".into(),
@@ -52,7 +52,7 @@ pub fn helm_charts(client: &Client, ns: &str) -> Api<DynamicObject> {
 /// Who the console is on the host for one cluster: its installation id, the
 /// cluster's id, and what the database remembers of the cluster's objects.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Owner {
+pub(crate) struct Owner {
     pub installation: String,
     pub cluster_id: i64,
     pub record: HostRecord,
@@ -66,7 +66,7 @@ impl Owner {
     /// Created by this console for this cluster: both labels that only its
     /// create writes; or, for a cluster applied before the console labelled
     /// its creations (`adopt_legacy`), the old labels without any installation.
-    pub fn created(&self, meta: &ObjectMeta) -> bool {
+    pub(crate) fn created(&self, meta: &ObjectMeta) -> bool {
         let id = self.cluster_id.to_string();
         let cluster = Self::label(meta, CLUSTER_ID_LABEL) == Some(id.as_str());
         match Self::label(meta, INSTALLATION_LABEL) {
@@ -77,7 +77,7 @@ impl Owner {
 
     /// The namespace this cluster's objects live in: the one whose UID the
     /// console stored, or one it created and had not stored yet.
-    pub fn owns_namespace(&self, meta: &ObjectMeta) -> bool {
+    pub(crate) fn owns_namespace(&self, meta: &ObjectMeta) -> bool {
         let stored = self.record.namespace_uid.is_some() && meta.uid == self.record.namespace_uid;
         stored || self.created(meta)
     }
@@ -85,7 +85,7 @@ impl Owner {
 
 /// What an apply changed.
 #[derive(Debug, PartialEq, Eq)]
-pub struct Applied {
+pub(crate) struct Applied {
     /// The HelmChart's spec changed (helm-controller will run a new Job).
     pub changed: bool,
     /// The spec as applied.
@@ -129,7 +129,7 @@ async fn ensure_namespace(client: &Client, ns: &str, owner: &Owner, pod_security
 }
 
 /// The value of [`NETWORK_POLICY_ANNOTATION`] the admin's settings ask for.
-pub fn network_policy_switch(settings: &SystemSettings) -> &'static str {
+pub(crate) fn network_policy_switch(settings: &SystemSettings) -> &'static str {
     if settings.network_policy { "on" } else { "off" }
 }
 
@@ -171,7 +171,7 @@ async fn ensure_network_policy(client: &Client, ns: &str, owner: &Owner, wanted:
 /// current spec. `cached` is the HelmChart as the watch cache holds it (else
 /// it is read). While a HelmChart of ours exists in the namespace whose UID
 /// is stored, the namespace is not read again.
-pub async fn apply(
+pub(crate) async fn apply(
     client: &Client,
     cluster: &Cluster,
     settings: &SystemSettings,
@@ -231,7 +231,7 @@ pub async fn apply(
 /// One step of the uninstall; `Err(NotYet)` while helm-controller or the
 /// namespace controller are still at work. Nothing that is not the
 /// cluster's own is deleted: a namespace of another owner (or none) ends it.
-pub async fn uninstall(client: &Client, cluster: &Cluster, owner: &Owner) -> Result<()> {
+pub(crate) async fn uninstall(client: &Client, cluster: &Cluster, owner: &Owner) -> Result<()> {
     let name = cluster.spec.name.as_str();
     let ns = render::namespace(name);
     let namespaces: Api<Namespace> = Api::all(client.clone());

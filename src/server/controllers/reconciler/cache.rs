@@ -22,7 +22,7 @@ use super::apply::charts_resource;
 use super::gather::Raw;
 use crate::domain::render;
 
-pub struct Caches {
+pub(crate) struct Caches {
     pub charts: Store<DynamicObject>,
     pub jobs: Store<Job>,
     /// The helm Jobs' pods (restarts tell when to read helm's log).
@@ -66,7 +66,7 @@ where
 
 impl Caches {
     /// Starts the watches and waits until each has listed once.
-    pub async fn start(client: &Client, wake: Arc<Notify>) -> Self {
+    pub(crate) async fn start(client: &Client, wake: Arc<Notify>) -> Self {
         let managed = format!("{}={}", render::MANAGED_BY.0, render::MANAGED_BY.1);
         let labels = |l: &str| watcher::Config::default().labels(l);
         let helm = "helmcharts.helm.cattle.io/chart";
@@ -103,7 +103,7 @@ impl Caches {
     }
 
     /// A cluster's HelmChart, install Job and Service as the watches last saw them.
-    pub fn raw(&self, name: &str) -> Raw {
+    pub(crate) fn raw(&self, name: &str) -> Raw {
         let ns = render::namespace(name);
         let chart = self.charts.get(&ObjectRef::new_with(name, charts_resource()).within(&ns));
         let job = self.jobs.get(&ObjectRef::new(&render::helm_job(name)).within(&ns));
@@ -127,7 +127,7 @@ impl Caches {
         }
     }
 
-    pub fn nodes(&self) -> Vec<Node> {
+    pub(crate) fn nodes(&self) -> Vec<Node> {
         self.nodes.state().iter().map(|n| (**n).clone()).collect()
     }
 }

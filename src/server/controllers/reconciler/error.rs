@@ -18,7 +18,7 @@ pub enum Error {
     Taken(String),
 }
 
-pub type Result<T, E = Error> = std::result::Result<T, E>;
+pub(crate) type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
     /// A validation error from the API server (4xx other than not-found,
@@ -77,12 +77,12 @@ impl Error {
 }
 
 /// Tags a kube call with the step it belongs to.
-pub fn kube(step: &'static str) -> impl FnOnce(kube::Error) -> Error {
+pub(crate) fn kube(step: &'static str) -> impl FnOnce(kube::Error) -> Error {
     move |e| Error::Kube(step, e)
 }
 
 /// Not found counts as done (cleanup steps).
-pub fn ignore_not_found<T>(r: Result<T, kube::Error>) -> Result<Option<T>, kube::Error> {
+pub(crate) fn ignore_not_found<T>(r: Result<T, kube::Error>) -> Result<Option<T>, kube::Error> {
     match r {
         Ok(v) => Ok(Some(v)),
         Err(kube::Error::Api(s)) if s.code == 404 => Ok(None),

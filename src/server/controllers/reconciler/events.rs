@@ -10,10 +10,10 @@ use kube::runtime::events::{Event, EventType, Recorder as KubeRecorder, Reporter
 use crate::domain::render;
 
 /// The Events' `reportingController`.
-pub const CONTROLLER: &str = "kubebyon.io/console";
+pub(crate) const CONTROLLER: &str = "kubebyon.io/console";
 
 /// Why the console applied a cluster's HelmChart (its Event's reason).
-pub const APPLIED: &str = "Applied";
+pub(crate) const APPLIED: &str = "Applied";
 
 pub struct Recorder(KubeRecorder);
 

@@ -10,7 +10,7 @@ use serde_yaml::{Mapping, Value};
 
 /// Why no kubeconfig can be made from a Secret's text.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum KubeconfigError {
+pub(crate) enum KubeconfigError {
     #[error("vCluster's kubeconfig is not YAML")]
     NotYaml,
     #[error("vCluster's kubeconfig has no cluster, user or credentials")]
@@ -18,7 +18,7 @@ pub enum KubeconfigError {
 }
 
 /// Rewrites vCluster's kubeconfig for `endpoint` (`https://host:port`).
-pub fn render(vcluster_config: &str, cluster_name: &str, endpoint: &str) -> Result<String, KubeconfigError> {
+pub(crate) fn render(vcluster_config: &str, cluster_name: &str, endpoint: &str) -> Result<String, KubeconfigError> {
     let doc: Value = serde_yaml::from_str(vcluster_config).map_err(|_| KubeconfigError::NotYaml)?;
     let first = |key: &str, inner: &str| -> Option<Value> { doc.get(key)?.as_sequence()?.first()?.get(inner).cloned() };
     let from = first("clusters", "cluster").ok_or(KubeconfigError::Incomplete)?;

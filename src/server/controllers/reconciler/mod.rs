@@ -13,18 +13,18 @@
 //! Watches on the console's HelmCharts, helm's Jobs and the vCluster Services
 //! wake it at once; a periodic pass repairs drift (level-triggered).
 
-pub mod apply;
-pub mod cache;
-pub mod error;
-pub mod events;
+pub(crate) mod apply;
+pub(crate) mod cache;
+pub(crate) mod error;
+pub(crate) mod events;
 #[cfg(test)]
 pub mod fixtures;
 pub mod gather;
-pub mod kubeconfig;
-pub mod observe;
+pub(crate) mod kubeconfig;
+pub(crate) mod observe;
 pub mod probe;
-pub mod probes;
-pub mod rollout;
+pub(crate) mod probes;
+pub(crate) mod rollout;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
@@ -653,15 +653,6 @@ pub async fn download(ctx: &Context, cluster: &Cluster) -> Result<Option<String>
     Ok(kubeconfig::render(&config, cluster.spec.name.as_str(), endpoint).ok())
 }
 
-/// Lists the namespaces of the console's clusters (for tests and tools).
-pub async fn managed_namespaces(client: &Client) -> Result<Vec<String>> {
-    let lp = ListParams::default().labels(&format!("{}={}", render::MANAGED_BY.0, render::MANAGED_BY.1));
-    let list = Api::<k8s_openapi::api::core::v1::Namespace>::all(client.clone())
-        .list(&lp)
-        .await
-        .map_err(error::kube("list namespaces"))?;
-    Ok(list.items.iter().map(|n| n.name_any()).collect())
-}
 
 /// The host cluster's client: `KUBECONFIG` (or `~/.kube/config`), else the
 /// in-cluster service account.

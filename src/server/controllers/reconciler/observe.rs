@@ -65,7 +65,7 @@ fn words(detail: Option<&str>) -> Option<String> {
 
 /// The endpoint (host first; for NodePort without any host, a Ready node's
 /// ExternalIP, else InternalIP) and port, and whether a node address was used.
-pub fn endpoint(
+pub(crate) fn endpoint(
     spec: &ClusterSpec,
     settings: &SystemSettings,
     svc: &ServiceObservation,
@@ -91,7 +91,7 @@ pub fn endpoint(
 }
 
 /// The whole status for `generation` of `spec`.
-pub fn status(spec: &ClusterSpec, generation: i64, settings: &SystemSettings, obs: &Observation) -> ClusterStatus {
+pub(crate) fn status(spec: &ClusterSpec, generation: i64, settings: &SystemSettings, obs: &Observation) -> ClusterStatus {
     let svc = obs.service.clone().unwrap_or_default();
     let (access, from_node) = endpoint(spec, settings, &svc, &obs.ready_nodes, obs.pod_node.as_deref());
     let enabled = spec.public_access.is_enabled();

@@ -16,14 +16,14 @@ use super::probe::{self, Credentials, Resolver};
 use crate::domain::ConnectionStatus;
 
 /// Probes at once, per process.
-pub const SLOTS: usize = 32;
+pub(crate) const SLOTS: usize = 32;
 /// An endpoint that answered is probed again at most this often.
-pub const OK_REFRESH: Duration = Duration::from_secs(1);
+pub(crate) const OK_REFRESH: Duration = Duration::from_secs(1);
 /// The longest wait between probes of an endpoint that keeps failing.
-pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
+pub(crate) const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 /// The wait after `failures` failures in a row: 1 s, 2 s, 4 s, … up to [`MAX_BACKOFF`].
-pub fn backoff(failures: u32) -> Duration {
+pub(crate) fn backoff(failures: u32) -> Duration {
     match failures {
         0 => OK_REFRESH,
         n => Duration::from_secs(1u64 << (n - 1).min(5)).min(MAX_BACKOFF),
@@ -32,7 +32,7 @@ pub fn backoff(failures: u32) -> Duration {
 
 /// What is known of one cluster's endpoint.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Memo {
+pub(crate) struct Memo {
     pub endpoint: String,
     /// The last outcome; `None` until the first probe of this endpoint ends.
     pub status: Option<ConnectionStatus>,
@@ -43,7 +43,7 @@ pub struct Memo {
 }
 
 /// Pure rule: is a new probe of `endpoint` due at `now`, given the memo?
-pub fn due(memo: Option<&Memo>, endpoint: &str, now: Instant) -> bool {
+pub(crate) fn due(memo: Option<&Memo>, endpoint: &str, now: Instant) -> bool {
     match memo {
         None => true,
         Some(m) if m.endpoint != endpoint => true,
@@ -54,7 +54,7 @@ pub fn due(memo: Option<&Memo>, endpoint: &str, now: Instant) -> bool {
 
 /// The probes of one console process.
 #[derive(Debug)]
-pub struct Probes {
+pub(crate) struct Probes {
     memo: Mutex<BTreeMap<i64, Memo>>,
     slots: Arc<Semaphore>,
     /// Woken when a probe ends (the observer records its outcome).
@@ -62,13 +62,13 @@ pub struct Probes {
 }
 
 impl Probes {
-    pub fn new(wake: Arc<Notify>) -> Arc<Self> {
+    pub(crate) fn new(wake: Arc<Notify>) -> Arc<Self> {
         Arc::new(Self { memo: Mutex::default(), slots: Arc::new(Semaphore::new(SLOTS)), wake })
     }
 
     /// The latest outcome for cluster `id` at `endpoint` (`None` before the
     /// first); starts a probe when one is due.
-    pub fn outcome(
+    pub(crate) fn outcome(
         self: &Arc<Self>,
         id: i64,
         endpoint: &str,
@@ -109,7 +109,7 @@ impl Probes {
     }
 
     /// Forgets clusters not in `keep` (deleted ones).
-    pub fn retain(&self, keep: &std::collections::BTreeSet<i64>) {
+    pub(crate) fn retain(&self, keep: &std::collections::BTreeSet<i64>) {
         if let Ok(mut memo) = self.memo.lock() {
             memo.retain(|id, _| keep.contains(id));
         }

@@ -78,7 +78,7 @@ pub struct HostEvent {
 
 /// What the rule reads.
 #[derive(Clone, Debug, Default)]
-pub struct Workload<'a> {
+pub(crate) struct Workload<'a> {
     pub stateful_set_uid: Option<&'a str>,
     pub pod: Option<&'a PodFacts>,
     /// The UIDs of the claims still `Pending`.
@@ -92,7 +92,7 @@ fn newest(events: &[HostEvent], keep: impl Fn(&HostEvent) -> bool) -> Option<&st
 
 /// Why the control plane is not up, in the host's words; `None` when nothing
 /// says (it is simply still starting).
-pub fn blocker(w: &Workload<'_>) -> Option<String> {
+pub(crate) fn blocker(w: &Workload<'_>) -> Option<String> {
     match w.pod {
         Some(pod) if !pod.scheduled => {
             let claim = newest(w.events, |e| {
