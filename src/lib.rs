@@ -2,12 +2,15 @@
 //!
 //! - `domain`: validated types and pure rules (no I/O).
 //! - `actions`: server functions the pages call (thin: auth, parse, call a service).
-//! - `pages`, `components`: the Leptos UI (islands: only forms hydrate).
+//! - `pages`, `components`: the Leptos UI (islands: the forms and the live region hydrate).
 //! - `server` (ssr only): storage, accounts, services, HTTP.
 
 #![recursion_limit = "256"]
 // The public surface is what the binary and the tests use; the rest is pub(crate).
 #![warn(unreachable_pub)]
+// The browser build compiles the shared domain for the few types islands use;
+// what only the server calls is dead there. The server build checks dead code.
+#![cfg_attr(not(feature = "ssr"), allow(dead_code))]
 
 pub(crate) mod actions;
 pub mod app;

@@ -728,7 +728,9 @@ async fn helm_failures_say_why_and_settings_follow_through() {
     let admin = host().client().await.unwrap();
     let chart = |ns: &'static str, name: &'static str| {
         let admin = admin.clone();
-        async move { kubebyon::server::testing::helm_charts(&admin, ns).get(name).await.ok().map(|hc| hc.data["spec"].clone()) }
+        async move {
+            kubebyon::server::testing::helm_charts(&admin, ns).get(name).await.ok().map(|hc| hc.data["spec"].clone())
+        }
     };
     ts::eventually("kube-vip's annotation in the values", WAIT, || async {
         let v = chart("kubebyon-settle-lb", "settle-lb").await?["valuesContent"].as_str()?.to_owned();

@@ -8,4 +8,3 @@ pub(crate) mod clusters;
 pub(crate) mod moves;
 pub(crate) mod settings;
 pub(crate) mod users;
-

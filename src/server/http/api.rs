@@ -177,7 +177,10 @@ pub(crate) async fn list_audit(
 
 /// What the signed-in user holds of their quota, and their limits (`limit`
 /// is `null` for admins).
-pub(crate) async fn my_quota(State(st): State<AppState>, ApiUser(u): ApiUser) -> ApiResult<crate::domain::quota::QuotaView> {
+pub(crate) async fn my_quota(
+    State(st): State<AppState>,
+    ApiUser(u): ApiUser,
+) -> ApiResult<crate::domain::quota::QuotaView> {
     Ok(Json(crate::server::service::quota::view(&st.pool, &u).await?))
 }
 
@@ -380,7 +383,11 @@ pub(crate) async fn list_moves(State(st): State<AppState>, ApiUser(u): ApiUser) 
     Ok(Json(moves::recent(&st.pool, &u).await?))
 }
 
-pub(crate) async fn get_move(State(st): State<AppState>, ApiUser(u): ApiUser, Path(id): Path<String>) -> ApiResult<MoveView> {
+pub(crate) async fn get_move(
+    State(st): State<AppState>,
+    ApiUser(u): ApiUser,
+    Path(id): Path<String>,
+) -> ApiResult<MoveView> {
     Ok(Json(moves::view(&st.pool, &u, cluster_id(&id)?).await?))
 }
 

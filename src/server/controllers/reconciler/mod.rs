@@ -653,7 +653,6 @@ pub async fn download(ctx: &Context, cluster: &Cluster) -> Result<Option<String>
     Ok(kubeconfig::render(&config, cluster.spec.name.as_str(), endpoint).ok())
 }
 
-
 /// The host cluster's client: `KUBECONFIG` (or `~/.kube/config`), else the
 /// in-cluster service account.
 pub async fn connect() -> std::result::Result<Client, String> {

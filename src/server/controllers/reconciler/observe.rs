@@ -91,7 +91,12 @@ pub(crate) fn endpoint(
 }
 
 /// The whole status for `generation` of `spec`.
-pub(crate) fn status(spec: &ClusterSpec, generation: i64, settings: &SystemSettings, obs: &Observation) -> ClusterStatus {
+pub(crate) fn status(
+    spec: &ClusterSpec,
+    generation: i64,
+    settings: &SystemSettings,
+    obs: &Observation,
+) -> ClusterStatus {
     let svc = obs.service.clone().unwrap_or_default();
     let (access, from_node) = endpoint(spec, settings, &svc, &obs.ready_nodes, obs.pod_node.as_deref());
     let enabled = spec.public_access.is_enabled();

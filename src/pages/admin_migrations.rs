@@ -1,0 +1,521 @@
+//! `/admin/migrations` (admins): choose NodePort clusters and their new hosts,
+//! see the dry run, start the move; `/admin/migrations/{id}`: its progress,
+//! live, with retry and roll back for failed clusters. Plain forms: the dry
+//! run is a GET of this page, the start and item actions are posts.
+
+use leptos::prelude::*;
+use leptos_i18n::I18nContext;
+use leptos_meta::Title;
+use leptos_router::hooks::use_query_map;
+use server_fn::ServerFn;
+
+use super::problem::problem_view;
+use super::{route_id, url_error};
+use crate::actions::migrations::{
+    MigrationItem, StartMigration, load_migration, migration_plan, movable_clusters, recent_migrations,
+};
+use crate::components::error_text::error_text;
+use crate::components::islands::live_region::LiveRegion;
+use crate::components::labels::format_time;
+use crate::components::layout::Layout;
+use crate::domain::migration::{
+    DEFAULT_CONCURRENCY, DEFAULT_GRACE_DAYS, ItemState, MigrationForm, MigrationView, Plan, SwitchStep,
+};
+use crate::domain::{AppError, ErrorCode};
+use crate::i18n::*;
+
+fn item_state_text(i18n: I18nContext<Locale>, state: ItemState, step: Option<SwitchStep>) -> &'static str {
+    match (state, step) {
+        (ItemState::Switching, Some(SwitchStep::WaitingForAddress)) => t_string!(i18n, migration.step_address),
+        (ItemState::Switching, Some(SwitchStep::Probing)) => t_string!(i18n, migration.step_probing),
+        (ItemState::Switching, _) => t_string!(i18n, migration.state_switching),
+        (ItemState::Queued, _) => t_string!(i18n, migration.state_queued),
+        (ItemState::Done, _) => t_string!(i18n, migration.state_done),
+        (ItemState::Failed, _) => t_string!(i18n, migration.state_failed),
+        (ItemState::RolledBack, _) => t_string!(i18n, migration.state_rolled_back),
+    }
+}
+
+fn problem_text(i18n: I18nContext<Locale>, p: &str) -> &'static str {
+    match p {
+        "host_in_use" => t_string!(i18n, migration.problem_host_in_use),
+        "host_twice_in_batch" => t_string!(i18n, migration.problem_host_twice_in_batch),
+        "range_exhausted" => t_string!(i18n, migration.problem_range_exhausted),
+        "no_address_request" => t_string!(i18n, migration.problem_no_address_request),
+        "does_not_resolve" => t_string!(i18n, migration.problem_does_not_resolve),
+        "already_migrating" => t_string!(i18n, migration.problem_already_migrating),
+        _ => t_string!(i18n, migration.problem_host_invalid),
+    }
+}
+
+/// The form as the URL gives it (the dry run's GET, or a refused start).
+fn form_from_query() -> Option<MigrationForm> {
+    let q = use_query_map().get_untracked();
+    let hosts = q.get("hosts")?;
+    // Typed hosts come as `host.<cluster>` fields (the page) or one `typed` field (a refused start).
+    let mut typed: Vec<String> = q.get("typed").into_iter().filter(|t| !t.is_empty()).collect();
+    typed.extend((&q).into_iter().filter_map(|(k, v)| {
+        let name = k.strip_prefix("host.")?;
+        (!v.trim().is_empty()).then(|| format!("{name}={}", v.trim()))
+    }));
+    Some(MigrationForm {
+        typed: typed.join(","),
+        clusters: q.get_all("clusters").unwrap_or_default().join(","),
+        include_disabled: q.get("include_disabled").is_some_and(|v| !v.is_empty()),
+        source: q.get("source").unwrap_or_default(),
+        hosts,
+        concurrency: q.get("concurrency").unwrap_or_default(),
+        grace_days: q.get("grace_days").unwrap_or_default(),
+    })
+}
+
+#[component]
+fn PlanView(form: MigrationForm, plan: Plan) -> impl IntoView {
+    let i18n = use_i18n();
+    let blocked = plan.blocked;
+    let n = plan.items.len();
+    let rows = plan
+        .items
+        .into_iter()
+        .map(|item| {
+            let problems = item
+                .problems
+                .iter()
+                .map(|p| {
+                    let blocking = p.blocks();
+                    view! {
+                        <li class=if blocking { "field-error" } else { "field-hint" } data-problem=p.as_str()>
+                            {problem_text(i18n, p.as_str())}
+                        </li>
+                    }
+                })
+                .collect_view();
+            let changes = item
+                .changes
+                .iter()
+                .map(|c| {
+                    let line = format!(
+                        "{}: {} → {}",
+                        c.path,
+                        c.old.as_deref().unwrap_or("—"),
+                        c.new.as_deref().unwrap_or("—"),
+                    );
+                    view! { <li class="font-mono text-xs">{line}</li> }
+                })
+                .collect_view();
+            view! {
+                <tr data-plan=item.name.clone()>
+                    <th scope="row" class="font-mono">
+                        {item.name.clone()}
+                    </th>
+                    <td class="font-mono text-sm">{item.current_endpoint.clone().unwrap_or_else(|| "—".into())}</td>
+                    <td class="font-mono text-sm" data-field="new-endpoint">
+                        {item.new_endpoint.clone().unwrap_or_else(|| "—".into())}
+                    </td>
+                    <td class="font-mono text-xs">{item.planned_sans.join(", ")}</td>
+                    <td>
+                        <details>
+                            <summary>{t!(i18n, migration.changes_count, n = item.changes.len().to_string())}</summary>
+                            <ul>{changes}</ul>
+                        </details>
+                    </td>
+                    <td>
+                        <ul>{problems}</ul>
+                    </td>
+                </tr>
+            }
+        })
+        .collect_view();
+    let start = (blocked == 0).then(|| {
+        view! {
+            <form method="post" action=StartMigration::PATH class="form mt-4" data-form="start-migration">
+                <input type="hidden" name="clusters" value=form.clusters.clone() />
+                <input type="hidden" name="include_disabled" value=if form.include_disabled { "on" } else { "" } />
+                <input type="hidden" name="source" value=form.source.clone() />
+                <input type="hidden" name="hosts" value=form.hosts.clone() />
+                <input type="hidden" name="typed" value=form.typed.clone() />
+                <input type="hidden" name="concurrency" value=form.concurrency.clone() />
+                <input type="hidden" name="grace_days" value=form.grace_days.clone() />
+                <p class="banner">{t!(i18n, migration.start_warning)}</p>
+                <button type="submit" class="btn btn-primary self-start">
+                    {t!(i18n, migration.start, n = n.to_string())}
+                </button>
+            </form>
+        }
+    });
+    view! {
+        <section class="card" data-testid="plan" data-blocked=blocked.to_string()>
+            <h2 class="section-title">{t!(i18n, migration.plan_title)}</h2>
+            {(blocked > 0)
+                .then(|| {
+                    view! {
+                        <p class="form-error" role="alert">
+                            {t!(i18n, migration.blocked, n = blocked.to_string())}
+                        </p>
+                    }
+                })}
+            <div class="overflow-x-auto">
+                <table class="table">
+                    <thead>
+                        <tr>
+                            <th scope="col">{t!(i18n, migration.col_cluster)}</th>
+                            <th scope="col">{t!(i18n, migration.col_now)}</th>
+                            <th scope="col">{t!(i18n, migration.col_new)}</th>
+                            <th scope="col">{t!(i18n, migration.col_sans)}</th>
+                            <th scope="col">{t!(i18n, migration.col_changes)}</th>
+                            <th scope="col">{t!(i18n, migration.col_problems)}</th>
+                        </tr>
+                    </thead>
+                    <tbody>{rows}</tbody>
+                </table>
+            </div>
+            {start}
+        </section>
+    }
+}
+
+#[component]
+pub fn MigrationsPage() -> impl IntoView {
+    let i18n = use_i18n();
+    let form = form_from_query();
+    let start_error = url_error(StartMigration::PATH);
+    let content = Suspend::new(async move {
+        let movable = match movable_clusters().await {
+            Ok(m) => m,
+            Err(e) => return problem_view(e),
+        };
+        let f = form.clone().unwrap_or_default();
+        let chosen: Vec<String> = f.clusters.split(',').map(|s| s.trim().to_owned()).collect();
+        let rows = movable
+            .into_iter()
+            .map(|m| {
+                let id = format!("cluster-{}", m.name);
+                let checked = chosen.contains(&m.name);
+                let typed_host = f
+                    .typed
+                    .split(',')
+                    .find_map(|p| p.split_once('=').filter(|(n, _)| *n == m.name).map(|(_, h)| h.to_owned()))
+                    .unwrap_or_default();
+                let host_label = t_string!(i18n, migration.typed_host_for, cluster = m.name.as_str()).to_string();
+                view! {
+                    <tr>
+                        <td>
+                            <input type="checkbox" id=id.clone() name="clusters" value=m.name.clone() checked=checked />
+                        </td>
+                        <th scope="row" class="font-mono">
+                            <label for=id>{m.name.clone()}</label>
+                        </th>
+                        <td>{m.owner}</td>
+                        <td class="font-mono text-sm">
+                            {if m.enabled {
+                                m.endpoint.unwrap_or_else(|| "—".into())
+                            } else {
+                                t_string!(i18n, migration.access_off).to_owned()
+                            }}
+                        </td>
+                        <td>
+                            <input
+                                type="text"
+                                name=format!("host.{}", m.name)
+                                value=typed_host
+                                class="field-input"
+                                aria-label=host_label
+                                placeholder="api.example.com"
+                                autocomplete="off"
+                                spellcheck="false"
+                            />
+                        </td>
+                    </tr>
+                }
+            })
+            .collect_view();
+        let plan = match &form {
+            Some(f) => match migration_plan(f.clone()).await {
+                Ok(plan) => view! { <PlanView form=f.clone() plan /> }.into_any(),
+                Err(e) => error_view(e).into_any(),
+            },
+            None => ().into_any(),
+        };
+        let recent = recent_migrations().await.unwrap_or_default();
+        let template = !matches!(f.source.as_str(), "range" | "typed");
+        view! {
+            <section class="card">
+                <h1 class="page-title">{t!(i18n, migration.title)}</h1>
+                <p class="mb-4 text-slate-600">{t!(i18n, migration.intro)}</p>
+                {start_error.map(error_view)}
+                <form method="get" action="/admin/migrations" class="form" data-form="migration-plan">
+                    <fieldset class="card-section">
+                        <legend class="section-title">{t!(i18n, migration.clusters)}</legend>
+                        <p class="field-hint">{t!(i18n, migration.clusters_hint)}</p>
+                        <table class="table">
+                            <tbody>{rows}</tbody>
+                        </table>
+                        <div class="check">
+                            <input
+                                type="checkbox"
+                                id="include_disabled"
+                                name="include_disabled"
+                                value="on"
+                                checked=f.include_disabled
+                            />
+                            <label for="include_disabled">{t!(i18n, migration.include_disabled)}</label>
+                        </div>
+                    </fieldset>
+                    <fieldset class="card-section">
+                        <legend class="section-title">{t!(i18n, migration.hosts)}</legend>
+                        <div class="check">
+                            <input type="radio" id="source_template" name="source" value="template" checked=template />
+                            <label for="source_template">{t!(i18n, migration.source_template)}</label>
+                        </div>
+                        <div class="check">
+                            <input
+                                type="radio"
+                                id="source_range"
+                                name="source"
+                                value="range"
+                                checked=f.source == "range"
+                            />
+                            <label for="source_range">{t!(i18n, migration.source_range)}</label>
+                        </div>
+                        <div class="check">
+                            <input
+                                type="radio"
+                                id="source_typed"
+                                name="source"
+                                value="typed"
+                                checked=f.source == "typed"
+                            />
+                            <label for="source_typed">{t!(i18n, migration.source_typed)}</label>
+                        </div>
+                        <div class="field">
+                            <label for="hosts" class="field-label">
+                                {t!(i18n, migration.hosts_value)}
+                            </label>
+                            <input
+                                id="hosts"
+                                name="hosts"
+                                type="text"
+                                class="field-input"
+                                value=f.hosts.clone()
+                                autocomplete="off"
+                                spellcheck="false"
+                                aria-describedby="hosts-hint"
+                            />
+                            <p id="hosts-hint" class="field-hint">
+                                {t!(i18n, migration.hosts_hint)}
+                            </p>
+                        </div>
+                        <div class="grid gap-4 sm:grid-cols-2">
+                            <div class="field">
+                                <label for="concurrency" class="field-label">
+                                    {t!(i18n, migration.concurrency)}
+                                </label>
+                                <input
+                                    id="concurrency"
+                                    name="concurrency"
+                                    type="text"
+                                    inputmode="numeric"
+                                    class="field-input"
+                                    value=if f.concurrency.is_empty() {
+                                        DEFAULT_CONCURRENCY.to_string()
+                                    } else {
+                                        f.concurrency.clone()
+                                    }
+                                />
+                            </div>
+                            <div class="field">
+                                <label for="grace_days" class="field-label">
+                                    {t!(i18n, migration.grace_days)}
+                                </label>
+                                <input
+                                    id="grace_days"
+                                    name="grace_days"
+                                    type="text"
+                                    inputmode="numeric"
+                                    class="field-input"
+                                    value=if f.grace_days.is_empty() {
+                                        DEFAULT_GRACE_DAYS.to_string()
+                                    } else {
+                                        f.grace_days.clone()
+                                    }
+                                    aria-describedby="grace_days-hint"
+                                />
+                                <p id="grace_days-hint" class="field-hint">
+                                    {t!(i18n, migration.grace_hint)}
+                                </p>
+                            </div>
+                        </div>
+                    </fieldset>
+                    <button type="submit" class="btn btn-primary self-start">
+                        {t!(i18n, migration.dry_run)}
+                    </button>
+                </form>
+            </section>
+            {plan}
+            <section class="card">
+                <h2 class="section-title">{t!(i18n, migration.recent)}</h2>
+                <ul>
+                    {recent
+                        .into_iter()
+                        .map(|m| {
+                            let done = m.counts.get(&ItemState::Done).copied().unwrap_or(0);
+                            let failed = m.counts.get(&ItemState::Failed).copied().unwrap_or(0);
+                            view! {
+                                <li>
+                                    <a href=format!("/admin/migrations/{}", m.id)>{format!("#{}", m.id)}</a>
+                                    " — "
+                                    {format_time(m.created_at)}
+                                    " — "
+                                    {t!(
+                                        i18n, migration.summary, done = done.to_string(), failed = failed.to_string(), total = m.items.len().to_string()
+                                    )}
+                                </li>
+                            }
+                        })
+                        .collect_view()}
+                </ul>
+            </section>
+        }
+        .into_any()
+    });
+    view! {
+        <Layout>
+            <Title text=t_string!(i18n, migration.title) />
+            <Suspense fallback=|| ()>{content}</Suspense>
+        </Layout>
+    }
+}
+
+fn error_view(e: AppError) -> impl IntoView {
+    let i18n = use_i18n();
+    view! {
+        <p class="form-error" role="alert" data-error-code=e.code.as_str()>
+            {error_text(i18n.get_locale_untracked(), e.code)}
+        </p>
+    }
+}
+
+/// The id of the progress region the live island refreshes.
+const PROGRESS_ID: &str = "migration-live";
+
+#[component]
+fn Progress(m: MigrationView) -> impl IntoView {
+    let i18n = use_i18n();
+    let id = m.id;
+    let count = |s: ItemState| m.counts.get(&s).copied().unwrap_or(0);
+    let (done, failed, total) = (count(ItemState::Done), count(ItemState::Failed), m.items.len());
+    let rows = m
+        .items
+        .into_iter()
+        .map(|item| {
+            let actions = (item.state == ItemState::Failed).then(|| {
+                let form = move |action: &'static str, label: &'static str| {
+                    view! {
+                        <form method="post" action=MigrationItem::PATH class="inline">
+                            <input type="hidden" name="id" value=id />
+                            <input type="hidden" name="cluster_id" value=item.cluster_id />
+                            <input type="hidden" name="action" value=action />
+                            <button type="submit" class="btn">
+                                {label}
+                            </button>
+                        </form>
+                    }
+                };
+                view! {
+                    {form("retry", t_string!(i18n, migration.retry))}
+                    " "
+                    {form("rollback", t_string!(i18n, migration.rollback))}
+                }
+            });
+            let grace = match (item.old_endpoint_until, item.old_endpoint_closed) {
+                (_, true) => t_string!(i18n, migration.old_closed).to_owned(),
+                (Some(until), false) => format_time(until),
+                (None, false) => "—".to_owned(),
+            };
+            view! {
+                <tr data-item=item.name.clone() data-state=item.state.as_str()>
+                    <th scope="row" class="font-mono">
+                        <a href=format!("/clusters/{}", item.cluster_id)>{item.name.clone()}</a>
+                    </th>
+                    <td class="font-mono text-sm">{item.old_endpoint.clone().unwrap_or_else(|| "—".into())}</td>
+                    <td class="font-mono text-sm">{item.new_endpoint()}</td>
+                    <td>
+                        {item_state_text(i18n, item.state, item.step)}
+                        {crate::components::labels::stop_reason_text(i18n.get_locale_untracked(), &item.reason)
+                            .map(|r| {
+                                view! {
+                                    <span class="block text-xs" data-reason=item.reason.to_string()>
+                                        {r}
+                                    </span>
+                                }
+                            })}
+                    </td>
+                    <td class="text-sm">{grace}</td>
+                    <td>{actions}</td>
+                </tr>
+            }
+        })
+        .collect_view();
+    view! {
+        <div id=PROGRESS_ID data-in-progress=(!m.finished).to_string()>
+            <p data-testid="migration-counts" data-done=done data-failed=failed data-total=total>
+                {t!(
+                    i18n, migration.summary, done = done.to_string(), failed = failed.to_string(), total = total.to_string()
+                )}
+                " · "
+                {t!(i18n, migration.elapsed, secs = m.elapsed_secs.to_string())}
+            </p>
+            <div class="overflow-x-auto">
+                <table class="table">
+                    <thead>
+                        <tr>
+                            <th scope="col">{t!(i18n, migration.col_cluster)}</th>
+                            <th scope="col">{t!(i18n, migration.col_now)}</th>
+                            <th scope="col">{t!(i18n, migration.col_new)}</th>
+                            <th scope="col">{t!(i18n, migration.col_state)}</th>
+                            <th scope="col">{t!(i18n, migration.col_grace)}</th>
+                            <th scope="col">
+                                <span class="sr-only">{t!(i18n, migration.col_actions)}</span>
+                            </th>
+                        </tr>
+                    </thead>
+                    <tbody>{rows}</tbody>
+                </table>
+            </div>
+        </div>
+    }
+}
+
+#[component]
+pub fn MigrationPage() -> impl IntoView {
+    let i18n = use_i18n();
+    let item_error = url_error(MigrationItem::PATH);
+    let content = Suspend::new(async move {
+        let view = match route_id() {
+            Some(id) => load_migration(id).await,
+            None => Err(AppError::new(ErrorCode::NotFound)),
+        };
+        match view {
+            Ok(m) => view! {
+                <section class="card">
+                    <h1 class="page-title">{t!(i18n, migration.progress_title, id = m.id.to_string())}</h1>
+                    {item_error.map(error_view)}
+                    <LiveRegion region=PROGRESS_ID.to_owned()>
+                        <Progress m />
+                    </LiveRegion>
+                    <p class="mt-4">
+                        <a href="/admin/migrations">{t!(i18n, migration.back)}</a>
+                    </p>
+                </section>
+            }
+            .into_any(),
+            Err(e) => problem_view(e),
+        }
+    });
+    view! {
+        <Layout>
+            <Title text=t_string!(i18n, migration.title) />
+            <Suspense fallback=|| ()>{content}</Suspense>
+        </Layout>
+    }
+}
