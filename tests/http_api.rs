@@ -1020,3 +1020,73 @@ async fn sign_ins_and_admin_changes_to_others_clusters_are_audited() {
     assert_eq!(find("cluster_deleted_by_admin").3, "owner: alice");
     assert!(!log.to_string().contains("hunter2"), "a name that is no account is never written down");
 }
+
+/// Own nodes (vCluster private nodes): only when the admin offers them, only
+/// with a LoadBalancer endpoint, chosen at creation and kept; a refusal
+/// stores nothing.
+#[tokio::test]
+async fn own_nodes_need_the_admins_offer_and_a_load_balancer() {
+    let (c, _d) = console().await;
+    let admin = c.login("admin", PW).await;
+    let alice = c.login("alice", PW).await;
+    let a = Some(alice.as_str());
+    let own = |name: &str, access: Value| {
+        let mut body = cluster(name, access);
+        body["own_nodes"] = json!(true);
+        body
+    };
+    let lb = json!({"enabled": true, "mode": "loadbalancer", "control_plane_host": "n1.example.com"});
+
+    let r = c.json("POST", "/api/console/clusters", a, own("n1", lb.clone())).await;
+    assert_eq!(
+        (r.status, r.json()),
+        (StatusCode::UNPROCESSABLE_ENTITY, json!({"code": "own_nodes_not_offered", "field": "own_nodes"}))
+    );
+    assert_eq!(count(&c, "clusters").await, 0);
+
+    // The admin offers them, with the Secret holding the Platform key.
+    let got = c.get("/api/admin/system-settings", Some(&admin)).await.json();
+    assert_eq!((&got["private_nodes"], &got["platform_api_key"]), (&json!(false), &Value::Null));
+    let mut offer = got.clone();
+    offer["private_nodes"] = json!(true);
+    offer["platform_api_key"] = json!("Not A Ref");
+    let r = c.json("PUT", "/api/admin/system-settings", Some(&admin), offer.clone()).await;
+    assert_eq!(r.json(), json!({"code": "platform_api_key_invalid", "field": "platform_api_key"}));
+    offer["platform_api_key"] = json!("licences/vcluster-key");
+    let r = c.json("PUT", "/api/admin/system-settings", Some(&admin), offer).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(
+        (&r.json()["private_nodes"], &r.json()["platform_api_key"]),
+        (&json!(true), &json!("licences/vcluster-key"))
+    );
+
+    for access in [json!({"enabled": true, "mode": "nodeport"}), json!({"enabled": false})] {
+        let r = c.json("POST", "/api/console/clusters", a, own("n1", access)).await;
+        assert_eq!(r.json(), json!({"code": "own_nodes_need_load_balancer", "field": "public_access_mode"}));
+    }
+    assert_eq!(count(&c, "clusters").await, 0);
+
+    let r = c.json("POST", "/api/console/clusters", a, own("n1", lb)).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let id = r.json()["id"].as_i64().unwrap();
+    assert_eq!(r.json()["spec"]["own_nodes"], true);
+    // Clusters made without it have none.
+    let r =
+        c.json("POST", "/api/console/clusters", a, cluster("n2", json!({"enabled": true, "mode": "nodeport"}))).await;
+    assert_eq!(r.json()["spec"]["own_nodes"], false, "{}", r.body);
+
+    // Leaving the LoadBalancer would cut the nodes off: refused, nothing changes.
+    let path = format!("/api/console/clusters/{id}");
+    let before = c.get(&path, a).await.json();
+    let r = c.json("PATCH", &path, a, json!({"public_access": {"enabled": true, "mode": "nodeport"}})).await;
+    assert_eq!(r.json(), json!({"code": "own_nodes_need_load_balancer", "field": "public_access_mode"}));
+    assert_eq!(c.get(&path, a).await.json(), before);
+    // Own nodes are fixed: not a field an edit takes.
+    let r = c.json("PATCH", &path, a, json!({"own_nodes": false})).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+    // A new host at the LoadBalancer is an ordinary edit.
+    let r = c
+        .json("PATCH", &path, a, json!({"public_access": {"enabled": true, "mode": "loadbalancer", "control_plane_host": "n1b.example.com"}}))
+        .await;
+    assert_eq!((r.status, &r.json()["spec"]["own_nodes"]), (StatusCode::OK, &json!(true)), "{}", r.body);
+}

@@ -228,6 +228,7 @@ async fn two_drivers_and_a_crash_switch_each_cluster_once() {
                     mode: Some("nodeport".into()),
                     control_plane_host: None,
                 }),
+                own_nodes: false,
             };
             create(&t.pool, &Default::default(), &admin, &draft).await.unwrap();
         }

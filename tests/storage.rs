@@ -16,7 +16,12 @@ use sqlx::migrate::Migrator;
 use support::{each_backend, sqlite_url, user};
 
 fn spec(name: &str, access: PublicAccess) -> ClusterSpec {
-    ClusterSpec { name: ClusterName::parse(name).unwrap(), resources: Resources::default(), public_access: access }
+    ClusterSpec {
+        name: ClusterName::parse(name).unwrap(),
+        resources: Resources::default(),
+        public_access: access,
+        own_nodes: false,
+    }
 }
 
 fn lb(host: &str) -> PublicAccess {
@@ -438,6 +443,8 @@ async fn settings_round_trip_and_default_to_nodeport() {
             quota: kubebyon::domain::quota::Quota { clusters: Some(9), storage_gib: None, ..Default::default() },
             pod_security: kubebyon::domain::settings::PodSecurity::Privileged,
             network_policy: false,
+            private_nodes: true,
+            platform_api_key: Some(kubebyon::domain::nodes::SecretRef::parse("licences/vcluster-key").unwrap()),
         };
         db::settings::save(&t.pool, &s).await.unwrap();
         db::settings::save(&t.pool, &s).await.unwrap();

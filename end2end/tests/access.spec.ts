@@ -92,3 +92,49 @@ test('admin manages users: create, role, password', async ({ page }) => {
   await row.getByRole('button', { name: t('en', 'users.set_role') }).click();
   await expect(page.locator(`tr[data-user="${name}"] td`).first()).toHaveText(t('en', 'app.role_admin'));
 });
+
+test('own nodes: offered by the admin, refused without a LoadBalancer, with and without JavaScript', async ({ page, browser }) => {
+  await signIn(page, 'admin', ADMIN_PASSWORD);
+  await page.goto('/clusters/new');
+  await hydrated(page);
+  await expect(page.locator('#own_nodes')).toHaveCount(0);
+
+  await page.goto('/admin/settings');
+  await hydrated(page);
+  await page.getByLabel(t('en', 'settings.platform_api_key')).fill('Not A Ref');
+  await page.getByLabel(t('en', 'settings.private_nodes')).selectOption('on');
+  await page.getByRole('button', { name: t('en', 'settings.submit') }).click();
+  await expect(page.locator('#platform_api_key-error')).toHaveText(t('en', 'errors.platform_api_key_invalid'));
+  await page.getByLabel(t('en', 'settings.platform_api_key')).fill('licences/vcluster-key');
+  await page.getByRole('button', { name: t('en', 'settings.submit') }).click();
+  await expect(page.getByRole('status')).toHaveText(t('en', 'settings.rerendered', { n: '0' }));
+  await shot(page, 'admin-settings-own-nodes-en');
+
+  try {
+    for (const js of [true, false]) {
+      const p = js ? page : await newPage(browser, { js: false });
+      if (!js) await signIn(p, 'admin', ADMIN_PASSWORD, false);
+      await p.goto('/clusters/new');
+      if (js) await hydrated(p);
+      const name = unique(js ? 'own' : 'ownnojs');
+      await p.getByLabel(t('en', 'form.name')).fill(name);
+      await chooseAccess(p, 'en', 'nodeport');
+      await p.getByLabel(t('en', 'form.own_nodes')).check();
+      await p.getByRole('button', { name: t('en', 'form.create_submit') }).click();
+      await expect(p.locator('#public_access_mode-error')).toHaveText(t('en', 'errors.own_nodes_need_load_balancer'));
+      // Nothing was created, and (without JavaScript, after the round trip) the choice is kept.
+      await expect(p).toHaveURL(/\/clusters\/new/);
+      await expect(p.getByLabel(t('en', 'form.own_nodes'))).toBeChecked();
+      await shot(p, js ? 'cluster-new-own-nodes-en' : 'cluster-new-own-nodes-nojs');
+      if (!js) await accessible(p);
+    }
+  } finally {
+    // Back to the product default so other tests see the form without it.
+    await page.goto('/admin/settings');
+    await hydrated(page);
+    await page.getByLabel(t('en', 'settings.private_nodes')).selectOption('off');
+    await page.getByLabel(t('en', 'settings.platform_api_key')).fill('');
+    await page.getByRole('button', { name: t('en', 'settings.submit') }).click();
+    await expect(page.getByRole('status')).toHaveText(t('en', 'settings.rerendered', { n: '0' }));
+  }
+});

@@ -1,5 +1,9 @@
 //! Cluster server functions: load for pages, create, update, delete.
 
+// A server function takes a plain form post: one argument per form field (the
+// `#[server]` macro's generated code carries them too, out of an item allow's reach).
+#![allow(clippy::too_many_arguments)]
+
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -37,6 +41,8 @@ pub(crate) struct ClusterPage {
 pub(crate) struct ClusterDefaults {
     pub mode: PublicAccessMode,
     pub nodeport_host: Option<Host>,
+    /// Whether the admin offers own nodes (vCluster private nodes).
+    pub own_nodes_offered: bool,
     /// What the user holds and may hold.
     pub quota: crate::domain::quota::QuotaView,
 }
@@ -81,7 +87,12 @@ pub(crate) async fn form_defaults() -> Result<ClusterDefaults, AppError> {
     let pool = &state()?.pool;
     let defaults = crate::server::service::settings::public_defaults(pool).await?;
     let quota = crate::server::service::quota::view(pool, &user).await?;
-    Ok(ClusterDefaults { mode: defaults.default_mode, nodeport_host: defaults.nodeport_public_host, quota })
+    Ok(ClusterDefaults {
+        mode: defaults.default_mode,
+        nodeport_host: defaults.nodeport_public_host,
+        own_nodes_offered: defaults.own_nodes_offered,
+        quota,
+    })
 }
 
 /// The resource and public access fields of the create and edit forms, as posted.
@@ -136,7 +147,6 @@ impl Posted {
 }
 
 #[server(prefix = "/fn", endpoint = "clusters/create")]
-#[allow(clippy::too_many_arguments)]
 pub(crate) async fn create_cluster(
     name: String,
     cpu: String,
@@ -145,6 +155,7 @@ pub(crate) async fn create_cluster(
     public_access_enabled: Option<String>,
     public_access_mode: Option<String>,
     control_plane_host: Option<String>,
+    own_nodes: Option<String>,
 ) -> Result<(), AppError> {
     use crate::server::context::{keep_input_on_error, require_user, state};
     use crate::server::service::clusters::{ClusterDraft, create};
@@ -154,8 +165,15 @@ pub(crate) async fn create_cluster(
     let posted = Posted::new((cpu, memory_gib, storage_gib), access);
     let mut fields = posted.fields();
     fields.insert(0, ("name", &name));
-    let draft =
-        ClusterDraft { name: name.clone(), resources: posted.resources(), public_access: Some(posted.access()) };
+    if own_nodes.is_some() {
+        fields.push(("own_nodes", "on"));
+    }
+    let draft = ClusterDraft {
+        name: name.clone(),
+        resources: posted.resources(),
+        public_access: Some(posted.access()),
+        own_nodes: own_nodes.is_some(),
+    };
     let cluster = create(&st.pool, &st.spec_writes, &user, &draft)
         .await
         .inspect_err(|e| keep_input_on_error(CreateCluster::PATH, "/clusters/new", &fields, e))?;
@@ -164,7 +182,6 @@ pub(crate) async fn create_cluster(
 }
 
 #[server(prefix = "/fn", endpoint = "clusters/update")]
-#[allow(clippy::too_many_arguments)]
 pub(crate) async fn update_cluster(
     id: i64,
     cpu: String,

@@ -37,6 +37,8 @@ pub(crate) async fn save_settings(
     quota_storage_gib: Option<String>,
     pod_security: Option<String>,
     network_policy: Option<String>,
+    private_nodes: Option<String>,
+    platform_api_key: Option<String>,
 ) -> Result<(), AppError> {
     use crate::domain::quota::{QuotaInput, QuotaText};
     use crate::domain::settings::SettingsInput;
@@ -50,6 +52,9 @@ pub(crate) async fn save_settings(
     let quota_storage_gib = or(&quota_storage_gib, &text.storage_gib);
     let pod_security = or(&pod_security, stored.pod_security.as_str());
     let network_policy = or(&network_policy, if stored.network_policy { "on" } else { "off" });
+    let private_nodes = or(&private_nodes, if stored.private_nodes { "on" } else { "off" });
+    let stored_key = stored.platform_api_key.as_ref().map(ToString::to_string).unwrap_or_default();
+    let platform_api_key = or(&platform_api_key, &stored_key);
     use crate::server::context::{require_admin, state};
     let input = SettingsInput {
         default_mode: &default_mode,
@@ -67,6 +72,8 @@ pub(crate) async fn save_settings(
         },
         pod_security: &pod_security,
         network_policy: &network_policy,
+        private_nodes: &private_nodes,
+        platform_api_key: &platform_api_key,
     };
     let (_, rerendered) =
         crate::server::service::settings::update(&st.pool, st.host.as_ref(), &admin, &input, &st.config.chart_repos())

@@ -205,6 +205,15 @@ fn Facts(page: ClusterPage) -> impl IntoView {
                 })}
             <dt>{t!(i18n, detail.resources)}</dt>
             <dd>{resources_text(i18n, &c.spec.resources)}</dd>
+            {c
+                .spec
+                .own_nodes
+                .then(|| {
+                    view! {
+                        <dt>{t!(i18n, detail.nodes)}</dt>
+                        <dd data-field="nodes">{t!(i18n, detail.own_nodes)}</dd>
+                    }
+                })}
             {page
                 .viewer_is_admin
                 .then(|| {

@@ -107,7 +107,12 @@ mod tests {
     use crate::domain::{ClusterName, Host};
 
     fn spec(access: PublicAccess) -> ClusterSpec {
-        ClusterSpec { name: ClusterName::parse("dev").unwrap(), resources: Resources::default(), public_access: access }
+        ClusterSpec {
+            name: ClusterName::parse("dev").unwrap(),
+            resources: Resources::default(),
+            public_access: access,
+            own_nodes: false,
+        }
     }
 
     #[test]

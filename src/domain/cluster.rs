@@ -11,6 +11,10 @@ pub struct ClusterSpec {
     pub name: ClusterName,
     pub resources: Resources,
     pub public_access: PublicAccess,
+    /// vCluster private nodes: the user's own machines join the cluster
+    /// (`domain::nodes`). Chosen at creation, fixed after.
+    #[serde(default)]
+    pub own_nodes: bool,
 }
 
 /// Where a cluster is in its life.
@@ -97,6 +101,7 @@ pub fn test_cluster(id: i64, name: &str, owner: &str, access: PublicAccess, stat
             name: ClusterName::parse(name).unwrap(),
             resources: Resources::default(),
             public_access: access,
+            own_nodes: false,
         },
         status,
         generation: 1,

@@ -40,11 +40,16 @@ impl Endpoint {
         }
         Some(Self::new(Host::parse(host).ok()?, port.parse().ok()?))
     }
+
+    /// `host:port` (an IPv6 host in brackets), as vCluster's `controlPlane.endpoint` takes it.
+    pub fn authority(&self) -> String {
+        format!("{}:{}", self.host.url_host(), self.port)
+    }
 }
 
 impl fmt::Display for Endpoint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "https://{}:{}", self.host.url_host(), self.port)
+        write!(f, "https://{}", self.authority())
     }
 }
 

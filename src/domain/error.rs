@@ -62,6 +62,11 @@ pub enum ErrorCode {
     QuotaExceeded,
     QuotaClustersExceeded,
     QuotaInvalid,
+    /// Own nodes on a server whose admin does not offer them.
+    OwnNodesNotOffered,
+    /// Own nodes without a LoadBalancer endpoint (`domain::nodes`).
+    OwnNodesNeedLoadBalancer,
+    PlatformApiKeyInvalid,
     RateLimited,
     /// The console cannot reach its database (503): not "signed out".
     Unavailable,
@@ -139,6 +144,9 @@ pub enum Field {
     QuotaStorage,
     PodSecurity,
     NetworkPolicy,
+    OwnNodes,
+    PrivateNodes,
+    PlatformApiKey,
 }
 
 impl Field {

@@ -10,6 +10,7 @@ pub mod error;
 pub mod host;
 pub mod listing;
 pub mod moves;
+pub mod nodes;
 pub mod path;
 pub mod public_access;
 pub mod quota;

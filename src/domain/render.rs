@@ -10,6 +10,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::domain::cluster::{Cluster, OldEndpoint};
+use crate::domain::endpoint::Endpoint;
 use crate::domain::settings::PodSecurity;
 use crate::domain::{ClusterSpec, Host, PublicAccess, SystemSettings};
 
@@ -31,6 +32,51 @@ pub use crate::domain::sans::{helm_job, kubeconfig_secret, namespace};
 pub struct Values {
     pub control_plane: ControlPlane,
     pub policies: Policies,
+    /// Own nodes only (`domain::nodes`); absent otherwise, so other
+    /// clusters' values keep their bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub private_nodes: Option<PrivateNodes>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub external: Option<External>,
+}
+
+/// `privateNodes` (chart v0.30 `values.yaml` ~L805): on, and no automatic
+/// upgrades (they fetch Kubernetes bundles from the internet by default).
+#[derive(Serialize, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct PrivateNodes {
+    pub enabled: bool,
+    pub auto_upgrade: Enabled,
+}
+
+/// `external.platform.apiKey`: where the Pro image finds its vCluster
+/// Platform key (a Secret reference; the key itself never passes here).
+#[derive(Serialize, Debug, PartialEq)]
+pub struct External {
+    pub platform: Platform,
+}
+
+#[derive(Serialize, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Platform {
+    pub api_key: PlatformApiKey,
+}
+
+#[derive(Serialize, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct PlatformApiKey {
+    pub secret_name: String,
+    pub namespace: String,
+    /// The chart creates the Role that lets vCluster read it in that namespace.
+    #[serde(rename = "createRBAC")]
+    pub create_rbac: bool,
+}
+
+/// `controlPlane.distro`: private nodes need `k8s` (vCluster
+/// `pkg/config/validation.go`).
+#[derive(Serialize, Debug, PartialEq)]
+pub struct Distro {
+    pub k8s: Enabled,
 }
 
 /// vCluster's own isolation (`policies.*`, chart v0.30 `values.yaml`): the
@@ -99,6 +145,11 @@ pub struct ControlPlane {
     pub service: Service,
     pub proxy: Proxy,
     pub stateful_set: StatefulSet,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub distro: Option<Distro>,
+    /// Where joined nodes reach the API server (`host:443`); own nodes only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
 }
 
 #[derive(Serialize, Debug, PartialEq)]
@@ -210,6 +261,12 @@ pub fn values(
             ("LoadBalancer", annotations, settings.load_balancer_class.clone())
         }
     };
+    // Own nodes: the LoadBalancer host (domain::nodes refuses any other mode).
+    let joined_at = match (&spec.public_access, spec.own_nodes) {
+        (PublicAccess::LoadBalancer { host }, true) => Some(Endpoint::load_balancer(host.clone()).authority()),
+        _ => None,
+    };
+    let private_nodes = joined_at.is_some();
     let r = spec.resources;
     let quantities = Quantities { cpu: format!("{}m", r.cpu_millis), memory: format!("{}Gi", r.memory_gib) };
     Values {
@@ -227,6 +284,8 @@ pub fn values(
                 resources: Resources { limits: quantities.clone(), requests: quantities },
                 persistence: Persistence { volume_claim: VolumeClaim { size: format!("{}Gi", r.storage_gib) } },
             },
+            distro: private_nodes.then_some(Distro { k8s: Enabled { enabled: true } }),
+            endpoint: joined_at,
         },
         policies: Policies {
             pod_security_standard: match settings.pod_security {
@@ -236,6 +295,17 @@ pub fn values(
             resource_quota: ResourceQuota { enabled: true, quota: namespace_quota(r) },
             limit_range: Enabled { enabled: true },
         },
+        private_nodes: private_nodes
+            .then_some(PrivateNodes { enabled: true, auto_upgrade: Enabled { enabled: false } }),
+        external: settings.platform_api_key.as_ref().filter(|_| private_nodes).map(|key| External {
+            platform: Platform {
+                api_key: PlatformApiKey {
+                    secret_name: key.name.clone(),
+                    namespace: key.namespace.clone(),
+                    create_rbac: true,
+                },
+            },
+        }),
     }
 }
 
@@ -357,7 +427,12 @@ mod tests {
     use crate::domain::{ClusterName, Resources as Res};
 
     fn spec(access: PublicAccess) -> ClusterSpec {
-        ClusterSpec { name: ClusterName::parse("demo").unwrap(), resources: Res::default(), public_access: access }
+        ClusterSpec {
+            name: ClusterName::parse("demo").unwrap(),
+            resources: Res::default(),
+            public_access: access,
+            own_nodes: false,
+        }
     }
 
     fn host(s: &str) -> Host {
@@ -510,6 +585,47 @@ mod tests {
             AddressRequest::MetalLb,
         );
         assert!(v.control_plane.proxy.extra_sans.is_empty());
+    }
+
+    #[test]
+    fn own_nodes_turn_on_private_nodes_at_the_load_balancer_endpoint() {
+        let key = crate::domain::nodes::SecretRef::parse("licences/vcluster-key").ok();
+        let with_key = SystemSettings { private_nodes: true, platform_api_key: key, ..settings() };
+        for (access, own, settings, want) in [
+            (
+                PublicAccess::LoadBalancer { host: host("api.example.com") },
+                true,
+                &with_key,
+                Some("api.example.com:443"),
+            ),
+            (PublicAccess::LoadBalancer { host: host("2001:db8::5") }, true, &with_key, Some("[2001:db8::5]:443")),
+            (PublicAccess::LoadBalancer { host: host("api.example.com") }, false, &with_key, None),
+            // Not a mode own nodes allow (refused before it is stored): nothing rendered.
+            (PublicAccess::NodePort { host: None }, true, &with_key, None),
+        ] {
+            let sp = ClusterSpec { own_nodes: own, ..spec(access.clone()) };
+            let v = values(&sp, None, settings, AddressRequest::MetalLb);
+            assert_eq!(v.control_plane.endpoint.as_deref(), want, "{access:?} {own}");
+            let yaml = values_yaml(&v);
+            if want.is_some() {
+                for line in [
+                    "privateNodes:\n  enabled: true\n  autoUpgrade:\n    enabled: false",
+                    "distro:\n    k8s:\n      enabled: true",
+                    "external:\n  platform:\n    apiKey:\n      secretName: vcluster-key\n      namespace: licences\n      createRBAC: true",
+                ] {
+                    assert!(yaml.contains(line), "{line:?} in {yaml}");
+                }
+            } else {
+                // Other clusters' values keep their bytes: no new keys at all.
+                for key in ["privateNodes", "distro", "endpoint", "external"] {
+                    assert!(!yaml.contains(key), "{key} in {yaml}");
+                }
+            }
+        }
+        // No key Secret set: vCluster's default Secret in the namespace.
+        let no_key = SystemSettings { private_nodes: true, ..settings() };
+        let sp = ClusterSpec { own_nodes: true, ..spec(PublicAccess::LoadBalancer { host: host("a.example.com") }) };
+        assert!(values(&sp, None, &no_key, AddressRequest::MetalLb).external.is_none());
     }
 
     #[test]

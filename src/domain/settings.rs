@@ -31,6 +31,14 @@ pub struct SystemSettings {
     /// Whether each cluster namespace gets the console's NetworkPolicy
     /// (docs/runbooks/deploy.md, "Tenant isolation").
     pub network_policy: bool,
+    /// Whether the create form offers own nodes (vCluster private nodes).
+    #[serde(default)]
+    pub private_nodes: bool,
+    /// The host Secret holding the vCluster Platform key the private-nodes
+    /// image needs (`external.platform.apiKey`); none: vCluster's default,
+    /// Secret `vcluster-platform-api-key` in the cluster's namespace.
+    #[serde(default)]
+    pub platform_api_key: Option<crate::domain::nodes::SecretRef>,
 }
 
 /// The vCluster chart installed unless the admin picks another.
@@ -50,6 +58,8 @@ impl Default for SystemSettings {
             quota: Quota::default(),
             pod_security: PodSecurity::Baseline,
             network_policy: true,
+            private_nodes: false,
+            platform_api_key: None,
         }
     }
 }
@@ -226,6 +236,10 @@ pub struct SettingsInput<'a> {
     pub pod_security: &'a str,
     /// `on` or `off`.
     pub network_policy: &'a str,
+    /// `on` or `off` (empty: off).
+    pub private_nodes: &'a str,
+    /// `namespace/name`, or empty.
+    pub platform_api_key: &'a str,
 }
 
 impl SystemSettings {
@@ -259,6 +273,14 @@ impl SystemSettings {
             PodSecurity::parse(input.pod_security).ok_or(AppError::at(ErrorCode::BadRequest, Field::PodSecurity))?;
         let network_policy =
             parse_switch(input.network_policy).ok_or(AppError::at(ErrorCode::BadRequest, Field::NetworkPolicy))?;
+        let private_nodes = match input.private_nodes.trim() {
+            "" => false,
+            s => parse_switch(s).ok_or(AppError::at(ErrorCode::BadRequest, Field::PrivateNodes))?,
+        };
+        let platform_api_key = match input.platform_api_key.trim() {
+            "" => None,
+            s => Some(crate::domain::nodes::SecretRef::parse(s)?),
+        };
         Ok(Self {
             default_mode,
             nodeport_public_host,
@@ -270,6 +292,8 @@ impl SystemSettings {
             quota,
             pod_security,
             network_policy,
+            private_nodes,
+            platform_api_key,
         })
     }
 
@@ -355,6 +379,8 @@ mod tests {
             quota: QuotaInput { clusters: "5", cpu: "16", memory_gib: "64", storage_gib: "500" },
             pod_security: "baseline",
             network_policy: "on",
+            private_nodes: "",
+            platform_api_key: "",
         }
     }
 

@@ -29,6 +29,7 @@ pub(crate) fn NewClusterPage() -> impl IntoView {
                     <CreateClusterForm
                         values
                         nodeport_host=defaults.nodeport_host
+                        own_nodes_offered=defaults.own_nodes_offered
                         url_error=url_error(CreateCluster::PATH)
                     >
                         <PlannedNames shown />

@@ -5,7 +5,7 @@ use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::actions::clusters::{CreateCluster, UpdateCluster};
-use crate::components::error_text::action_error;
+use crate::components::error_text::{FieldError, action_error};
 use crate::components::field::TextField;
 use crate::components::island_form::IslandForm;
 use crate::components::public_access_fields::PublicAccessFields;
@@ -25,6 +25,8 @@ pub(crate) struct ClusterFormValues {
     pub enabled: bool,
     pub mode: PublicAccessMode,
     pub host: String,
+    /// Create only: the user's own machines join it.
+    pub own_nodes: bool,
 }
 
 impl ClusterFormValues {
@@ -44,6 +46,7 @@ impl ClusterFormValues {
         self.enabled = get("public_access_enabled").is_some();
         self.mode = get("public_access_mode").and_then(|m| PublicAccessMode::parse(&m)).unwrap_or(self.mode);
         self.host = get("control_plane_host").unwrap_or_default();
+        self.own_nodes = get("own_nodes").is_some();
         self
     }
 
@@ -74,6 +77,7 @@ impl ClusterFormValues {
             enabled,
             mode,
             host,
+            own_nodes: false,
         }
     }
 }
@@ -172,6 +176,8 @@ fn follow_planned_names(
 pub(crate) fn CreateClusterForm(
     values: ClusterFormValues,
     nodeport_host: Option<Host>,
+    /// Whether the admin offers own nodes: the checkbox shows only then.
+    own_nodes_offered: bool,
     url_error: Option<AppError>,
     /// The planned-names panel, rendered by the page.
     children: Children,
@@ -195,7 +201,36 @@ pub(crate) fn CreateClusterForm(
                     required=true
                 />
                 <ResourceFields values=values.clone() error />
-                <PublicAccessFields enabled=values.enabled mode=values.mode host=values.host error default_note=true />
+                <PublicAccessFields
+                    enabled=values.enabled
+                    mode=values.mode
+                    host=values.host.clone()
+                    error
+                    default_note=true
+                />
+                {own_nodes_offered
+                    .then(|| {
+                        view! {
+                            <fieldset class="card-section">
+                                <legend class="section-title">{t!(i18n, form.nodes)}</legend>
+                                <div class="check">
+                                    <input
+                                        type="checkbox"
+                                        id="own_nodes"
+                                        name="own_nodes"
+                                        value="on"
+                                        checked=values.own_nodes
+                                        aria-describedby="own_nodes-hint"
+                                    />
+                                    <label for="own_nodes">{t!(i18n, form.own_nodes)}</label>
+                                </div>
+                                <p id="own_nodes-hint" class="field-hint">
+                                    {t!(i18n, form.own_nodes_hint)}
+                                </p>
+                                <FieldError field=Field::OwnNodes error />
+                            </fieldset>
+                        }
+                    })}
             </div>
             {children()}
             <div class="form-actions">

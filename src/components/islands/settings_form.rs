@@ -201,28 +201,35 @@ pub(crate) fn SettingsForm(
                     </p>
                     <FieldError field=Field::PodSecurity error />
                 </div>
-                <div class="field">
-                    <label for="network_policy" class="field-label">
-                        {t!(i18n, settings.network_policy)}
-                    </label>
-                    <select
-                        id="network_policy"
-                        name="network_policy"
-                        class="field-input"
-                        aria-describedby="network_policy-hint"
-                    >
-                        <option value="on" selected=settings.network_policy>
-                            {t!(i18n, settings.on)}
-                        </option>
-                        <option value="off" selected=!settings.network_policy>
-                            {t!(i18n, settings.off)}
-                        </option>
-                    </select>
-                    <p id="network_policy-hint" class="field-hint">
-                        {t!(i18n, settings.network_policy_hint)}
-                    </p>
-                    <FieldError field=Field::NetworkPolicy error />
-                </div>
+                <OnOffField
+                    field=Field::NetworkPolicy
+                    label=t_string!(i18n, settings.network_policy)
+                    hint=t_string!(i18n, settings.network_policy_hint)
+                    on_text=t_string!(i18n, settings.on)
+                    off_text=t_string!(i18n, settings.off)
+                    on=settings.network_policy
+                    error
+                />
+            </fieldset>
+            <fieldset class="card-section">
+                <legend class="section-title">{t!(i18n, settings.nodes_title)}</legend>
+                <OnOffField
+                    field=Field::PrivateNodes
+                    label=t_string!(i18n, settings.private_nodes)
+                    hint=t_string!(i18n, settings.private_nodes_hint)
+                    on_text=t_string!(i18n, settings.private_nodes_on)
+                    off_text=t_string!(i18n, settings.off)
+                    on=settings.private_nodes
+                    error
+                />
+                <TextField
+                    field=Field::PlatformApiKey
+                    label=t_string!(i18n, settings.platform_api_key)
+                    hint=t_string!(i18n, settings.platform_api_key_hint)
+                    value=settings.platform_api_key.as_ref().map(ToString::to_string).unwrap_or_default()
+                    error
+                    autocomplete="off"
+                />
             </fieldset>
             <div class="form-actions">
                 <button type="submit" class="btn btn-primary" disabled=move || action.pending().get()>
@@ -230,5 +237,38 @@ pub(crate) fn SettingsForm(
                 </button>
             </div>
         </IslandForm>
+    }
+}
+
+/// An on/off setting as a `<select>` posting `on` or `off` (works without JavaScript).
+#[component]
+fn OnOffField(
+    field: Field,
+    label: &'static str,
+    hint: &'static str,
+    on_text: &'static str,
+    off_text: &'static str,
+    on: bool,
+    #[prop(into)] error: Signal<Option<AppError>>,
+) -> impl IntoView {
+    let name = field.as_str();
+    view! {
+        <div class="field">
+            <label for=name class="field-label">
+                {label}
+            </label>
+            <select id=name name=name class="field-input" aria-describedby=format!("{name}-hint")>
+                <option value="on" selected=on>
+                    {on_text}
+                </option>
+                <option value="off" selected=!on>
+                    {off_text}
+                </option>
+            </select>
+            <p id=format!("{name}-hint") class="field-hint">
+                {hint}
+            </p>
+            <FieldError field error />
+        </div>
     }
 }

@@ -28,6 +28,7 @@ pub struct ClusterRow {
     /// Booleans are read as 0/1: sqlx's Any driver cannot decode SQLite BOOLEAN.
     pub public_access_enabled: i64,
     pub public_access_mode: String,
+    pub own_nodes: i64,
     pub control_plane_host: Option<String>,
     pub generation: i64,
     pub deletion_requested_at: Option<i64>,
@@ -77,7 +78,7 @@ impl ClusterRow {
             id: self.id,
             owner_id: self.owner_id,
             owner: self.owner,
-            spec: ClusterSpec { name, resources, public_access },
+            spec: ClusterSpec { name, resources, public_access, own_nodes: self.own_nodes != 0 },
             status: ClusterStatus {
                 phase: known(self.id, "phase", &self.phase, Phase::parse),
                 reason: known(self.id, "message", &self.message, Reason::parse),
@@ -113,7 +114,7 @@ impl ClusterRow {
 /// (booleans as 0/1). The one list both reads use: [`SELECT`] (rows, decoded
 /// by name with `FromRow`) and the list page's JSON (objects keyed by the
 /// same names, decoded by serde; a missing or extra name fails the decode).
-const COLUMNS: [(&str, &str); 25] = [
+const COLUMNS: [(&str, &str); 26] = [
     ("id", "c.id"),
     ("owner_id", "c.owner_id"),
     ("owner", "u.username"),
@@ -123,6 +124,7 @@ const COLUMNS: [(&str, &str); 25] = [
     ("storage_gib", "c.storage_gib"),
     ("public_access_enabled", "CASE WHEN c.public_access_enabled THEN 1 ELSE 0 END"),
     ("public_access_mode", "c.public_access_mode"),
+    ("own_nodes", "CASE WHEN c.own_nodes THEN 1 ELSE 0 END"),
     ("control_plane_host", "c.control_plane_host"),
     ("generation", "c.generation"),
     ("deletion_requested_at", "c.deletion_requested_at"),
@@ -240,12 +242,13 @@ pub async fn insert(
     hold_quota(&mut tx, owner_id, limit, None, spec.resources).await?;
     let insert = sqlx::query(
         "INSERT INTO clusters (cpu_millis, memory_gib, storage_gib, public_access_enabled, public_access_mode, \
-         control_plane_host, lb_host, owner_id, name, generation, created_at, updated_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 1, $10, $10) RETURNING id",
+         control_plane_host, lb_host, owner_id, name, own_nodes, generation, created_at, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 1, $11, $11) RETURNING id",
     );
     let row = bind_spec(insert, spec, remembered_mode)
         .bind(owner_id)
         .bind(spec.name.as_str())
+        .bind(spec.own_nodes)
         .bind(t)
         .fetch_one(&mut *tx)
         .await?;

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use sqlx::AnyPool;
 
 use super::{DbError, now};
+use crate::domain::nodes::SecretRef;
 use crate::domain::settings::{AddressStyle, PodSecurity, parse_switch};
 use crate::domain::{Host, PublicAccessMode, SystemSettings};
 
@@ -18,9 +19,12 @@ const CHART_VERSION: &str = "chart_version";
 const QUOTA: &str = "quota";
 const POD_SECURITY: &str = "pod_security";
 const NETWORK_POLICY: &str = "network_policy";
+const PRIVATE_NODES: &str = "private_nodes";
+const PLATFORM_API_KEY: &str = "platform_api_key";
 
 /// Missing or unreadable keys take their defaults (`nodeport`, none, empty,
-/// `auto`, the default chart, the default quota, `baseline`, a NetworkPolicy).
+/// `auto`, the default chart, the default quota, `baseline`, a NetworkPolicy,
+/// no own nodes, vCluster's default Platform key Secret).
 pub async fn load(pool: &AnyPool) -> Result<SystemSettings, DbError> {
     let rows: Vec<(String, String)> = sqlx::query_as("SELECT key, value FROM system_settings").fetch_all(pool).await?;
     let get = |key: &str| rows.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str());
@@ -42,6 +46,8 @@ pub async fn load(pool: &AnyPool) -> Result<SystemSettings, DbError> {
         quota: get(QUOTA).and_then(|j| serde_json::from_str(j).ok()).unwrap_or(defaults.quota),
         pod_security: get(POD_SECURITY).and_then(PodSecurity::parse).unwrap_or(defaults.pod_security),
         network_policy: get(NETWORK_POLICY).and_then(parse_switch).unwrap_or(defaults.network_policy),
+        private_nodes: get(PRIVATE_NODES).and_then(parse_switch).unwrap_or(defaults.private_nodes),
+        platform_api_key: get(PLATFORM_API_KEY).and_then(|r| SecretRef::parse(r).ok()),
     })
 }
 
@@ -60,6 +66,8 @@ pub async fn save(pool: &AnyPool, settings: &SystemSettings) -> Result<(), DbErr
         (QUOTA, serde_json::to_string(&settings.quota).map_err(|e| DbError::CorruptRow(e.to_string()))?),
         (POD_SECURITY, settings.pod_security.as_str().to_owned()),
         (NETWORK_POLICY, settings.network_policy.to_string()),
+        (PRIVATE_NODES, settings.private_nodes.to_string()),
+        (PLATFORM_API_KEY, settings.platform_api_key.as_ref().map(ToString::to_string).unwrap_or_default()),
     ];
     let t = now();
     let mut tx = pool.begin().await?;

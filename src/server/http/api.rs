@@ -220,6 +220,11 @@ pub(crate) struct SettingsBody {
     pod_security: Option<String>,
     #[serde(default)]
     network_policy: Option<bool>,
+    #[serde(default)]
+    private_nodes: Option<bool>,
+    /// `namespace/name`; `""` clears it; missing keeps it.
+    #[serde(default)]
+    platform_api_key: Option<String>,
     /// Read-only fields of the GET reply, accepted (and ignored) so a client
     /// can GET, change a field and PUT the result back.
     #[serde(default, rename = "detected_address_request")]
@@ -267,6 +272,10 @@ pub(crate) async fn update_settings(
         quota: quota_text.as_input(),
         pod_security: body.pod_security.as_deref().unwrap_or(current.pod_security.as_str()),
         network_policy: if body.network_policy.unwrap_or(current.network_policy) { "on" } else { "off" },
+        private_nodes: if body.private_nodes.unwrap_or(current.private_nodes) { "on" } else { "off" },
+        platform_api_key: &body
+            .platform_api_key
+            .unwrap_or_else(|| current.platform_api_key.as_ref().map(ToString::to_string).unwrap_or_default()),
     };
     let (saved, rerendered) =
         settings::update(&st.pool, st.host.as_ref(), &u, &input, &st.config.chart_repos()).await?;

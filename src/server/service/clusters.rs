@@ -21,6 +21,9 @@ pub struct ClusterDraft {
     pub resources: ResourcesRequest,
     #[serde(default)]
     pub public_access: Option<PublicAccessRequest>,
+    /// The user's own machines join it (vCluster private nodes); fixed after.
+    #[serde(default)]
+    pub own_nodes: bool,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -76,7 +79,8 @@ pub async fn create(
     // No public access block at all: on, in the admin's default mode.
     let request = draft.public_access.clone().unwrap_or(PublicAccessRequest { enabled: true, ..Default::default() });
     let public_access = PublicAccess::from_input(&request.as_input(), settings.default_mode)?;
-    let spec = ClusterSpec { name, resources, public_access };
+    crate::domain::nodes::check_create(draft.own_nodes, &public_access, &settings)?;
+    let spec = ClusterSpec { name, resources, public_access, own_nodes: draft.own_nodes };
     let limit = super::quota::limit_for(pool, user).await?;
     writes.take(user.id)?;
     let id = db::clusters::insert(pool, user.id, &spec, settings.default_mode, limit.as_ref()).await.map_err(|e| {
@@ -128,6 +132,7 @@ pub async fn update(
             request.control_plane_host = db::clusters::remembered_host(pool, id).await?.map(|h| h.to_string());
         }
         spec.public_access = PublicAccess::from_input(&request.as_input(), remembered)?;
+        crate::domain::nodes::check_access(spec.own_nodes, &spec.public_access)?;
     }
     let changes = describe_update(&current.spec, &spec);
     if changes.is_empty() {

@@ -19,13 +19,19 @@ pub async fn get(pool: &AnyPool, user: &CurrentUser) -> Result<SystemSettings, A
 /// public access mode and the NodePort public host.
 pub async fn public_defaults(pool: &AnyPool) -> Result<PublicDefaults, AppError> {
     let s = db::settings::load(pool).await?;
-    Ok(PublicDefaults { default_mode: s.default_mode, nodeport_public_host: s.nodeport_public_host })
+    Ok(PublicDefaults {
+        default_mode: s.default_mode,
+        nodeport_public_host: s.nodeport_public_host,
+        own_nodes_offered: s.private_nodes,
+    })
 }
 
 /// See [`public_defaults`].
 pub struct PublicDefaults {
     pub default_mode: crate::domain::PublicAccessMode,
     pub nodeport_public_host: Option<crate::domain::Host>,
+    /// Whether the create form offers own nodes.
+    pub own_nodes_offered: bool,
 }
 
 /// Validates and stores the settings; returns them and how many clusters'

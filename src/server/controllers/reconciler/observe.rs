@@ -176,6 +176,7 @@ mod tests {
             name: ClusterName::parse("demo").unwrap(),
             resources: Resources::default(),
             public_access: access,
+            own_nodes: false,
         }
     }
 

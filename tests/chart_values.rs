@@ -1,0 +1,100 @@
+//! The values the console renders, read by the pinned helm against the pinned
+//! vCluster chart (`helm template`: its `values.schema.json` and templates, no
+//! API server): every public mode, and own nodes with and without a vCluster
+//! Platform key Secret. A value the chart does not know fails here, in helm's
+//! words, before a host ever sees it.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use kubebyon::domain::cluster::ClusterSpec;
+use kubebyon::domain::nodes::SecretRef;
+use kubebyon::domain::render::{AddressRequest, values, values_yaml};
+use kubebyon::domain::{ClusterName, Host, PublicAccess, Resources, SystemSettings};
+
+fn control_plane() -> PathBuf {
+    PathBuf::from(
+        std::env::var("KUBEBYON_CONTROL_PLANE_DIR")
+            .expect("KUBEBYON_CONTROL_PLANE_DIR (scripts/build-control-plane.sh prints it; `make test` sets it)"),
+    )
+}
+
+/// `helm template` of the chart with these values: its output, or helm's error.
+fn template(values: &str) -> Result<String, String> {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("values.yaml");
+    std::fs::write(&file, values).unwrap();
+    let cp = control_plane();
+    let out = Command::new(cp.join("helm"))
+        .args(["template", "demo"])
+        .arg(cp.join("charts").join("vcluster-0.30.0.tgz"))
+        .args(["--namespace", "kubebyon-demo", "-f"])
+        .arg(&file)
+        .env("HELM_CACHE_HOME", dir.path().join("cache"))
+        .env("HELM_CONFIG_HOME", dir.path().join("config"))
+        .env("HELM_DATA_HOME", dir.path().join("data"))
+        .output()
+        .expect("run helm");
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+fn spec(access: PublicAccess, own_nodes: bool) -> ClusterSpec {
+    ClusterSpec {
+        name: ClusterName::parse("demo").unwrap(),
+        resources: Resources::default(),
+        public_access: access,
+        own_nodes,
+    }
+}
+
+fn host(s: &str) -> Host {
+    Host::parse(s).unwrap()
+}
+
+/// The rendered document of `kind` named `name` (helm separates them by `---`).
+fn document<'a>(out: &'a str, kind: &str, name: &str) -> &'a str {
+    out.split("\n---")
+        .find(|d| d.contains(&format!("kind: {kind}\n")) && d.contains(&format!("name: {name}\n")))
+        .unwrap_or_else(|| panic!("no {kind} {name} in:\n{out}"))
+}
+
+#[test]
+fn every_mode_and_own_nodes_pass_the_charts_schema() {
+    let key = SecretRef::parse("licences/vcluster-key").ok();
+    let offered = SystemSettings { private_nodes: true, platform_api_key: key, ..SystemSettings::default() };
+    let lb_dns = PublicAccess::LoadBalancer { host: host("api.example.com") };
+    for (access, own, settings, service_type) in [
+        (PublicAccess::Disabled, false, &SystemSettings::default(), "ClusterIP"),
+        (PublicAccess::NodePort { host: None }, false, &SystemSettings::default(), "NodePort"),
+        (PublicAccess::LoadBalancer { host: host("198.51.100.7") }, false, &SystemSettings::default(), "LoadBalancer"),
+        (lb_dns.clone(), false, &offered, "LoadBalancer"),
+        (lb_dns.clone(), true, &offered, "LoadBalancer"),
+        (lb_dns.clone(), true, &SystemSettings { platform_api_key: None, ..offered.clone() }, "LoadBalancer"),
+    ] {
+        let yaml = values_yaml(&values(&spec(access.clone(), own), None, settings, AddressRequest::MetalLb));
+        let out = template(&yaml).unwrap_or_else(|e| panic!("{access:?} own={own}: helm refused:\n{e}\n{yaml}"));
+        let svc = document(&out, "Service", "demo");
+        assert!(svc.contains(&format!("type: {service_type}")), "{svc}");
+        // The chart adds the konnectivity port (joined nodes' tunnel) only for private nodes.
+        assert_eq!(svc.contains("name: konnectivity") && svc.contains("port: 8132"), own, "{svc}");
+        // The Platform key is read where the admin keeps it, through a Role the chart makes there.
+        let reads_key = out.contains("namespace: licences") && out.contains("vcluster-key");
+        assert_eq!(reads_key, own && settings.platform_api_key.is_some(), "{access:?} own={own}");
+    }
+}
+
+#[test]
+fn a_key_the_chart_does_not_know_fails_in_helms_words() {
+    let offered = SystemSettings { private_nodes: true, ..SystemSettings::default() };
+    let sp = spec(PublicAccess::LoadBalancer { host: host("api.example.com") }, true);
+    let yaml = values_yaml(&values(&sp, None, &offered, AddressRequest::MetalLb));
+    assert!(template(&yaml).is_ok());
+    let typo = yaml.replace("autoUpgrade:", "autoUpgrades:");
+    assert_ne!(typo, yaml);
+    let err = template(&typo).expect_err("the schema refuses an unknown key");
+    assert!(err.contains("additional properties 'autoUpgrades' not allowed"), "{err}");
+}
