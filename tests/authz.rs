@@ -112,6 +112,28 @@ fn matrix() -> Vec<Row> {
             "",
             [Is(401), Is(409), Is(404), Is(409)],
         ),
+        // Alice's cluster has no own nodes: its owner and admins learn so.
+        row(
+            "GET",
+            "/api/console/clusters/{id}/join-tokens",
+            "/api/console/clusters/{C}/join-tokens",
+            "",
+            [Is(401), Is(409), Is(404), Is(409)],
+        ),
+        row(
+            "POST",
+            "/api/console/clusters/{id}/join-tokens",
+            "/api/console/clusters/{C}/join-tokens",
+            "{}",
+            [Is(401), Is(409), Is(404), Is(409)],
+        ),
+        row(
+            "DELETE",
+            "/api/console/clusters/{id}/join-tokens/{token}",
+            "/api/console/clusters/{C}/join-tokens/abcdef",
+            "",
+            [Is(401), Is(409), Is(404), Is(409)],
+        ),
         row("GET", "/api/admin/system-settings", "/api/admin/system-settings", "", ADMIN_ONLY),
         row("PUT", "/api/admin/system-settings", "/api/admin/system-settings", SETTINGS, ADMIN_ONLY),
         row("GET", "/api/admin/audit", "/api/admin/audit", "", ADMIN_ONLY),

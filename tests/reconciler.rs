@@ -32,7 +32,7 @@ fn host() -> &'static TestHost {
     TestHost::shared(Some(Simulator::Node(|net: Net| hostsim::node::Config {
         vcluster_api: hostsim::node::apiserver::VClusterApi::Real(hostsim::node::apiserver::RealApi::for_releases(
             2,
-            &["lb-ip"],
+            &["lb-ip", "join"],
         )),
         ..net.node_config()
     })))
@@ -1433,4 +1433,111 @@ async fn deploy_manifests_pass_the_api_servers_dry_run() {
     let (ok, out) = kubectl(&["create", "--dry-run=server", "-f", dir.path().join("object.json").to_str().unwrap()]);
     assert!(ok, "an admin is not held to the console's policy: {out}");
     let _ = kubectl(&["delete", "namespace", "kubebyon-vap", "--wait=false"]);
+}
+
+/// Join tokens (issue 25), through the console's API on an own-nodes cluster:
+/// made inside the virtual cluster (as `vcluster token create` writes them),
+/// its own API server authenticates them (user `system:bootstrap:<id>`,
+/// kubeadm's group) and the console's check agrees on a valid and an expired
+/// one; listed without their secret; revoked, they stop authenticating.
+#[tokio::test]
+async fn join_tokens_are_bootstrap_tokens_the_virtual_api_server_accepts() {
+    // On the heap: the whole test's state overflowed the test thread's stack in a debug build.
+    Box::pin(join_tokens()).await;
+}
+
+async fn join_tokens() {
+    use k8s_openapi::api::authentication::v1::SelfSubjectReview;
+    use k8s_openapi::api::core::v1::Secret;
+    use kube::api::PostParams;
+    use kube::config::{KubeConfigOptions, Kubeconfig};
+    use kubebyon::domain::join::{self, JoinToken, Lifetime};
+
+    let env = env().await;
+    let mut settings = env.console.get("/api/admin/system-settings", Some(&env.cookie)).await.json();
+    settings["private_nodes"] = json!(true);
+    let r = env.console.json("PUT", "/api/admin/system-settings", Some(&env.cookie), settings).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let ip = host().net.addr(217);
+    let body = json!({"name": "join", "resources": {"cpu": "1", "memory_gib": 2, "storage_gib": 5},
+        "public_access": {"enabled": true, "mode": "loadbalancer", "control_plane_host": ip.to_string()}, "own_nodes": true});
+    let r = env.console.json("POST", "/api/console/clusters", Some(&env.cookie), body).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let id = r.json()["id"].as_i64().unwrap();
+    env.ctx.wake();
+    env.converge(id, "Ready", ready).await;
+    // Cluster DNS in production; here the Service's name leads to its LoadBalancer address.
+    env.ctx.resolver.insert("join.kubebyon-join", ip.into());
+    let tokens = format!("/api/console/clusters/{id}/join-tokens");
+
+    let r = env.console.json("POST", &tokens, Some(&env.cookie), json!({"lifetime": "5m"})).await;
+    assert_eq!((r.status.as_u16(), r.code()), (422, "token_lifetime_invalid".to_owned()));
+    let r = env.console.json("POST", &tokens, Some(&env.cookie), json!({})).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let created = r.json();
+    let valid = JoinToken::parse(created["token"].as_str().unwrap()).expect("a bootstrap token");
+    assert_eq!(created["id"], valid.id());
+    let expires = created["expires_at"].as_i64().unwrap();
+    assert!((expires - db::now() - 3_600).abs() < 60, "an hour by default: {created}");
+    let listed = env.console.get(&tokens, Some(&env.cookie)).await;
+    assert_eq!(listed.json()[0]["id"], valid.id(), "{}", listed.body);
+    assert!(!listed.body.contains(&valid.to_string()), "the list never shows a secret");
+
+    // An expired one, written as the console writes them, beside it.
+    let kc: Kubeconfig = serde_yaml::from_str(&env.kubeconfig(id).await).unwrap();
+    let admin_cfg = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await.unwrap();
+    let secrets: Api<Secret> = Api::namespaced(kube::Client::try_from(admin_cfg.clone()).unwrap(), join::NAMESPACE);
+    let mut n = 0usize;
+    let expired = JoinToken::generate(|len| {
+        n += 11;
+        n % len
+    });
+    let body: Secret =
+        serde_json::from_value(join::bootstrap_secret(&expired, db::now() - 2 * 3_600, Lifetime::DEFAULT)).unwrap();
+    secrets.create(&PostParams::default(), &body).await.unwrap();
+
+    // As a joining node presents it: a bearer token, no client certificate.
+    let who = |t: &JoinToken| {
+        let mut cfg = admin_cfg.clone();
+        cfg.auth_info = kube::config::AuthInfo { token: Some(t.to_string().into()), ..Default::default() };
+        async move {
+            let api: Api<SelfSubjectReview> = Api::all(kube::Client::try_from(cfg).unwrap());
+            api.create(&PostParams::default(), &SelfSubjectReview::default()).await
+        }
+    };
+    let review = ts::eventually("the API server knows the token", WAIT, || async { who(&valid).await.ok() })
+        .await
+        .expect("the token authenticates");
+    let user = review.status.and_then(|s| s.user_info).unwrap();
+    assert_eq!(user.username.as_deref(), Some(format!("system:bootstrap:{}", valid.id()).as_str()));
+    let groups = user.groups.unwrap_or_default();
+    assert!(
+        groups.iter().any(|g| g == join::EXTRA_GROUPS) && groups.iter().any(|g| g == "system:bootstrappers"),
+        "{groups:?}"
+    );
+    let refused = who(&expired).await.expect_err("an expired token is refused");
+    assert!(format!("{refused:#}").contains("401"), "{refused:#}");
+    // The console's check, on the Secrets as the API server stores them.
+    for (t, want) in [(&valid, true), (&expired, false)] {
+        let stored = secrets.get(&t.secret_name()).await.unwrap();
+        assert_eq!(join::authenticates(&t.to_string(), &stored, db::now()), want, "{t:?}");
+    }
+
+    // Revoked: gone from the list and from the API server's trust.
+    let one = format!("{tokens}/{}", valid.id());
+    let r = env.console.send("DELETE", &one, Some(&env.cookie), None, "").await;
+    assert_eq!(r.status, 204, "{}", r.body);
+    let r = env.console.send("DELETE", &one, Some(&env.cookie), None, "").await;
+    assert_eq!(r.status, 404, "{}", r.body);
+    let r = env.console.send("DELETE", &format!("{tokens}/kube-system"), Some(&env.cookie), None, "").await;
+    assert_eq!(r.status, 404, "only token Secrets are reachable: {}", r.body);
+    ts::eventually("the revoked token refused", WAIT, || async { who(&valid).await.is_err().then_some(()) })
+        .await
+        .expect("a revoked token stops authenticating");
+    let listed = env.console.get(&tokens, Some(&env.cookie)).await.json();
+    assert!(listed.as_array().unwrap().iter().all(|t| t["id"] != valid.id()), "{listed}");
+    // The audit log names the token's id, never its secret.
+    let log = env.console.get("/api/admin/audit", Some(&env.cookie)).await;
+    assert!(log.body.contains("join_token_created") && log.body.contains("join_token_revoked"), "{}", log.body);
+    assert!(!log.body.contains(&valid.to_string()), "{}", log.body);
 }

@@ -34,6 +34,9 @@ pub enum AuditAction {
     KubeconfigDownloaded,
     ClusterChangedByAdmin,
     ClusterDeletedByAdmin,
+    /// A join token made for an own-nodes cluster (its id only).
+    JoinTokenCreated,
+    JoinTokenRevoked,
 }
 
 impl AuditAction {

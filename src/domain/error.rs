@@ -67,6 +67,12 @@ pub enum ErrorCode {
     /// Own nodes without a LoadBalancer endpoint (`domain::nodes`).
     OwnNodesNeedLoadBalancer,
     PlatformApiKeyInvalid,
+    /// A join token lifetime outside 10 minutes – 7 days.
+    TokenLifetimeInvalid,
+    /// Join tokens for a cluster made without own nodes.
+    OwnNodesOff,
+    /// The virtual cluster's own API server cannot be reached (yet).
+    ControlPlaneUnavailable,
     RateLimited,
     /// The console cannot reach its database (503): not "signed out".
     Unavailable,
@@ -92,7 +98,9 @@ impl ErrorCode {
             | Self::KubeconfigUnavailable
             | Self::LastAdmin
             | Self::MoveHasProblems
-            | Self::MoveItemState => 409,
+            | Self::MoveItemState
+            | Self::OwnNodesOff
+            | Self::ControlPlaneUnavailable => 409,
             Self::BadRequest => 400,
             Self::PayloadTooLarge => 413,
             Self::UnsupportedMediaType => 415,
@@ -147,6 +155,8 @@ pub enum Field {
     OwnNodes,
     PrivateNodes,
     PlatformApiKey,
+    /// A join token's lifetime.
+    Lifetime,
 }
 
 impl Field {

@@ -8,6 +8,9 @@ pub mod cluster_name;
 pub mod endpoint;
 pub mod error;
 pub mod host;
+/// Server-side only: bootstrap tokens are Kubernetes Secrets (k8s-openapi).
+#[cfg(feature = "ssr")]
+pub mod join;
 pub mod listing;
 pub mod moves;
 pub mod nodes;

@@ -29,6 +29,8 @@ pub(crate) fn AuditPage() -> impl IntoView {
         AuditAction::MoveStarted => t_string!(i18n, audit.move_started),
         AuditAction::MoveItemRetried => t_string!(i18n, audit.move_item_retried),
         AuditAction::MoveItemRolledBack => t_string!(i18n, audit.move_item_rolled_back),
+        AuditAction::JoinTokenCreated => t_string!(i18n, audit.join_token_created),
+        AuditAction::JoinTokenRevoked => t_string!(i18n, audit.join_token_revoked),
     };
     let content = Suspend::new(async move {
         let entries = match load_audit(before).await {

@@ -133,6 +133,9 @@ impl VirtualApiServer {
             // vCluster's own service range (its chart's default for k8s).
             "--service-cluster-ip-range=10.96.0.0/16".into(),
             "--authorization-mode=RBAC".into(),
+            // Joining own nodes (vCluster private nodes) authenticates with
+            // bootstrap tokens, as vCluster's own API server does.
+            "--enable-bootstrap-token-auth=true".into(),
             "--allow-privileged=true".into(),
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local".into(),
             format!("--service-account-key-file={}", p("sa.pub")),

@@ -17,7 +17,7 @@ use crate::domain::settings::SettingsInput;
 use crate::domain::user::CurrentUser;
 use crate::domain::{AppError, ErrorCode, SystemSettings};
 use crate::server::auth::session;
-use crate::server::service::{accounts, clusters, settings};
+use crate::server::service::{accounts, clusters, join, settings};
 use crate::server::state::AppState;
 
 pub(crate) struct ApiError(pub AppError);
@@ -363,6 +363,45 @@ pub(crate) async fn probe_cluster(
     Path(id): Path<String>,
 ) -> ApiResult<crate::domain::cluster::ProbeOutcome> {
     Ok(Json(clusters::probe(&st.pool, st.host.as_ref(), &u, cluster_id(&id)?).await?))
+}
+
+// ---- join tokens of own-nodes clusters (owner or admin) ----
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct TokenRequest {
+    /// `10m` … `7d`; absent: 1 hour.
+    #[serde(default)]
+    lifetime: Option<String>,
+}
+
+pub(crate) async fn list_join_tokens(
+    State(st): State<AppState>,
+    ApiUser(u): ApiUser,
+    Path(id): Path<String>,
+) -> ApiResult<Vec<crate::domain::join::TokenView>> {
+    Ok(Json(join::list_tokens(&st.pool, st.host.as_ref(), &u, cluster_id(&id)?).await?))
+}
+
+/// `201` with the token (shown this once) and `Cache-Control: no-store`.
+pub(crate) async fn create_join_token(
+    State(st): State<AppState>,
+    ApiUser(u): ApiUser,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<TokenRequest>,
+) -> Result<Response, ApiError> {
+    let lifetime = body.lifetime.unwrap_or_default();
+    let created = join::create_token(&st.pool, st.host.as_ref(), &u, cluster_id(&id)?, &lifetime).await?;
+    Ok((StatusCode::CREATED, [(header::CACHE_CONTROL, "no-store")], Json(created)).into_response())
+}
+
+pub(crate) async fn revoke_join_token(
+    State(st): State<AppState>,
+    ApiUser(u): ApiUser,
+    Path((id, token)): Path<(String, String)>,
+) -> Result<StatusCode, ApiError> {
+    join::revoke_token(&st.pool, st.host.as_ref(), &u, cluster_id(&id)?, &token).await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 // ---- moves (admins): NodePort clusters to LoadBalancer ----

@@ -28,6 +28,8 @@ pub fn api_routes() -> Vec<(&'static str, MethodRouter<AppState>)> {
         ("/api/console/clusters/{id}/events", get(api::cluster_events)),
         ("/api/console/clusters/{id}/kubeconfig", get(api::cluster_kubeconfig)),
         ("/api/console/clusters/{id}/probe", post(api::probe_cluster)),
+        ("/api/console/clusters/{id}/join-tokens", get(api::list_join_tokens).post(api::create_join_token)),
+        ("/api/console/clusters/{id}/join-tokens/{token}", axum::routing::delete(api::revoke_join_token)),
         ("/api/console/quota", get(api::my_quota)),
         ("/clusters/{id}/kubeconfig", get(api::cluster_kubeconfig)),
         ("/api/admin/system-settings", get(api::get_settings).put(api::update_settings)),

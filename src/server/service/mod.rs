@@ -6,6 +6,7 @@
 pub mod accounts;
 pub mod audit;
 pub mod clusters;
+pub mod join;
 pub mod moves;
 pub mod quota;
 pub mod settings;

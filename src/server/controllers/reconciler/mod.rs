@@ -653,6 +653,41 @@ pub async fn download(ctx: &Context, cluster: &Cluster) -> Result<Option<String>
     Ok(kubeconfig::render(&config, cluster.spec.name.as_str(), endpoint).ok())
 }
 
+/// The name the console reaches a cluster's control plane by inside the host:
+/// its Service, `<name>.<namespace>` (cluster DNS; the name vCluster's
+/// certificate carries — it has no `.svc` forms), port 443.
+pub fn internal_name(cluster: &Cluster) -> String {
+    let name = cluster.spec.name.as_str();
+    format!("{name}.{}", render::namespace(name))
+}
+
+/// A client for the virtual cluster's own API server, with `vc-<name>`'s
+/// credentials, reached at [`internal_name`] (resolved by the context's
+/// resolver: cluster DNS in production, fixed addresses in tests), its
+/// certificate checked for that name. `None` until vCluster wrote `vc-<name>`.
+pub async fn virtual_client(ctx: &Context, cluster: &Cluster) -> Result<Option<Client>> {
+    let Some(g) = ctx.for_request(gather_ours(ctx, cluster)).await? else { return Ok(None) };
+    let Some(config) = g.vcluster_config else { return Ok(None) };
+    let not_yet = |_| Error::NotYet("the virtual cluster's credentials are not readable yet");
+    let kc: kube::config::Kubeconfig = serde_yaml::from_str(&config).map_err(not_yet)?;
+    let mut cfg = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+        .await
+        .map_err(|_| Error::NotYet("the virtual cluster's credentials are not readable yet"))?;
+    let name = internal_name(cluster);
+    let addr = ctx
+        .resolver
+        .resolve(&name, 443)
+        .await
+        .and_then(|a| a.into_iter().next())
+        .ok_or(Error::NotYet("the cluster's Service name does not resolve"))?;
+    cfg.cluster_url =
+        format!("https://{addr}").parse().map_err(|_| Error::NotYet("the cluster's Service address is not a URL"))?;
+    cfg.tls_server_name = Some(name);
+    cfg.connect_timeout = Some(Duration::from_secs(5));
+    cfg.read_timeout = Some(Duration::from_secs(10));
+    Client::try_from(cfg).map(Some).map_err(|_| Error::NotYet("no client for the virtual cluster"))
+}
+
 /// The host cluster's client: `KUBECONFIG` (or `~/.kube/config`), else the
 /// in-cluster service account.
 pub async fn connect() -> std::result::Result<Client, String> {

@@ -108,7 +108,7 @@ impl Resolver {
         Some(if allowed.is_empty() { Err(()) } else { Ok(allowed) })
     }
 
-    async fn resolve(&self, host: &str, port: u16) -> Option<Vec<SocketAddr>> {
+    pub(crate) async fn resolve(&self, host: &str, port: u16) -> Option<Vec<SocketAddr>> {
         if let Ok(ip) = host.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>() {
             return Some(vec![SocketAddr::new(ip, port)]);
         }

@@ -1,0 +1,131 @@
+//! Join tokens of an own-nodes cluster: created, listed and revoked inside the
+//! virtual cluster (Secrets in its `kube-system`, as `vcluster token create`
+//! writes them, `domain::join`), through `vc-<name>`'s credentials at the
+//! cluster's internal address. The owner or an admin; others get not found.
+//! The full token is returned once, at creation, and never stored, logged or
+//! audited (the audit log names its id).
+
+use k8s_openapi::api::core::v1::Secret;
+use kube::Api;
+use kube::api::{DeleteParams, ListParams, PostParams};
+use serde::{Deserialize, Serialize};
+use sqlx::AnyPool;
+
+use super::Reconciler;
+use crate::domain::audit::AuditAction;
+use crate::domain::cluster::Cluster;
+use crate::domain::join::{self, JoinToken, Lifetime, TokenView};
+use crate::domain::user::CurrentUser;
+use crate::domain::{AppError, ErrorCode};
+
+/// A token just made: the only time its secret part is shown.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CreatedToken {
+    /// `<id>.<secret>`.
+    pub token: String,
+    #[serde(flatten)]
+    pub view: TokenView,
+}
+
+/// The cluster (if `user` may see it and it has own nodes) and a client for its
+/// virtual API server.
+async fn virtual_secrets(
+    pool: &AnyPool,
+    host: Option<&Reconciler>,
+    user: &CurrentUser,
+    id: i64,
+) -> Result<(Cluster, Api<Secret>), AppError> {
+    let cluster = super::clusters::get(pool, user, id).await?;
+    if !cluster.spec.own_nodes {
+        return Err(AppError::new(ErrorCode::OwnNodesOff));
+    }
+    let unavailable = || AppError::new(ErrorCode::ControlPlaneUnavailable);
+    let host = host.ok_or_else(unavailable)?;
+    // Boxed: the host reads and the client's setup are a deep future (a debug
+    // build's request thread overflowed its stack with it inline).
+    match Box::pin(crate::server::controllers::reconciler::virtual_client(host, &cluster)).await {
+        Ok(Some(client)) => Ok((cluster, Api::namespaced(client, join::NAMESPACE))),
+        Ok(None) => Err(unavailable()),
+        Err(e) => {
+            tracing::warn!(cluster = cluster.id, error = %e, "the virtual cluster is not reachable");
+            Err(unavailable())
+        }
+    }
+}
+
+fn call_failed(cluster: &Cluster, what: &str, e: &kube::Error) -> AppError {
+    tracing::warn!(cluster = cluster.id, error = %e, "{what} in the virtual cluster failed");
+    AppError::new(ErrorCode::ControlPlaneUnavailable)
+}
+
+/// Makes a token valid for `lifetime` (`1h` unless given).
+pub async fn create_token(
+    pool: &AnyPool,
+    host: Option<&Reconciler>,
+    user: &CurrentUser,
+    id: i64,
+    lifetime: &str,
+) -> Result<CreatedToken, AppError> {
+    let lifetime = Lifetime::parse(lifetime)?;
+    let (cluster, secrets) = Box::pin(virtual_secrets(pool, host, user, id)).await?;
+    let token = {
+        use rand::Rng;
+        let mut rng = rand::rngs::OsRng;
+        JoinToken::generate(|n| rng.gen_range(0..n))
+    };
+    let body: Secret = serde_json::from_value(join::bootstrap_secret(&token, crate::server::db::now(), lifetime))
+        .map_err(|_| AppError::new(ErrorCode::Internal))?;
+    let stored = Box::pin(secrets.create(&PostParams::default(), &body))
+        .await
+        .map_err(|e| call_failed(&cluster, "token create", &e))?;
+    let view = join::token_view(&stored).ok_or(AppError::new(ErrorCode::Internal))?;
+    tracing::info!(cluster = cluster.id, token_id = %view.id, user = %user.username, "join token created");
+    let target = format!("cluster:{}", cluster.spec.name);
+    super::audit::record(pool, user, AuditAction::JoinTokenCreated, &target, &format!("token: {}", view.id)).await;
+    Ok(CreatedToken { token: token.to_string(), view })
+}
+
+/// The cluster's tokens (vCluster's label), soonest to expire first.
+pub async fn list_tokens(
+    pool: &AnyPool,
+    host: Option<&Reconciler>,
+    user: &CurrentUser,
+    id: i64,
+) -> Result<Vec<TokenView>, AppError> {
+    let (cluster, secrets) = Box::pin(virtual_secrets(pool, host, user, id)).await?;
+    let lp = ListParams::default().labels(&format!("{}={}", join::TOKEN_LABEL.0, join::TOKEN_LABEL.1));
+    let list = Box::pin(secrets.list(&lp)).await.map_err(|e| call_failed(&cluster, "token list", &e))?;
+    let mut views: Vec<TokenView> = list.items.iter().filter_map(join::token_view).collect();
+    views.sort_by_key(|v| (v.expires_at.unwrap_or(i64::MAX), v.id.clone()));
+    Ok(views)
+}
+
+/// Deletes token `token_id`; an id that is not one of the cluster's tokens is not found.
+pub async fn revoke_token(
+    pool: &AnyPool,
+    host: Option<&Reconciler>,
+    user: &CurrentUser,
+    id: i64,
+    token_id: &str,
+) -> Result<(), AppError> {
+    let not_found = || AppError::new(ErrorCode::NotFound);
+    // Only an id of the token form names a Secret here (no other Secret of
+    // kube-system can be reached through this).
+    let probe = format!("{token_id}.0000000000000000");
+    let token = JoinToken::parse(&probe).ok_or_else(not_found)?;
+    let (cluster, secrets) = Box::pin(virtual_secrets(pool, host, user, id)).await?;
+    match Box::pin(secrets.get_opt(&token.secret_name())).await {
+        Ok(Some(s)) if join::token_view(&s).is_some() => {}
+        Ok(_) => return Err(not_found()),
+        Err(e) => return Err(call_failed(&cluster, "token read", &e)),
+    }
+    match Box::pin(secrets.delete(&token.secret_name(), &DeleteParams::default())).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(e)) if e.code == 404 => return Err(not_found()),
+        Err(e) => return Err(call_failed(&cluster, "token revoke", &e)),
+    }
+    tracing::info!(cluster = cluster.id, token_id, user = %user.username, "join token revoked");
+    let target = format!("cluster:{}", cluster.spec.name);
+    super::audit::record(pool, user, AuditAction::JoinTokenRevoked, &target, &format!("token: {token_id}")).await;
+    Ok(())
+}
