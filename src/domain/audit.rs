@@ -5,14 +5,14 @@
 use serde::{Deserialize, Serialize};
 
 /// Entries per page of the audit log.
-pub const PAGE: i64 = 50;
+pub(crate) const PAGE: i64 = 50;
 
 /// What an entry records. Stored as its `as_str` name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[derive(strum::IntoStaticStr, strum::EnumString, strum::VariantArray)]
 #[strum(serialize_all = "snake_case")]
-pub enum AuditAction {
+pub(crate) enum AuditAction {
     SettingsChanged,
     UserCreated,
     RoleChanged,
@@ -40,11 +40,11 @@ pub enum AuditAction {
 }
 
 impl AuditAction {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         self.into()
     }
 
-    pub fn parse(s: &str) -> Option<Self> {
+    pub(crate) fn parse(s: &str) -> Option<Self> {
         s.parse().ok()
     }
 }
@@ -54,7 +54,7 @@ impl AuditAction {
 /// `detail` says how (`default_mode: nodeport → loadbalancer`). Neither ever
 /// holds a password or token.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AuditEntry {
+pub(crate) struct AuditEntry {
     pub id: i64,
     pub at: i64,
     pub actor: String,
@@ -65,7 +65,7 @@ pub struct AuditEntry {
 
 /// What differs between two JSON objects, key by key, in key order:
 /// `key: before → after` joined by `; ` (strings bare, other values as JSON).
-pub fn diff(before: &serde_json::Value, after: &serde_json::Value) -> String {
+pub(crate) fn diff(before: &serde_json::Value, after: &serde_json::Value) -> String {
     let show = |v: Option<&serde_json::Value>| match v {
         Some(serde_json::Value::String(s)) => s.clone(),
         Some(v) => v.to_string(),

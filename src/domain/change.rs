@@ -15,7 +15,7 @@ pub enum Operation {
 }
 
 impl Operation {
-    pub fn kind(&self) -> &'static str {
+    pub(crate) fn kind(&self) -> &'static str {
         match self {
             Self::Create { .. } => "create",
             Self::Update { .. } => "update",
@@ -25,11 +25,11 @@ impl Operation {
 }
 
 /// Requests per page of a cluster's history (pages and `/events`).
-pub const HISTORY_PAGE: i64 = 50;
+pub(crate) const HISTORY_PAGE: i64 = 50;
 
 /// One entry of a cluster's event history.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ClusterEvent {
+pub(crate) struct ClusterEvent {
     pub id: i64,
     pub operation: Operation,
     pub generation: i64,
@@ -45,7 +45,7 @@ pub struct ClusterEvent {
 #[serde(rename_all = "snake_case")]
 #[derive(strum::IntoStaticStr, strum::Display, strum::EnumString, strum::VariantArray)]
 #[strum(serialize_all = "snake_case")]
-pub enum OperationState {
+pub(crate) enum OperationState {
     /// Waiting for a replica to claim it (a state this build does not know
     /// reads as this one).
     #[default]
@@ -56,11 +56,11 @@ pub enum OperationState {
 }
 
 impl OperationState {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         self.into()
     }
 
-    pub fn parse(raw: &str) -> Self {
+    pub(crate) fn parse(raw: &str) -> Self {
         raw.parse().unwrap_or_default()
     }
 }
@@ -90,7 +90,7 @@ pub enum Change {
 }
 
 /// The differences between two specs; empty when nothing changed.
-pub fn describe_update(old: &ClusterSpec, new: &ClusterSpec) -> Vec<Change> {
+pub(crate) fn describe_update(old: &ClusterSpec, new: &ClusterSpec) -> Vec<Change> {
     let mut changes = Vec::new();
     if old.public_access != new.public_access {
         changes.push(Change::PublicAccess { from: old.public_access.clone(), to: new.public_access.clone() });

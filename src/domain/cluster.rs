@@ -38,7 +38,7 @@ impl Phase {
         self.into()
     }
 
-    pub fn parse(raw: &str) -> Self {
+    pub(crate) fn parse(raw: &str) -> Self {
         raw.parse().unwrap_or_default()
     }
 }
@@ -70,7 +70,7 @@ impl ConnectionStatus {
         self.into()
     }
 
-    pub fn parse(raw: &str) -> Self {
+    pub(crate) fn parse(raw: &str) -> Self {
         raw.parse().ok().unwrap_or_default()
     }
 }
@@ -92,7 +92,7 @@ pub struct ClusterStatus {
 
 /// A cluster as unit tests build one: generation 1, no deletion asked for.
 #[cfg(test)]
-pub fn test_cluster(id: i64, name: &str, owner: &str, access: PublicAccess, status: ClusterStatus) -> Cluster {
+pub(crate) fn test_cluster(id: i64, name: &str, owner: &str, access: PublicAccess, status: ClusterStatus) -> Cluster {
     Cluster {
         id,
         owner_id: 1,
@@ -226,7 +226,7 @@ mod tests {
 /// Where a cluster's latest request is, as the detail page's progress shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::IntoStaticStr, strum::VariantArray)]
 #[strum(serialize_all = "lowercase")]
-pub enum Step {
+pub(crate) enum Step {
     /// Stored; the host has not reported on this request yet.
     Stored,
     /// helm-controller's install Job runs (or fails: then with `Failed`).
@@ -237,14 +237,14 @@ pub enum Step {
 }
 
 impl Step {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         self.into()
     }
 }
 
 /// The outcome of a connection test run on request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ProbeOutcome {
+pub(crate) struct ProbeOutcome {
     pub status: ConnectionStatus,
     /// Beyond the status: the server version, or the names a certificate covers.
     pub detail: Option<String>,
@@ -298,7 +298,7 @@ impl Cluster {
     }
 
     /// The step the latest request is at; `failed` when it stopped there.
-    pub fn progress(&self) -> (Step, bool) {
+    pub(crate) fn progress(&self) -> (Step, bool) {
         let reason = &self.status.reason;
         let failed = self.status.phase == Phase::Failed;
         let step = if self.status.observed_generation < self.generation {
@@ -329,7 +329,7 @@ impl Cluster {
     /// A deletion is asked for and not refused: the cluster shows as
     /// deleting. The SQL of the list's phase filter says the same
     /// (`db::clusters::REFUSED`).
-    pub fn deleting(&self) -> bool {
+    pub(crate) fn deleting(&self) -> bool {
         self.deletion_requested && !self.deletion_failed()
     }
 
@@ -369,7 +369,7 @@ impl Cluster {
 
     /// The kubeconfig can be downloaded only when the host says it exists and
     /// public access is on (it points at the public endpoint).
-    pub fn kubeconfig_downloadable(&self) -> bool {
+    pub(crate) fn kubeconfig_downloadable(&self) -> bool {
         self.status.kubeconfig_available && self.spec.public_access.is_enabled() && !self.deletion_requested
     }
 }

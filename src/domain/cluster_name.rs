@@ -9,7 +9,7 @@ use super::{AppError, ErrorCode, Field};
 
 /// Longest name we accept. Kubernetes allows 63, but the host cluster derives
 /// longer names from it (`helm-install-<name>` Jobs, `vc-<name>` Secrets).
-pub const MAX_LEN: usize = 40;
+pub(crate) const MAX_LEN: usize = 40;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]

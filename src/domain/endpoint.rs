@@ -8,30 +8,30 @@ use std::net::IpAddr;
 use super::{Host, PublicAccess};
 
 /// The Service port for https (vCluster chart: 443 → 8443).
-pub const HTTPS_PORT: u16 = 443;
+pub(crate) const HTTPS_PORT: u16 = 443;
 
 /// A cluster's public API endpoint, `https://<host>:<port>` with an IPv6 host
 /// in brackets: every endpoint the console shows, stores or probes is written
 /// by its `Display` and read by [`Endpoint::parse`], nowhere else.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Endpoint {
+pub(crate) struct Endpoint {
     pub host: Host,
     pub port: u16,
 }
 
 impl Endpoint {
-    pub fn new(host: Host, port: u16) -> Self {
+    pub(crate) fn new(host: Host, port: u16) -> Self {
         Self { host, port }
     }
 
     /// A LoadBalancer cluster's: its host, port 443.
-    pub fn load_balancer(host: Host) -> Self {
+    pub(crate) fn load_balancer(host: Host) -> Self {
         Self::new(host, HTTPS_PORT)
     }
 
     /// Reads `https://host:port` (a trailing `/` allowed; an IPv6 host only in
     /// brackets); `None` for anything else.
-    pub fn parse(s: &str) -> Option<Self> {
+    pub(crate) fn parse(s: &str) -> Option<Self> {
         let rest = s.strip_prefix("https://")?;
         let rest = rest.strip_suffix('/').unwrap_or(rest);
         let (host, port) = rest.rsplit_once(':')?;
@@ -42,7 +42,7 @@ impl Endpoint {
     }
 
     /// `host:port` (an IPv6 host in brackets), as vCluster's `controlPlane.endpoint` takes it.
-    pub fn authority(&self) -> String {
+    pub(crate) fn authority(&self) -> String {
         format!("{}:{}", self.host.url_host(), self.port)
     }
 }
@@ -55,28 +55,32 @@ impl fmt::Display for Endpoint {
 
 /// One `status.loadBalancer.ingress[]` entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Ingress {
+pub(crate) enum Ingress {
     Ip(IpAddr),
     Hostname(String),
 }
 
 /// What the host cluster reports about the cluster's Service.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct ServiceObservation {
+pub(crate) struct ServiceObservation {
     pub https_node_port: Option<u16>,
     pub ingress: Vec<Ingress>,
 }
 
 /// The observed public access fields, as a whole.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct ObservedAccess {
+pub(crate) struct ObservedAccess {
     pub api_endpoint: Option<String>,
     pub public_access_port: Option<u16>,
     /// LoadBalancer mode and the provider has not assigned an address yet.
     pub load_balancer_pending: bool,
 }
 
-pub fn observe(access: &PublicAccess, nodeport_public_host: Option<&Host>, svc: &ServiceObservation) -> ObservedAccess {
+pub(crate) fn observe(
+    access: &PublicAccess,
+    nodeport_public_host: Option<&Host>,
+    svc: &ServiceObservation,
+) -> ObservedAccess {
     match access {
         PublicAccess::Disabled => ObservedAccess::default(),
         PublicAccess::NodePort { host } => {
@@ -103,7 +107,7 @@ pub fn observe(access: &PublicAccess, nodeport_public_host: Option<&Host>, svc: 
 /// LoadBalancer cluster's is `https://<host>:443`; a NodePort cluster's names
 /// its own host when it has one and the observed node port; a disabled
 /// cluster has none. An observation from before a mode or host change fails.
-pub fn fits(access: &PublicAccess, endpoint: &str, port: Option<u16>) -> bool {
+pub(crate) fn fits(access: &PublicAccess, endpoint: &str, port: Option<u16>) -> bool {
     let Some(seen) = Endpoint::parse(endpoint) else { return false };
     match access {
         PublicAccess::Disabled => false,
@@ -116,7 +120,7 @@ pub fn fits(access: &PublicAccess, endpoint: &str, port: Option<u16>) -> bool {
 }
 
 /// The host of an `https://host:port` endpoint, as text (IPv6 without brackets).
-pub fn url_host(endpoint: &str) -> Option<String> {
+pub(crate) fn url_host(endpoint: &str) -> Option<String> {
     Endpoint::parse(endpoint).map(|e| e.host.to_string())
 }
 

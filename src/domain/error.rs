@@ -85,7 +85,7 @@ impl ErrorCode {
     }
 
     /// The HTTP status the JSON API answers with.
-    pub fn http_status(self) -> u16 {
+    pub(crate) fn http_status(self) -> u16 {
         match self {
             Self::Unauthenticated | Self::LoginFailed => 401,
             Self::Forbidden | Self::OriginRejected => 403,
@@ -160,7 +160,7 @@ pub enum Field {
 }
 
 impl Field {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         self.into()
     }
 }

@@ -43,7 +43,7 @@ impl Host {
     }
 
     /// Parses an optional field: empty means `None`.
-    pub fn parse_optional(raw: &str) -> Result<Option<Self>, InvalidHost> {
+    pub(crate) fn parse_optional(raw: &str) -> Result<Option<Self>, InvalidHost> {
         if raw.trim().is_empty() { Ok(None) } else { Self::parse(raw).map(Some) }
     }
 
@@ -65,7 +65,7 @@ impl Host {
     }
 
     /// The host as it appears in a URL authority: IPv6 in brackets.
-    pub fn url_host(&self) -> String {
+    pub(crate) fn url_host(&self) -> String {
         match self {
             Self::Ipv6(v6) => format!("[{v6}]"),
             other => other.to_string(),

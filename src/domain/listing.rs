@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::{Phase, PublicAccessMode};
 
 /// Rows per page of the list page.
-pub const PAGE_SIZE: u32 = 50;
+pub(crate) const PAGE_SIZE: u32 = 50;
 /// Longest search text kept (a cluster name is at most 63 characters).
 const MAX_SEARCH: usize = 63;
 
@@ -20,22 +20,22 @@ pub enum ModeFilter {
 }
 
 impl ModeFilter {
-    pub const ALL: [ModeFilter; 3] =
+    pub(crate) const ALL: [ModeFilter; 3] =
         [Self::Disabled, Self::Mode(PublicAccessMode::NodePort), Self::Mode(PublicAccessMode::LoadBalancer)];
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Disabled => "disabled",
             Self::Mode(m) => m.as_str(),
         }
     }
 
-    pub fn parse(s: &str) -> Option<Self> {
+    pub(crate) fn parse(s: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|m| m.as_str() == s)
     }
 
     /// The public access mode shown, `None` for off.
-    pub fn mode(self) -> Option<PublicAccessMode> {
+    pub(crate) fn mode(self) -> Option<PublicAccessMode> {
         match self {
             Self::Disabled => None,
             Self::Mode(m) => Some(m),
@@ -60,7 +60,7 @@ pub struct ListQuery {
 impl ListQuery {
     /// From URL query values; unusable ones are dropped, not refused (a
     /// hand-edited link still shows a list).
-    pub fn from_params(get: impl Fn(&str) -> Option<String>) -> Self {
+    pub(crate) fn from_params(get: impl Fn(&str) -> Option<String>) -> Self {
         let text = |k: &str| get(k).map(|v| v.trim().to_lowercase()).filter(|v| !v.is_empty());
         Self {
             q: text("q").map(|q| q.chars().take(MAX_SEARCH).collect()).unwrap_or_default(),
@@ -72,7 +72,7 @@ impl ListQuery {
     }
 
     /// The URL query for this list at `page` (`?…`, or empty for the plain list).
-    pub fn to_query(&self, page: u32) -> String {
+    pub(crate) fn to_query(&self, page: u32) -> String {
         let mut parts = Vec::new();
         let mut push = |k: &str, v: &str| parts.push(format!("{k}={}", super::path::encode(v)));
         if !self.q.is_empty() {
@@ -94,14 +94,14 @@ impl ListQuery {
     }
 
     /// Whether any filter narrows the list.
-    pub fn filtered(&self) -> bool {
+    pub(crate) fn filtered(&self) -> bool {
         !self.q.is_empty() || self.mode.is_some() || self.phase.is_some() || self.owner.is_some()
     }
 }
 
 /// One page of clusters and where it is in the whole.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Page<T> {
+pub(crate) struct Page<T> {
     pub items: Vec<T>,
     /// Every cluster matching the filters.
     pub total: u64,
@@ -110,12 +110,12 @@ pub struct Page<T> {
 }
 
 impl<T> Page<T> {
-    pub fn pages(&self) -> u32 {
+    pub(crate) fn pages(&self) -> u32 {
         (self.total.div_ceil(u64::from(self.page_size.max(1))) as u32).max(1)
     }
 
     /// 1-based index of the first and last row shown.
-    pub fn range(&self) -> (u64, u64) {
+    pub(crate) fn range(&self) -> (u64, u64) {
         let first = u64::from(self.page - 1) * u64::from(self.page_size);
         (if self.items.is_empty() { 0 } else { first + 1 }, first + self.items.len() as u64)
     }

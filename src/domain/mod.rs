@@ -31,6 +31,6 @@ pub use cluster_name::ClusterName;
 pub use error::{AppError, ErrorCode, Field};
 pub use host::Host;
 pub use public_access::{PublicAccess, PublicAccessMode};
-pub use reason::{Reason, StopReason};
+pub(crate) use reason::{Reason, StopReason};
 pub use resources::Resources;
 pub use settings::SystemSettings;

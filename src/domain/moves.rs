@@ -13,14 +13,14 @@ use super::settings::AddressRequest;
 use super::{AppError, ConnectionStatus, ErrorCode, Field, Host, PublicAccess, StopReason};
 
 /// Clusters switched at once when a request names none (the form, the API, the CLI).
-pub const DEFAULT_CONCURRENCY: i64 = 5;
-pub const MAX_CONCURRENCY: i64 = 50;
+pub(crate) const DEFAULT_CONCURRENCY: i64 = 5;
+pub(crate) const MAX_CONCURRENCY: i64 = 50;
 /// How long old kubeconfigs keep working when a request names no grace period.
-pub const DEFAULT_GRACE_DAYS: i64 = 7;
-pub const DEFAULT_GRACE_SECS: i64 = DEFAULT_GRACE_DAYS * 86_400;
+pub(crate) const DEFAULT_GRACE_DAYS: i64 = 7;
+pub(crate) const DEFAULT_GRACE_SECS: i64 = DEFAULT_GRACE_DAYS * 86_400;
 
 /// Addresses a range may span at most.
-pub const MAX_RANGE: u32 = 65_536;
+pub(crate) const MAX_RANGE: u32 = 65_536;
 
 /// Where the new hosts come from, as the admin wrote it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -36,13 +36,13 @@ pub enum HostSource {
 
 /// An inclusive IPv4 range.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Ipv4Range {
+pub(crate) struct Ipv4Range {
     pub first: Ipv4Addr,
     pub last: Ipv4Addr,
 }
 
 impl Ipv4Range {
-    pub fn parse(raw: &str) -> Result<Self, AppError> {
+    pub(crate) fn parse(raw: &str) -> Result<Self, AppError> {
         let bad = || AppError::at(ErrorCode::MoveHostsInvalid, Field::Hosts);
         let (a, b) = raw.trim().split_once('-').ok_or_else(bad)?;
         let (first, last): (Ipv4Addr, Ipv4Addr) =
@@ -54,12 +54,9 @@ impl Ipv4Range {
         Ok(Self { first, last })
     }
 
-    pub fn len(&self) -> u32 {
+    #[cfg(test)]
+    fn len(self) -> u32 {
         u32::from(self.last) - u32::from(self.first) + 1
-    }
-
-    pub fn is_empty(&self) -> bool {
-        false
     }
 
     fn iter(self) -> impl Iterator<Item = Ipv4Addr> {
@@ -68,7 +65,7 @@ impl Ipv4Range {
 }
 
 /// A grace period as written on the command line: `7d`, `12h`, `30m`, `90s`, `0`.
-pub fn parse_duration(raw: &str) -> Option<i64> {
+pub(crate) fn parse_duration(raw: &str) -> Option<i64> {
     let raw = raw.trim();
     if raw == "0" {
         return Some(0);
@@ -86,7 +83,7 @@ pub fn parse_duration(raw: &str) -> Option<i64> {
 }
 
 /// Checks the source itself (before any cluster is looked at).
-pub fn validate_source(source: &HostSource) -> Result<(), AppError> {
+pub(crate) fn validate_source(source: &HostSource) -> Result<(), AppError> {
     let bad = || AppError::at(ErrorCode::MoveHostsInvalid, Field::Hosts);
     match source {
         HostSource::Typed(_) => Ok(()),
@@ -123,7 +120,7 @@ pub enum Problem {
 
 impl Problem {
     /// Blocking problems keep the cluster out of a run; warnings do not.
-    pub fn blocks(self) -> bool {
+    pub(crate) fn blocks(self) -> bool {
         !matches!(self, Self::NoAddressRequest | Self::DoesNotResolve)
     }
 
@@ -134,14 +131,14 @@ impl Problem {
 
 /// A cluster the plan is for.
 #[derive(Debug, Clone)]
-pub struct Candidate {
+pub(crate) struct Candidate {
     pub id: i64,
     pub name: String,
 }
 
 /// One cluster's new host (when there is one) and what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HostAssignment {
+pub(crate) struct HostAssignment {
     pub id: i64,
     pub name: String,
     pub host: Option<Host>,
@@ -151,7 +148,7 @@ pub struct HostAssignment {
 /// Gives each candidate its new host. `in_use`: hosts (as text) other clusters
 /// outside the batch already have. A range skips them and hosts given earlier
 /// in the batch; a template or typed host that collides is a problem.
-pub fn assign(
+pub(crate) fn assign(
     candidates: &[Candidate],
     source: &HostSource,
     in_use: &HashSet<String>,
@@ -215,16 +212,16 @@ pub enum ItemState {
 }
 
 impl ItemState {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         self.into()
     }
 
-    pub fn parse(s: &str) -> Option<Self> {
+    pub(crate) fn parse(s: &str) -> Option<Self> {
         s.parse().ok()
     }
 
     /// Nothing more will happen to it without the admin.
-    pub fn settled(self) -> bool {
+    pub(crate) fn settled(self) -> bool {
         !matches!(self, Self::Queued | Self::Switching)
     }
 }
@@ -232,7 +229,7 @@ impl ItemState {
 /// The finer step of a switching cluster, read from its status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum SwitchStep {
+pub(crate) enum SwitchStep {
     /// The host has not applied the new values yet.
     Switching,
     /// Applied; the LoadBalancer provider has not given the address yet.
@@ -246,7 +243,7 @@ pub enum SwitchStep {
 }
 
 /// Reads a switching cluster's status against the host it is moving to.
-pub fn switch_step(cluster: &Cluster, target: &Host, target_generation: i64) -> SwitchStep {
+pub(crate) fn switch_step(cluster: &Cluster, target: &Host, target_generation: i64) -> SwitchStep {
     let st = &cluster.status;
     let on_target = matches!(&cluster.spec.public_access, PublicAccess::LoadBalancer { host } if host == target);
     if !on_target || st.observed_generation < target_generation {
@@ -324,7 +321,7 @@ pub struct Plan {
 
 /// One cluster of a move, as the progress view shows it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct ItemView {
+pub(crate) struct ItemView {
     pub cluster_id: i64,
     pub name: String,
     pub old_endpoint: Option<String>,
@@ -344,7 +341,7 @@ pub struct ItemView {
 impl ItemView {
     /// The endpoint the cluster moves to (its stored host was validated when
     /// the move was planned; shown as stored if it no longer parses).
-    pub fn new_endpoint(&self) -> String {
+    pub(crate) fn new_endpoint(&self) -> String {
         Host::parse(&self.new_host)
             .map(|h| super::endpoint::Endpoint::load_balancer(h).to_string())
             .unwrap_or_else(|_| self.new_host.clone())
@@ -352,7 +349,7 @@ impl ItemView {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct MoveView {
+pub(crate) struct MoveView {
     pub id: i64,
     pub created_by: Option<String>,
     pub created_at: i64,
@@ -369,7 +366,7 @@ pub struct MoveView {
 /// The move page's form, as text (a GET query for the dry run, the same
 /// fields posted to start it).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct MoveForm {
+pub(crate) struct MoveForm {
     /// Chosen cluster names, comma-separated; empty: every NodePort cluster.
     pub clusters: String,
     pub include_disabled: bool,
@@ -385,7 +382,7 @@ pub struct MoveForm {
 
 impl MoveForm {
     /// The request the form describes; a bad field is a translated error.
-    pub fn request(&self) -> Result<MoveRequest, AppError> {
+    pub(crate) fn request(&self) -> Result<MoveRequest, AppError> {
         let hosts = match self.source.as_str() {
             "range" => HostSource::Range(self.hosts.trim().to_owned()),
             "typed" => HostSource::Typed(
@@ -418,7 +415,7 @@ impl MoveForm {
 
 /// A cluster the move page offers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Movable {
+pub(crate) struct Movable {
     pub name: String,
     pub owner: String,
     pub enabled: bool,

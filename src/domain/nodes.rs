@@ -63,7 +63,7 @@ impl std::fmt::Display for SecretRef {
 }
 
 /// Whether a new cluster may have own nodes with this public access.
-pub fn check_create(own_nodes: bool, access: &PublicAccess, settings: &SystemSettings) -> Result<(), AppError> {
+pub(crate) fn check_create(own_nodes: bool, access: &PublicAccess, settings: &SystemSettings) -> Result<(), AppError> {
     if !own_nodes {
         return Ok(());
     }
@@ -74,7 +74,7 @@ pub fn check_create(own_nodes: bool, access: &PublicAccess, settings: &SystemSet
 }
 
 /// Whether a cluster with (or without) own nodes may have this public access.
-pub fn check_access(own_nodes: bool, access: &PublicAccess) -> Result<(), AppError> {
+pub(crate) fn check_access(own_nodes: bool, access: &PublicAccess) -> Result<(), AppError> {
     match access {
         PublicAccess::LoadBalancer { .. } => Ok(()),
         _ if own_nodes => Err(AppError::at(ErrorCode::OwnNodesNeedLoadBalancer, Field::PublicAccessMode)),

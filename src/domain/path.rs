@@ -2,7 +2,7 @@
 //! `next=` target checked on the way back. Shared by pages and the server.
 
 /// Percent-encodes a path for a query value.
-pub fn encode(s: &str) -> String {
+pub(crate) fn encode(s: &str) -> String {
     s.bytes()
         .map(|b| {
             if b.is_ascii_alphanumeric() || b"-_.~/".contains(&b) {
@@ -17,7 +17,7 @@ pub fn encode(s: &str) -> String {
 /// A `next=` target that stays on this site: a path starting with one `/`,
 /// only visible ASCII (browsers drop tabs and newlines, so `/\t/evil` would
 /// become `//evil`), no backslash.
-pub fn safe_next(next: Option<&str>) -> &str {
+pub(crate) fn safe_next(next: Option<&str>) -> &str {
     match next {
         Some(n)
             if n.starts_with('/')

@@ -19,12 +19,12 @@ pub enum PublicAccessMode {
 }
 
 impl PublicAccessMode {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         self.into()
     }
 
     /// Parses the stored or submitted form; `None` for anything else.
-    pub fn parse(raw: &str) -> Option<Self> {
+    pub(crate) fn parse(raw: &str) -> Option<Self> {
         raw.trim().parse().ok()
     }
 }
@@ -50,7 +50,7 @@ pub enum PublicAccess {
 
 /// What a form or API request says about public access, before validation.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct PublicAccessInput<'a> {
+pub(crate) struct PublicAccessInput<'a> {
     pub enabled: bool,
     /// `None` or empty: take the fallback mode.
     pub mode: Option<&'a str>,
@@ -69,7 +69,7 @@ pub struct PublicAccessRequest {
 }
 
 impl PublicAccessRequest {
-    pub fn as_input(&self) -> PublicAccessInput<'_> {
+    pub(crate) fn as_input(&self) -> PublicAccessInput<'_> {
         PublicAccessInput {
             enabled: self.enabled,
             mode: self.mode.as_deref(),
@@ -81,7 +81,7 @@ impl PublicAccessRequest {
 impl PublicAccess {
     /// Validates a request. `fallback` is the admin default on create and the
     /// cluster's current mode on update. A disabled request ignores the host.
-    pub fn from_input(input: &PublicAccessInput<'_>, fallback: PublicAccessMode) -> Result<Self, AppError> {
+    pub(crate) fn from_input(input: &PublicAccessInput<'_>, fallback: PublicAccessMode) -> Result<Self, AppError> {
         let mode = match input.mode.map(str::trim).filter(|m| !m.is_empty()) {
             None => fallback,
             Some(raw) => {
@@ -105,7 +105,7 @@ impl PublicAccess {
     /// Reads stored columns. Rows from before the mode column read as NodePort
     /// (the migration backfills `nodeport`); an unknown mode does too.
     /// A LoadBalancer row without a usable host cannot be represented: `None`.
-    pub fn from_columns(enabled: bool, mode: &str, host: Option<&str>) -> Option<Self> {
+    pub(crate) fn from_columns(enabled: bool, mode: &str, host: Option<&str>) -> Option<Self> {
         if !enabled {
             return Some(Self::Disabled);
         }
@@ -117,12 +117,12 @@ impl PublicAccess {
         }
     }
 
-    pub fn is_enabled(&self) -> bool {
+    pub(crate) fn is_enabled(&self) -> bool {
         !matches!(self, Self::Disabled)
     }
 
     /// The mode when enabled.
-    pub fn mode(&self) -> Option<PublicAccessMode> {
+    pub(crate) fn mode(&self) -> Option<PublicAccessMode> {
         match self {
             Self::Disabled => None,
             Self::NodePort { .. } => Some(PublicAccessMode::NodePort),
@@ -131,7 +131,7 @@ impl PublicAccess {
     }
 
     /// The user's `control_plane_host`, when set.
-    pub fn host(&self) -> Option<&Host> {
+    pub(crate) fn host(&self) -> Option<&Host> {
         match self {
             Self::Disabled | Self::NodePort { host: None } => None,
             Self::NodePort { host: Some(host) } | Self::LoadBalancer { host } => Some(host),
@@ -140,13 +140,13 @@ impl PublicAccess {
 
     /// The value of the `public_access_mode` column. A disabled cluster keeps
     /// `remembered` (its previous or the default mode), so the column is never empty.
-    pub fn mode_column(&self, remembered: PublicAccessMode) -> PublicAccessMode {
+    pub(crate) fn mode_column(&self, remembered: PublicAccessMode) -> PublicAccessMode {
         self.mode().unwrap_or(remembered)
     }
 
     /// The host kubeconfigs name (and `extraSANs` carries): the cluster's own,
     /// else for NodePort the admin's NodePort public host.
-    pub fn public_host<'a>(&'a self, nodeport_public_host: Option<&'a Host>) -> Option<&'a Host> {
+    pub(crate) fn public_host<'a>(&'a self, nodeport_public_host: Option<&'a Host>) -> Option<&'a Host> {
         match self {
             Self::Disabled => None,
             Self::NodePort { host } => host.as_ref().or(nodeport_public_host),

@@ -40,7 +40,7 @@ pub struct Usage {
 impl Usage {
     /// This usage with one more cluster of `r` (`new`), or with a cluster's
     /// resources changed from `from` to `r`.
-    pub fn with(self, from: Option<Resources>, r: Resources) -> Self {
+    pub(crate) fn with(self, from: Option<Resources>, r: Resources) -> Self {
         let old = from.unwrap_or(Resources { cpu_millis: 0, memory_gib: 0, storage_gib: 0 });
         Self {
             clusters: self.clusters + u32::from(from.is_none()),
@@ -62,7 +62,7 @@ pub enum Dimension {
 
 impl Dimension {
     /// The refusal users read: names the limit (the field it belongs to).
-    pub fn error(self) -> AppError {
+    pub(crate) fn error(self) -> AppError {
         match self {
             Self::Clusters => AppError::new(ErrorCode::QuotaClustersExceeded),
             Self::Cpu => AppError::at(ErrorCode::QuotaExceeded, Field::Cpu),
@@ -96,7 +96,7 @@ impl Quota {
     /// The first dimension a change from `before` to `after` takes over its
     /// limit. Only growth is refused: a user already over a lowered limit may
     /// still shrink a cluster, delete one, or change what is not counted.
-    pub fn refuses(&self, before: &Usage, after: &Usage) -> Option<Dimension> {
+    pub(crate) fn refuses(&self, before: &Usage, after: &Usage) -> Option<Dimension> {
         <Dimension as strum::VariantArray>::VARIANTS.iter().copied().find(|d| {
             let (was, will) = (d.of_usage(before), d.of_usage(after));
             will > was && d.of_quota(self).is_some_and(|limit| will > limit)
@@ -104,7 +104,7 @@ impl Quota {
     }
 
     /// A user's limits: each of the override's dimensions where set, else the platform's.
-    pub fn effective(platform: &Quota, user: &Quota) -> Quota {
+    pub(crate) fn effective(platform: &Quota, user: &Quota) -> Quota {
         Quota {
             clusters: user.clusters.or(platform.clusters),
             cpu_millis: user.cpu_millis.or(platform.cpu_millis),
@@ -116,7 +116,7 @@ impl Quota {
     /// Form text: a cluster count, CPU in cores (`16`, `0.5`), memory and
     /// storage in GiB; an empty field is `None` (no limit for the platform, the
     /// platform's limit for a user).
-    pub fn parse(input: &QuotaInput<'_>) -> Result<Quota, AppError> {
+    pub(crate) fn parse(input: &QuotaInput<'_>) -> Result<Quota, AppError> {
         let blank = |s: &str| s.trim().is_empty();
         let number = |s: &str, max: u64| s.trim().parse::<u64>().ok().filter(|n| *n <= max);
         // Ten thousand of the largest cluster is far beyond any host; it keeps sums in range.
@@ -156,25 +156,20 @@ impl Quota {
     }
 
     /// CPU as the form shows it (cores), empty when unlimited.
-    pub fn cpu_text(&self) -> String {
+    pub(crate) fn cpu_text(&self) -> String {
         self.cpu_millis.map(cores).unwrap_or_default()
-    }
-
-    /// Whether every dimension is unset (an override that changes nothing).
-    pub fn is_unset(&self) -> bool {
-        *self == Self::UNLIMITED
     }
 }
 
 /// Millicores as cores, as users write them (`1.5`).
-pub fn cores(millis: u64) -> String {
+pub(crate) fn cores(millis: u64) -> String {
     let (whole, frac) = (millis / 1000, millis % 1000);
     if frac == 0 { whole.to_string() } else { format!("{whole}.{frac:03}").trim_end_matches('0').to_owned() }
 }
 
 /// Submitted quota text, before validation.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct QuotaInput<'a> {
+pub(crate) struct QuotaInput<'a> {
     pub clusters: &'a str,
     pub cpu: &'a str,
     pub memory_gib: &'a str,
@@ -183,7 +178,7 @@ pub struct QuotaInput<'a> {
 
 /// A quota as form text (what [`Quota::parse`] reads back to the same quota).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct QuotaText {
+pub(crate) struct QuotaText {
     pub clusters: String,
     pub cpu: String,
     pub memory_gib: String,
@@ -191,7 +186,7 @@ pub struct QuotaText {
 }
 
 impl QuotaText {
-    pub fn of(q: &Quota) -> Self {
+    pub(crate) fn of(q: &Quota) -> Self {
         let text = |v: Option<u64>| v.map(|n| n.to_string()).unwrap_or_default();
         Self {
             clusters: text(q.clusters.map(u64::from)),
@@ -201,7 +196,7 @@ impl QuotaText {
         }
     }
 
-    pub fn as_input(&self) -> QuotaInput<'_> {
+    pub(crate) fn as_input(&self) -> QuotaInput<'_> {
         QuotaInput {
             clusters: &self.clusters,
             cpu: &self.cpu,
@@ -213,7 +208,7 @@ impl QuotaText {
 
 /// What the create form shows: what the user holds and may hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct QuotaView {
+pub(crate) struct QuotaView {
     pub used: Usage,
     /// `None` for admins (not limited).
     pub limit: Option<Quota>,

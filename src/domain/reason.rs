@@ -50,12 +50,12 @@ pub enum Reason {
 
 impl Reason {
     /// The code part (`helm_failed`), the key the pages translate.
-    pub fn code(&self) -> &'static str {
+    pub(crate) fn code(&self) -> &'static str {
         ReasonCode::from(self).into()
     }
 
     /// The upstream component's words, when there are any.
-    pub fn detail(&self) -> Option<&str> {
+    pub(crate) fn detail(&self) -> Option<&str> {
         match self {
             Self::HelmFailed(d) | Self::LbPending(d) => d.as_deref(),
             Self::NamespaceTaken(d) | Self::NotStarting(d) => Some(d),
@@ -64,12 +64,12 @@ impl Reason {
         }
     }
 
-    pub fn is_none(&self) -> bool {
+    pub(crate) fn is_none(&self) -> bool {
         *self == Self::None
     }
 
     /// Reads a stored text; never fails (see [`Reason::Unknown`]).
-    pub fn parse(raw: &str) -> Self {
+    pub(crate) fn parse(raw: &str) -> Self {
         if raw.is_empty() {
             return Self::None;
         }
@@ -132,7 +132,7 @@ impl From<&str> for Reason {
 #[serde(into = "String", from = "String")]
 #[derive(strum::EnumString, strum::IntoStaticStr)]
 #[strum(serialize_all = "snake_case")]
-pub enum StopReason {
+pub(crate) enum StopReason {
     /// Not stopped (queued, switching, done, rolled back).
     #[default]
     #[strum(disabled)]
@@ -162,11 +162,11 @@ impl StopReason {
     }
 
     /// A cluster that stopped for `reason` (nothing said: it timed out).
-    pub fn from_cluster(reason: &Reason) -> Self {
+    pub(crate) fn from_cluster(reason: &Reason) -> Self {
         if reason.is_none() { Self::TimedOut } else { Self::Cluster(reason.clone()) }
     }
 
-    pub fn parse(raw: &str) -> Self {
+    pub(crate) fn parse(raw: &str) -> Self {
         match raw.parse::<Self>() {
             Ok(own) => own,
             Err(_) if raw.is_empty() => Self::None,
@@ -175,7 +175,7 @@ impl StopReason {
     }
 
     /// A stored text this build does not know.
-    pub fn unknown(&self) -> Option<&str> {
+    pub(crate) fn unknown(&self) -> Option<&str> {
         match self {
             Self::Cluster(Reason::Unknown(raw)) => Some(raw),
             _ => None,

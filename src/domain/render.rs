@@ -17,15 +17,15 @@ use crate::domain::{ClusterSpec, Host, PublicAccess, SystemSettings};
 pub use crate::domain::settings::AddressRequest;
 
 /// The label every host object of the console carries.
-pub const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "kubebyon");
+pub(crate) const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "kubebyon");
 /// The label naming the console's cluster id.
-pub const CLUSTER_ID_LABEL: &str = "kubebyon.io/cluster-id";
+pub(crate) const CLUSTER_ID_LABEL: &str = "kubebyon.io/cluster-id";
 /// The label naming the console installation that created the object (its
 /// id is generated once and kept in the database): only the console's own
 /// create writes it, and nothing without it is ever changed or deleted.
 pub const INSTALLATION_LABEL: &str = "kubebyon.io/installation";
 
-pub use crate::domain::sans::{helm_job, kubeconfig_secret, namespace};
+pub(crate) use crate::domain::sans::{helm_job, kubeconfig_secret, namespace};
 
 #[derive(Serialize, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
@@ -126,7 +126,7 @@ const COREDNS_LIMIT: (u64, u64) = (1_000, 170);
 /// `templates/service.yaml`) and a NodePort or LoadBalancer Service takes a node
 /// port for each (found by running the real chart: with 1, the install failed
 /// with "exceeded quota: … requested: services.nodeports=2").
-pub fn namespace_quota(r: crate::domain::Resources) -> BTreeMap<&'static str, String> {
+pub(crate) fn namespace_quota(r: crate::domain::Resources) -> BTreeMap<&'static str, String> {
     let (cpu, mem) = (u64::from(r.cpu_millis), u64::from(r.memory_gib) * 1024);
     let mut q = BTreeMap::new();
     q.insert("requests.cpu", format!("{}m", 2 * cpu + JOB_REQUEST.0 + COREDNS_REQUEST.0));
@@ -208,14 +208,14 @@ pub struct VolumeClaim {
 
 /// The host a kubeconfig for this spec will name, if any: the cluster's own, else
 /// (NodePort) the admin's NodePort public host.
-pub fn public_host<'a>(spec: &'a ClusterSpec, settings: &'a SystemSettings) -> Option<&'a Host> {
+pub(crate) fn public_host<'a>(spec: &'a ClusterSpec, settings: &'a SystemSettings) -> Option<&'a Host> {
     spec.public_access.public_host(settings.nodeport_public_host.as_ref())
 }
 
 /// The names the API server certificate is asked to cover beyond vCluster's own
 /// (`extraSANs`). vCluster adds the Service's LoadBalancer ingress and, for
 /// NodePort, the pod's node IP by itself.
-pub fn planned_sans(spec: &ClusterSpec, settings: &SystemSettings) -> Vec<String> {
+pub(crate) fn planned_sans(spec: &ClusterSpec, settings: &SystemSettings) -> Vec<String> {
     public_host(spec, settings).map(|h| vec![h.to_string()]).unwrap_or_default()
 }
 
@@ -317,13 +317,13 @@ pub fn values_yaml(values: &Values) -> String {
 
 /// The whole HelmChart a cluster should have on the host: values rendered
 /// for the spec and settings, the admin's chart.
-pub fn desired(cluster: &Cluster, settings: &SystemSettings, request: AddressRequest) -> Value {
+pub(crate) fn desired(cluster: &Cluster, settings: &SystemSettings, request: AddressRequest) -> Value {
     let values = values(&cluster.spec, cluster.old_endpoint.as_ref(), settings, request);
     helm_chart(cluster.id, &cluster.spec, &values_yaml(&values), settings)
 }
 
 /// The cluster's HelmChart, as a server-side apply body.
-pub fn helm_chart(cluster_id: i64, spec: &ClusterSpec, values_content: &str, chart: &SystemSettings) -> Value {
+pub(crate) fn helm_chart(cluster_id: i64, spec: &ClusterSpec, values_content: &str, chart: &SystemSettings) -> Value {
     let name = spec.name.as_str();
     let ns = namespace(name);
     json!({
@@ -362,7 +362,7 @@ fn owner_labels(cluster_id: i64, installation: &str) -> Value {
 /// The cluster's namespace `ns`, as the body of its create: the console's
 /// labels and Pod Security admission's (`enforce` at the admin's level,
 /// `warn` and `audit` at `restricted` so what would not pass it shows).
-pub fn namespace_object(cluster_id: i64, installation: &str, ns: &str, pod_security: PodSecurity) -> Value {
+pub(crate) fn namespace_object(cluster_id: i64, installation: &str, ns: &str, pod_security: PodSecurity) -> Value {
     let mut labels = owner_labels(cluster_id, installation);
     for (key, value) in [
         ("pod-security.kubernetes.io/enforce", pod_security.as_str()),
@@ -382,10 +382,10 @@ pub fn namespace_object(cluster_id: i64, installation: &str, ns: &str, pod_secur
 }
 
 /// The name of the console's NetworkPolicy in each cluster namespace.
-pub const NETWORK_POLICY: &str = "kubebyon-isolation";
+pub(crate) const NETWORK_POLICY: &str = "kubebyon-isolation";
 /// The vCluster API server's container port (`controlPlane.proxy.port`), the
 /// Service's target port in every public mode.
-pub const API_PORT: u16 = 8443;
+pub(crate) const API_PORT: u16 = 8443;
 
 /// The console's NetworkPolicy for a cluster namespace: every pod may talk to
 /// the others in the namespace; the API port is open to anyone (the public
@@ -393,7 +393,7 @@ pub const API_PORT: u16 = 8443;
 /// kube-system's kube-dns, and TCP 443 and 6443 anywhere (the host API server,
 /// which vCluster syncs to, is no pod a selector can name, and helm's Job
 /// fetches the chart over HTTPS). Everything else is denied.
-pub fn network_policy_object(cluster_id: i64, installation: &str, ns: &str) -> Value {
+pub(crate) fn network_policy_object(cluster_id: i64, installation: &str, ns: &str) -> Value {
     let tcp = |port: u16| json!({"protocol": "TCP", "port": port});
     json!({
         "apiVersion": "networking.k8s.io/v1",

@@ -4,9 +4,9 @@ use serde::{Deserialize, Serialize};
 
 use super::{AppError, ErrorCode, Field};
 
-pub const CPU_MILLIS: (u32, u32) = (100, 64_000);
-pub const MEMORY_GIB: (u32, u32) = (1, 512);
-pub const STORAGE_GIB: (u32, u32) = (1, 4_096);
+pub(crate) const CPU_MILLIS: (u32, u32) = (100, 64_000);
+pub(crate) const MEMORY_GIB: (u32, u32) = (1, 512);
+pub(crate) const STORAGE_GIB: (u32, u32) = (1, 4_096);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Resources {
@@ -23,7 +23,7 @@ impl Default for Resources {
 
 impl Resources {
     /// Parses form or API text: CPU in cores (`2`, `0.5`, `1.25`), memory and storage in GiB.
-    pub fn parse(cpu: &str, memory_gib: &str, storage_gib: &str) -> Result<Self, AppError> {
+    pub(crate) fn parse(cpu: &str, memory_gib: &str, storage_gib: &str) -> Result<Self, AppError> {
         let cpu_millis = parse_cores(cpu)
             .filter(|m| (CPU_MILLIS.0..=CPU_MILLIS.1).contains(m))
             .ok_or(AppError::at(ErrorCode::CpuInvalid, Field::Cpu))?;
@@ -38,7 +38,7 @@ impl Resources {
     /// storage may not. vCluster renders it into its StatefulSet's
     /// `volumeClaimTemplates`, which Kubernetes refuses to change: helm's
     /// upgrade would fail (docs/architecture.md, "Storage is fixed").
-    pub fn edited(self, to: Resources) -> Result<Resources, AppError> {
+    pub(crate) fn edited(self, to: Resources) -> Result<Resources, AppError> {
         if to.storage_gib != self.storage_gib {
             return Err(AppError::at(ErrorCode::StorageFixed, Field::Storage));
         }
@@ -46,7 +46,7 @@ impl Resources {
     }
 
     /// CPU in cores as the user wrote it, e.g. `1.5`.
-    pub fn cpu_cores(&self) -> String {
+    pub(crate) fn cpu_cores(&self) -> String {
         let whole = self.cpu_millis / 1000;
         let frac = self.cpu_millis % 1000;
         if frac == 0 { whole.to_string() } else { format!("{whole}.{frac:03}").trim_end_matches('0').to_owned() }
@@ -80,7 +80,7 @@ impl NumberOrText {
 }
 
 impl ResourcesRequest {
-    pub fn parse(&self) -> Result<Resources, AppError> {
+    pub(crate) fn parse(&self) -> Result<Resources, AppError> {
         Resources::parse(&self.cpu, &self.memory_gib.text(), &self.storage_gib.text())
     }
 }
@@ -90,7 +90,7 @@ fn parse_in(raw: &str, (min, max): (u32, u32)) -> Option<u32> {
 }
 
 /// `"1.25"` → 1250 millicores; at most three decimals, no sign, no exponent.
-pub fn parse_cores(raw: &str) -> Option<u32> {
+pub(crate) fn parse_cores(raw: &str) -> Option<u32> {
     let raw = raw.trim();
     let (whole, frac) = raw.split_once('.').unwrap_or((raw, ""));
     let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());

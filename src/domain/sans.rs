@@ -12,7 +12,7 @@
 use super::{Host, PublicAccess};
 
 /// Names every API server certificate covers (vCluster's fixed in-cluster names).
-pub const IN_CLUSTER: [&str; 6] = [
+pub(crate) const IN_CLUSTER: [&str; 6] = [
     "kubernetes",
     "kubernetes.default",
     "kubernetes.default.svc",
@@ -22,24 +22,24 @@ pub const IN_CLUSTER: [&str; 6] = [
 ];
 
 /// The host namespace of a cluster (its HelmChart, Service and Secrets).
-pub fn namespace(name: &str) -> String {
+pub(crate) fn namespace(name: &str) -> String {
     format!("kubebyon-{name}")
 }
 
 /// helm-controller's Job for the cluster's HelmChart (named after the cluster):
 /// `helm-install-<chart>`, in [`namespace`].
-pub fn helm_job(name: &str) -> String {
+pub(crate) fn helm_job(name: &str) -> String {
     format!("helm-install-{name}")
 }
 
 /// The Secret vCluster writes its kubeconfig to: `vc-<release>`, in [`namespace`].
-pub fn kubeconfig_secret(name: &str) -> String {
+pub(crate) fn kubeconfig_secret(name: &str) -> String {
     format!("vc-{name}")
 }
 
 /// Names vCluster adds once the host knows them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AddedName {
+pub(crate) enum AddedName {
     /// The address the LoadBalancer provider gives the Service.
     LoadBalancerAddress,
     /// The IP of the node the vCluster pod runs on (NodePort only).
@@ -47,7 +47,7 @@ pub enum AddedName {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PlannedSans {
+pub(crate) struct PlannedSans {
     /// `extraSANs`: the host kubeconfigs will name (the cluster's own, else
     /// for NodePort the admin's NodePort public host).
     pub public_host: Option<Host>,
@@ -58,7 +58,7 @@ pub struct PlannedSans {
 }
 
 /// The names for a cluster called `name` (may still be empty while typing).
-pub fn planned(name: &str, access: &PublicAccess, nodeport_public_host: Option<&Host>) -> PlannedSans {
+pub(crate) fn planned(name: &str, access: &PublicAccess, nodeport_public_host: Option<&Host>) -> PlannedSans {
     let name = name.trim();
     let mut fixed: Vec<String> = IN_CLUSTER.map(String::from).into();
     if !name.is_empty() {
@@ -77,7 +77,11 @@ pub fn planned(name: &str, access: &PublicAccess, nodeport_public_host: Option<&
 /// kubeconfigs already downloaded from working: they name the current
 /// endpoint, which goes away when access is turned off, the mode changes
 /// (NodePort port ↔ 443) or the public host changes.
-pub fn breaks_kubeconfigs(current: &PublicAccess, planned: &PublicAccess, nodeport_public_host: Option<&Host>) -> bool {
+pub(crate) fn breaks_kubeconfigs(
+    current: &PublicAccess,
+    planned: &PublicAccess,
+    nodeport_public_host: Option<&Host>,
+) -> bool {
     current.is_enabled()
         && (current.mode() != planned.mode()
             || current.public_host(nodeport_public_host) != planned.public_host(nodeport_public_host))

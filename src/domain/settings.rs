@@ -42,8 +42,8 @@ pub struct SystemSettings {
 }
 
 /// The vCluster chart installed unless the admin picks another.
-pub const DEFAULT_CHART_REPO: &str = "https://charts.loft.sh";
-pub const DEFAULT_CHART_VERSION: &str = "0.30.0";
+pub(crate) const DEFAULT_CHART_REPO: &str = "https://charts.loft.sh";
+pub(crate) const DEFAULT_CHART_VERSION: &str = "0.30.0";
 
 impl Default for SystemSettings {
     fn default() -> Self {
@@ -78,17 +78,17 @@ pub enum PodSecurity {
 }
 
 impl PodSecurity {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         self.into()
     }
 
-    pub fn parse(s: &str) -> Option<Self> {
+    pub(crate) fn parse(s: &str) -> Option<Self> {
         s.trim().parse().ok()
     }
 }
 
 /// `on` / `off` as the settings form sends a switch.
-pub fn parse_switch(s: &str) -> Option<bool> {
+pub(crate) fn parse_switch(s: &str) -> Option<bool> {
     match s.trim() {
         "on" | "true" => Some(true),
         "off" | "false" => Some(false),
@@ -114,7 +114,7 @@ pub enum AddressRequest {
 
 impl AddressRequest {
     /// The wire and form name (as serde writes it).
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         self.into()
     }
 }
@@ -147,12 +147,12 @@ pub enum AddressStyle {
 }
 
 impl AddressStyle {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         self.into()
     }
 
     /// The request the admin fixed; `None` for `auto`.
-    pub fn fixed(self) -> Option<AddressRequest> {
+    pub(crate) fn fixed(self) -> Option<AddressRequest> {
         match self {
             Self::Auto => None,
             Self::MetalLb => Some(AddressRequest::MetalLb),
@@ -161,19 +161,19 @@ impl AddressStyle {
         }
     }
 
-    pub fn parse(s: &str) -> Option<Self> {
+    pub(crate) fn parse(s: &str) -> Option<Self> {
         s.trim().parse().ok()
     }
 
     /// The request made, given what was detected on the host (if a host is connected).
-    pub fn resolve(self, detected: Option<AddressRequest>) -> AddressRequest {
+    pub(crate) fn resolve(self, detected: Option<AddressRequest>) -> AddressRequest {
         self.fixed().or(detected).unwrap_or(AddressRequest::None)
     }
 }
 
 /// A Helm chart repository: an `http(s)://` or `oci://` URL with a host and no
 /// spaces, quotes or query.
-pub fn is_chart_repo(s: &str) -> bool {
+pub(crate) fn is_chart_repo(s: &str) -> bool {
     // Only TLS or OCI, never credentials in the URL (`user:pass@host`).
     let rest = ["https://", "oci://"].iter().find_map(|p| s.strip_prefix(p));
     rest.is_some_and(|r| {
@@ -189,7 +189,7 @@ pub fn is_chart_repo(s: &str) -> bool {
 /// `repo` (`KUBEBYON_CHART_REPOS`; a HelmChart's Job runs with cluster-admin
 /// rights on k3s, so the chart is the operator's choice, not only the
 /// admin's). Compared without a trailing slash.
-pub fn chart_repo_allowed(repo: &str, allowed: &[String]) -> bool {
+pub(crate) fn chart_repo_allowed(repo: &str, allowed: &[String]) -> bool {
     let bare = |s: &str| s.trim().trim_end_matches('/').to_owned();
     allowed.iter().any(|a| bare(a) == bare(repo))
 }
@@ -197,7 +197,7 @@ pub fn chart_repo_allowed(repo: &str, allowed: &[String]) -> bool {
 /// A chart version as Helm takes it exactly: SemVer 2 `MAJOR.MINOR.PATCH`, with
 /// an optional pre-release and build (no ranges: a range would let helm upgrade
 /// every cluster on its own).
-pub fn is_chart_version(s: &str) -> bool {
+pub(crate) fn is_chart_version(s: &str) -> bool {
     let (core, build) = s.split_once('+').map_or((s, None), |(c, b)| (c, Some(b)));
     let (core, pre) = core.split_once('-').map_or((core, None), |(c, p)| (c, Some(p)));
     let ident = |x: &str| !x.is_empty() && x.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
@@ -214,7 +214,7 @@ pub fn is_chart_version(s: &str) -> bool {
 /// The settings page's data: the settings and what was detected on the host
 /// (`None` when no host is connected).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SettingsView {
+pub(crate) struct SettingsView {
     pub settings: SystemSettings,
     pub detected: Option<AddressRequest>,
     /// k3s's ServiceLB seen serving the console's LoadBalancer Services.
@@ -223,7 +223,7 @@ pub struct SettingsView {
 
 /// Submitted settings text, before validation.
 #[derive(Debug, Clone, Default)]
-pub struct SettingsInput<'a> {
+pub(crate) struct SettingsInput<'a> {
     pub default_mode: &'a str,
     pub nodeport_public_host: &'a str,
     /// One `key: value` (or `key=value`) per line.
@@ -243,7 +243,7 @@ pub struct SettingsInput<'a> {
 }
 
 impl SystemSettings {
-    pub fn parse(input: &SettingsInput<'_>) -> Result<Self, AppError> {
+    pub(crate) fn parse(input: &SettingsInput<'_>) -> Result<Self, AppError> {
         let default_mode = PublicAccessMode::parse(input.default_mode)
             .ok_or(AppError::at(ErrorCode::ModeInvalid, Field::DefaultMode))?;
         let nodeport_public_host = Host::parse_optional(input.nodeport_public_host)
@@ -298,7 +298,7 @@ impl SystemSettings {
     }
 
     /// The annotations as the settings form shows them, one per line.
-    pub fn annotations_text(&self) -> String {
+    pub(crate) fn annotations_text(&self) -> String {
         self.load_balancer_annotations.iter().map(|(k, v)| format!("{k}: {v}")).collect::<Vec<_>>().join("\n")
     }
 }
@@ -306,7 +306,7 @@ impl SystemSettings {
 const MAX_ANNOTATION_VALUE: usize = 4096;
 
 /// `key: value` lines; blank lines are skipped; keys are Kubernetes qualified names.
-pub fn parse_annotations(text: &str) -> Option<BTreeMap<String, String>> {
+pub(crate) fn parse_annotations(text: &str) -> Option<BTreeMap<String, String>> {
     let mut out = BTreeMap::new();
     for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
         let (key, value) = match (line.find(':'), line.find('=')) {
@@ -325,7 +325,7 @@ pub fn parse_annotations(text: &str) -> Option<BTreeMap<String, String>> {
 
 /// Kubernetes qualified name: optional DNS-subdomain prefix and `/`, then a
 /// name of up to 63 characters `[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?`.
-pub fn is_qualified_name(s: &str) -> bool {
+pub(crate) fn is_qualified_name(s: &str) -> bool {
     let (prefix, name) = match s.rsplit_once('/') {
         Some((p, n)) => (Some(p), n),
         None => (None, s),

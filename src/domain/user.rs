@@ -6,8 +6,8 @@ use serde::{Deserialize, Serialize};
 
 use super::{AppError, ErrorCode, Field};
 
-pub const PASSWORD_MIN: usize = 12;
-pub const PASSWORD_MAX: usize = 1024;
+pub(crate) const PASSWORD_MIN: usize = 12;
+pub(crate) const PASSWORD_MAX: usize = 1024;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Username(String);
@@ -22,7 +22,7 @@ impl Username {
         if ok { Ok(Self(s.to_owned())) } else { Err(AppError::at(ErrorCode::UsernameInvalid, Field::Username)) }
     }
 
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         &self.0
     }
 }
@@ -34,10 +34,10 @@ impl fmt::Display for Username {
 }
 
 /// A new password that meets the policy. Not `Debug`-printable, not serializable.
-pub struct NewPassword(String);
+pub(crate) struct NewPassword(String);
 
 impl NewPassword {
-    pub fn parse(raw: &str) -> Result<Self, AppError> {
+    pub(crate) fn parse(raw: &str) -> Result<Self, AppError> {
         let n = raw.chars().count();
         if (PASSWORD_MIN..=PASSWORD_MAX).contains(&n) {
             Ok(Self(raw.to_owned()))
@@ -46,7 +46,7 @@ impl NewPassword {
         }
     }
 
-    pub fn expose(&self) -> &str {
+    pub(crate) fn expose(&self) -> &str {
         &self.0
     }
 }
@@ -66,14 +66,14 @@ pub enum Role {
 }
 
 impl Role {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::User => "user",
             Self::Admin => "admin",
         }
     }
 
-    pub fn parse(raw: &str) -> Result<Self, AppError> {
+    pub(crate) fn parse(raw: &str) -> Result<Self, AppError> {
         match raw.trim() {
             "user" => Ok(Self::User),
             "admin" => Ok(Self::Admin),
@@ -97,7 +97,7 @@ impl CurrentUser {
 
     /// The one admin check every admin-only use case makes (in the service
     /// layer; entry points only pass the user on): `forbidden` otherwise.
-    pub fn require_admin(&self) -> Result<(), AppError> {
+    pub(crate) fn require_admin(&self) -> Result<(), AppError> {
         if self.is_admin() { Ok(()) } else { Err(AppError::new(ErrorCode::Forbidden)) }
     }
 }

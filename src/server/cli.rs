@@ -18,7 +18,7 @@ pub struct Cli {
 /// on a bad value.
 /// Environment variables renamed since a release: (old, new). The old name
 /// is still read (the move of NodePort clusters was called "migration").
-pub const RENAMED_ENV: &[(&str, &str)] =
+pub(crate) const RENAMED_ENV: &[(&str, &str)] =
     &[("KUBEBYON_MIGRATION_ADDRESS_TIMEOUT_SECS", "KUBEBYON_MOVE_ADDRESS_TIMEOUT_SECS")];
 
 pub fn parse() -> Cli {

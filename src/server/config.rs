@@ -115,14 +115,14 @@ impl Config {
     }
 
     /// The throttling key of the client behind a request (`auth::client`).
-    pub fn client_key(&self, peer: std::net::IpAddr, headers: &http::HeaderMap) -> String {
+    pub(crate) fn client_key(&self, peer: std::net::IpAddr, headers: &http::HeaderMap) -> String {
         let forwarded: Vec<&str> = headers.get_all("x-forwarded-for").iter().filter_map(|v| v.to_str().ok()).collect();
         super::auth::client::client_key(super::auth::client::client_ip(peer, &forwarded, &self.trusted_proxies))
     }
 
     /// The chart repositories admins may choose (`KUBEBYON_CHART_REPOS`, else
     /// the default repository).
-    pub fn chart_repos(&self) -> Vec<String> {
+    pub(crate) fn chart_repos(&self) -> Vec<String> {
         if self.chart_repos.is_empty() {
             vec![crate::domain::settings::DEFAULT_CHART_REPO.to_owned()]
         } else {
@@ -130,7 +130,7 @@ impl Config {
         }
     }
 
-    pub fn public_url_is_https(&self) -> bool {
+    pub(crate) fn public_url_is_https(&self) -> bool {
         self.public_url.as_deref().is_some_and(|u| u.starts_with("https://"))
     }
 }

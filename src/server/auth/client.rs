@@ -14,7 +14,7 @@ pub struct Cidr {
 }
 
 impl Cidr {
-    pub fn parse(raw: &str) -> Option<Self> {
+    pub(crate) fn parse(raw: &str) -> Option<Self> {
         let raw = raw.trim();
         let (addr, prefix) = match raw.split_once('/') {
             Some((a, p)) => (a.parse::<IpAddr>().ok()?, Some(p.parse::<u8>().ok()?)),
@@ -33,7 +33,7 @@ impl Cidr {
             .collect()
     }
 
-    pub fn contains(&self, ip: IpAddr) -> bool {
+    pub(crate) fn contains(&self, ip: IpAddr) -> bool {
         match (self.addr, ip.to_canonical()) {
             (IpAddr::V4(net), IpAddr::V4(ip)) => {
                 masked(u32::from(net).into(), 32, self.prefix) == masked(u32::from(ip).into(), 32, self.prefix)
@@ -52,7 +52,7 @@ fn masked(bits: u128, width: u8, prefix: u8) -> u128 {
 
 /// The client's address (see the module comment). `forwarded_for`: every
 /// `X-Forwarded-For` header value, in order.
-pub fn client_ip(peer: IpAddr, forwarded_for: &[&str], trusted: &[Cidr]) -> IpAddr {
+pub(crate) fn client_ip(peer: IpAddr, forwarded_for: &[&str], trusted: &[Cidr]) -> IpAddr {
     let is_trusted = |ip: IpAddr| trusted.iter().any(|c| c.contains(ip));
     let mut client = peer.to_canonical();
     if !is_trusted(client) {
@@ -75,7 +75,7 @@ pub fn client_ip(peer: IpAddr, forwarded_for: &[&str], trusted: &[Cidr]) -> IpAd
 
 /// The key a client is throttled by: its IPv4 address, or its IPv6 /64 (one
 /// host usually holds a whole /64, so single addresses would be free to rotate).
-pub fn client_key(ip: IpAddr) -> String {
+pub(crate) fn client_key(ip: IpAddr) -> String {
     match ip.to_canonical() {
         IpAddr::V4(v4) => v4.to_string(),
         IpAddr::V6(v6) => {

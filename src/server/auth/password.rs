@@ -24,7 +24,7 @@ pub async fn hash(password: String) -> Result<String, PasswordError> {
 }
 
 /// False for a wrong password and for an unreadable stored hash.
-pub async fn verify(password: String, stored: String) -> Result<bool, PasswordError> {
+pub(crate) async fn verify(password: String, stored: String) -> Result<bool, PasswordError> {
     Ok(tokio::task::spawn_blocking(move || {
         PasswordHash::new(&stored)
             .map(|parsed| Argon2::default().verify_password(password.as_bytes(), &parsed).is_ok())
@@ -35,7 +35,7 @@ pub async fn verify(password: String, stored: String) -> Result<bool, PasswordEr
 
 /// Verifies against a hash of a random password (made once): what an unknown
 /// username costs, so it takes as long as a wrong password. Always false.
-pub async fn verify_decoy(password: String) -> Result<bool, PasswordError> {
+pub(crate) async fn verify_decoy(password: String) -> Result<bool, PasswordError> {
     static DECOY: tokio::sync::OnceCell<String> = tokio::sync::OnceCell::const_new();
     let decoy = DECOY.get_or_try_init(|| hash(generate_password())).await?;
     verify(password, decoy.clone()).await.map(|_| false)

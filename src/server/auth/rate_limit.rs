@@ -33,31 +33,31 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio::sync::{Semaphore, SemaphorePermit};
 
 pub const MAX_FAILURES: u32 = 5;
-pub const MAX_CLIENT_FAILURES: u32 = 30;
+pub(crate) const MAX_CLIENT_FAILURES: u32 = 30;
 pub const WINDOW_SECS: i64 = 15 * 60;
 /// Entries kept at most in each table.
-pub const MAX_ENTRIES: usize = 100_000;
+pub(crate) const MAX_ENTRIES: usize = 100_000;
 /// Sign-ins that may wait for each password check slot.
-pub const QUEUED_PER_CHECK: usize = 16;
+pub(crate) const QUEUED_PER_CHECK: usize = 16;
 /// What one argon2 check holds: its memory cost (argon2's default, which
 /// `password.rs` uses), rounded up to MiB.
-pub const MIB_PER_CHECK: u64 = (argon2::Params::DEFAULT_M_COST as u64).div_ceil(1024);
+pub(crate) const MIB_PER_CHECK: u64 = (argon2::Params::DEFAULT_M_COST as u64).div_ceil(1024);
 /// The default budget: two checks at once.
-pub const DEFAULT_PASSWORD_MEMORY_MIB: u64 = 2 * MIB_PER_CHECK;
+pub(crate) const DEFAULT_PASSWORD_MEMORY_MIB: u64 = 2 * MIB_PER_CHECK;
 
 /// How many password checks may run at once within `budget_mib` (at least one).
-pub fn check_slots(budget_mib: u64) -> usize {
+pub(crate) fn check_slots(budget_mib: u64) -> usize {
     usize::try_from(budget_mib / MIB_PER_CHECK).unwrap_or(usize::MAX).max(1)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Attempts {
+pub(crate) struct Attempts {
     pub failures: u32,
     pub window_start: i64,
 }
 
 /// Pure rule: may another attempt be made at `now`, with `max` failures allowed?
-pub fn allowed(a: Attempts, now: i64, max: u32) -> bool {
+pub(crate) fn allowed(a: Attempts, now: i64, max: u32) -> bool {
     a.failures < max || expired(a, now)
 }
 
@@ -66,7 +66,7 @@ fn expired(a: Attempts, now: i64) -> bool {
 }
 
 /// Pure rule: the record after a failure at `now`.
-pub fn after_failure(a: Attempts, now: i64) -> Attempts {
+pub(crate) fn after_failure(a: Attempts, now: i64) -> Attempts {
     if a.failures == 0 || expired(a, now) {
         Attempts { failures: 1, window_start: now }
     } else {
@@ -130,7 +130,7 @@ impl Default for LoginLimiter {
 }
 
 /// A password check slot; frees it when dropped.
-pub struct CheckSlot<'a> {
+pub(crate) struct CheckSlot<'a> {
     _permit: SemaphorePermit<'a>,
     _counted: InFlight<'a>,
 }
@@ -145,7 +145,7 @@ impl Drop for InFlight<'_> {
 
 impl LoginLimiter {
     /// `capacity` entries per table; `checks` password checks at once.
-    pub fn new(capacity: usize, checks: usize) -> Self {
+    pub(crate) fn new(capacity: usize, checks: usize) -> Self {
         let checks = checks.max(1);
         Self {
             tables: Mutex::new(Tables { pairs: Table::new(capacity), clients: Table::new(capacity) }),
@@ -169,7 +169,7 @@ impl LoginLimiter {
     /// Starts an attempt by `client` for `account` (`None`: a name that cannot
     /// exist, counted against the client only): false when refused; otherwise
     /// counted as a failure until `record_success`.
-    pub fn begin(&self, account: Option<&str>, client: &str, now: i64) -> bool {
+    pub(crate) fn begin(&self, account: Option<&str>, client: &str, now: i64) -> bool {
         self.with(|t| {
             let client_key = client.to_owned();
             if !allowed(t.clients.get(&client_key), now, MAX_CLIENT_FAILURES) {
@@ -189,7 +189,7 @@ impl LoginLimiter {
         })
     }
 
-    pub fn record_success(&self, account: &str, client: &str) {
+    pub(crate) fn record_success(&self, account: &str, client: &str) {
         self.with(|t| {
             t.pairs.map.remove(&(account.to_owned(), client.to_owned()));
             t.clients.forgive_one(&client.to_owned());
@@ -197,7 +197,7 @@ impl LoginLimiter {
     }
 
     /// Waits for a password check slot; `None` when too many sign-ins already wait.
-    pub async fn check_slot(&self) -> Option<CheckSlot<'_>> {
+    pub(crate) async fn check_slot(&self) -> Option<CheckSlot<'_>> {
         if self.in_flight.fetch_add(1, Ordering::SeqCst) >= self.max_in_flight {
             self.in_flight.fetch_sub(1, Ordering::SeqCst);
             return None;

@@ -8,23 +8,23 @@ use sha2::{Digest, Sha256};
 
 pub const COOKIE: &str = "kubebyon_session";
 /// The cookie's name over https.
-pub const SECURE_COOKIE: &str = "__Host-kubebyon_session";
-pub const TTL_SECS: i64 = 7 * 24 * 3600;
+pub(crate) const SECURE_COOKIE: &str = "__Host-kubebyon_session";
+pub(crate) const TTL_SECS: i64 = 7 * 24 * 3600;
 /// A session unused this long ends.
-pub const IDLE_SECS: i64 = 12 * 3600;
+pub(crate) const IDLE_SECS: i64 = 12 * 3600;
 /// How stale a session's last use may be before it is written again (one
 /// write a minute per active session, not one per request).
-pub const TOUCH_SECS: i64 = 60;
+pub(crate) const TOUCH_SECS: i64 = 60;
 
 /// The session cookie's name: `__Host-` prefixed over https.
-pub fn cookie_name(secure: bool) -> &'static str {
+pub(crate) fn cookie_name(secure: bool) -> &'static str {
     if secure { SECURE_COOKIE } else { COOKIE }
 }
 
 /// The session token in a `Cookie` header, under this scheme's name only
 /// (over https a plain-named cookie is ignored: anyone on a sibling host
 /// could have set it).
-pub fn token(cookie_header: &str, secure: bool) -> Option<&str> {
+pub(crate) fn token(cookie_header: &str, secure: bool) -> Option<&str> {
     cookie_value(cookie_header, cookie_name(secure))
 }
 
@@ -41,7 +41,7 @@ pub fn token_hash(token: &str) -> String {
 }
 
 /// The `Set-Cookie` value that stores `token`.
-pub fn set_cookie(token: &str, secure: bool) -> String {
+pub(crate) fn set_cookie(token: &str, secure: bool) -> String {
     format!(
         "{}={token}; Path=/; HttpOnly; SameSite=Lax; Max-Age={TTL_SECS}{}",
         cookie_name(secure),
@@ -50,7 +50,7 @@ pub fn set_cookie(token: &str, secure: bool) -> String {
 }
 
 /// The `Set-Cookie` value that removes the session cookie.
-pub fn clear_cookie(secure: bool) -> String {
+pub(crate) fn clear_cookie(secure: bool) -> String {
     format!(
         "{}=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0{}",
         cookie_name(secure),
@@ -59,13 +59,13 @@ pub fn clear_cookie(secure: bool) -> String {
 }
 
 /// Finds a cookie's value in a `Cookie` header.
-pub fn cookie_value<'a>(header: &'a str, name: &str) -> Option<&'a str> {
+pub(crate) fn cookie_value<'a>(header: &'a str, name: &str) -> Option<&'a str> {
     header.split(';').filter_map(|pair| pair.trim().split_once('=')).find(|(k, _)| *k == name).map(|(_, v)| v)
 }
 
 /// Cookies are Secure when the console is served over https: its public URL
 /// says so, or the proxy in front of it does.
-pub fn secure(public_url_is_https: bool, forwarded_proto: Option<&str>) -> bool {
+pub(crate) fn secure(public_url_is_https: bool, forwarded_proto: Option<&str>) -> bool {
     public_url_is_https || forwarded_proto.is_some_and(|p| p.eq_ignore_ascii_case("https"))
 }
 

@@ -20,7 +20,7 @@ use crate::server::db;
 use crate::server::db::moves::ItemRow;
 
 /// A switching cluster without its LoadBalancer address after this long fails.
-pub const DEFAULT_ADDRESS_TIMEOUT_SECS: i64 = 300;
+pub(crate) const DEFAULT_ADDRESS_TIMEOUT_SECS: i64 = 300;
 
 /// One pass of the driver: settles switching clusters that are done or
 /// failed, starts queued ones up to each move's concurrency, and closes

@@ -13,7 +13,7 @@ use crate::server::metrics::{WorkerLabel, global};
 static DOWN: LazyLock<Mutex<BTreeSet<&'static str>>> = LazyLock::new(Mutex::default);
 
 /// The workers restarting now, by name (empty when all run).
-pub fn down() -> Vec<&'static str> {
+pub(crate) fn down() -> Vec<&'static str> {
     DOWN.lock().map(|d| d.iter().copied().collect()).unwrap_or_default()
 }
 
@@ -29,7 +29,7 @@ fn mark(worker: &'static str, up: bool) {
 }
 
 /// The wait before the `n`th restart in a row (from 1).
-pub fn backoff(n: u32) -> Duration {
+pub(crate) fn backoff(n: u32) -> Duration {
     Duration::from_secs(1u64 << n.saturating_sub(1).min(5)).min(Duration::from_secs(30))
 }
 

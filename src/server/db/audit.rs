@@ -17,7 +17,7 @@ struct Row {
     detail: String,
 }
 
-pub async fn record(
+pub(crate) async fn record(
     pool: &AnyPool,
     actor: &CurrentUser,
     action: AuditAction,
@@ -28,7 +28,7 @@ pub async fn record(
 }
 
 /// An entry whose actor is not signed in (a failed sign-in: `anonymous`).
-pub async fn record_as(
+pub(crate) async fn record_as(
     pool: &AnyPool,
     actor_id: Option<i64>,
     actor: &str,
@@ -49,7 +49,7 @@ pub async fn record_as(
 }
 
 /// The newest `limit` entries with an id below `before` (all when `None`).
-pub async fn list(pool: &AnyPool, before: Option<i64>, limit: i64) -> Result<Vec<AuditEntry>, DbError> {
+pub(crate) async fn list(pool: &AnyPool, before: Option<i64>, limit: i64) -> Result<Vec<AuditEntry>, DbError> {
     let rows: Vec<Row> = sqlx::query_as(
         "SELECT id, at, actor, action, target, detail FROM audit_log WHERE id < $1 ORDER BY id DESC LIMIT $2",
     )

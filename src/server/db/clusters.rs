@@ -17,7 +17,7 @@ use crate::domain::{
 
 #[derive(Debug, Clone, FromRow, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ClusterRow {
+pub(crate) struct ClusterRow {
     pub id: i64,
     pub owner_id: i64,
     pub owner: String,
@@ -57,7 +57,7 @@ fn known<T: ToString>(id: i64, column: &'static str, raw: &str, parse: impl Fn(&
 }
 
 impl ClusterRow {
-    pub fn into_cluster(self) -> Result<Cluster, DbError> {
+    pub(crate) fn into_cluster(self) -> Result<Cluster, DbError> {
         let corrupt = |what: &str| DbError::CorruptRow(format!("cluster {}: {what}", self.id));
         let name = ClusterName::parse(&self.name).map_err(|_| corrupt("name"))?;
         // A host stored before validation that is not a host: the row still
@@ -376,7 +376,7 @@ pub async fn write_status(pool: &AnyPool, id: i64, status: &ClusterStatus) -> Re
 /// turning access back on without naming a mode returns to it.
 /// The host a cluster had when public access was turned off (kept, like the
 /// mode, so turning it on again needs no retyping); `None` when enabled or unset.
-pub async fn remembered_host(pool: &AnyPool, id: i64) -> Result<Option<crate::domain::Host>, DbError> {
+pub(crate) async fn remembered_host(pool: &AnyPool, id: i64) -> Result<Option<crate::domain::Host>, DbError> {
     let host: Option<Option<String>> =
         sqlx::query_scalar("SELECT control_plane_host FROM clusters WHERE id = $1 AND NOT public_access_enabled")
             .bind(id)
@@ -395,7 +395,7 @@ pub async fn remembered_mode(pool: &AnyPool, id: i64) -> Result<PublicAccessMode
 
 /// Whether another cluster (`except` aside) is a LoadBalancer cluster on
 /// `host` (its normal form): two would cross their endpoints.
-pub async fn load_balancer_host_taken(pool: &AnyPool, host: &str, except: Option<i64>) -> Result<bool, DbError> {
+pub(crate) async fn load_balancer_host_taken(pool: &AnyPool, host: &str, except: Option<i64>) -> Result<bool, DbError> {
     let n: i64 = sqlx::query_scalar(
         "SELECT COUNT(*) FROM clusters WHERE control_plane_host = $1 AND public_access_mode = 'loadbalancer' \
          AND public_access_enabled AND id <> $2",
@@ -443,7 +443,7 @@ pub async fn end_adoption(pool: &AnyPool, id: i64) -> Result<(), DbError> {
 
 /// Removes a cluster whose uninstall finished (its history goes with it); the
 /// name is free again. Only a cluster whose deletion was requested.
-pub async fn delete_row(pool: &AnyPool, id: i64) -> Result<bool, DbError> {
+pub(crate) async fn delete_row(pool: &AnyPool, id: i64) -> Result<bool, DbError> {
     let done = sqlx::query("DELETE FROM clusters WHERE id = $1 AND deletion_requested_at IS NOT NULL")
         .bind(id)
         .execute(pool)

@@ -18,8 +18,8 @@ use sqlx::AnyPool;
 use sqlx::any::{AnyPoolOptions, install_default_drivers};
 use sqlx::migrate::Migrator;
 
-pub static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("migrations/sqlite");
-pub static POSTGRES_MIGRATIONS: Migrator = sqlx::migrate!("migrations/postgres");
+pub(crate) static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("migrations/sqlite");
+pub(crate) static POSTGRES_MIGRATIONS: Migrator = sqlx::migrate!("migrations/postgres");
 
 /// Each variant's text holds its cause (what the logs show), so none is also
 /// reported as `source()`: `{:#}` at the binary's edge would print it twice.
@@ -43,7 +43,7 @@ pub enum DbError {
 /// A stored value this build does not know (written by a newer replica, or
 /// by hand): the row still reads, the value reads one way (see each type's
 /// `parse`), and it is logged once per process and value.
-pub fn unknown_value(column: &'static str, id: i64, raw: &str) {
+pub(crate) fn unknown_value(column: &'static str, id: i64, raw: &str) {
     use std::collections::HashSet;
     use std::sync::{LazyLock, Mutex};
     static SEEN: LazyLock<Mutex<HashSet<(&'static str, String)>>> = LazyLock::new(Mutex::default);
@@ -74,18 +74,18 @@ impl DbError {
 }
 
 /// True when the URL names PostgreSQL (else it is SQLite).
-pub fn is_postgres_url(url: &str) -> bool {
+pub(crate) fn is_postgres_url(url: &str) -> bool {
     url.starts_with("postgres:") || url.starts_with("postgresql:")
 }
 
 /// Which dialect a URL speaks.
 /// A trivial query: the database answers.
-pub async fn ping(pool: &AnyPool) -> Result<(), DbError> {
+pub(crate) async fn ping(pool: &AnyPool) -> Result<(), DbError> {
     sqlx::query_scalar::<_, i32>("SELECT 1").fetch_one(pool).await?;
     Ok(())
 }
 
-pub fn migrator_for(url: &str) -> &'static Migrator {
+pub(crate) fn migrator_for(url: &str) -> &'static Migrator {
     if is_postgres_url(url) { &POSTGRES_MIGRATIONS } else { &SQLITE_MIGRATIONS }
 }
 
@@ -132,6 +132,6 @@ pub fn now() -> i64 {
 }
 
 /// Unix time in milliseconds (leases, queue turns).
-pub fn now_ms() -> i64 {
+pub(crate) fn now_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or_default()
 }

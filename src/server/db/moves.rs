@@ -13,11 +13,10 @@ use crate::domain::change::{Change, Operation};
 use crate::domain::moves::ItemState;
 
 #[derive(Debug, Clone, FromRow)]
-pub struct MoveRow {
+pub(crate) struct MoveRow {
     pub id: i64,
     pub created_by: i64,
     pub created_by_name: Option<String>,
-    pub source: String,
     pub concurrency: i64,
     pub grace_secs: i64,
     pub created_at: i64,
@@ -54,7 +53,7 @@ impl ItemRow {
 
 /// One cluster of a new move.
 #[derive(Debug, Clone)]
-pub struct NewItem {
+pub(crate) struct NewItem {
     pub cluster_id: i64,
     pub was_enabled: bool,
     pub old_host: Option<String>,
@@ -62,7 +61,7 @@ pub struct NewItem {
     pub new_host: String,
 }
 
-const MOVE_COLUMNS: &str = "m.id, m.created_by, u.username AS created_by_name, m.source, m.concurrency, \
+const MOVE_COLUMNS: &str = "m.id, m.created_by, u.username AS created_by_name, m.concurrency, \
     m.grace_secs, m.created_at FROM migrations m LEFT JOIN users u ON u.id = m.created_by";
 
 const ITEM_COLUMNS: &str = "i.migration_id, i.cluster_id, c.name AS cluster_name, i.position, \
@@ -71,7 +70,7 @@ const ITEM_COLUMNS: &str = "i.migration_id, i.cluster_id, c.name AS cluster_name
     FROM migration_items i LEFT JOIN clusters c ON c.id = i.cluster_id";
 
 /// Stores a move and its items (in order) atomically; returns its id.
-pub async fn create(
+pub(crate) async fn create(
     pool: &AnyPool,
     created_by: i64,
     source: &str,
@@ -111,13 +110,13 @@ pub async fn create(
     Ok(id)
 }
 
-pub async fn get(pool: &AnyPool, id: i64) -> Result<Option<MoveRow>, DbError> {
+pub(crate) async fn get(pool: &AnyPool, id: i64) -> Result<Option<MoveRow>, DbError> {
     let sql = format!("SELECT {MOVE_COLUMNS} WHERE m.id = $1");
     Ok(sqlx::query_as(&sql).bind(id).fetch_optional(pool).await?)
 }
 
 /// The newest moves first.
-pub async fn list(pool: &AnyPool, limit: i64) -> Result<Vec<MoveRow>, DbError> {
+pub(crate) async fn list(pool: &AnyPool, limit: i64) -> Result<Vec<MoveRow>, DbError> {
     let sql = format!("SELECT {MOVE_COLUMNS} ORDER BY m.id DESC LIMIT $1");
     Ok(sqlx::query_as(&sql).bind(limit).fetch_all(pool).await?)
 }
@@ -128,7 +127,7 @@ pub async fn items(pool: &AnyPool, move_id: i64) -> Result<Vec<ItemRow>, DbError
 }
 
 /// Moves with items still queued or switching, oldest first.
-pub async fn active(pool: &AnyPool) -> Result<Vec<MoveRow>, DbError> {
+pub(crate) async fn active(pool: &AnyPool) -> Result<Vec<MoveRow>, DbError> {
     let sql = format!(
         "SELECT {MOVE_COLUMNS} WHERE EXISTS (SELECT 1 FROM migration_items i \
          WHERE i.migration_id = m.id AND i.state IN ('queued', 'switching')) ORDER BY m.id"
@@ -137,7 +136,7 @@ pub async fn active(pool: &AnyPool) -> Result<Vec<MoveRow>, DbError> {
 }
 
 /// Clusters already in an unsettled item of any move (a cluster is moved by one at a time).
-pub async fn busy_clusters(pool: &AnyPool) -> Result<Vec<i64>, DbError> {
+pub(crate) async fn busy_clusters(pool: &AnyPool) -> Result<Vec<i64>, DbError> {
     let rows = sqlx::query("SELECT cluster_id FROM migration_items WHERE state IN ('queued', 'switching')")
         .fetch_all(pool)
         .await?;
@@ -181,7 +180,7 @@ pub async fn transition(
     Ok(done.rows_affected() == 1)
 }
 
-pub async fn set_target_generation(
+pub(crate) async fn set_target_generation(
     pool: &AnyPool,
     move_id: i64,
     cluster_id: i64,
@@ -197,7 +196,7 @@ pub async fn set_target_generation(
 }
 
 /// Opens (or clears, with `None`) a cluster's old endpoint record.
-pub async fn set_old_endpoint(pool: &AnyPool, cluster_id: i64, old: Option<(&str, i64)>) -> Result<(), DbError> {
+pub(crate) async fn set_old_endpoint(pool: &AnyPool, cluster_id: i64, old: Option<(&str, i64)>) -> Result<(), DbError> {
     sqlx::query(
         "UPDATE clusters SET old_endpoint_host = $1, old_endpoint_until = $2, old_endpoint_closed = FALSE, \
          old_endpoint_notice_dismissed = FALSE WHERE id = $3",
@@ -211,7 +210,7 @@ pub async fn set_old_endpoint(pool: &AnyPool, cluster_id: i64, old: Option<(&str
 }
 
 /// Clusters whose old endpoint's grace period is over but which still answer there.
-pub async fn old_endpoints_due(pool: &AnyPool) -> Result<Vec<(i64, i64, String)>, DbError> {
+pub(crate) async fn old_endpoints_due(pool: &AnyPool) -> Result<Vec<(i64, i64, String)>, DbError> {
     let rows = sqlx::query(
         "SELECT id, generation, old_endpoint_host FROM clusters WHERE old_endpoint_host IS NOT NULL \
          AND NOT old_endpoint_closed AND old_endpoint_until <= $1 AND deletion_requested_at IS NULL",
@@ -225,7 +224,7 @@ pub async fn old_endpoints_due(pool: &AnyPool) -> Result<Vec<(i64, i64, String)>
 /// Closes a cluster's old endpoint: a new generation and its `update`
 /// operation (the reconciler renders the values without it), if the cluster
 /// is still at `generation`. False when it changed meanwhile (try again later).
-pub async fn close_old_endpoint(
+pub(crate) async fn close_old_endpoint(
     pool: &AnyPool,
     cluster_id: i64,
     generation: i64,
@@ -253,13 +252,13 @@ pub async fn close_old_endpoint(
 
 /// Marks a cluster's old endpoint closed without a new generation (a grace
 /// period of 0, set before the switch that renders it).
-pub async fn mark_old_endpoint_closed(pool: &AnyPool, cluster_id: i64) -> Result<(), DbError> {
+pub(crate) async fn mark_old_endpoint_closed(pool: &AnyPool, cluster_id: i64) -> Result<(), DbError> {
     sqlx::query("UPDATE clusters SET old_endpoint_closed = TRUE WHERE id = $1").bind(cluster_id).execute(pool).await?;
     Ok(())
 }
 
 /// The admin who started the latest move of a cluster.
-pub async fn mover_of(pool: &AnyPool, cluster_id: i64) -> Result<Option<i64>, DbError> {
+pub(crate) async fn mover_of(pool: &AnyPool, cluster_id: i64) -> Result<Option<i64>, DbError> {
     let row = sqlx::query(
         "SELECT m.created_by FROM migrations m JOIN migration_items i ON i.migration_id = m.id \
          WHERE i.cluster_id = $1 ORDER BY m.id DESC LIMIT 1",
@@ -271,7 +270,7 @@ pub async fn mover_of(pool: &AnyPool, cluster_id: i64) -> Result<Option<i64>, Db
 }
 
 /// The owner has read the notice about a moved endpoint.
-pub async fn dismiss_notice(pool: &AnyPool, cluster_id: i64) -> Result<(), DbError> {
+pub(crate) async fn dismiss_notice(pool: &AnyPool, cluster_id: i64) -> Result<(), DbError> {
     sqlx::query("UPDATE clusters SET old_endpoint_notice_dismissed = TRUE WHERE id = $1")
         .bind(cluster_id)
         .execute(pool)

@@ -30,7 +30,7 @@ impl OperationRow {
     }
 
     /// The history entry users see (no raw error text).
-    pub fn into_event(self) -> Result<ClusterEvent, DbError> {
+    pub(crate) fn into_event(self) -> Result<ClusterEvent, DbError> {
         Ok(ClusterEvent {
             id: self.id,
             operation: self.operation()?,
@@ -54,7 +54,7 @@ const COLUMNS: &str = "id, cluster_id, kind, generation, detail, requested_by, \
     (SELECT username FROM users u WHERE u.id = requested_by) AS requested_by_name, \
     state, attempts, last_error, created_at, finished_at";
 
-pub async fn insert(
+pub(crate) async fn insert(
     tx: &mut Transaction<'_, Any>,
     cluster_id: i64,
     generation: i64,
@@ -83,7 +83,7 @@ pub async fn for_cluster(pool: &AnyPool, cluster_id: i64) -> Result<Vec<Operatio
 }
 
 /// Up to `limit` of a cluster's operations older than `before` (an id), newest first.
-pub async fn history_page(
+pub(crate) async fn history_page(
     pool: &AnyPool,
     cluster_id: i64,
     before: Option<i64>,
@@ -95,7 +95,7 @@ pub async fn history_page(
 }
 
 /// How many operations wait or run, and when the oldest of them was requested.
-pub async fn queue_stats(pool: &AnyPool) -> Result<(i64, Option<i64>), DbError> {
+pub(crate) async fn queue_stats(pool: &AnyPool) -> Result<(i64, Option<i64>), DbError> {
     let row: (i64, Option<i64>) = sqlx::query_as(
         "SELECT COUNT(*), MIN(created_at) FROM cluster_operations WHERE state IN ('pending', 'running')",
     )
@@ -184,7 +184,13 @@ pub async fn supersede(pool: &AnyPool, cluster_id: i64, generation: i64) -> Resu
 
 /// Leaves a claimed operation to be tried again after `delay_secs` (its lease
 /// becomes the timer); only its current holder may.
-pub async fn retry_later(pool: &AnyPool, id: i64, worker: &str, delay_secs: i64, error: &str) -> Result<bool, DbError> {
+pub(crate) async fn retry_later(
+    pool: &AnyPool,
+    id: i64,
+    worker: &str,
+    delay_secs: i64,
+    error: &str,
+) -> Result<bool, DbError> {
     let done = sqlx::query(
         "UPDATE cluster_operations SET claimed_until = $1, last_error = $2 \
          WHERE id = $3 AND claimed_by = $4 AND state = 'running'",

@@ -56,7 +56,7 @@ pub async fn user_for(
     Ok(Some(found.user))
 }
 
-pub async fn delete(pool: &AnyPool, token_hash: &str) -> Result<(), DbError> {
+pub(crate) async fn delete(pool: &AnyPool, token_hash: &str) -> Result<(), DbError> {
     sqlx::query("DELETE FROM sessions WHERE token_hash = $1").bind(token_hash).execute(pool).await?;
     Ok(())
 }

@@ -36,7 +36,12 @@ async fn count_attempt(pool: &AnyPool, key: &str, now: i64) -> Result<i64, DbErr
 /// Starts a sign-in attempt, counted in the database for every replica: false
 /// when the client, or this account from this client, has used up its
 /// failures in the window (the same limits as the per-process limiter).
-pub async fn begin_attempt(pool: &AnyPool, account: Option<&str>, client: &str, now: i64) -> Result<bool, DbError> {
+pub(crate) async fn begin_attempt(
+    pool: &AnyPool,
+    account: Option<&str>,
+    client: &str,
+    now: i64,
+) -> Result<bool, DbError> {
     if count_attempt(pool, &client_key(client), now).await? > i64::from(MAX_CLIENT_FAILURES) {
         return Ok(false);
     }
@@ -47,7 +52,7 @@ pub async fn begin_attempt(pool: &AnyPool, account: Option<&str>, client: &str, 
 }
 
 /// A successful sign-in forgives the pair and one of the client's attempts.
-pub async fn attempt_succeeded(pool: &AnyPool, account: &str, client: &str) -> Result<(), DbError> {
+pub(crate) async fn attempt_succeeded(pool: &AnyPool, account: &str, client: &str) -> Result<(), DbError> {
     sqlx::query("DELETE FROM login_attempts WHERE key = $1").bind(pair_key(account, client)).execute(pool).await?;
     sqlx::query("UPDATE login_attempts SET failures = failures - 1 WHERE key = $1 AND failures > 0")
         .bind(client_key(client))

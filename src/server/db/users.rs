@@ -24,7 +24,7 @@ impl UserRow {
     }
 
     /// The user's own quota limits (`None` per dimension: the platform's).
-    pub fn quota(&self) -> crate::domain::quota::Quota {
+    pub(crate) fn quota(&self) -> crate::domain::quota::Quota {
         let n = |v: Option<i64>| v.and_then(|v| u64::try_from(v).ok());
         crate::domain::quota::Quota {
             clusters: self.quota_clusters.and_then(|v| u32::try_from(v).ok()),
@@ -62,7 +62,7 @@ pub async fn by_id(pool: &AnyPool, id: i64) -> Result<Option<UserRow>, DbError> 
     Ok(sqlx::query_as(&sql).bind(id).fetch_optional(pool).await?)
 }
 
-pub async fn list(pool: &AnyPool) -> Result<Vec<UserRow>, DbError> {
+pub(crate) async fn list(pool: &AnyPool) -> Result<Vec<UserRow>, DbError> {
     let sql = format!("SELECT {COLUMNS} FROM users ORDER BY username");
     Ok(sqlx::query_as(&sql).fetch_all(pool).await?)
 }
@@ -73,7 +73,7 @@ pub async fn count_admins(pool: &AnyPool) -> Result<i64, DbError> {
 
 /// What changing a role did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RoleChange {
+pub(crate) enum RoleChange {
     Done,
     NoSuchUser,
     /// Refused: it would leave no admin.
@@ -84,7 +84,7 @@ pub enum RoleChange {
 /// statement writes every admin row, which locks them (PostgreSQL) or the
 /// database (SQLite) until commit, so two concurrent demotions cannot both
 /// see "another admin is left".
-pub async fn set_role(pool: &AnyPool, id: i64, role: Role) -> Result<RoleChange, DbError> {
+pub(crate) async fn set_role(pool: &AnyPool, id: i64, role: Role) -> Result<RoleChange, DbError> {
     let mut tx = pool.begin().await?;
     sqlx::query("UPDATE users SET role = role WHERE role = 'admin'").execute(&mut *tx).await?;
     let current: Option<String> =
@@ -115,7 +115,7 @@ pub async fn set_password(pool: &AnyPool, id: i64, password_hash: &str) -> Resul
 }
 
 /// Sets a new hash (and, if given, the role) and ends the user's sessions, in one transaction.
-pub async fn set_password_and_role(
+pub(crate) async fn set_password_and_role(
     pool: &AnyPool,
     id: i64,
     password_hash: &str,
@@ -136,12 +136,12 @@ pub async fn set_password_and_role(
 }
 
 /// A user's own quota limits (`None` per dimension: the platform's).
-pub async fn quota(pool: &AnyPool, id: i64) -> Result<crate::domain::quota::Quota, DbError> {
+pub(crate) async fn quota(pool: &AnyPool, id: i64) -> Result<crate::domain::quota::Quota, DbError> {
     Ok(by_id(pool, id).await?.map(|r| r.quota()).unwrap_or(crate::domain::quota::Quota::UNLIMITED))
 }
 
 /// Sets a user's own quota limits; false if there is no such user.
-pub async fn set_quota(pool: &AnyPool, id: i64, quota: &crate::domain::quota::Quota) -> Result<bool, DbError> {
+pub(crate) async fn set_quota(pool: &AnyPool, id: i64, quota: &crate::domain::quota::Quota) -> Result<bool, DbError> {
     let n = |v: Option<u64>| v.and_then(|v| i64::try_from(v).ok());
     let done = sqlx::query(
         "UPDATE users SET quota_clusters = $1, quota_cpu_millis = $2, quota_memory_gib = $3, quota_storage_gib = $4, \

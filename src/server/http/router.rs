@@ -16,7 +16,7 @@ use crate::app::{App, shell};
 use crate::server::state::AppState;
 
 /// Request bodies larger than this are refused with 413.
-pub const BODY_LIMIT: usize = 64 * 1024;
+pub(crate) const BODY_LIMIT: usize = 64 * 1024;
 
 /// The JSON API and the other plain axum routes, path by path. The router
 /// mounts exactly these; the authorization matrix test (tests/authz.rs) reads

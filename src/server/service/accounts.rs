@@ -74,7 +74,7 @@ pub async fn login(
 }
 
 #[tracing::instrument(skip_all)]
-pub async fn logout(pool: &AnyPool, token: &str) -> Result<(), AppError> {
+pub(crate) async fn logout(pool: &AnyPool, token: &str) -> Result<(), AppError> {
     db::sessions::delete(pool, &session::token_hash(token)).await?;
     Ok(())
 }
@@ -82,7 +82,7 @@ pub async fn logout(pool: &AnyPool, token: &str) -> Result<(), AppError> {
 /// The client's side of a sign-in or sign-out: the request's `Cookie` header
 /// and whether the session cookie is `Secure` ([`session::secure`]).
 #[derive(Debug, Clone, Copy)]
-pub struct Cookies<'a> {
+pub(crate) struct Cookies<'a> {
     pub header: Option<&'a str>,
     pub secure: bool,
 }
@@ -96,7 +96,7 @@ impl<'a> Cookies<'a> {
 /// What the sign-in form and `POST /api/auth/login` both do: [`login`], end
 /// the session this client had before (a new session per sign-in), and return
 /// the user with the `Set-Cookie` value.
-pub async fn sign_in(
+pub(crate) async fn sign_in(
     pool: &AnyPool,
     limiter: &LoginLimiter,
     username: &str,
@@ -114,7 +114,7 @@ pub async fn sign_in(
 /// What the sign-out button and `POST /api/auth/logout` both do: end the
 /// client's session, if it has one, and return the `Set-Cookie` value that
 /// clears the cookie.
-pub async fn sign_out(pool: &AnyPool, cookies: Cookies<'_>) -> Result<String, AppError> {
+pub(crate) async fn sign_out(pool: &AnyPool, cookies: Cookies<'_>) -> Result<String, AppError> {
     if let Some(token) = cookies.session() {
         logout(pool, token).await?;
     }

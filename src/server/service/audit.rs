@@ -9,7 +9,7 @@ use crate::domain::audit::{AuditAction, AuditEntry};
 use crate::domain::user::CurrentUser;
 use crate::server::db;
 
-pub async fn record(pool: &AnyPool, actor: &CurrentUser, action: AuditAction, target: &str, detail: &str) {
+pub(crate) async fn record(pool: &AnyPool, actor: &CurrentUser, action: AuditAction, target: &str, detail: &str) {
     if let Err(e) = db::audit::record(pool, actor, action, target, detail).await {
         tracing::error!(error = %e, action = action.as_str(), target, "writing the audit log failed");
     }
@@ -17,7 +17,7 @@ pub async fn record(pool: &AnyPool, actor: &CurrentUser, action: AuditAction, ta
 
 /// A sign-in, or a failed one of an existing account (a name that is no
 /// account is not written down: it may be a password typed in the wrong field).
-pub async fn sign_in(pool: &AnyPool, account: &str, user: Option<&CurrentUser>, client: &str) {
+pub(crate) async fn sign_in(pool: &AnyPool, account: &str, user: Option<&CurrentUser>, client: &str) {
     let target = format!("user:{account}");
     let detail = format!("client: {client}");
     let written = match user {
@@ -30,7 +30,7 @@ pub async fn sign_in(pool: &AnyPool, account: &str, user: Option<&CurrentUser>, 
 }
 
 /// The newest entries below `before` (admins only).
-pub async fn list(pool: &AnyPool, user: &CurrentUser, before: Option<i64>) -> Result<Vec<AuditEntry>, AppError> {
+pub(crate) async fn list(pool: &AnyPool, user: &CurrentUser, before: Option<i64>) -> Result<Vec<AuditEntry>, AppError> {
     user.require_admin()?;
     Ok(db::audit::list(pool, before, crate::domain::audit::PAGE).await?)
 }

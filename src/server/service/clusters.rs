@@ -39,7 +39,7 @@ pub struct ClusterPatch {
 /// [`Cluster::shown`] (nothing observed for an old spec is presented as current).
 /// One page of what `user` may see (admins: everyone's, optionally one
 /// owner's), matching the query's search and filters, by name.
-pub async fn list_page(
+pub(crate) async fn list_page(
     pool: &AnyPool,
     user: &CurrentUser,
     query: &crate::domain::listing::ListQuery,
@@ -60,7 +60,7 @@ pub async fn list_page(
 }
 
 /// The cluster if `user` may see it; `NotFound` otherwise (no existence leak).
-pub async fn get(pool: &AnyPool, user: &CurrentUser, id: i64) -> Result<Cluster, AppError> {
+pub(crate) async fn get(pool: &AnyPool, user: &CurrentUser, id: i64) -> Result<Cluster, AppError> {
     match db::clusters::get(pool, id).await? {
         Some(c) if user.is_admin() || c.owner_id == user.id => Ok(c.shown()),
         _ => Err(AppError::new(ErrorCode::NotFound)),
@@ -171,7 +171,7 @@ fn describe_for_audit(op: &Operation) -> String {
 }
 
 /// `confirm` (the form's typed name) must match when given.
-pub async fn delete(
+pub(crate) async fn delete(
     pool: &AnyPool,
     writes: &SpecWriteLimiter,
     user: &CurrentUser,
@@ -197,7 +197,7 @@ pub async fn delete(
 
 /// One page of a cluster's request history (newest first, [`HISTORY_PAGE`]
 /// at most, older than the event `before`).
-pub async fn events(
+pub(crate) async fn events(
     pool: &AnyPool,
     user: &CurrentUser,
     id: i64,
@@ -208,7 +208,7 @@ pub async fn events(
 
 /// Everything a cluster's pages show: the cluster, its history, and the mode
 /// and host a disabled cluster returns to.
-pub async fn detail(
+pub(crate) async fn detail(
     pool: &AnyPool,
     user: &CurrentUser,
     id: i64,
@@ -222,7 +222,11 @@ pub async fn detail(
 }
 
 /// A page of the history of a cluster the caller already may see (from `get`).
-pub async fn history(pool: &AnyPool, cluster: &Cluster, before: Option<i64>) -> Result<Vec<ClusterEvent>, AppError> {
+pub(crate) async fn history(
+    pool: &AnyPool,
+    cluster: &Cluster,
+    before: Option<i64>,
+) -> Result<Vec<ClusterEvent>, AppError> {
     let rows = db::operations::history_page(pool, cluster.id, before, HISTORY_PAGE).await?;
     Ok(rows.into_iter().map(db::operations::OperationRow::into_event).collect::<Result<_, _>>()?)
 }
@@ -230,7 +234,7 @@ pub async fn history(pool: &AnyPool, cluster: &Cluster, before: Option<i64>) -> 
 /// Tests the cluster's public endpoint now, as `kubectl version` would with its
 /// kubeconfig (owner or admin), and wakes the reconciler. No endpoint, no host
 /// or nothing readable on the host: `kubeconfig_unavailable`.
-pub async fn probe(
+pub(crate) async fn probe(
     pool: &AnyPool,
     host: Option<&std::sync::Arc<crate::server::controllers::reconciler::Context>>,
     user: &CurrentUser,
@@ -254,7 +258,7 @@ pub async fn probe(
 /// admin's download is audited): its name and the file. Never cached, stored
 /// or logged; `kubeconfig_unavailable` when there is none (no host, not yet
 /// installed, public access off).
-pub async fn kubeconfig(
+pub(crate) async fn kubeconfig(
     pool: &AnyPool,
     host: Option<&std::sync::Arc<crate::server::controllers::reconciler::Context>>,
     user: &CurrentUser,
@@ -286,7 +290,7 @@ pub async fn kubeconfig(
 }
 
 /// The owner (or an admin) has read the notice that the cluster's endpoint moved.
-pub async fn dismiss_moved_notice(pool: &AnyPool, user: &CurrentUser, id: i64) -> Result<(), AppError> {
+pub(crate) async fn dismiss_moved_notice(pool: &AnyPool, user: &CurrentUser, id: i64) -> Result<(), AppError> {
     get(pool, user, id).await?;
     db::moves::dismiss_notice(pool, id).await?;
     Ok(())

@@ -20,7 +20,7 @@ use crate::domain::{AppError, ErrorCode};
 
 /// A token just made: the only time its secret part is shown.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct CreatedToken {
+pub(crate) struct CreatedToken {
     /// `<id>.<secret>`.
     pub token: String,
     #[serde(flatten)]
@@ -59,7 +59,7 @@ fn call_failed(cluster: &Cluster, what: &str, e: &kube::Error) -> AppError {
 }
 
 /// Makes a token valid for `lifetime` (`1h` unless given).
-pub async fn create_token(
+pub(crate) async fn create_token(
     pool: &AnyPool,
     host: Option<&Reconciler>,
     user: &CurrentUser,
@@ -86,7 +86,7 @@ pub async fn create_token(
 }
 
 /// The cluster's tokens (vCluster's label), soonest to expire first.
-pub async fn list_tokens(
+pub(crate) async fn list_tokens(
     pool: &AnyPool,
     host: Option<&Reconciler>,
     user: &CurrentUser,
@@ -101,7 +101,7 @@ pub async fn list_tokens(
 }
 
 /// Deletes token `token_id`; an id that is not one of the cluster's tokens is not found.
-pub async fn revoke_token(
+pub(crate) async fn revoke_token(
     pool: &AnyPool,
     host: Option<&Reconciler>,
     user: &CurrentUser,

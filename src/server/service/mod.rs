@@ -16,7 +16,7 @@ use crate::domain::{AppError, ErrorCode};
 use crate::server::db::DbError;
 
 /// This process's reconciler, when it runs one (no host: none).
-pub type Reconciler = std::sync::Arc<crate::server::controllers::reconciler::Context>;
+pub(crate) type Reconciler = std::sync::Arc<crate::server::controllers::reconciler::Context>;
 
 /// Tells this process's reconciler, when it runs one, that a change was
 /// stored (another replica's finds it on its next pass). The only wake call
@@ -38,19 +38,19 @@ pub struct HostLink<'a> {
 
 impl<'a> HostLink<'a> {
     /// The console's own host, as pages and the JSON API see it.
-    pub fn of(host: Option<&'a Reconciler>) -> Self {
+    pub(crate) fn of(host: Option<&'a Reconciler>) -> Self {
         Self { detected: host.map(|h| h.detected()), reconciler: host }
     }
 }
 
 /// The operation queue's depth and the age in seconds of its oldest entry (for `/metrics`).
-pub async fn queue_stats(pool: &sqlx::AnyPool) -> Result<(i64, i64), DbError> {
+pub(crate) async fn queue_stats(pool: &sqlx::AnyPool) -> Result<(i64, i64), DbError> {
     let (depth, oldest) = crate::server::db::operations::queue_stats(pool).await?;
     Ok((depth, oldest.map_or(0, |t| (crate::server::db::now() - t).max(0))))
 }
 
 /// Whether the database answers (for `/readyz`).
-pub async fn database_answers(pool: &sqlx::AnyPool) -> Result<(), DbError> {
+pub(crate) async fn database_answers(pool: &sqlx::AnyPool) -> Result<(), DbError> {
     crate::server::db::ping(pool).await
 }
 

@@ -25,7 +25,7 @@ use crate::domain::{AppError, ErrorCode, Field, Host, PublicAccess, PublicAccess
 use crate::server::db;
 use crate::server::db::moves::{ItemRow, NewItem};
 
-pub use crate::domain::moves::{DEFAULT_CONCURRENCY, DEFAULT_GRACE_SECS, MAX_CONCURRENCY};
+pub(crate) use crate::domain::moves::{DEFAULT_CONCURRENCY, DEFAULT_GRACE_SECS, MAX_CONCURRENCY};
 
 fn limits(req: &MoveRequest) -> Result<(i64, i64), AppError> {
     let concurrency = req.concurrency.unwrap_or(DEFAULT_CONCURRENCY);
@@ -106,7 +106,7 @@ async fn candidates(pool: &AnyPool, req: &MoveRequest) -> Result<Vec<Cluster>, A
 }
 
 /// The clusters the move page offers: NodePort ones, and disabled ones.
-pub async fn movable(pool: &AnyPool, user: &CurrentUser) -> Result<Vec<moves::Movable>, AppError> {
+pub(crate) async fn movable(pool: &AnyPool, user: &CurrentUser) -> Result<Vec<moves::Movable>, AppError> {
     user.require_admin()?;
     Ok(db::clusters::list(pool, None)
         .await?
@@ -245,7 +245,7 @@ pub async fn start(pool: &AnyPool, user: &CurrentUser, host: HostLink<'_>, req: 
     Ok(id)
 }
 
-pub async fn view(pool: &AnyPool, user: &CurrentUser, id: i64) -> Result<MoveView, AppError> {
+pub(crate) async fn view(pool: &AnyPool, user: &CurrentUser, id: i64) -> Result<MoveView, AppError> {
     user.require_admin()?;
     let m = db::moves::get(pool, id).await?.ok_or(AppError::new(ErrorCode::NotFound))?;
     let rows = db::moves::items(pool, id).await?;
@@ -302,7 +302,7 @@ fn stored_reason(r: &ItemRow) -> StopReason {
 }
 
 /// The newest moves (ids), for the page's and API's list.
-pub async fn recent(pool: &AnyPool, user: &CurrentUser) -> Result<Vec<MoveView>, AppError> {
+pub(crate) async fn recent(pool: &AnyPool, user: &CurrentUser) -> Result<Vec<MoveView>, AppError> {
     user.require_admin()?;
     let mut out = Vec::new();
     for m in db::moves::list(pool, 20).await? {
@@ -315,14 +315,14 @@ pub async fn recent(pool: &AnyPool, user: &CurrentUser) -> Result<Vec<MoveView>,
 /// (`…/clusters/{cluster}/{retry|rollback}`, the progress page's forms).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, strum::EnumString)]
 #[strum(serialize_all = "snake_case")]
-pub enum ItemAction {
+pub(crate) enum ItemAction {
     Retry,
     Rollback,
 }
 
 /// Retries or rolls back one failed cluster and wakes the reconciler: the one
 /// dispatch the JSON API and the progress page share.
-pub async fn item_action(
+pub(crate) async fn item_action(
     pool: &AnyPool,
     host: Option<&std::sync::Arc<crate::server::controllers::reconciler::Context>>,
     user: &CurrentUser,

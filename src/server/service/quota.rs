@@ -12,7 +12,7 @@ use crate::server::db;
 
 /// The limits `user`'s own writes are held to; `None` for admins (they set
 /// the limits and are not held to them, also when they edit a user's cluster).
-pub async fn limit_for(pool: &AnyPool, user: &CurrentUser) -> Result<Option<Quota>, AppError> {
+pub(crate) async fn limit_for(pool: &AnyPool, user: &CurrentUser) -> Result<Option<Quota>, AppError> {
     if user.is_admin() {
         return Ok(None);
     }
@@ -22,13 +22,13 @@ pub async fn limit_for(pool: &AnyPool, user: &CurrentUser) -> Result<Option<Quot
 }
 
 /// What the create form shows: the user's clusters and resources, and their limits.
-pub async fn view(pool: &AnyPool, user: &CurrentUser) -> Result<QuotaView, AppError> {
+pub(crate) async fn view(pool: &AnyPool, user: &CurrentUser) -> Result<QuotaView, AppError> {
     let used = db::clusters::usage(pool, user.id, None).await?;
     Ok(QuotaView { used, limit: limit_for(pool, user).await? })
 }
 
 /// Sets a user's own limits (empty fields: the platform's). Admins only; audited.
-pub async fn set_user_quota(
+pub(crate) async fn set_user_quota(
     pool: &AnyPool,
     admin: &CurrentUser,
     user_id: i64,

@@ -10,14 +10,14 @@ use crate::domain::{AppError, ErrorCode, SystemSettings};
 use crate::server::db;
 
 /// The whole settings, for the admin's page and API.
-pub async fn get(pool: &AnyPool, user: &CurrentUser) -> Result<SystemSettings, AppError> {
+pub(crate) async fn get(pool: &AnyPool, user: &CurrentUser) -> Result<SystemSettings, AppError> {
     user.require_admin()?;
     Ok(db::settings::load(pool).await?)
 }
 
 /// What any signed-in user's forms and pages show of the settings: the default
 /// public access mode and the NodePort public host.
-pub async fn public_defaults(pool: &AnyPool) -> Result<PublicDefaults, AppError> {
+pub(crate) async fn public_defaults(pool: &AnyPool) -> Result<PublicDefaults, AppError> {
     let s = db::settings::load(pool).await?;
     Ok(PublicDefaults {
         default_mode: s.default_mode,
@@ -27,7 +27,7 @@ pub async fn public_defaults(pool: &AnyPool) -> Result<PublicDefaults, AppError>
 }
 
 /// See [`public_defaults`].
-pub struct PublicDefaults {
+pub(crate) struct PublicDefaults {
     pub default_mode: crate::domain::PublicAccessMode,
     pub nodeport_public_host: Option<crate::domain::Host>,
     /// Whether the create form offers own nodes.
@@ -38,7 +38,7 @@ pub struct PublicDefaults {
 /// HelmCharts render differently under them; this process's reconciler, when
 /// it runs one, re-renders them now (`host`, which also tells how the host's
 /// LoadBalancer provider is asked).
-pub async fn update(
+pub(crate) async fn update(
     pool: &AnyPool,
     host: Option<&std::sync::Arc<crate::server::controllers::reconciler::Context>>,
     user: &CurrentUser,
@@ -66,7 +66,7 @@ pub async fn update(
 }
 
 /// The clusters (not being deleted) whose HelmChart differs between two settings.
-pub fn rerendered(
+pub(crate) fn rerendered(
     clusters: &[Cluster],
     before: &SystemSettings,
     after: &SystemSettings,

@@ -12,22 +12,22 @@ use std::sync::Mutex;
 use crate::domain::{AppError, ErrorCode};
 
 /// Writes one user may make at once.
-pub const BURST: u32 = 20;
+pub(crate) const BURST: u32 = 20;
 /// One more write every 3 s (20 a minute, sustained).
-pub const INTERVAL_MS: i64 = 3_000;
+pub(crate) const INTERVAL_MS: i64 = 3_000;
 /// What `Retry-After` says: when the next write is allowed, at most.
-pub const RETRY_AFTER_SECS: u64 = (INTERVAL_MS as u64).div_ceil(1000);
+pub(crate) const RETRY_AFTER_SECS: u64 = (INTERVAL_MS as u64).div_ceil(1000);
 
 /// One user's bucket: writes left, and when it was last refilled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Bucket {
+pub(crate) struct Bucket {
     pub tokens: u32,
     pub at_ms: i64,
 }
 
 /// Pure rule: the bucket after one more write at `now_ms`, or `None` when
 /// none is left. Whole intervals since `at_ms` add one token each, up to `burst`.
-pub fn take(bucket: Option<Bucket>, now_ms: i64, burst: u32, interval_ms: i64) -> Option<Bucket> {
+pub(crate) fn take(bucket: Option<Bucket>, now_ms: i64, burst: u32, interval_ms: i64) -> Option<Bucket> {
     let b = bucket.unwrap_or(Bucket { tokens: burst, at_ms: now_ms });
     let intervals = (now_ms - b.at_ms).max(0) / interval_ms;
     let refilled = u32::try_from(intervals).unwrap_or(u32::MAX).saturating_add(b.tokens).min(burst);
@@ -50,7 +50,7 @@ impl SpecWriteLimiter {
 
     /// One write of `user`, or `rate_limited`. The table holds one entry per
     /// user who wrote (users are accounts, not anonymous: bounded by them).
-    pub fn take(&self, user: i64) -> Result<(), AppError> {
+    pub(crate) fn take(&self, user: i64) -> Result<(), AppError> {
         if !self.on {
             return Ok(());
         }

@@ -26,7 +26,7 @@ impl Error {
     /// 401 and 403 are not the request's fault but the console's credentials
     /// or RBAC, which an operator fixes: they are retried with backoff (a
     /// delete that met a 403 once used to stay failed for good).
-    pub fn is_permanent(&self) -> bool {
+    pub(crate) fn is_permanent(&self) -> bool {
         match self {
             Self::Kube(_, kube::Error::Api(s)) => {
                 (400..500).contains(&s.code) && ![401, 403, 404, 409, 429].contains(&s.code)
@@ -37,7 +37,7 @@ impl Error {
     }
 
     /// The metrics label of a failure (`kubebyon_host_api_errors_total{kind}`).
-    pub fn kind(&self) -> &'static str {
+    pub(crate) fn kind(&self) -> &'static str {
         match self {
             Self::Kube(_, kube::Error::Api(s)) => match s.code {
                 401 => "unauthorized",
@@ -56,7 +56,7 @@ impl Error {
     }
 
     /// What a user may read about it (no credentials ever reach an API error).
-    pub fn reason(&self) -> String {
+    pub(crate) fn reason(&self) -> String {
         match self {
             Self::Kube(step, kube::Error::Api(s)) => format!("{step}: {}", s.message),
             Self::Kube(step, _) => format!("{step}: the host cluster did not answer"),
@@ -68,7 +68,7 @@ impl Error {
 
     /// The status reason of a cluster this failure stopped: taken (naming
     /// the object), or helm failed with the API server's words.
-    pub fn status_reason(&self) -> Reason {
+    pub(crate) fn status_reason(&self) -> Reason {
         match self {
             Self::Taken(object) => Reason::NamespaceTaken(object.clone()),
             _ => Reason::HelmFailed(Some(self.reason())),

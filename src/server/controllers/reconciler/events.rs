@@ -15,17 +15,17 @@ pub(crate) const CONTROLLER: &str = "kubebyon.io/console";
 /// Why the console applied a cluster's HelmChart (its Event's reason).
 pub(crate) const APPLIED: &str = "Applied";
 
-pub struct Recorder(KubeRecorder);
+pub(crate) struct Recorder(KubeRecorder);
 
 impl Recorder {
     /// `instance`: this process's reconciler (`reportingInstance`).
-    pub fn new(client: Client, instance: &str) -> Self {
+    pub(crate) fn new(client: Client, instance: &str) -> Self {
         let reporter = Reporter { controller: CONTROLLER.into(), instance: Some(instance.into()) };
         Self(KubeRecorder::new(client, reporter))
     }
 
     /// A Normal Event on cluster `name`'s HelmChart.
-    pub async fn on_helm_chart(&self, name: &str, uid: Option<String>, reason: &str, note: String) {
+    pub(crate) async fn on_helm_chart(&self, name: &str, uid: Option<String>, reason: &str, note: String) {
         let chart = super::apply::charts_resource();
         let regarding = ObjectReference {
             api_version: Some(chart.api_version),

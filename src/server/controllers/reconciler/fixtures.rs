@@ -13,7 +13,7 @@ use kube::client::Body;
 use serde_json::{Value, json};
 
 /// One call the scenario expects, and the API server's answer.
-pub struct Call {
+pub(crate) struct Call {
     pub method: Method,
     /// The path, then `?k=v&…` for query parameters the call must carry
     /// (others may come too).
@@ -25,31 +25,31 @@ pub struct Call {
 }
 
 impl Call {
-    pub fn new(method: Method, uri: &'static str, status: u16, answer: Value) -> Self {
+    pub(crate) fn new(method: Method, uri: &'static str, status: u16, answer: Value) -> Self {
         Self { method, uri, status, answer, check: None }
     }
 
-    pub fn checked(mut self, check: fn(&Value)) -> Self {
+    pub(crate) fn checked(mut self, check: fn(&Value)) -> Self {
         self.check = Some(check);
         self
     }
 }
 
 /// The API server's answer for a missing object.
-pub fn not_found(kind: &str, name: &str) -> Value {
+pub(crate) fn not_found(kind: &str, name: &str) -> Value {
     status(404, "NotFound", &format!("{kind} \"{name}\" not found"))
 }
 
 /// A `Status` object (what the API server answers a refused call with).
-pub fn status(code: u16, reason: &str, message: &str) -> Value {
+pub(crate) fn status(code: u16, reason: &str, message: &str) -> Value {
     json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
            "message": message, "reason": reason, "code": code})
 }
 
-pub struct ApiServerVerifier(tower_test::mock::Handle<Request<Body>, Response<Body>>);
+pub(crate) struct ApiServerVerifier(tower_test::mock::Handle<Request<Body>, Response<Body>>);
 
 /// A client whose every call goes to the returned verifier.
-pub fn client() -> (Client, ApiServerVerifier) {
+pub(crate) fn client() -> (Client, ApiServerVerifier) {
     let (service, handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
     (Client::new(service, "default"), ApiServerVerifier(handle))
 }
@@ -58,7 +58,7 @@ impl ApiServerVerifier {
     /// Answers `calls` in order, then waits for the client to be dropped:
     /// a call beyond them fails the scenario. Await the handle after
     /// dropping the client.
-    pub fn run(mut self, calls: Vec<Call>) -> tokio::task::JoinHandle<()> {
+    pub(crate) fn run(mut self, calls: Vec<Call>) -> tokio::task::JoinHandle<()> {
         tokio::spawn(async move {
             for (i, call) in calls.into_iter().enumerate() {
                 let (request, send) = self.0.next_request().await.unwrap_or_else(|| {
@@ -87,7 +87,7 @@ impl ApiServerVerifier {
 
 /// Runs `scenario` against `calls`: the calls must come in that order and no
 /// other; returns what the scenario returned.
-pub async fn expect<T, F>(calls: Vec<Call>, scenario: impl FnOnce(Client) -> F) -> T
+pub(crate) async fn expect<T, F>(calls: Vec<Call>, scenario: impl FnOnce(Client) -> F) -> T
 where
     F: std::future::Future<Output = T>,
 {

@@ -24,7 +24,7 @@ use crate::domain::endpoint::{Ingress, ServiceObservation};
 use crate::domain::render;
 
 /// What was read, beyond the pure observation.
-pub struct Gathered {
+pub(crate) struct Gathered {
     pub observation: Observation,
     /// The spec generation the HelmChart on the host was rendered from.
     pub chart_generation: Option<i64>,
@@ -34,8 +34,6 @@ pub struct Gathered {
     pub credentials: Option<Credentials>,
     /// vCluster's kubeconfig text (`vc-<name>` key `config`).
     pub vcluster_config: Option<String>,
-    /// The install Job of the current values, if any.
-    pub job_uid: Option<String>,
 }
 
 fn text(s: &Secret, key: &str) -> Option<String> {
@@ -43,7 +41,7 @@ fn text(s: &Secret, key: &str) -> Option<String> {
 }
 
 /// The Ready nodes' addresses.
-pub fn ready_nodes(nodes: &[Node]) -> Vec<NodeAddresses> {
+pub(crate) fn ready_nodes(nodes: &[Node]) -> Vec<NodeAddresses> {
     nodes
         .iter()
         .filter_map(|n| {
@@ -62,7 +60,7 @@ pub fn ready_nodes(nodes: &[Node]) -> Vec<NodeAddresses> {
 
 /// The host objects of one cluster, however they were read.
 #[derive(Default, Clone)]
-pub struct Raw {
+pub(crate) struct Raw {
     pub chart: Option<DynamicObject>,
     pub job: Option<Job>,
     /// The install Job's pods, when already known (watch cache); else listed
@@ -81,7 +79,7 @@ pub struct Raw {
 
 /// The chart's current pod (labels `app=vcluster`, `release=<name>`, not
 /// being deleted): a running one first.
-pub fn current_pod<'a>(pods: impl Iterator<Item = &'a Pod>, name: &str) -> Option<&'a Pod> {
+pub(crate) fn current_pod<'a>(pods: impl Iterator<Item = &'a Pod>, name: &str) -> Option<&'a Pod> {
     let mut ours: Vec<&Pod> = pods
         .filter(|p| p.labels().get("release").map(String::as_str) == Some(name))
         .filter(|p| p.metadata.deletion_timestamp.is_none())
@@ -95,7 +93,7 @@ fn condition<'a>(pod: &'a Pod, type_: &str) -> Option<&'a k8s_openapi::api::core
 }
 
 /// What the rollout rule needs of the pod.
-pub fn pod_facts(pod: &Pod) -> PodFacts {
+pub(crate) fn pod_facts(pod: &Pod) -> PodFacts {
     let scheduled = pod.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some();
     let unschedulable = condition(pod, "PodScheduled").filter(|c| c.status == "False").and_then(|c| c.message.clone());
     PodFacts {
@@ -107,7 +105,7 @@ pub fn pod_facts(pod: &Pod) -> PodFacts {
 }
 
 /// What the rollout rule needs of the StatefulSet.
-pub fn stateful_set_facts(sts: &StatefulSet) -> StatefulSetFacts {
+pub(crate) fn stateful_set_facts(sts: &StatefulSet) -> StatefulSetFacts {
     let st = sts.status.clone().unwrap_or_default();
     StatefulSetFacts {
         generation: sts.metadata.generation,
@@ -123,7 +121,7 @@ pub fn stateful_set_facts(sts: &StatefulSet) -> StatefulSetFacts {
 /// An Event as the rule reads it: when last seen is the series' last
 /// observation, else `lastTimestamp`, else `eventTime` (the events.k8s.io
 /// recorders, e.g. the scheduler's, leave `lastTimestamp` empty).
-pub fn host_event(e: &Event) -> HostEvent {
+pub(crate) fn host_event(e: &Event) -> HostEvent {
     let at = e
         .series
         .as_ref()
@@ -145,11 +143,11 @@ pub fn host_event(e: &Event) -> HostEvent {
 /// How long a namespace's Events and claims, listed to say why a rollout is
 /// not done, are reused: each pass over a rolling cluster would list them
 /// again (`make bench` counted ~11 pairs of LISTs per cluster switching).
-pub const WORKLOAD_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
+pub(crate) const WORKLOAD_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// A namespace's Events and pending claims as last listed, per namespace.
 #[derive(Default)]
-pub struct Workloads(Mutex<HashMap<String, (Instant, Listed)>>);
+pub(crate) struct Workloads(Mutex<HashMap<String, (Instant, Listed)>>);
 
 /// What [`rollout::blocker`] needs from the lists.
 #[derive(Clone, Default)]
@@ -212,7 +210,7 @@ async fn blocked(
 }
 
 /// Reads one cluster's objects with GETs (on-demand paths: download, probe API).
-pub async fn fetch(client: &Client, name: &str) -> Result<Raw> {
+pub(crate) async fn fetch(client: &Client, name: &str) -> Result<Raw> {
     let ns = render::namespace(name);
     let chart = ignore_not_found(helm_charts(client, &ns).get(name).await).map_err(kube("read HelmChart"))?;
     let jobs: Api<Job> = Api::namespaced(client.clone(), &ns);
@@ -229,7 +227,7 @@ pub async fn fetch(client: &Client, name: &str) -> Result<Raw> {
 }
 
 /// `vc-<name>`, read now.
-pub async fn read_secret(client: &Client, name: &str) -> Result<Option<Secret>> {
+pub(crate) async fn read_secret(client: &Client, name: &str) -> Result<Option<Secret>> {
     let ns = render::namespace(name);
     ignore_not_found(Api::<Secret>::namespaced(client.clone(), &ns).get(&render::kubeconfig_secret(name)).await)
         .map_err(kube("read vc Secret"))
@@ -238,7 +236,7 @@ pub async fn read_secret(client: &Client, name: &str) -> Result<Option<Secret>> 
 /// From the raw objects to what the status needs (`stale_jobs`: install Jobs
 /// known to predate the last values change); reads the Job pod's log only
 /// while helm fails, and the Service's Events only while its address is pending.
-pub async fn assemble(
+pub(crate) async fn assemble(
     client: &Client,
     workloads: &Workloads,
     name: &str,
@@ -325,7 +323,6 @@ pub async fn assemble(
         chart_spec: hc.as_ref().and_then(|h| h.data.get("spec").cloned()),
         credentials,
         vcluster_config,
-        job_uid: job.as_ref().and_then(|j| j.uid()),
     }
 }
 
@@ -334,7 +331,7 @@ pub async fn assemble(
 pub const SERVICELB_FINALIZER: &str = "svccontroller.k3s.cattle.io/daemonset";
 
 /// Whether k3s's ServiceLB serves this Service.
-pub fn served_by_servicelb(s: &Service) -> bool {
+pub(crate) fn served_by_servicelb(s: &Service) -> bool {
     s.metadata.finalizers.as_ref().is_some_and(|f| f.iter().any(|x| x == SERVICELB_FINALIZER))
 }
 
@@ -409,7 +406,7 @@ async fn helm_error(client: &Client, ns: &str, job: &Job, known: Option<Vec<Pod>
 
 /// helm's last error: from the last line starting `Error:` (or klipper-helm's
 /// policy message) to the end of the log.
-pub fn last_error(log: &str) -> Option<String> {
+pub(crate) fn last_error(log: &str) -> Option<String> {
     let lines: Vec<&str> = log.lines().collect();
     let start =
         lines.iter().rposition(|l| l.starts_with("Error:") || l.contains("waiting for operator intervention"))?;

@@ -101,17 +101,17 @@ pub struct Context {
     /// LoadBalancer Services (its finalizer on the Service).
     servicelb: std::sync::atomic::AtomicBool,
     /// Kubernetes Events on the objects the console owns.
-    pub events: events::Recorder,
+    pub(crate) events: events::Recorder,
 }
 
 /// Host calls on request paths at once, per process.
-pub const REQUEST_CALLS: usize = 16;
+pub(crate) const REQUEST_CALLS: usize = 16;
 /// How long a request waits for the host (a slot and the calls together).
-pub const REQUEST_CALL_TIMEOUT: Duration = Duration::from_secs(25);
+pub(crate) const REQUEST_CALL_TIMEOUT: Duration = Duration::from_secs(25);
 /// How long a claimed operation is a crashed replica's ([`Context::lease`]).
-pub const DEFAULT_CLAIM_LEASE: Duration = Duration::from_secs(120);
+pub(crate) const DEFAULT_CLAIM_LEASE: Duration = Duration::from_secs(120);
 /// The observer lease ([`Context::leader_lease`]).
-pub const DEFAULT_LEADER_LEASE: Duration = Duration::from_secs(15);
+pub(crate) const DEFAULT_LEADER_LEASE: Duration = Duration::from_secs(15);
 
 impl Context {
     pub fn new(client: Client, pool: AnyPool, detected: AddressRequest) -> Self {
@@ -206,17 +206,17 @@ impl Context {
     /// Whether k3s's ServiceLB serves the console's LoadBalancer Services
     /// (seen on one of them; the settings page warns when it runs beside
     /// MetalLB or kube-vip).
-    pub fn servicelb_seen(&self) -> bool {
+    pub(crate) fn servicelb_seen(&self) -> bool {
         self.servicelb.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The LoadBalancer provider as last detected on the host.
-    pub fn detected(&self) -> AddressRequest {
+    pub(crate) fn detected(&self) -> AddressRequest {
         self.detected.lock().map(|d| *d).unwrap_or(AddressRequest::None)
     }
 
     /// How LoadBalancer Services ask for an address under these settings.
-    pub fn address_request(&self, settings: &crate::domain::SystemSettings) -> AddressRequest {
+    pub(crate) fn address_request(&self, settings: &crate::domain::SystemSettings) -> AddressRequest {
         settings.load_balancer_address_request.resolve(Some(self.detected()))
     }
 
@@ -280,7 +280,7 @@ pub async fn run(ctx: Arc<Context>) {
 
 /// One pass: the queue, then the status of the clusters that are not settled
 /// (all of them when `full`: the periodic pass repairs drift).
-pub async fn pass(ctx: &Context, full: bool) -> Result<()> {
+pub(crate) async fn pass(ctx: &Context, full: bool) -> Result<()> {
     work(ctx).await?;
     if !observer(ctx).await? {
         return Ok(());
@@ -366,7 +366,7 @@ async fn work(ctx: &Context) -> Result<()> {
 }
 
 /// Exponential backoff with jitter: base·2^(attempts−1), ±25 %, at most 5 min.
-pub fn backoff(base: Duration, attempts: i64) -> Duration {
+pub(crate) fn backoff(base: Duration, attempts: i64) -> Duration {
     let exp = base.saturating_mul(1u32 << attempts.clamp(1, 12).saturating_sub(1) as u32);
     let capped = exp.min(Duration::from_secs(300));
     let jitter = 0.75 + rand::random::<f64>() * 0.5;
@@ -644,7 +644,7 @@ async fn gather_ours(ctx: &Context, cluster: &Cluster) -> Result<Option<gather::
 }
 
 /// The kubeconfig of a cluster, read from the host now (never stored).
-pub async fn download(ctx: &Context, cluster: &Cluster) -> Result<Option<String>> {
+pub(crate) async fn download(ctx: &Context, cluster: &Cluster) -> Result<Option<String>> {
     let Some(endpoint) = cluster.status.api_endpoint.as_deref().filter(|_| cluster.kubeconfig_downloadable()) else {
         return Ok(None);
     };
@@ -656,7 +656,7 @@ pub async fn download(ctx: &Context, cluster: &Cluster) -> Result<Option<String>
 /// The name the console reaches a cluster's control plane by inside the host:
 /// its Service, `<name>.<namespace>` (cluster DNS; the name vCluster's
 /// certificate carries — it has no `.svc` forms), port 443.
-pub fn internal_name(cluster: &Cluster) -> String {
+pub(crate) fn internal_name(cluster: &Cluster) -> String {
     let name = cluster.spec.name.as_str();
     format!("{name}.{}", render::namespace(name))
 }
@@ -665,7 +665,7 @@ pub fn internal_name(cluster: &Cluster) -> String {
 /// credentials, reached at [`internal_name`] (resolved by the context's
 /// resolver: cluster DNS in production, fixed addresses in tests), its
 /// certificate checked for that name. `None` until vCluster wrote `vc-<name>`.
-pub async fn virtual_client(ctx: &Context, cluster: &Cluster) -> Result<Option<Client>> {
+pub(crate) async fn virtual_client(ctx: &Context, cluster: &Cluster) -> Result<Option<Client>> {
     let Some(g) = ctx.for_request(gather_ours(ctx, cluster)).await? else { return Ok(None) };
     let Some(config) = g.vcluster_config else { return Ok(None) };
     let not_yet = |_| Error::NotYet("the virtual cluster's credentials are not readable yet");
@@ -696,7 +696,7 @@ pub async fn connect() -> std::result::Result<Client, String> {
 }
 
 /// Probes a cluster's public endpoint now, with the kubeconfig a user would get.
-pub async fn probe_now(ctx: &Context, cluster: &Cluster) -> Result<Option<probe::Report>> {
+pub(crate) async fn probe_now(ctx: &Context, cluster: &Cluster) -> Result<Option<probe::Report>> {
     let Some(endpoint) = cluster.status.api_endpoint.as_deref().filter(|_| cluster.spec.public_access.is_enabled())
     else {
         return Ok(None);

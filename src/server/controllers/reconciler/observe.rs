@@ -14,7 +14,7 @@ use crate::domain::{ClusterSpec, ClusterStatus, ConnectionStatus, Host, Phase, P
 
 /// The install Job for the current values (helm-controller's config hash).
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
-pub enum JobState {
+pub(crate) enum JobState {
     /// No Job for these values yet (helm-controller has not picked them up).
     #[default]
     NotStarted,
@@ -27,7 +27,7 @@ pub enum JobState {
 
 /// A Ready node's addresses (`vcluster connect`'s fallback for NodePort).
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
-pub struct NodeAddresses {
+pub(crate) struct NodeAddresses {
     pub name: String,
     pub external: Option<IpAddr>,
     pub internal: Option<IpAddr>,
@@ -35,7 +35,7 @@ pub struct NodeAddresses {
 
 /// Everything the status is computed from.
 #[derive(Clone, Debug, Default)]
-pub struct Observation {
+pub(crate) struct Observation {
     pub job: JobState,
     /// helm's own last error line, from the Job pod's log.
     pub helm_error: Option<String>,

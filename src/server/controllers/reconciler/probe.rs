@@ -23,7 +23,7 @@ use crate::domain::ConnectionStatus;
 use crate::domain::endpoint::Endpoint;
 
 /// Connect and read timeouts, each.
-pub const TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Names resolved by the probe: fixed entries first (tests, split-horizon DNS),
 /// then the system resolver (within [`TIMEOUT`]); then only the addresses
@@ -38,7 +38,7 @@ pub struct Resolver {
 }
 
 /// What a [`Lookup`] calls: host and port to addresses.
-pub type LookupFn =
+pub(crate) type LookupFn =
     dyn Fn(String, u16) -> futures::future::BoxFuture<'static, std::io::Result<Vec<SocketAddr>>> + Send + Sync;
 
 /// A name lookup: host and port to addresses.
@@ -64,7 +64,7 @@ pub struct Targets {
 }
 
 /// k3s's default cluster (Pod) and Service CIDRs.
-pub const K3S_CIDRS: &str = "10.42.0.0/16,10.43.0.0/16";
+pub(crate) const K3S_CIDRS: &str = "10.42.0.0/16,10.43.0.0/16";
 
 impl Default for Targets {
     fn default() -> Self {
@@ -74,7 +74,7 @@ impl Default for Targets {
 }
 
 impl Targets {
-    pub fn allows(&self, ip: IpAddr) -> bool {
+    pub(crate) fn allows(&self, ip: IpAddr) -> bool {
         let ip = ip.to_canonical();
         let special = match ip {
             IpAddr::V4(v4) => v4.is_link_local() || v4.is_unspecified() || v4.is_multicast() || v4.is_broadcast(),

@@ -14,7 +14,7 @@
 
 /// The chart's StatefulSet, as its rollout status reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum Rollout {
+pub(crate) enum Rollout {
     /// There is no StatefulSet (not installed yet, or deleted).
     #[default]
     Missing,
@@ -25,7 +25,7 @@ pub enum Rollout {
 /// What a StatefulSet's status says of its rollout (all counts as the API
 /// reports them; `None` where a field is absent).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct StatefulSetFacts {
+pub(crate) struct StatefulSetFacts {
     pub generation: Option<i64>,
     pub observed_generation: Option<i64>,
     pub replicas: i32,
@@ -38,7 +38,7 @@ pub struct StatefulSetFacts {
 impl StatefulSetFacts {
     /// `StatefulSetStatusViewer.Status`, for the RollingUpdate strategy
     /// without a partition (what the chart renders).
-    pub fn rollout(&self) -> Rollout {
+    pub(crate) fn rollout(&self) -> Rollout {
         let observed = match (self.observed_generation, self.generation) {
             (Some(o), Some(g)) => o >= g,
             (None, Some(_)) => false,
@@ -54,7 +54,7 @@ impl StatefulSetFacts {
 
 /// The chart's current pod (`<name>-0`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct PodFacts {
+pub(crate) struct PodFacts {
     pub uid: String,
     /// Bound to a node.
     pub scheduled: bool,
@@ -66,7 +66,7 @@ pub struct PodFacts {
 
 /// One Event of the cluster's namespace, as much as the rule needs.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct HostEvent {
+pub(crate) struct HostEvent {
     /// `involvedObject.uid` (`regarding` in events.k8s.io).
     pub uid: String,
     pub warning: bool,
