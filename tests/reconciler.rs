@@ -1458,16 +1458,20 @@ async fn join_tokens() {
     settings["private_nodes"] = json!(true);
     let r = env.console.json("PUT", "/api/admin/system-settings", Some(&env.cookie), settings).await;
     assert_eq!(r.status, 200, "{}", r.body);
-    let ip = host().net.addr(217);
+    // A DNS host: the pool gives the address (a fixed one could be another test's by then).
+    let name = "join.kubebyon.test";
     let body = json!({"name": "join", "resources": {"cpu": "1", "memory_gib": 2, "storage_gib": 5},
-        "public_access": {"enabled": true, "mode": "loadbalancer", "control_plane_host": ip.to_string()}, "own_nodes": true});
+        "public_access": {"enabled": true, "mode": "loadbalancer", "control_plane_host": name}, "own_nodes": true});
     let r = env.console.json("POST", "/api/console/clusters", Some(&env.cookie), body).await;
     assert_eq!(r.status, 201, "{}", r.body);
     let id = r.json()["id"].as_i64().unwrap();
     env.ctx.wake();
-    env.converge(id, "Ready", ready).await;
+    let client = host().client().await.unwrap();
+    let ip: std::net::IpAddr = ts::wait_ingress(&client, "kubebyon-join", "join", WAIT).await.unwrap().parse().unwrap();
+    env.ctx.resolver.insert(name, ip);
     // Cluster DNS in production; here the Service's name leads to its LoadBalancer address.
-    env.ctx.resolver.insert("join.kubebyon-join", ip.into());
+    env.ctx.resolver.insert("join.kubebyon-join", ip);
+    env.converge(id, "Ready", ready).await;
     let tokens = format!("/api/console/clusters/{id}/join-tokens");
 
     let r = env.console.json("POST", &tokens, Some(&env.cookie), json!({"lifetime": "5m"})).await;
@@ -1485,7 +1489,10 @@ async fn join_tokens() {
 
     // An expired one, written as the console writes them, beside it.
     let kc: Kubeconfig = serde_yaml::from_str(&env.kubeconfig(id).await).unwrap();
-    let admin_cfg = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await.unwrap();
+    let mut admin_cfg = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await.unwrap();
+    // The kubeconfig names the DNS host, which no real DNS knows.
+    admin_cfg.cluster_url = format!("https://{ip}:443").parse().unwrap();
+    admin_cfg.tls_server_name = Some(name.to_owned());
     let secrets: Api<Secret> = Api::namespaced(kube::Client::try_from(admin_cfg.clone()).unwrap(), join::NAMESPACE);
     let mut n = 0usize;
     let expired = JoinToken::generate(|len| {
