@@ -134,6 +134,15 @@ fn matrix() -> Vec<Row> {
             "",
             [Is(401), Is(409), Is(404), Is(409)],
         ),
+        // Machines, without a session: the same 404 for everyone when the
+        // cluster has no own nodes (the token is never even looked up).
+        row(
+            "GET",
+            "/api/join/clusters/{id}/script",
+            "/api/join/clusters/{C}/script?token=abcdef.0123456789abcdef",
+            "",
+            [Is(404); 4],
+        ),
         row("GET", "/api/admin/system-settings", "/api/admin/system-settings", "", ADMIN_ONLY),
         row("PUT", "/api/admin/system-settings", "/api/admin/system-settings", SETTINGS, ADMIN_ONLY),
         row("GET", "/api/admin/audit", "/api/admin/audit", "", ADMIN_ONLY),

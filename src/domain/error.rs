@@ -73,6 +73,10 @@ pub enum ErrorCode {
     OwnNodesOff,
     /// The virtual cluster's own API server cannot be reached (yet).
     ControlPlaneUnavailable,
+    /// Too many wrong join-script requests from one client.
+    JoinRateLimited,
+    /// The control plane did not give a join script (an error, too large, too slow).
+    JoinScriptUnavailable,
     RateLimited,
     /// The console cannot reach its database (503): not "signed out".
     Unavailable,
@@ -104,7 +108,8 @@ impl ErrorCode {
             Self::BadRequest => 400,
             Self::PayloadTooLarge => 413,
             Self::UnsupportedMediaType => 415,
-            Self::LoginRateLimited | Self::RateLimited => 429,
+            Self::LoginRateLimited | Self::RateLimited | Self::JoinRateLimited => 429,
+            Self::JoinScriptUnavailable => 502,
             Self::Internal => 500,
             Self::Unavailable => 503,
             _ => 422,

@@ -77,6 +77,11 @@ impl JoinToken {
     }
 }
 
+/// `id` when it has a token id's form (`[a-z0-9]{6}`).
+pub(crate) fn token_id(id: &str) -> Option<&str> {
+    token_part(id, ID_LEN).then_some(id)
+}
+
 pub(crate) fn secret_name(id: &str) -> String {
     format!("bootstrap-token-{id}")
 }
@@ -254,6 +259,16 @@ mod tests {
         assert_eq!(JoinToken::parse(&t.to_string()), Some(t.clone()));
         assert_eq!(t.secret_name(), format!("bootstrap-token-{}", t.id()));
         assert!(!format!("{t:?}").contains(&t.to_string()[7..]), "Debug never shows the secret");
+        for (raw, ok) in [
+            ("abcdef", true),
+            ("abc123", true),
+            ("abcde", false),
+            ("abcdefg", false),
+            ("ABCDEF", false),
+            ("../x", false),
+        ] {
+            assert_eq!(token_id(raw).is_some(), ok, "{raw:?}");
+        }
     }
 
     #[test]

@@ -61,6 +61,31 @@ pub(crate) async fn attempt_succeeded(pool: &AnyPool, account: &str, client: &st
     Ok(())
 }
 
+/// Wrong join-script requests one client may make per window
+/// (`service::join_script`): a token's secret has 36^16 values, so this
+/// stops guessing without getting in the way of a fleet joining from one NAT.
+pub(crate) const MAX_JOIN_FAILURES: i64 = 20;
+
+fn join_key(client: &str) -> String {
+    format!("j\n{client}")
+}
+
+/// Starts a join-script request, counted as a failure in the database for
+/// every replica until [`join_attempt_succeeded`]: false once the client has
+/// used up its failures in the window.
+pub(crate) async fn begin_join_attempt(pool: &AnyPool, client: &str, now: i64) -> Result<bool, DbError> {
+    Ok(count_attempt(pool, &join_key(client), now).await? <= MAX_JOIN_FAILURES)
+}
+
+/// A request that was not a wrong guess gives its count back.
+pub(crate) async fn join_attempt_succeeded(pool: &AnyPool, client: &str) -> Result<(), DbError> {
+    sqlx::query("UPDATE login_attempts SET failures = failures - 1 WHERE key = $1 AND failures > 0")
+        .bind(join_key(client))
+        .execute(pool)
+        .await?;
+    Ok(())
+}
+
 /// Drops records whose window has passed (run hourly).
 pub async fn purge_attempts(pool: &AnyPool, now: i64) -> Result<u64, DbError> {
     let done = sqlx::query("DELETE FROM login_attempts WHERE window_start <= $1")

@@ -404,6 +404,44 @@ pub(crate) async fn revoke_join_token(
     Ok(StatusCode::NO_CONTENT)
 }
 
+/// `GET /api/join/clusters/{id}/script?token=…`: no session; the control
+/// plane's join script, byte for byte (`service::join_script`).
+pub(crate) async fn join_script(
+    State(st): State<AppState>,
+    axum::extract::ConnectInfo(addr): axum::extract::ConnectInfo<std::net::SocketAddr>,
+    headers: http::HeaderMap,
+    Path(id): Path<String>,
+    axum::extract::RawQuery(query): axum::extract::RawQuery,
+) -> Response {
+    let token = form_urlencoded::parse(query.unwrap_or_default().as_bytes())
+        .find(|(k, _)| k == "token")
+        .map(|(_, v)| v.into_owned())
+        .unwrap_or_default();
+    let client = st.config.client_key(addr.ip(), &headers);
+    let answer = match cluster_id(&id) {
+        Ok(id) => crate::server::service::join_script::script(&st.pool, st.host.as_ref(), id, &token, &client)
+            .await
+            .map_err(ApiError),
+        Err(e) => Err(e),
+    };
+    let mut res = match answer {
+        Ok(body) => {
+            ([(header::CONTENT_TYPE, "text/x-shellscript"), (header::CACHE_CONTROL, "no-store")], body).into_response()
+        }
+        Err(e) => {
+            let limited = e.0.code == ErrorCode::JoinRateLimited;
+            let mut res = e.into_response();
+            if limited {
+                let after = crate::server::auth::rate_limit::WINDOW_SECS;
+                res.headers_mut().insert(header::RETRY_AFTER, http::HeaderValue::from(after));
+            }
+            res
+        }
+    };
+    res.headers_mut().insert(header::CACHE_CONTROL, http::HeaderValue::from_static("no-store"));
+    res
+}
+
 // ---- moves (admins): NodePort clusters to LoadBalancer ----
 
 use crate::domain::moves::{MoveRequest, MoveView, Plan};

@@ -31,6 +31,8 @@ pub fn api_routes() -> Vec<(&'static str, MethodRouter<AppState>)> {
         ("/api/console/clusters/{id}/join-tokens", get(api::list_join_tokens).post(api::create_join_token)),
         ("/api/console/clusters/{id}/join-tokens/{token}", axum::routing::delete(api::revoke_join_token)),
         ("/api/console/quota", get(api::my_quota)),
+        // No session: machines fetch their join script with a join token.
+        ("/api/join/clusters/{id}/script", get(api::join_script)),
         ("/clusters/{id}/kubeconfig", get(api::cluster_kubeconfig)),
         ("/api/admin/system-settings", get(api::get_settings).put(api::update_settings)),
         ("/api/admin/audit", get(api::list_audit)),

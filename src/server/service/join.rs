@@ -41,9 +41,7 @@ async fn virtual_secrets(
     }
     let unavailable = || AppError::new(ErrorCode::ControlPlaneUnavailable);
     let host = host.ok_or_else(unavailable)?;
-    // Boxed: the host reads and the client's setup are a deep future (a debug
-    // build's request thread overflowed its stack with it inline).
-    match Box::pin(crate::server::controllers::reconciler::virtual_client(host, &cluster)).await {
+    match crate::server::controllers::reconciler::virtual_client(host, &cluster).await {
         Ok(Some(client)) => Ok((cluster, Api::namespaced(client, join::NAMESPACE))),
         Ok(None) => Err(unavailable()),
         Err(e) => {
@@ -111,15 +109,15 @@ pub(crate) async fn revoke_token(
     let not_found = || AppError::new(ErrorCode::NotFound);
     // Only an id of the token form names a Secret here (no other Secret of
     // kube-system can be reached through this).
-    let probe = format!("{token_id}.0000000000000000");
-    let token = JoinToken::parse(&probe).ok_or_else(not_found)?;
+    let token_id = join::token_id(token_id).ok_or_else(not_found)?;
+    let secret_name = join::secret_name(token_id);
     let (cluster, secrets) = Box::pin(virtual_secrets(pool, host, user, id)).await?;
-    match Box::pin(secrets.get_opt(&token.secret_name())).await {
+    match Box::pin(secrets.get_opt(&secret_name)).await {
         Ok(Some(s)) if join::token_view(&s).is_some() => {}
         Ok(_) => return Err(not_found()),
         Err(e) => return Err(call_failed(&cluster, "token read", &e)),
     }
-    match Box::pin(secrets.delete(&token.secret_name(), &DeleteParams::default())).await {
+    match Box::pin(secrets.delete(&secret_name, &DeleteParams::default())).await {
         Ok(_) => {}
         Err(kube::Error::Api(e)) if e.code == 404 => return Err(not_found()),
         Err(e) => return Err(call_failed(&cluster, "token revoke", &e)),

@@ -7,6 +7,7 @@ pub mod accounts;
 pub mod audit;
 pub mod clusters;
 pub mod join;
+pub mod join_script;
 pub mod moves;
 pub mod quota;
 pub mod settings;

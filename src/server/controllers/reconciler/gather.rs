@@ -36,7 +36,7 @@ pub(crate) struct Gathered {
     pub vcluster_config: Option<String>,
 }
 
-fn text(s: &Secret, key: &str) -> Option<String> {
+pub(super) fn text(s: &Secret, key: &str) -> Option<String> {
     String::from_utf8(s.data.as_ref()?.get(key)?.0.clone()).ok()
 }
 

@@ -661,31 +661,65 @@ pub(crate) fn internal_name(cluster: &Cluster) -> String {
     format!("{name}.{}", render::namespace(name))
 }
 
-/// A client for the virtual cluster's own API server, with `vc-<name>`'s
-/// credentials, reached at [`internal_name`] (resolved by the context's
-/// resolver: cluster DNS in production, fixed addresses in tests), its
-/// certificate checked for that name. `None` until vCluster wrote `vc-<name>`.
-pub(crate) async fn virtual_client(ctx: &Context, cluster: &Cluster) -> Result<Option<Client>> {
-    let Some(g) = ctx.for_request(gather_ours(ctx, cluster)).await? else { return Ok(None) };
-    let Some(config) = g.vcluster_config else { return Ok(None) };
+/// How to reach the virtual cluster's own API server, with `vc-<name>`'s
+/// credentials, at [`internal_name`] (resolved by the context's resolver:
+/// cluster DNS in production, fixed addresses in tests), its certificate
+/// checked for that name. `None` until the reconciler has seen the cluster's
+/// chart as this console's and vCluster wrote `vc-<name>` (read through the
+/// reconciler's memo of that Secret: one read at most).
+async fn virtual_config(ctx: &Context, cluster: &Cluster) -> Result<Option<kube::Config>> {
+    if !cluster.status.kubeconfig_available {
+        return Ok(None);
+    }
+    let name = cluster.spec.name.as_str();
+    let secret = ctx.for_request(cached_secret(ctx, cluster.id, name)).await?;
+    let Some(config) = secret.as_ref().and_then(|s| gather::text(s, "config")) else { return Ok(None) };
     let not_yet = |_| Error::NotYet("the virtual cluster's credentials are not readable yet");
     let kc: kube::config::Kubeconfig = serde_yaml::from_str(&config).map_err(not_yet)?;
     let mut cfg = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
         .await
         .map_err(|_| Error::NotYet("the virtual cluster's credentials are not readable yet"))?;
-    let name = internal_name(cluster);
+    let internal = internal_name(cluster);
     let addr = ctx
         .resolver
-        .resolve(&name, 443)
+        .resolve(&internal, 443)
         .await
         .and_then(|a| a.into_iter().next())
         .ok_or(Error::NotYet("the cluster's Service name does not resolve"))?;
     cfg.cluster_url =
         format!("https://{addr}").parse().map_err(|_| Error::NotYet("the cluster's Service address is not a URL"))?;
-    cfg.tls_server_name = Some(name);
+    cfg.tls_server_name = Some(internal);
     cfg.connect_timeout = Some(Duration::from_secs(5));
     cfg.read_timeout = Some(Duration::from_secs(10));
+    Ok(Some(cfg))
+}
+
+/// A client for the virtual cluster's own API server ([`virtual_config`]).
+pub(crate) async fn virtual_client(ctx: &Context, cluster: &Cluster) -> Result<Option<Client>> {
+    // Boxed: the reads and the client's setup are a deep future (a debug
+    // build's request thread overflowed its stack with it inline).
+    let Some(cfg) = Box::pin(virtual_config(ctx, cluster)).await? else { return Ok(None) };
     Client::try_from(cfg).map(Some).map_err(|_| Error::NotYet("no client for the virtual cluster"))
+}
+
+/// The cluster's control plane at its internal address, as the join script
+/// is fetched from it: the address, the name its certificate carries, and
+/// only the CA of `vc-<name>` (no credentials are presented).
+#[derive(Debug, Clone)]
+pub(crate) struct InternalTarget {
+    pub addr: std::net::SocketAddr,
+    pub server_name: String,
+    /// DER certificates.
+    pub roots: Vec<Vec<u8>>,
+}
+
+pub(crate) async fn internal_target(ctx: &Context, cluster: &Cluster) -> Result<Option<InternalTarget>> {
+    let Some(cfg) = Box::pin(virtual_config(ctx, cluster)).await? else { return Ok(None) };
+    let addr = cfg.cluster_url.authority().and_then(|a| a.as_str().parse().ok());
+    let (Some(addr), Some(server_name), Some(roots)) = (addr, cfg.tls_server_name, cfg.root_cert) else {
+        return Ok(None);
+    };
+    Ok(Some(InternalTarget { addr, server_name, roots }))
 }
 
 /// The host cluster's client: `KUBECONFIG` (or `~/.kube/config`), else the
