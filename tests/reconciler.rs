@@ -31,8 +31,8 @@ use support::http::Console;
 fn host() -> &'static TestHost {
     TestHost::shared(Some(Simulator::Node(|net: Net| hostsim::node::Config {
         vcluster_api: hostsim::node::apiserver::VClusterApi::Real(hostsim::node::apiserver::RealApi::for_releases(
-            2,
-            &["lb-ip", "join"],
+            3,
+            &["lb-ip", "join", "join-b"],
         )),
         ..net.node_config()
     })))
@@ -1458,20 +1458,34 @@ async fn join_tokens() {
     settings["private_nodes"] = json!(true);
     let r = env.console.json("PUT", "/api/admin/system-settings", Some(&env.cookie), settings).await;
     assert_eq!(r.status, 200, "{}", r.body);
-    // A DNS host: the pool gives the address (a fixed one could be another test's by then).
-    let name = "join.kubebyon.test";
-    let body = json!({"name": "join", "resources": {"cpu": "1", "memory_gib": 2, "storage_gib": 5},
-        "public_access": {"enabled": true, "mode": "loadbalancer", "control_plane_host": name}, "own_nodes": true});
-    let r = env.console.json("POST", "/api/console/clusters", Some(&env.cookie), body).await;
-    assert_eq!(r.status, 201, "{}", r.body);
-    let id = r.json()["id"].as_i64().unwrap();
+    // DNS hosts: the pool gives the addresses (a fixed one could be another test's by then).
+    let create = |cluster: &'static str| {
+        let body = json!({"name": cluster, "resources": {"cpu": "1", "memory_gib": 2, "storage_gib": 5},
+            "public_access": {"enabled": true, "mode": "loadbalancer", "control_plane_host": format!("{cluster}.kubebyon.test")},
+            "own_nodes": true});
+        let (console, cookie) = (&env.console, env.cookie.clone());
+        async move {
+            let r = console.json("POST", "/api/console/clusters", Some(&cookie), body).await;
+            assert_eq!(r.status, 201, "{}", r.body);
+            r.json()["id"].as_i64().unwrap()
+        }
+    };
+    let (id, other) = (create("join").await, create("join-b").await);
     env.ctx.wake();
     let client = host().client().await.unwrap();
-    let ip: std::net::IpAddr = ts::wait_ingress(&client, "kubebyon-join", "join", WAIT).await.unwrap().parse().unwrap();
-    env.ctx.resolver.insert(name, ip);
-    // Cluster DNS in production; here the Service's name leads to its LoadBalancer address.
-    env.ctx.resolver.insert("join.kubebyon-join", ip);
+    let name = "join.kubebyon.test";
+    let mut ip = None;
+    for cluster in ["join", "join-b"] {
+        let ns = format!("kubebyon-{cluster}");
+        let addr: std::net::IpAddr = ts::wait_ingress(&client, &ns, cluster, WAIT).await.unwrap().parse().unwrap();
+        env.ctx.resolver.insert(&format!("{cluster}.kubebyon.test"), addr);
+        // Cluster DNS in production; here the Service's name leads to its LoadBalancer address.
+        env.ctx.resolver.insert(&format!("{cluster}.{ns}"), addr);
+        ip.get_or_insert(addr);
+    }
+    let ip = ip.unwrap();
     env.converge(id, "Ready", ready).await;
+    env.converge(other, "Ready", ready).await;
     let tokens = format!("/api/console/clusters/{id}/join-tokens");
 
     let r = env.console.json("POST", &tokens, Some(&env.cookie), json!({"lifetime": "5m"})).await;
@@ -1530,6 +1544,35 @@ async fn join_tokens() {
         assert_eq!(join::authenticates(&t.to_string(), &stored, db::now()), want, "{t:?}");
     }
 
+    // The join script, through the console, without a session: the control
+    // plane's (the test host's stand-in) names the cluster's public endpoint,
+    // the token and the hash of the cluster's CA.
+    let script = |cluster: i64, token: String| {
+        let console = &env.console;
+        async move { console.get(&format!("/api/join/clusters/{cluster}/script?token={token}"), None).await }
+    };
+    let r = script(id, valid.to_string()).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.headers["content-type"], "text/x-shellscript");
+    assert_eq!(r.headers["cache-control"], "no-store");
+    let ca_pem = {
+        let kc: Kubeconfig = serde_yaml::from_str(&env.kubeconfig(id).await).unwrap();
+        let data = kc.clusters[0].cluster.as_ref().unwrap().certificate_authority_data.clone().unwrap();
+        String::from_utf8(base64::Engine::decode(&base64::engine::general_purpose::STANDARD, data).unwrap()).unwrap()
+    };
+    let hash = hostsim::pki::ca_cert_hash(&ca_pem).unwrap();
+    assert_eq!(r.body, hostsim::node::joinfront::script("join.kubebyon.test:443", &valid.to_string(), &hash));
+    for (cluster, token, why) in [
+        (id, expired.to_string(), "an expired token"),
+        (other, valid.to_string(), "cluster A's token on cluster B"),
+        (9_999, valid.to_string(), "an unknown cluster"),
+        (id, format!("{}.{}", valid.id(), "0".repeat(16)), "a wrong secret"),
+        (id, "../../api/v1/secrets".to_owned(), "not a token"),
+    ] {
+        let r = script(cluster, token).await;
+        assert_eq!((r.status.as_u16(), r.code()), (404, "not_found".to_owned()), "{why}: {}", r.body);
+    }
+
     // Revoked: gone from the list and from the API server's trust.
     let one = format!("{tokens}/{}", valid.id());
     let r = env.console.send("DELETE", &one, Some(&env.cookie), None, "").await;
@@ -1547,4 +1590,20 @@ async fn join_tokens() {
     let log = env.console.get("/api/admin/audit", Some(&env.cookie)).await;
     assert!(log.body.contains("join_token_created") && log.body.contains("join_token_revoked"), "{}", log.body);
     assert!(!log.body.contains(&valid.to_string()), "{}", log.body);
+    let r = script(id, valid.to_string()).await;
+    assert_eq!(r.status, 404, "a revoked token gets no script: {}", r.body);
+
+    // Guessing from one address: throttled within the 50 tries, and then even
+    // a valid token is refused from there until the window passes.
+    let fresh = env.console.json("POST", &tokens, Some(&env.cookie), json!({})).await.json();
+    let fresh = fresh["token"].as_str().unwrap().to_owned();
+    let mut statuses = Vec::new();
+    for n in 0..50 {
+        statuses.push(script(id, format!("{}.{:016}", valid.id(), n)).await.status.as_u16());
+    }
+    let first = statuses.iter().position(|s| *s == 429).expect("throttled");
+    assert!(statuses[..first].iter().all(|s| *s == 404) && first <= 20, "{statuses:?}");
+    let r = script(id, fresh).await;
+    assert_eq!((r.status.as_u16(), r.code()), (429, "join_rate_limited".to_owned()), "{}", r.body);
+    assert_eq!(r.headers["retry-after"], "900");
 }

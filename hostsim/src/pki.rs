@@ -22,6 +22,8 @@ pub enum PkiError {
     San(String),
     #[error("RSA key: {0}")]
     Rsa(String),
+    #[error("unreadable certificate: {0}")]
+    Parse(String),
 }
 
 /// The kind of a new private key.
@@ -161,6 +163,32 @@ pub fn generate_key_pem() -> Result<String, PkiError> {
 
 /// The public half of a PEM private key, as kube-apiserver's
 /// `--service-account-key-file` expects it.
+/// kubeadm's `--discovery-token-ca-cert-hash` of a CA certificate: `sha256:`
+/// and the hex SHA-256 of its SubjectPublicKeyInfo (kubeadm `pubkeypin.Hash`).
+pub fn ca_cert_hash(cert_pem: &str) -> Result<String, PkiError> {
+    let der = pem_der(cert_pem)?;
+    let (_, cert) = x509_parser::parse_x509_certificate(&der).map_err(|e| PkiError::Parse(e.to_string()))?;
+    let digest = ring::digest::digest(&ring::digest::SHA256, cert.tbs_certificate.subject_pki.raw);
+    Ok(format!("sha256:{}", digest.as_ref().iter().map(|b| format!("{b:02x}")).collect::<String>()))
+}
+
+fn pem_der(cert_pem: &str) -> Result<Vec<u8>, PkiError> {
+    use rustls_pki_types::pem::PemObject;
+    rustls_pki_types::CertificateDer::from_pem_slice(cert_pem.as_bytes())
+        .map(|c| c.to_vec())
+        .map_err(|e| PkiError::Parse(e.to_string()))
+}
+
+/// The Kubernetes user (CN) and groups (O) of a certificate (DER).
+pub fn subject(der: &[u8]) -> Result<(String, Vec<String>), PkiError> {
+    let (_, cert) = x509_parser::parse_x509_certificate(der).map_err(|e| PkiError::Parse(e.to_string()))?;
+    let subject = cert.subject();
+    let text = |a: &x509_parser::x509::AttributeTypeAndValue<'_>| a.as_str().ok().map(str::to_owned);
+    let user = subject.iter_common_name().next().and_then(text).unwrap_or_default();
+    let groups = subject.iter_organization().filter_map(text).collect();
+    Ok((user, groups))
+}
+
 pub fn public_key_pem(key_pem: &str) -> Result<String, PkiError> {
     Ok(KeyPair::from_pem(key_pem)?.public_key_pem())
 }

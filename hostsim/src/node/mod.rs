@@ -15,6 +15,7 @@
 //! - the chart repository, through an HTTPS proxy ([`repo`]).
 
 pub mod apiserver;
+pub mod joinfront;
 pub mod klipper;
 pub mod network;
 pub mod nodes;
@@ -358,13 +359,14 @@ impl Node {
         if image.contains("vcluster") {
             let ns = pod.namespace().unwrap_or_default();
             let release = pod.labels().get("release").cloned().unwrap_or_default();
-            let extra_sans = self.extra_sans(&ns, &release).await;
+            let (extra_sans, join_endpoint) = self.pod_config(&ns, &release).await;
             let waiting = json!({"running": {"startedAt": now()}});
             patch_status(api, &name, container_status(pod, false, waiting, 0), false).await?;
             let vc = VCluster::new(
                 &ns,
                 &release,
                 extra_sans,
+                join_endpoint,
                 self.cfg.latency.vcluster_start.sample(),
                 SocketAddr::from((ip, vcluster::API_PORT as u16)),
                 self.cfg.vcluster_api.clone(),
@@ -376,16 +378,21 @@ impl Node {
         Ok(Container::Plain)
     }
 
-    /// `controlPlane.proxy.extraSANs` of the config the pod mounts (`vc-config-<release>`).
-    async fn extra_sans(&self, ns: &str, release: &str) -> Vec<String> {
+    /// From the config the pod mounts (`vc-config-<release>`):
+    /// `controlPlane.proxy.extraSANs`, and `controlPlane.endpoint` when
+    /// `privateNodes.enabled`.
+    async fn pod_config(&self, ns: &str, release: &str) -> (Vec<String>, Option<String>) {
         let api: Api<Secret> = Api::namespaced(self.client.clone(), ns);
-        let Ok(Some(s)) = api.get_opt(&format!("vc-config-{release}")).await else { return vec![] };
-        let Some(cfg) = s.data.as_ref().and_then(|d| d.get("config.yaml")) else { return vec![] };
+        let Ok(Some(s)) = api.get_opt(&format!("vc-config-{release}")).await else { return (vec![], None) };
+        let Some(cfg) = s.data.as_ref().and_then(|d| d.get("config.yaml")) else { return (vec![], None) };
         let cfg: serde_yaml::Value = serde_yaml::from_slice(&cfg.0).unwrap_or_default();
-        cfg["controlPlane"]["proxy"]["extraSANs"]
+        let sans = cfg["controlPlane"]["proxy"]["extraSANs"]
             .as_sequence()
             .map(|s| s.iter().filter_map(|v| v.as_str().map(String::from)).collect())
-            .unwrap_or_default()
+            .unwrap_or_default();
+        let private = cfg["privateNodes"]["enabled"].as_bool() == Some(true);
+        let endpoint = cfg["controlPlane"]["endpoint"].as_str().filter(|_| private).map(String::from);
+        (sans, endpoint)
     }
 
     async fn sync_network(&mut self, services: &[Service]) -> Result<()> {

@@ -21,6 +21,7 @@ use serde_json::json;
 use crate::apiproxy::{ApiListener, Upstream};
 use crate::kubeconfig;
 use crate::node::apiserver::{VClusterApi, VirtualApiServer};
+use crate::node::joinfront::{self, JoinFront};
 use crate::pki::{Ca, CertPair, KeyKind};
 use crate::tls;
 
@@ -33,7 +34,9 @@ enum Serving {
     Relay(ApiListener),
     /// Its own kube-apiserver (`--vcluster-api real`); `ready` once `/readyz`
     /// answered with `admin`'s credentials.
-    Real { server: VirtualApiServer, admin: CertPair, ready: bool },
+    /// With private nodes, `front` serves the pod's port (the stand-in
+    /// `/node/join`, [`JoinFront`]) and the API server listens behind it.
+    Real { server: VirtualApiServer, admin: CertPair, ready: bool, front: Option<JoinFront> },
 }
 
 /// One vCluster pod's control plane: starts after a delay, endpoint refusing
@@ -43,6 +46,8 @@ pub struct VCluster {
     pub namespace: String,
     pub release: String,
     pub extra_sans: Vec<String>,
+    /// `controlPlane.endpoint` of a private-nodes vCluster.
+    pub join_endpoint: Option<String>,
     ready_at: Instant,
     ca: Option<Ca>,
     /// The names in the certificate being served.
@@ -62,6 +67,7 @@ impl VCluster {
         namespace: &str,
         release: &str,
         extra_sans: Vec<String>,
+        join_endpoint: Option<String>,
         start_delay: Duration,
         bind: std::net::SocketAddr,
         api: VClusterApi,
@@ -70,6 +76,7 @@ impl VCluster {
             namespace: namespace.into(),
             release: release.into(),
             extra_sans,
+            join_endpoint,
             ready_at: Instant::now() + start_delay,
             ca: None,
             sans: Vec::new(),
@@ -97,6 +104,7 @@ impl VCluster {
     ) -> Result<Option<Instant>> {
         let now = Instant::now();
         let wanted = self.wanted_sans(service, node_ip);
+        let backend = self.backend();
         let Some(serving) = &mut self.serving else {
             if now < self.ready_at {
                 return Ok(Some(self.ready_at));
@@ -125,10 +133,17 @@ impl VCluster {
             let started = match slot {
                 Some((real, slot)) => {
                     let server =
-                        VirtualApiServer::start(&real, slot, &self.namespace, &self.release, self.bind, &ca, &serving)?;
-                    tracing::info!(namespace = %self.namespace, release = %self.release, addr = %self.bind, "vcluster api server starting");
+                        VirtualApiServer::start(&real, slot, &self.namespace, &self.release, backend, &ca, &serving)?;
+                    tracing::info!(namespace = %self.namespace, release = %self.release, addr = %backend, "vcluster api server starting");
+                    let front = match &self.join_endpoint {
+                        Some(endpoint) => {
+                            let tls = tls::server_config(&serving, &ca.pair.cert_pem)?;
+                            Some(JoinFront::start(self.bind, tls, backend, &ca, endpoint).await?)
+                        }
+                        None => None,
+                    };
                     let admin = ca.issue_client("kube-admin", &["system:masters"])?;
-                    Serving::Real { server, admin, ready: false }
+                    Serving::Real { server, admin, ready: false, front }
                 }
                 None => {
                     let tls = tls::server_config(&serving, &ca.pair.cert_pem)?;
@@ -143,10 +158,10 @@ impl VCluster {
             self.sans = sans;
             return Ok(again);
         };
-        if let Serving::Real { server, admin, ready: ready @ false } = serving {
+        if let Serving::Real { server, admin, ready: ready @ false, .. } = serving {
             anyhow::ensure!(server.alive(), "the vCluster's API server exited (see its kube-apiserver.log)");
             let Some(ca) = &self.ca else { return Ok(None) };
-            if !VirtualApiServer::ready(self.bind, ca, admin).await {
+            if !VirtualApiServer::ready(backend, ca, admin).await {
                 return Ok(Some(now + Duration::from_millis(300)));
             }
             tracing::info!(release = %self.release, addr = %self.bind, "vcluster api server ready");
@@ -166,7 +181,12 @@ impl VCluster {
             let serving = ca.issue_server("kube-apiserver", &wanted)?;
             match &self.serving {
                 Some(Serving::Relay(listener)) => listener.set_tls(tls::server_config(&serving, &ca.pair.cert_pem)?),
-                Some(Serving::Real { server, .. }) => server.set_serving(&serving)?,
+                Some(Serving::Real { server, front, .. }) => {
+                    server.set_serving(&serving)?;
+                    if let Some(front) = front {
+                        front.set_tls(tls::server_config(&serving, &ca.pair.cert_pem)?);
+                    }
+                }
                 None => {}
             }
             tracing::info!(release = %self.release, sans = ?wanted, "serving certificate regenerated");
@@ -174,6 +194,15 @@ impl VCluster {
         }
         self.refresh_at = None;
         Ok(None)
+    }
+
+    /// Where its own API server listens: the pod's port, or behind the front
+    /// of a private-nodes vCluster.
+    fn backend(&self) -> std::net::SocketAddr {
+        match self.join_endpoint {
+            Some(_) => std::net::SocketAddr::new(self.bind.ip(), joinfront::BACKEND_PORT),
+            None => self.bind,
+        }
     }
 
     /// The names vCluster wants in its certificate for this Service.
