@@ -12,6 +12,7 @@ use crate::pages::admin_settings::SettingsPage;
 use crate::pages::admin_users::UsersPage;
 use crate::pages::cluster_detail::ClusterDetailPage;
 use crate::pages::cluster_edit::EditClusterPage;
+use crate::pages::cluster_join::ClusterJoinPage;
 use crate::pages::cluster_new::NewClusterPage;
 use crate::pages::clusters::ClustersPage;
 use crate::pages::login::LoginPage;
@@ -82,6 +83,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/clusters/new") view=NewClusterPage ssr=ssr.clone() />
                     <Route path=path!("/clusters/:id") view=ClusterDetailPage ssr=ssr.clone() />
                     <Route path=path!("/clusters/:id/edit") view=EditClusterPage ssr=ssr.clone() />
+                    <Route path=path!("/clusters/:id/join") view=ClusterJoinPage ssr=ssr.clone() />
                     <Route path=path!("/admin/settings") view=SettingsPage ssr=ssr.clone() />
                     <Route path=path!("/admin/users") view=UsersPage ssr=ssr.clone() />
                     <Route path=path!("/admin/audit") view=AuditPage ssr=ssr.clone() />

@@ -8,7 +8,20 @@ import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { test, t, signIn, hydrated, unique, shot, accessible, chooseAccess, newPage, ADMIN_PASSWORD } from './helpers';
+import {
+  test,
+  t,
+  signIn,
+  hydrated,
+  unique,
+  shot,
+  accessible,
+  chooseAccess,
+  newPage,
+  createUser,
+  ADMIN_PASSWORD,
+  USER_PASSWORD,
+} from './helpers';
 
 const url = process.env.KUBEBYON_HOST_CONSOLE_URL;
 const lbPrefix = process.env.KUBEBYON_HOST_NET; // e.g. 127.12.34 (the host's /24)
@@ -215,4 +228,100 @@ test('a failing install shows helm\'s own words, and recovers', async ({ page })
   // klipper-helm ignores SIGTERM for the pod's 30 s grace period; its requeue
   // back-off grows meanwhile. Measured on the upstream test host: ~2 min.
   await expect(page.locator('[data-phase]').first()).toHaveAttribute('data-phase', 'ready', { timeout: 4 * READY });
+});
+
+test('join page: a token, the command copied and fetched, revoked; others get 404; JavaScript off too', async ({
+  page,
+  browser,
+  context,
+  request,
+}) => {
+  await context.grantPermissions(['clipboard-read', 'clipboard-write']);
+  await signIn(page, 'admin', ADMIN_PASSWORD);
+  await page.goto('/admin/settings');
+  await hydrated(page);
+  await page.getByLabel(t('en', 'settings.private_nodes')).selectOption('on');
+  await page.getByLabel(t('en', 'settings.platform_api_key')).fill('licences/vcluster-key');
+  await page.getByRole('button', { name: t('en', 'settings.submit') }).click();
+  await expect(page.getByRole('status').first()).toBeVisible();
+
+  // Its own API server on the test host (scripts/test.sh: `e2e-join*`).
+  const name = unique('e2e-join');
+  const lbIp = `${lbPrefix}.231`;
+  await page.goto('/clusters/new');
+  await hydrated(page);
+  await page.getByLabel(t('en', 'form.name')).fill(name);
+  await chooseAccess(page, 'en', 'loadbalancer', lbIp);
+  await page.getByLabel(t('en', 'form.own_nodes')).check();
+  await page.getByRole('button', { name: t('en', 'form.create_submit') }).click();
+  await expect(page).toHaveURL(/\/clusters\/\d+$/);
+  const detailUrl = page.url();
+  await expect(page.locator('[data-phase]').first()).toHaveAttribute('data-phase', 'ready', { timeout: READY });
+  await page.getByTestId('add-nodes').click();
+  await expect(page).toHaveURL(`${detailUrl}/join`);
+  const joinUrl = page.url();
+  await expect(page.getByTestId('live')).toHaveAttribute('data-live', 'true');
+  await expect(page.locator('[data-field=join-endpoint]')).toHaveText(`${lbIp}:443`);
+  await expect(page.getByText(t('en', 'join.tokens_empty'))).toBeVisible();
+  await expect(page.getByText(t('en', 'join.nodes_empty'))).toBeVisible();
+
+  // A token: the command is shown once, copied, and fetches the script.
+  await page.getByLabel(t('en', 'join.lifetime')).selectOption('1h');
+  await page.getByRole('button', { name: t('en', 'join.create') }).click();
+  const command = page.getByTestId('join-command');
+  await expect(command).toContainText(`/api/join/clusters/`);
+  const text = (await command.textContent())!.trim();
+  const m = text.match(/^curl -fsSL "(http[^"]+\/script\?token=(([a-z0-9]{6})\.[a-z0-9]{16}))" \| sh -$/);
+  expect(m, text).not.toBeNull();
+  const [, scriptUrl, token, tokenId] = m!;
+  expect(scriptUrl.startsWith(url!)).toBe(true);
+  await expect(page.locator(`tr[data-token=${tokenId}]`)).toBeVisible();
+  await expect(page.locator(`tr[data-token=${tokenId}] [data-field=expires]`)).toContainText(/in 0 h 59 min|in 1 h 0 min/);
+  await page.getByRole('button', { name: t('en', 'join.copy_command') }).click();
+  expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(text);
+  await shot(page, 'join-token-en');
+  await accessible(page);
+  const script = await request.get(scriptUrl);
+  expect(script.status()).toBe(200);
+  expect(script.headers()['content-type']).toBe('text/x-shellscript');
+  const body = await script.text();
+  expect(body).toContain(`ENDPOINT='${lbIp}:443'`);
+  expect(body).toContain(`TOKEN='${token}'`);
+  expect(body).toMatch(/CA_CERT_HASH='sha256:[0-9a-f]{64}'/);
+  // Shown once: a reload shows the token's id, never the command again.
+  await page.reload();
+  await expect(page.getByTestId('join-command')).toHaveCount(0);
+  await expect(page.locator(`tr[data-token=${tokenId}]`)).toBeVisible();
+  expect(await page.content()).not.toContain(token);
+
+  // The same page in Chinese.
+  await page.getByRole('link', { name: t('zh-CN', 'languages.zh_CN') }).click();
+  await expect(page.locator('html')).toHaveAttribute('lang', 'zh-CN');
+  await expect(page.getByRole('heading', { name: t('zh-CN', 'join.title') })).toBeVisible();
+  await shot(page, 'join-token-zh');
+  await page.getByRole('link', { name: t('en', 'languages.en') }).click();
+
+  // Revoked: gone from the page; its script is 404.
+  await page.getByRole('button', { name: t('en', 'join.revoke_label', { id: tokenId }) }).click();
+  await expect(page).toHaveURL(joinUrl);
+  await expect(page.locator(`tr[data-token=${tokenId}]`)).toHaveCount(0);
+  expect((await request.get(scriptUrl)).status()).toBe(404);
+
+  // Another user: not found.
+  await createUser(request, url!, 'join-stranger');
+  const other = await newPage(browser, { baseURL: url });
+  await signIn(other, 'join-stranger', USER_PASSWORD);
+  const res = await other.goto(joinUrl);
+  expect(res!.status()).toBe(404);
+  await other.context().close();
+
+  // JavaScript off: the command after a plain post.
+  const nojs = await newPage(browser, { js: false, baseURL: url });
+  await signIn(nojs, 'admin', ADMIN_PASSWORD, false);
+  await nojs.goto(joinUrl);
+  await nojs.getByRole('button', { name: t('en', 'join.create') }).click();
+  await expect(nojs).toHaveURL(joinUrl);
+  await expect(nojs.getByTestId('join-command')).toContainText('/script?token=');
+  await shot(nojs, 'join-token-nojs');
+  await nojs.context().close();
 });

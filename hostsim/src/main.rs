@@ -66,6 +66,10 @@ struct Up {
     /// vClusters beyond it relay.
     #[arg(long, default_value_t = 20)]
     vcluster_api_cap: usize,
+    /// With `real`: only these releases get their own API server (a trailing
+    /// `*` matches a prefix); the others relay. Empty: any.
+    #[arg(long, value_delimiter = ',')]
+    vcluster_api_releases: Vec<String>,
     /// Short but non-zero delays, for test hosts ([`Latency::TEST`]) instead of
     /// the upstream-like ones ([`Latency::UPSTREAM`]); the flags below override.
     #[arg(long)]
@@ -117,7 +121,8 @@ async fn real_main(cli: Cli) -> Result<()> {
 /// The control plane with upstream's parts, and the node, until SIGTERM or Ctrl-C.
 async fn up(args: Up) -> Result<()> {
     let latency = args.latency();
-    let Up { data_dir, api_port, mut pools, mut nodes, pod_ips, vcluster_api, vcluster_api_cap, .. } = args;
+    let Up { data_dir, api_port, mut pools, mut nodes, pod_ips, vcluster_api, vcluster_api_cap, vcluster_api_releases, .. } =
+        args;
     let mut pod_ips = node::parse_ip_range(&pod_ips).map_err(anyhow::Error::msg)?;
     std::fs::create_dir_all(&data_dir)?;
     // Held until this returns: the lock file names this process.
@@ -133,7 +138,13 @@ async fn up(args: Up) -> Result<()> {
         None
     };
     let vcluster_api = match vcluster_api {
-        ApiMode::Real => node::apiserver::VClusterApi::Real(node::apiserver::RealApi::new(vcluster_api_cap)),
+        ApiMode::Real if vcluster_api_releases.is_empty() => {
+            node::apiserver::VClusterApi::Real(node::apiserver::RealApi::new(vcluster_api_cap))
+        }
+        ApiMode::Real => {
+            let only: Vec<&str> = vcluster_api_releases.iter().map(String::as_str).collect();
+            node::apiserver::VClusterApi::Real(node::apiserver::RealApi::for_releases(vcluster_api_cap, &only))
+        }
         ApiMode::Relay => node::apiserver::VClusterApi::Relay,
     };
     let capacity = Capacity {

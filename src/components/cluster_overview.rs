@@ -94,7 +94,7 @@ fn step_text(i18n: I18nContext<Locale>, step: Step) -> &'static str {
 
 /// A time as UTC text; [`LiveRegion`] shows it in the viewer's locale and time zone.
 #[component]
-fn Time(secs: i64) -> impl IntoView {
+pub(crate) fn Time(secs: i64) -> impl IntoView {
     view! {
         <time datetime=format_time(secs) data-epoch=secs>
             {format_time(secs)}
@@ -211,7 +211,12 @@ fn Facts(page: ClusterPage) -> impl IntoView {
                 .then(|| {
                     view! {
                         <dt>{t!(i18n, detail.nodes)}</dt>
-                        <dd data-field="nodes">{t!(i18n, detail.own_nodes)}</dd>
+                        <dd data-field="nodes">
+                            {t!(i18n, detail.own_nodes)} " · "
+                            <a class="link" href=format!("/clusters/{}/join", c.id) data-testid="add-nodes">
+                                {t!(i18n, join.add_nodes)}
+                            </a>
+                        </dd>
                     }
                 })}
             {page

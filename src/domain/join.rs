@@ -205,15 +205,7 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// A token as the join page lists it (never its secret).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub(crate) struct TokenView {
-    pub id: String,
-    /// Unix seconds (the Secret's creation).
-    pub created_at: Option<i64>,
-    /// Unix seconds; `None`: never expires.
-    pub expires_at: Option<i64>,
-}
+pub(crate) use super::nodes::TokenView;
 
 /// The view of a token Secret vCluster would list (its label), else `None`.
 pub(crate) fn token_view(secret: &Secret) -> Option<TokenView> {

@@ -82,10 +82,168 @@ pub(crate) fn check_access(own_nodes: bool, access: &PublicAccess) -> Result<(),
     }
 }
 
+/// A join token as the join page lists it (never its secret).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct TokenView {
+    pub id: String,
+    /// Unix seconds (the Secret's creation).
+    pub created_at: Option<i64>,
+    /// Unix seconds; `None`: never expires.
+    pub expires_at: Option<i64>,
+}
+
+/// A token just made: the only time its secret part is shown.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct CreatedToken {
+    /// `<id>.<secret>`.
+    pub token: String,
+    #[serde(flatten)]
+    pub view: TokenView,
+}
+
+/// A node of the virtual cluster, as the join page lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct NodeView {
+    pub name: String,
+    pub ready: bool,
+    pub kubelet_version: Option<String>,
+    pub internal_ip: Option<String>,
+    /// Unix seconds: when it registered.
+    pub since: Option<i64>,
+}
+
+/// What stands between a machine and joining, in the order the page shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
+pub(crate) enum JoinWarning {
+    /// The cluster was made without own nodes: nothing can join it.
+    OwnNodesOff,
+    /// No public endpoint: nodes would have nothing to reach (no command offered).
+    PublicAccessOff,
+    /// Not Ready: a join now would fail.
+    NotReady,
+    /// The console's own probe of the public endpoint failed.
+    EndpointUnreachable,
+    /// The console cannot read the virtual cluster now.
+    ControlPlaneUnavailable,
+}
+
+impl JoinWarning {
+    /// Whether a join command is offered despite it.
+    pub(crate) fn allows_command(self) -> bool {
+        !matches!(self, Self::OwnNodesOff | Self::PublicAccessOff)
+    }
+}
+
+/// The warnings for `cluster`, given whether its control plane answered.
+pub(crate) fn join_warnings(cluster: &crate::domain::cluster::Cluster, control_plane_read: bool) -> Vec<JoinWarning> {
+    use crate::domain::{ConnectionStatus, Phase};
+    if !cluster.spec.own_nodes {
+        return vec![JoinWarning::OwnNodesOff];
+    }
+    let mut out = Vec::new();
+    if !cluster.spec.public_access.is_enabled() || cluster.status.api_endpoint.is_none() {
+        out.push(JoinWarning::PublicAccessOff);
+    }
+    if cluster.status.phase != Phase::Ready {
+        out.push(JoinWarning::NotReady);
+    }
+    if !matches!(cluster.status.connection_status, ConnectionStatus::Ok | ConnectionStatus::Unknown)
+        && cluster.status.api_endpoint.is_some()
+    {
+        out.push(JoinWarning::EndpointUnreachable);
+    }
+    if !control_plane_read {
+        out.push(JoinWarning::ControlPlaneUnavailable);
+    }
+    out
+}
+
+/// The one line a machine runs: fetch the script through the console, run it.
+pub(crate) fn join_command(console_url: &str, cluster_id: i64, token: &str) -> String {
+    format!(
+        "curl -fsSL \"{}/api/join/clusters/{cluster_id}/script?token={token}\" | sh -",
+        console_url.trim_end_matches('/')
+    )
+}
+
+/// What is left of a token's life at `now`: whole (hours, minutes, seconds),
+/// or `None` once expired.
+pub(crate) fn remaining(expires_at: i64, now: i64) -> Option<(i64, i64, i64)> {
+    let left = expires_at - now;
+    (left > 0).then(|| (left / 3_600, left % 3_600 / 60, left % 60))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::domain::Host;
+
+    #[test]
+    fn join_commands_and_countdowns() {
+        assert_eq!(
+            join_command("https://console.example.com/", 7, "abcdef.0123456789abcdef"),
+            "curl -fsSL \"https://console.example.com/api/join/clusters/7/script?token=abcdef.0123456789abcdef\" | sh -"
+        );
+        for (expires, now, want) in [
+            (100, 100, None),
+            (100, 101, None),
+            (101, 100, Some((0, 0, 1))),
+            (3_600 + 61, 0, Some((1, 1, 1))),
+            (7 * 86_400, 0, Some((168, 0, 0))),
+        ] {
+            assert_eq!(remaining(expires, now), want, "{expires} {now}");
+        }
+    }
+
+    #[test]
+    fn join_warnings_follow_the_cluster() {
+        use crate::domain::cluster::{ClusterStatus, test_cluster};
+        use crate::domain::{ConnectionStatus, Phase};
+        let lb = PublicAccess::LoadBalancer { host: Some(Host::parse("join.example.com").unwrap()) };
+        let ready = ClusterStatus {
+            phase: Phase::Ready,
+            api_endpoint: Some("https://join.example.com:443".into()),
+            connection_status: ConnectionStatus::Ok,
+            ..ClusterStatus::default()
+        };
+        let own = |access: PublicAccess, status: ClusterStatus| {
+            let mut c = test_cluster(1, "join", "alice", access, status);
+            c.spec.own_nodes = true;
+            c
+        };
+        use JoinWarning::*;
+        for (cluster, read, want) in [
+            (own(lb.clone(), ready.clone()), true, vec![]),
+            (own(lb.clone(), ready.clone()), false, vec![ControlPlaneUnavailable]),
+            (test_cluster(1, "join", "alice", lb.clone(), ready.clone()), true, vec![OwnNodesOff]),
+            (
+                own(PublicAccess::Disabled, ClusterStatus { api_endpoint: None, ..ready.clone() }),
+                true,
+                vec![PublicAccessOff],
+            ),
+            (
+                own(
+                    lb.clone(),
+                    ClusterStatus {
+                        phase: Phase::Provisioning,
+                        connection_status: ConnectionStatus::Unknown,
+                        ..ready.clone()
+                    },
+                ),
+                true,
+                vec![NotReady],
+            ),
+            (
+                own(lb.clone(), ClusterStatus { connection_status: ConnectionStatus::Timeout, ..ready.clone() }),
+                true,
+                vec![EndpointUnreachable],
+            ),
+        ] {
+            assert_eq!(join_warnings(&cluster, read), want, "{:?}", cluster.status);
+        }
+        assert!(!OwnNodesOff.allows_command() && !PublicAccessOff.allows_command() && NotReady.allows_command());
+    }
 
     #[test]
     fn secret_refs() {

@@ -7,6 +7,7 @@ pub(crate) mod admin_settings;
 pub(crate) mod admin_users;
 pub(crate) mod cluster_detail;
 pub(crate) mod cluster_edit;
+pub(crate) mod cluster_join;
 pub(crate) mod cluster_new;
 pub(crate) mod clusters;
 pub(crate) mod login;

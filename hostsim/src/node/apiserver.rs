@@ -38,7 +38,7 @@ pub enum VClusterApi {
 pub struct RealApi {
     pub cap: usize,
     /// Only these releases get one (a test suite that reads inside a few
-    /// clusters and creates many); `None`: any.
+    /// clusters and creates many; a trailing `*` matches a prefix); `None`: any.
     pub only: Option<Vec<String>>,
     slots: Arc<Semaphore>,
     /// The host's etcd (`http://127.0.0.1:<port>`), set by the host.
@@ -68,7 +68,9 @@ impl RealApi {
 
     /// Whether `release` gets one at all.
     pub fn serves(&self, release: &str) -> bool {
-        self.only.as_ref().is_none_or(|only| only.iter().any(|r| r == release))
+        self.only.as_ref().is_none_or(|only| {
+            only.iter().any(|r| r == release || r.strip_suffix('*').is_some_and(|prefix| release.starts_with(prefix)))
+        })
     }
 
     /// A slot, unless `cap` already run.

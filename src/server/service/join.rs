@@ -8,41 +8,36 @@
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
 use kube::api::{DeleteParams, ListParams, PostParams};
-use serde::{Deserialize, Serialize};
 use sqlx::AnyPool;
 
 use super::Reconciler;
 use crate::domain::audit::AuditAction;
 use crate::domain::cluster::Cluster;
-use crate::domain::join::{self, JoinToken, Lifetime, TokenView};
+use crate::domain::join::{self, JoinToken, Lifetime};
+use crate::domain::nodes::{CreatedToken, NodeView, TokenView};
 use crate::domain::user::CurrentUser;
 use crate::domain::{AppError, ErrorCode};
 
-/// A token just made: the only time its secret part is shown.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub(crate) struct CreatedToken {
-    /// `<id>.<secret>`.
-    pub token: String,
-    #[serde(flatten)]
-    pub view: TokenView,
-}
-
 /// The cluster (if `user` may see it and it has own nodes) and a client for its
 /// virtual API server.
-async fn virtual_secrets(
+async fn open(
     pool: &AnyPool,
     host: Option<&Reconciler>,
     user: &CurrentUser,
     id: i64,
-) -> Result<(Cluster, Api<Secret>), AppError> {
+) -> Result<(Cluster, kube::Client), AppError> {
     let cluster = super::clusters::get(pool, user, id).await?;
+    connect(host, cluster).await
+}
+
+async fn connect(host: Option<&Reconciler>, cluster: Cluster) -> Result<(Cluster, kube::Client), AppError> {
     if !cluster.spec.own_nodes {
         return Err(AppError::new(ErrorCode::OwnNodesOff));
     }
     let unavailable = || AppError::new(ErrorCode::ControlPlaneUnavailable);
     let host = host.ok_or_else(unavailable)?;
     match crate::server::controllers::reconciler::virtual_client(host, &cluster).await {
-        Ok(Some(client)) => Ok((cluster, Api::namespaced(client, join::NAMESPACE))),
+        Ok(Some(client)) => Ok((cluster, client)),
         Ok(None) => Err(unavailable()),
         Err(e) => {
             tracing::warn!(cluster = cluster.id, error = %e, "the virtual cluster is not reachable");
@@ -65,7 +60,8 @@ pub(crate) async fn create_token(
     lifetime: &str,
 ) -> Result<CreatedToken, AppError> {
     let lifetime = Lifetime::parse(lifetime)?;
-    let (cluster, secrets) = Box::pin(virtual_secrets(pool, host, user, id)).await?;
+    let (cluster, client) = Box::pin(open(pool, host, user, id)).await?;
+    let secrets: Api<Secret> = Api::namespaced(client, join::NAMESPACE);
     let token = {
         use rand::Rng;
         let mut rng = rand::rngs::OsRng;
@@ -90,9 +86,14 @@ pub(crate) async fn list_tokens(
     user: &CurrentUser,
     id: i64,
 ) -> Result<Vec<TokenView>, AppError> {
-    let (cluster, secrets) = Box::pin(virtual_secrets(pool, host, user, id)).await?;
+    let (cluster, client) = Box::pin(open(pool, host, user, id)).await?;
+    tokens_of(&cluster, client).await
+}
+
+async fn tokens_of(cluster: &Cluster, client: kube::Client) -> Result<Vec<TokenView>, AppError> {
+    let secrets: Api<Secret> = Api::namespaced(client, join::NAMESPACE);
     let lp = ListParams::default().labels(&format!("{}={}", join::TOKEN_LABEL.0, join::TOKEN_LABEL.1));
-    let list = Box::pin(secrets.list(&lp)).await.map_err(|e| call_failed(&cluster, "token list", &e))?;
+    let list = Box::pin(secrets.list(&lp)).await.map_err(|e| call_failed(cluster, "token list", &e))?;
     let mut views: Vec<TokenView> = list.items.iter().filter_map(join::token_view).collect();
     views.sort_by_key(|v| (v.expires_at.unwrap_or(i64::MAX), v.id.clone()));
     Ok(views)
@@ -111,7 +112,8 @@ pub(crate) async fn revoke_token(
     // kube-system can be reached through this).
     let token_id = join::token_id(token_id).ok_or_else(not_found)?;
     let secret_name = join::secret_name(token_id);
-    let (cluster, secrets) = Box::pin(virtual_secrets(pool, host, user, id)).await?;
+    let (cluster, client) = Box::pin(open(pool, host, user, id)).await?;
+    let secrets: Api<Secret> = Api::namespaced(client, join::NAMESPACE);
     match Box::pin(secrets.get_opt(&secret_name)).await {
         Ok(Some(s)) if join::token_view(&s).is_some() => {}
         Ok(_) => return Err(not_found()),
@@ -126,4 +128,55 @@ pub(crate) async fn revoke_token(
     let target = format!("cluster:{}", cluster.spec.name);
     super::audit::record(pool, user, AuditAction::JoinTokenRevoked, &target, &format!("token: {token_id}")).await;
     Ok(())
+}
+
+/// The virtual cluster's nodes, by name.
+async fn nodes_of(cluster: &Cluster, client: kube::Client) -> Result<Vec<NodeView>, AppError> {
+    use k8s_openapi::api::core::v1::Node;
+    let nodes: Api<Node> = Api::all(client);
+    let list = Box::pin(nodes.list(&ListParams::default())).await.map_err(|e| call_failed(cluster, "node list", &e))?;
+    let mut views: Vec<NodeView> = list.items.iter().map(node_view).collect();
+    views.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(views)
+}
+
+fn node_view(node: &k8s_openapi::api::core::v1::Node) -> NodeView {
+    let status = node.status.as_ref();
+    let ready = status
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
+    NodeView {
+        name: node.metadata.name.clone().unwrap_or_default(),
+        ready,
+        kubelet_version: status.and_then(|s| s.node_info.as_ref()).map(|i| i.kubelet_version.clone()),
+        internal_ip: status
+            .and_then(|s| s.addresses.as_ref())
+            .and_then(|a| a.iter().find(|a| a.type_ == "InternalIP"))
+            .map(|a| a.address.clone()),
+        since: node.metadata.creation_timestamp.as_ref().map(|t| t.0.as_second()),
+    }
+}
+
+/// What the join page shows: the cluster, and its tokens and nodes when the
+/// virtual cluster can be read now (`None` otherwise: the page says why).
+pub(crate) async fn overview(
+    pool: &AnyPool,
+    host: Option<&Reconciler>,
+    user: &CurrentUser,
+    id: i64,
+) -> Result<(Cluster, Option<(Vec<TokenView>, Vec<NodeView>)>), AppError> {
+    let cluster = super::clusters::get(pool, user, id).await?;
+    if !cluster.spec.own_nodes {
+        return Ok((cluster, None));
+    }
+    let read = async {
+        let (cluster, client) = Box::pin(connect(host, cluster.clone())).await?;
+        let tokens = tokens_of(&cluster, client.clone()).await?;
+        Ok::<_, AppError>((tokens, nodes_of(&cluster, client).await?))
+    };
+    match Box::pin(read).await {
+        Ok(read) => Ok((cluster, Some(read))),
+        Err(e) if e.code == ErrorCode::ControlPlaneUnavailable => Ok((cluster, None)),
+        Err(e) => Err(e),
+    }
 }

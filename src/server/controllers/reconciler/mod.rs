@@ -680,18 +680,33 @@ async fn virtual_config(ctx: &Context, cluster: &Cluster) -> Result<Option<kube:
         .await
         .map_err(|_| Error::NotYet("the virtual cluster's credentials are not readable yet"))?;
     let internal = internal_name(cluster);
-    let addr = ctx
-        .resolver
-        .resolve(&internal, 443)
-        .await
-        .and_then(|a| a.into_iter().next())
-        .ok_or(Error::NotYet("the cluster's Service name does not resolve"))?;
+    let resolved = ctx.resolver.resolve(&internal, 443).await.and_then(|a| a.into_iter().next());
+    let addr = match resolved {
+        Some(addr) => addr,
+        // A console outside the host cluster has no cluster DNS: the
+        // Service's LoadBalancer address leads to the same control plane
+        // (still verified as `<name>.<namespace>`).
+        None => load_balancer_address(ctx, cluster)
+            .await
+            .ok_or(Error::NotYet("the cluster's Service name does not resolve"))?,
+    };
     cfg.cluster_url =
         format!("https://{addr}").parse().map_err(|_| Error::NotYet("the cluster's Service address is not a URL"))?;
     cfg.tls_server_name = Some(internal);
     cfg.connect_timeout = Some(Duration::from_secs(5));
     cfg.read_timeout = Some(Duration::from_secs(10));
     Ok(Some(cfg))
+}
+
+/// The first LoadBalancer address of the cluster's Service, port 443.
+async fn load_balancer_address(ctx: &Context, cluster: &Cluster) -> Option<std::net::SocketAddr> {
+    let name = cluster.spec.name.as_str();
+    let services: Api<k8s_openapi::api::core::v1::Service> =
+        Api::namespaced(ctx.client.clone(), &render::namespace(name));
+    let svc = tokio::time::timeout(Duration::from_secs(5), services.get_opt(name)).await.ok()?.ok().flatten()?;
+    let ingress = svc.status?.load_balancer?.ingress?;
+    let ip = ingress.iter().find_map(|i| i.ip.as_deref()?.parse().ok())?;
+    Some(std::net::SocketAddr::new(ip, 443))
 }
 
 /// A client for the virtual cluster's own API server ([`virtual_config`]).

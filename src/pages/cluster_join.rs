@@ -1,0 +1,294 @@
+//! `/clusters/{id}/join`: bring your own nodes — a join token and the one-line
+//! command that uses it, the tokens and their countdowns, the nodes that
+//! joined. Live like the detail page (the region refreshes every 2 s while
+//! the page is open: machines join whenever a token is valid). Both writes
+//! are plain forms, so the page works the same with JavaScript off.
+
+use leptos::prelude::*;
+use leptos_i18n::I18nContext;
+use leptos_meta::Title;
+use server_fn::ServerFn;
+
+use super::problem::problem_view;
+use super::{route_id, url_error};
+use crate::actions::join::{CreateJoinToken, JoinPage, RevokeJoinToken, load_join};
+use crate::components::cluster_overview::Time;
+use crate::components::error_text::error_text;
+use crate::components::islands::live_region::LiveRegion;
+use crate::components::layout::Layout;
+use crate::domain::nodes::{JoinWarning, join_command, remaining};
+use crate::domain::{AppError, ErrorCode};
+use crate::i18n::*;
+
+/// The id of the region [`LiveRegion`] keeps current.
+const REGION: &str = "join-live";
+
+#[component]
+pub(crate) fn ClusterJoinPage() -> impl IntoView {
+    let create_error = url_error(CreateJoinToken::PATH);
+    let revoke_error = url_error(RevokeJoinToken::PATH);
+    let content = Suspend::new(async move {
+        let page = match route_id() {
+            Some(id) => load_join(id).await,
+            None => Err(AppError::new(ErrorCode::NotFound)),
+        };
+        match page {
+            Ok(page) => view! { <Join page create_error revoke_error /> }.into_any(),
+            Err(e) => problem_view(e),
+        }
+    });
+    view! {
+        <Layout>
+            <Suspense fallback=|| ()>{content}</Suspense>
+        </Layout>
+    }
+}
+
+fn warning_text(i18n: I18nContext<Locale>, w: JoinWarning) -> &'static str {
+    match w {
+        JoinWarning::OwnNodesOff => t_string!(i18n, join.warning_own_nodes_off),
+        JoinWarning::PublicAccessOff => t_string!(i18n, join.warning_public_access_off),
+        JoinWarning::NotReady => t_string!(i18n, join.warning_not_ready),
+        JoinWarning::EndpointUnreachable => t_string!(i18n, join.warning_endpoint_unreachable),
+        JoinWarning::ControlPlaneUnavailable => t_string!(i18n, join.warning_control_plane_unavailable),
+    }
+}
+
+fn error_banner(i18n: I18nContext<Locale>, e: Option<AppError>) -> impl IntoView {
+    e.map(|e| {
+        view! {
+            <p class="form-error" role="alert" data-error-code=e.code.as_str()>
+                {error_text(i18n.get_locale_untracked(), e.code)}
+            </p>
+        }
+    })
+}
+
+#[component]
+fn Join(page: JoinPage, create_error: Option<AppError>, revoke_error: Option<AppError>) -> impl IntoView {
+    let i18n = use_i18n();
+    let c = &page.cluster;
+    let id = c.id;
+    let name = c.spec.name.to_string();
+    let offers_command = page.warnings.iter().all(|w| w.allows_command());
+    let created = page.created.clone().filter(|_| offers_command).map(|t| {
+        let command = join_command(&page.console_url, id, &t.token);
+        view! {
+            <section class="card" data-testid="created-token">
+                <h2 class="section-title">{t!(i18n, join.command)}</h2>
+                <p class="banner banner-ok" role="status">
+                    {t!(i18n, join.created)}
+                </p>
+                <pre class="code-block" data-testid="join-command">
+                    {command.clone()}
+                </pre>
+                <button
+                    type="button"
+                    class="btn btn-small mt-2"
+                    hidden=true
+                    data-copy=command
+                    data-copied=t_string!(i18n, detail.copied)
+                    aria-label=t_string!(i18n, join.copy_command)
+                >
+                    {t!(i18n, detail.copy)}
+                </button>
+            </section>
+        }
+    });
+    let create_form = offers_command.then(|| {
+        let options = [
+            ("10m", t_string!(i18n, join.lifetime_10m)),
+            ("1h", t_string!(i18n, join.lifetime_1h)),
+            ("12h", t_string!(i18n, join.lifetime_12h)),
+            ("1d", t_string!(i18n, join.lifetime_1d)),
+            ("7d", t_string!(i18n, join.lifetime_7d)),
+        ];
+        view! {
+            <section class="card">
+                <h2 class="section-title">{t!(i18n, join.new_token)}</h2>
+                {error_banner(i18n, create_error)}
+                // A plain form: the server makes the token and lands back here with it.
+                <form method="post" action=CreateJoinToken::PATH class="form" data-form="create-token">
+                    <input type="hidden" name="id" value=id />
+                    <label class="field-label" for="lifetime">
+                        {t!(i18n, join.lifetime)}
+                    </label>
+                    <select id="lifetime" name="lifetime" class="field-input max-w-xs">
+                        {options
+                            .into_iter()
+                            .map(|(value, label)| {
+                                view! {
+                                    <option value=value selected=value == "1h">
+                                        {label}
+                                    </option>
+                                }
+                            })
+                            .collect_view()}
+                    </select>
+                    <button type="submit" class="btn btn-primary self-start">
+                        {t!(i18n, join.create)}
+                    </button>
+                </form>
+            </section>
+        }
+    });
+    view! {
+        <Title text=format!("{} · {name}", t_string!(i18n, join.title)) />
+        <LiveRegion region=REGION.to_owned()>
+            <div class="page-head">
+                <div>
+                    <h1 class="page-title">{t!(i18n, join.title)}</h1>
+                    <p class="font-mono text-sm text-slate-600">{name.clone()}</p>
+                </div>
+                <a href=format!("/clusters/{id}") class="btn">
+                    {t!(i18n, join.back)}
+                </a>
+            </div>
+            <p class="text-sm text-slate-700 mb-4">{t!(i18n, join.intro)}</p>
+            {created}
+            {create_form}
+            <Live page=page.clone() revoke_error />
+        </LiveRegion>
+    }
+}
+
+/// What changes while the page is open: warnings, endpoint, tokens, nodes.
+#[component]
+fn Live(page: JoinPage, revoke_error: Option<AppError>) -> impl IntoView {
+    let i18n = use_i18n();
+    let id = page.cluster.id;
+    let endpoint = page.cluster.status.api_endpoint.clone().map(|e| e.trim_start_matches("https://").to_owned());
+    let readable =
+        !page.warnings.iter().any(|w| matches!(w, JoinWarning::ControlPlaneUnavailable | JoinWarning::OwnNodesOff));
+    let warnings = page
+        .warnings
+        .iter()
+        .map(|w| {
+            let key: &'static str = (*w).into();
+            view! {
+                <p class="banner" role="alert" data-warning=key>
+                    {warning_text(i18n, *w)}
+                </p>
+            }
+        })
+        .collect_view();
+    let now = page.now;
+    let tokens = page
+        .tokens
+        .iter()
+        .map(|t| {
+            let expires = match t.expires_at {
+                None => t_string!(i18n, join.never).to_owned(),
+                Some(at) => match remaining(at, now) {
+                    None => t_string!(i18n, join.expired).to_owned(),
+                    Some((h, m, s)) => {
+                        t_string!(i18n, join.expires_in, h = h.to_string(), m = m.to_string(), s = s.to_string())
+                            .to_string()
+                    }
+                },
+            };
+            let token_id = t.id.clone();
+            view! {
+                <tr data-token=t.id.clone()>
+                    <td class="font-mono">{t.id.clone()}</td>
+                    <td>{t.created_at.map(|s| view! { <Time secs=s /> })}</td>
+                    <td data-field="expires">{expires}</td>
+                    <td>
+                        <form method="post" action=RevokeJoinToken::PATH data-form="revoke-token">
+                            <input type="hidden" name="id" value=id />
+                            <input type="hidden" name="token_id" value=token_id.clone() />
+                            <button
+                                type="submit"
+                                class="btn btn-small btn-danger"
+                                aria-label=t_string!(i18n, join.revoke_label, id = token_id)
+                            >
+                                {t!(i18n, join.revoke)}
+                            </button>
+                        </form>
+                    </td>
+                </tr>
+            }
+        })
+        .collect_view();
+    let nodes = page
+        .nodes
+        .iter()
+        .map(|n| {
+            view! {
+                <tr data-node=n.name.clone()>
+                    <td class="font-mono">{n.name.clone()}</td>
+                    <td data-field="ready">
+                        {if n.ready { t_string!(i18n, join.yes) } else { t_string!(i18n, join.no) }}
+                    </td>
+                    <td class="font-mono">{n.kubelet_version.clone()}</td>
+                    <td class="font-mono">{n.internal_ip.clone()}</td>
+                    <td>{n.since.map(|s| view! { <Time secs=s /> })}</td>
+                </tr>
+            }
+        })
+        .collect_view();
+    let (no_tokens, no_nodes) = (page.tokens.is_empty(), page.nodes.is_empty());
+    view! {
+        // Always live: machines may join whenever a token is valid.
+        <div id=REGION data-in-progress="true">
+            {warnings}
+            {error_banner(i18n, revoke_error)}
+            <section class="card">
+                <dl class="facts">
+                    <dt>{t!(i18n, join.endpoint)}</dt>
+                    <dd class="font-mono" data-field="join-endpoint">
+                        {endpoint.unwrap_or_else(|| t_string!(i18n, join.endpoint_none).to_owned())}
+                    </dd>
+                </dl>
+            </section>
+            {readable
+                .then(|| {
+                    view! {
+                        <section class="card">
+                            <h2 class="section-title">{t!(i18n, join.tokens)}</h2>
+                            {if no_tokens {
+                                view! { <p class="text-sm text-slate-600">{t!(i18n, join.tokens_empty)}</p> }.into_any()
+                            } else {
+                                view! {
+                                    <table class="table" data-testid="tokens">
+                                        <thead>
+                                            <tr>
+                                                <th scope="col">{t!(i18n, join.token_id)}</th>
+                                                <th scope="col">{t!(i18n, join.token_created)}</th>
+                                                <th scope="col">{t!(i18n, join.token_expires)}</th>
+                                                <th scope="col"></th>
+                                            </tr>
+                                        </thead>
+                                        <tbody>{tokens}</tbody>
+                                    </table>
+                                }
+                                    .into_any()
+                            }}
+                        </section>
+                        <section class="card">
+                            <h2 class="section-title">{t!(i18n, join.nodes)}</h2>
+                            {if no_nodes {
+                                view! { <p class="text-sm text-slate-600">{t!(i18n, join.nodes_empty)}</p> }.into_any()
+                            } else {
+                                view! {
+                                    <table class="table" data-testid="nodes">
+                                        <thead>
+                                            <tr>
+                                                <th scope="col">{t!(i18n, join.node_name)}</th>
+                                                <th scope="col">{t!(i18n, join.node_ready)}</th>
+                                                <th scope="col">{t!(i18n, join.node_version)}</th>
+                                                <th scope="col">{t!(i18n, join.node_ip)}</th>
+                                                <th scope="col">{t!(i18n, join.node_since)}</th>
+                                            </tr>
+                                        </thead>
+                                        <tbody>{nodes}</tbody>
+                                    </table>
+                                }
+                                    .into_any()
+                            }}
+                        </section>
+                    }
+                })}
+        </div>
+    }
+}
