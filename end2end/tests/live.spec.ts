@@ -247,7 +247,7 @@ test('join page: a token, the command copied and fetched, revoked; others get 40
 
   // Its own API server on the test host (scripts/test.sh: `e2e-join*`).
   const name = unique('e2e-join');
-  const lbIp = `${lbPrefix}.231`;
+  const lbIp = `${lbPrefix}.225`;
   await page.goto('/clusters/new');
   await hydrated(page);
   await page.getByLabel(t('en', 'form.name')).fill(name);
@@ -275,8 +275,8 @@ test('join page: a token, the command copied and fetched, revoked; others get 40
   expect(m, text).not.toBeNull();
   const [, scriptUrl, token, tokenId] = m!;
   expect(scriptUrl.startsWith(url!)).toBe(true);
-  await expect(page.locator(`tr[data-token=${tokenId}]`)).toBeVisible();
-  await expect(page.locator(`tr[data-token=${tokenId}] [data-field=expires]`)).toContainText(/in 0 h 59 min|in 1 h 0 min/);
+  await expect(page.locator(`tr[data-token="${tokenId}"]`)).toBeVisible();
+  await expect(page.locator(`tr[data-token="${tokenId}"] [data-field=expires]`)).toContainText(/in 0 h 59 min|in 1 h 0 min/);
   await page.getByRole('button', { name: t('en', 'join.copy_command') }).click();
   expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(text);
   await shot(page, 'join-token-en');
@@ -291,7 +291,7 @@ test('join page: a token, the command copied and fetched, revoked; others get 40
   // Shown once: a reload shows the token's id, never the command again.
   await page.reload();
   await expect(page.getByTestId('join-command')).toHaveCount(0);
-  await expect(page.locator(`tr[data-token=${tokenId}]`)).toBeVisible();
+  await expect(page.locator(`tr[data-token="${tokenId}"]`)).toBeVisible();
   expect(await page.content()).not.toContain(token);
 
   // The same page in Chinese.
@@ -299,12 +299,12 @@ test('join page: a token, the command copied and fetched, revoked; others get 40
   await expect(page.locator('html')).toHaveAttribute('lang', 'zh-CN');
   await expect(page.getByRole('heading', { name: t('zh-CN', 'join.title') })).toBeVisible();
   await shot(page, 'join-token-zh');
-  await page.getByRole('link', { name: t('en', 'languages.en') }).click();
+  await page.getByRole('link', { name: t('zh-CN', 'languages.en') }).click();
 
   // Revoked: gone from the page; its script is 404.
   await page.getByRole('button', { name: t('en', 'join.revoke_label', { id: tokenId }) }).click();
   await expect(page).toHaveURL(joinUrl);
-  await expect(page.locator(`tr[data-token=${tokenId}]`)).toHaveCount(0);
+  await expect(page.locator(`tr[data-token="${tokenId}"]`)).toHaveCount(0);
   expect((await request.get(scriptUrl)).status()).toBe(404);
 
   // Another user: not found.

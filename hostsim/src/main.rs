@@ -121,8 +121,17 @@ async fn real_main(cli: Cli) -> Result<()> {
 /// The control plane with upstream's parts, and the node, until SIGTERM or Ctrl-C.
 async fn up(args: Up) -> Result<()> {
     let latency = args.latency();
-    let Up { data_dir, api_port, mut pools, mut nodes, pod_ips, vcluster_api, vcluster_api_cap, vcluster_api_releases, .. } =
-        args;
+    let Up {
+        data_dir,
+        api_port,
+        mut pools,
+        mut nodes,
+        pod_ips,
+        vcluster_api,
+        vcluster_api_cap,
+        vcluster_api_releases,
+        ..
+    } = args;
     let mut pod_ips = node::parse_ip_range(&pod_ips).map_err(anyhow::Error::msg)?;
     std::fs::create_dir_all(&data_dir)?;
     // Held until this returns: the lock file names this process.

@@ -171,7 +171,7 @@ pub(crate) fn join_command(console_url: &str, cluster_id: i64, token: &str) -> S
 /// or `None` once expired.
 pub(crate) fn remaining(expires_at: i64, now: i64) -> Option<(i64, i64, i64)> {
     let left = expires_at - now;
-    (left > 0).then(|| (left / 3_600, left % 3_600 / 60, left % 60))
+    (left > 0).then_some((left / 3_600, left % 3_600 / 60, left % 60))
 }
 
 #[cfg(test)]
@@ -200,7 +200,7 @@ mod tests {
     fn join_warnings_follow_the_cluster() {
         use crate::domain::cluster::{ClusterStatus, test_cluster};
         use crate::domain::{ConnectionStatus, Phase};
-        let lb = PublicAccess::LoadBalancer { host: Some(Host::parse("join.example.com").unwrap()) };
+        let lb = PublicAccess::LoadBalancer { host: Host::parse("join.example.com").unwrap() };
         let ready = ClusterStatus {
             phase: Phase::Ready,
             api_endpoint: Some("https://join.example.com:443".into()),

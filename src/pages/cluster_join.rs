@@ -88,9 +88,8 @@ fn Join(page: JoinPage, create_error: Option<AppError>, revoke_error: Option<App
                     hidden=true
                     data-copy=command
                     data-copied=t_string!(i18n, detail.copied)
-                    aria-label=t_string!(i18n, join.copy_command)
                 >
-                    {t!(i18n, detail.copy)}
+                    {t!(i18n, join.copy_command)}
                 </button>
             </section>
         }
