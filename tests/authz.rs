@@ -134,6 +134,13 @@ fn matrix() -> Vec<Row> {
             "",
             [Is(401), Is(409), Is(404), Is(409)],
         ),
+        row(
+            "GET",
+            "/api/console/clusters/{id}/nodes",
+            "/api/console/clusters/{C}/nodes",
+            "",
+            [Is(401), Is(409), Is(404), Is(409)],
+        ),
         // Machines, without a session: the same 404 for everyone when the
         // cluster has no own nodes (the token is never even looked up).
         row(

@@ -1515,7 +1515,7 @@ async fn join_tokens() {
     });
     let body: Secret =
         serde_json::from_value(join::bootstrap_secret(&expired, db::now() - 2 * 3_600, Lifetime::DEFAULT)).unwrap();
-    secrets.create(&PostParams::default(), &body).await.unwrap();
+    let stored_expired = secrets.create(&PostParams::default(), &body).await.unwrap();
 
     // As a joining node presents it: a bearer token, no client certificate.
     let who = |t: &JoinToken| {
@@ -1539,10 +1539,16 @@ async fn join_tokens() {
     let refused = who(&expired).await.expect_err("an expired token is refused");
     assert!(format!("{refused:#}").contains("401"), "{refused:#}");
     // The console's check, on the Secrets as the API server stores them.
-    for (t, want) in [(&valid, true), (&expired, false)] {
-        let stored = secrets.get(&t.secret_name()).await.unwrap();
-        assert_eq!(join::authenticates(&t.to_string(), &stored, db::now()), want, "{t:?}");
+    let stored_valid = secrets.get(&valid.secret_name()).await.unwrap();
+    for (t, stored, want) in [(&valid, &stored_valid, true), (&expired, &stored_expired, false)] {
+        assert_eq!(join::authenticates(&t.to_string(), stored, db::now()), want, "{t:?}");
     }
+    // The vCluster's own kube-controller-manager (tokencleaner) deletes the expired one.
+    ts::eventually("the expired token cleaned up", WAIT, || async {
+        secrets.get_opt(&expired.secret_name()).await.ok().flatten().is_none().then_some(())
+    })
+    .await
+    .expect("tokencleaner runs inside");
 
     // The join script, through the console, without a session: the control
     // plane's (the test host's stand-in) names the cluster's public endpoint,
@@ -1572,6 +1578,42 @@ async fn join_tokens() {
         let r = script(cluster, token).await;
         assert_eq!((r.status.as_u16(), r.code()), (404, "not_found".to_owned()), "{why}: {}", r.body);
     }
+
+    // A machine follows the script: discovery (cluster-info signed by the
+    // vCluster's own kube-controller-manager with this token, the CA hash),
+    // a CSR approved and signed there, its Node registered and kept Ready.
+    let addr = std::net::SocketAddr::new(ip, 443);
+    let machine = hostsim::machine::join(&r.body, "byo-1", "192.168.50.11", addr).await.expect("the machine joins");
+    let nodes = format!("/api/console/clusters/{id}/nodes");
+    let node = ts::eventually("the joined node listed Ready", WAIT, || async {
+        let list = env.console.get(&nodes, Some(&env.cookie)).await.json();
+        list.as_array().and_then(|a| a.iter().find(|n| n["name"] == "byo-1" && n["ready"] == true).cloned())
+    })
+    .await
+    .expect("the node is Ready");
+    assert_eq!(
+        (node["kubelet_version"].as_str(), node["internal_ip"].as_str()),
+        (Some("v1.36.3"), Some("192.168.50.11"))
+    );
+    let admin = kube::Client::try_from(admin_cfg.clone()).unwrap();
+    let csrs: Api<k8s_openapi::api::certificates::v1::CertificateSigningRequest> = Api::all(admin.clone());
+    let by_token = csrs
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .find(|c| c.spec.username.as_deref() == Some(format!("system:bootstrap:{}", valid.id()).as_str()));
+    let approved = by_token.and_then(|c| c.status).and_then(|s| s.conditions).unwrap_or_default();
+    assert!(approved.iter().any(|c| c.type_ == "Approved" && c.status == "True"), "{approved:?}");
+    // Heartbeats: the node's Lease is renewed.
+    let leases: Api<k8s_openapi::api::coordination::v1::Lease> = Api::namespaced(admin, "kube-node-lease");
+    let renewed = || async { leases.get("byo-1").await.ok().and_then(|l| l.spec).and_then(|s| s.renew_time) };
+    let first = renewed().await.expect("a lease");
+    ts::eventually("the lease renewed", WAIT, || async { renewed().await.filter(|t| *t != first) })
+        .await
+        .expect("heartbeats");
+    assert_eq!(machine.name, "byo-1");
 
     // Revoked: gone from the list and from the API server's trust.
     let one = format!("{tokens}/{}", valid.id());

@@ -10,6 +10,7 @@ pub mod kubelet;
 pub mod kubeproxy;
 pub mod latency;
 pub mod lb;
+pub mod machine;
 pub mod node;
 pub mod pki;
 pub mod testhost;

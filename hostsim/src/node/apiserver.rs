@@ -86,19 +86,30 @@ fn advertise(bind: SocketAddr) -> std::net::IpAddr {
     }
 }
 
-/// One vCluster's API server process; killed when dropped.
+/// One vCluster's API server process (and, with private nodes, its
+/// kube-controller-manager); killed when dropped.
 pub struct VirtualApiServer {
     child: Child,
+    controllers: Option<Child>,
     dir: PathBuf,
     _slot: OwnedSemaphorePermit,
 }
 
 impl Drop for VirtualApiServer {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        for child in std::iter::once(&mut self.child).chain(self.controllers.as_mut()) {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
 }
+
+/// The controllers a kubeadm join relies on: `bootstrapsigner` signs
+/// `kube-public/cluster-info` with each token, `tokencleaner` deletes expired
+/// tokens, `csrapproving` approves kubelets' bootstrap CSRs (by the
+/// bootstrappers' RBAC), `csrsigning` signs them with the vCluster's CA,
+/// `nodelifecycle` marks a node whose heartbeats stop as not Ready.
+pub const JOIN_CONTROLLERS: &str = "bootstrapsigner,tokencleaner,csrapproving,csrsigning,csrcleaner,nodelifecycle";
 
 impl VirtualApiServer {
     /// Starts it on `bind` with the vCluster's CA and serving certificate.
@@ -115,6 +126,7 @@ impl VirtualApiServer {
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         let file = |name: &str| dir.join(name);
         crate::controlplane::write_private(&file("ca.crt"), &ca.pair.cert_pem)?;
+        crate::controlplane::write_private(&file("ca.key"), &ca.pair.key_pem)?;
         let sa_key = pki::generate_key_pem()?;
         crate::controlplane::write_private(&file("sa.key"), &sa_key)?;
         crate::controlplane::write_private(&file("sa.pub"), &pki::public_key_pem(&sa_key)?)?;
@@ -134,7 +146,10 @@ impl VirtualApiServer {
             format!("--secure-port={}", bind.port()),
             // vCluster's own service range (its chart's default for k8s).
             "--service-cluster-ip-range=10.96.0.0/16".into(),
-            "--authorization-mode=RBAC".into(),
+            // As kubeadm (and vCluster's k8s distro) runs it: joined kubelets
+            // are held to their own Node by the Node authorizer and NodeRestriction.
+            "--authorization-mode=Node,RBAC".into(),
+            "--enable-admission-plugins=NodeRestriction".into(),
             // Joining own nodes (vCluster private nodes) authenticates with
             // bootstrap tokens, as vCluster's own API server does.
             "--enable-bootstrap-token-auth=true".into(),
@@ -149,7 +164,39 @@ impl VirtualApiServer {
         ];
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let child = crate::controlplane::spawn(&real.bin, &file("kube-apiserver.log"), &args)?;
-        Ok(Self { child, dir, _slot: slot })
+        Ok(Self { child, controllers: None, dir, _slot: slot })
+    }
+
+    /// Starts kube-controller-manager with [`JOIN_CONTROLLERS`] against this
+    /// API server at `bind` (once it is ready), as `admin`, signing with the
+    /// vCluster's CA.
+    pub fn start_controllers(&mut self, real: &RealApi, bind: SocketAddr, admin: &CertPair, ca: &Ca) -> Result<()> {
+        let kubeconfig = self.dir.join("admin.kubeconfig");
+        let mut doc: serde_yaml::Value = serde_yaml::from_str(&crate::kubeconfig::render(
+            "vcluster",
+            &format!("https://{bind}"),
+            &ca.pair.cert_pem,
+            admin,
+        ))?;
+        // The pod's own address is not among vCluster's names; `localhost` is.
+        doc["clusters"][0]["cluster"]["tls-server-name"] = "localhost".into();
+        crate::controlplane::write_private(&kubeconfig, &serde_yaml::to_string(&doc)?)?;
+        let p = |name: &str| self.dir.join(name).display().to_string();
+        let args = [
+            format!("--kubeconfig={}", kubeconfig.display()),
+            format!("--controllers={JOIN_CONTROLLERS}"),
+            format!("--cluster-signing-cert-file={}", p("ca.crt")),
+            format!("--cluster-signing-key-file={}", p("ca.key")),
+            "--leader-elect=false".into(),
+            "--secure-port=0".into(),
+            "--profiling=false".into(),
+            "--v=1".into(),
+        ];
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let bin = real.bin.with_file_name("kube-controller-manager");
+        self.controllers =
+            Some(crate::controlplane::spawn(&bin, &self.dir.join("kube-controller-manager.log"), &args)?);
+        Ok(())
     }
 
     /// The serving pair as files kube-apiserver reloads when they change
@@ -174,19 +221,22 @@ impl VirtualApiServer {
         matches!(self.child.try_wait(), Ok(None))
     }
 
-    /// `/readyz` answers `ok` to the vCluster's own admin credentials.
-    pub async fn ready(bind: SocketAddr, ca: &Ca, admin: &CertPair) -> bool {
-        let kubeconfig = crate::kubeconfig::render("probe", &format!("https://{bind}"), &ca.pair.cert_pem, admin);
-        let Ok(mut kc) = serde_yaml::from_str::<kube::config::Kubeconfig>(&kubeconfig) else { return false };
+    /// A client for the API server at `bind` with `user`'s credentials.
+    pub async fn client(bind: SocketAddr, ca: &Ca, user: &CertPair) -> Option<kube::Client> {
+        let kubeconfig = crate::kubeconfig::render("probe", &format!("https://{bind}"), &ca.pair.cert_pem, user);
+        let mut kc = serde_yaml::from_str::<kube::config::Kubeconfig>(&kubeconfig).ok()?;
         // The pod's own address is not among vCluster's names; `localhost` is.
         for c in kc.clusters.iter_mut().filter_map(|c| c.cluster.as_mut()) {
             c.tls_server_name = Some("localhost".into());
         }
-        let Ok(config) = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default()).await
-        else {
-            return false;
-        };
-        let Ok(client) = kube::Client::try_from(config) else { return false };
+        let config =
+            kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default()).await.ok()?;
+        kube::Client::try_from(config).ok()
+    }
+
+    /// `/readyz` answers `ok` to the vCluster's own admin credentials.
+    pub async fn ready(bind: SocketAddr, ca: &Ca, admin: &CertPair) -> bool {
+        let Some(client) = Self::client(bind, ca, admin).await else { return false };
         let req = http::Request::get("/readyz").body(Vec::new());
         let Ok(req) = req else { return false };
         matches!(

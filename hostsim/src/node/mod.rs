@@ -17,6 +17,7 @@
 pub mod apiserver;
 pub mod joinfront;
 pub mod klipper;
+pub mod kubeadm;
 pub mod network;
 pub mod nodes;
 pub mod repo;

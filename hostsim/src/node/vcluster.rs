@@ -22,6 +22,7 @@ use crate::apiproxy::{ApiListener, Upstream};
 use crate::kubeconfig;
 use crate::node::apiserver::{VClusterApi, VirtualApiServer};
 use crate::node::joinfront::{self, JoinFront};
+use crate::node::kubeadm;
 use crate::pki::{Ca, CertPair, KeyKind};
 use crate::tls;
 
@@ -163,6 +164,12 @@ impl VCluster {
             let Some(ca) = &self.ca else { return Ok(None) };
             if !VirtualApiServer::ready(backend, ca, admin).await {
                 return Ok(Some(now + Duration::from_millis(300)));
+            }
+            if let (Some(endpoint), VClusterApi::Real(real)) = (&self.join_endpoint, &self.api) {
+                // Private nodes: what kubeadm init sets up, and the controllers a join needs.
+                let client = VirtualApiServer::client(backend, ca, admin).await.context("a client for the vCluster")?;
+                kubeadm::bootstrap(&client, endpoint, &ca.pair.cert_pem).await?;
+                server.start_controllers(real, backend, admin, ca)?;
             }
             tracing::info!(release = %self.release, addr = %self.bind, "vcluster api server ready");
             *ready = true;

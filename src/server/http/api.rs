@@ -383,6 +383,14 @@ pub(crate) async fn list_join_tokens(
     Ok(Json(join::list_tokens(&st.pool, st.host.as_ref(), &u, cluster_id(&id)?).await?))
 }
 
+pub(crate) async fn list_nodes(
+    State(st): State<AppState>,
+    ApiUser(u): ApiUser,
+    Path(id): Path<String>,
+) -> ApiResult<Vec<crate::domain::nodes::NodeView>> {
+    Ok(Json(join::list_nodes(&st.pool, st.host.as_ref(), &u, cluster_id(&id)?).await?))
+}
+
 /// `201` with the token (shown this once) and `Cache-Control: no-store`.
 pub(crate) async fn create_join_token(
     State(st): State<AppState>,

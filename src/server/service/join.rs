@@ -131,6 +131,16 @@ pub(crate) async fn revoke_token(
 }
 
 /// The virtual cluster's nodes, by name.
+pub(crate) async fn list_nodes(
+    pool: &AnyPool,
+    host: Option<&Reconciler>,
+    user: &CurrentUser,
+    id: i64,
+) -> Result<Vec<NodeView>, AppError> {
+    let (cluster, client) = Box::pin(open(pool, host, user, id)).await?;
+    nodes_of(&cluster, client).await
+}
+
 async fn nodes_of(cluster: &Cluster, client: kube::Client) -> Result<Vec<NodeView>, AppError> {
     use k8s_openapi::api::core::v1::Node;
     let nodes: Api<Node> = Api::all(client);

@@ -1,0 +1,109 @@
+//! What `kubeadm init` sets up for joining nodes, made inside a private-nodes
+//! vCluster's own API server once it is ready (vCluster does the same for its
+//! private nodes): `kube-public/cluster-info` (the CA and endpoint, which
+//! kube-controller-manager's `bootstrapsigner` signs with every bootstrap
+//! token), `kube-system/kubeadm-config`, and the bootstrappers' RBAC as kubeadm
+//! writes it (`cmd/kubeadm/app/phases/bootstraptoken/node/tlsbootstrap.go`,
+//! `clusterinfo/clusterinfo.go`, `uploadconfig/uploadconfig.go`).
+
+use anyhow::Result;
+use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, Role, RoleBinding};
+use kube::api::{Api, PostParams};
+use kube::{Client, Resource};
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+/// kubeadm's group for the default node token (vCluster's tokens carry it).
+pub const NODE_TOKEN_GROUP: &str = "system:bootstrappers:kubeadm:default-node-token";
+
+async fn create<K>(api: Api<K>, body: Value) -> Result<()>
+where
+    K: Resource + Clone + std::fmt::Debug + DeserializeOwned + serde::Serialize,
+{
+    let obj: K = serde_json::from_value(body)?;
+    match api.create(&PostParams::default(), &obj).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(e)) if e.code == 409 => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn cluster_role_binding(name: &str, role: &str, group: &str) -> Value {
+    json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": group}],
+    })
+}
+
+/// Creates what is missing; existing objects are kept (a restarted pod).
+pub async fn bootstrap(client: &Client, endpoint: &str, ca_pem: &str) -> Result<()> {
+    use base64::Engine;
+    let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem);
+    let kubeconfig = format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- cluster:\n    certificate-authority-data: {ca}\n    server: https://{endpoint}\n  name: \"\"\ncontexts: null\ncurrent-context: \"\"\npreferences: {{}}\nusers: null\n"
+    );
+    let public: Api<ConfigMap> = Api::namespaced(client.clone(), "kube-public");
+    create(
+        public,
+        json!({"metadata": {"name": "cluster-info", "namespace": "kube-public"}, "data": {"kubeconfig": kubeconfig}}),
+    )
+    .await?;
+    let roles: Api<Role> = Api::namespaced(client.clone(), "kube-public");
+    create(
+        roles,
+        json!({"metadata": {"name": "kubeadm:bootstrap-signer-clusterinfo", "namespace": "kube-public"},
+            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["cluster-info"], "verbs": ["get"]}]}),
+    )
+    .await?;
+    let bindings: Api<RoleBinding> = Api::namespaced(client.clone(), "kube-public");
+    create(
+        bindings,
+        json!({"metadata": {"name": "kubeadm:bootstrap-signer-clusterinfo", "namespace": "kube-public"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "kubeadm:bootstrap-signer-clusterinfo"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "system:anonymous"}]}),
+    )
+    .await?;
+    let system: Api<ConfigMap> = Api::namespaced(client.clone(), "kube-system");
+    let config = format!(
+        "apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\ncontrolPlaneEndpoint: {endpoint}\nkubernetesVersion: v1.36.3\nnetworking:\n  serviceSubnet: 10.96.0.0/16\n"
+    );
+    create(system, json!({"metadata": {"name": "kubeadm-config", "namespace": "kube-system"}, "data": {"ClusterConfiguration": config}}))
+        .await?;
+    let roles: Api<Role> = Api::namespaced(client.clone(), "kube-system");
+    create(
+        roles,
+        json!({"metadata": {"name": "kubeadm:nodes-kubeadm-config", "namespace": "kube-system"},
+            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["kubeadm-config"], "verbs": ["get"]}]}),
+    )
+    .await?;
+    let bindings: Api<RoleBinding> = Api::namespaced(client.clone(), "kube-system");
+    create(
+        bindings,
+        json!({"metadata": {"name": "kubeadm:nodes-kubeadm-config", "namespace": "kube-system"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "kubeadm:nodes-kubeadm-config"},
+            "subjects": [
+                {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": NODE_TOKEN_GROUP},
+                {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:nodes"}]}),
+    )
+    .await?;
+    let crbs: Api<ClusterRoleBinding> = Api::all(client.clone());
+    for (name, role, group) in [
+        ("kubeadm:kubelet-bootstrap", "system:node-bootstrapper", NODE_TOKEN_GROUP),
+        (
+            "kubeadm:node-autoapprove-bootstrap",
+            "system:certificates.k8s.io:certificatesigningrequests:nodeclient",
+            NODE_TOKEN_GROUP,
+        ),
+        (
+            "kubeadm:node-autoapprove-certificate-rotation",
+            "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient",
+            "system:nodes",
+        ),
+    ] {
+        create(crbs.clone(), cluster_role_binding(name, role, group)).await?;
+    }
+    Ok(())
+}
