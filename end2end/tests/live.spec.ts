@@ -4,7 +4,7 @@
 // with kubectl, mode switches show up live, the same with JavaScript off, and
 // a failing install shows helm's own words.
 import { expect, type Page } from '@playwright/test';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -29,6 +29,8 @@ if (!url || !lbPrefix) {
   throw new Error('KUBEBYON_HOST_CONSOLE_URL and KUBEBYON_HOST_NET are set by scripts/test.sh');
 }
 const nodeHost = `${lbPrefix}.1`;
+// The test host's binary: its `join` is a simulated machine running the join command.
+const hostsimBin = process.env.KUBEBYON_HOSTSIM_BIN ?? 'hostsim';
 const READY = 90_000;
 
 test.use({ baseURL: url });
@@ -293,6 +295,26 @@ test('join page: a token, the command copied and fetched, revoked; others get 40
   await expect(page.getByTestId('join-command')).toHaveCount(0);
   await expect(page.locator(`tr[data-token="${tokenId}"]`)).toBeVisible();
   expect(await page.content()).not.toContain(token);
+
+  // A machine runs the command (hostsim's simulated machine: it fetches the
+  // script through the console and follows it) and appears without a reload.
+  const machine = spawn(hostsimBin, ['join', '--url', scriptUrl, '--name', 'e2e-node-1', '--ip', '10.9.0.11',
+    '--connect', `${lbIp}:443`], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let machineLog = '';
+  machine.stdout.on('data', (d) => (machineLog += d));
+  machine.stderr.on('data', (d) => (machineLog += d));
+  try {
+    await mark(page);
+    const row = page.locator('tr[data-node="e2e-node-1"]');
+    await expect(row, machineLog).toBeVisible({ timeout: 90_000 });
+    await expect(row.locator('[data-field=ready]')).toHaveText(t('en', 'join.yes'));
+    await expect(row).toContainText('v1.36.3');
+    await expect(row).toContainText('10.9.0.11');
+    await expectSameDocument(page);
+    await shot(page, 'join-node-en');
+  } finally {
+    machine.kill();
+  }
 
   // The same page in Chinese.
   await page.getByRole('link', { name: t('zh-CN', 'languages.zh_CN') }).click();

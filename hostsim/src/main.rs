@@ -24,6 +24,25 @@ struct Cli {
 enum Command {
     /// Start the host in the foreground.
     Up(Up),
+    /// Be a machine running the join command: fetch the script from `url`
+    /// (the console's join script endpoint, `http://` only), follow it
+    /// (`hostsim::machine`) and stay joined, with heartbeats, until stopped.
+    Join(Join),
+}
+
+#[derive(clap::Args)]
+struct Join {
+    #[arg(long)]
+    url: String,
+    /// The node's name.
+    #[arg(long)]
+    name: String,
+    /// Its internal IP, as reported in the Node's status.
+    #[arg(long)]
+    ip: String,
+    /// Where the script's endpoint is reached (no DNS here): `address:port`.
+    #[arg(long)]
+    connect: std::net::SocketAddr,
 }
 
 #[derive(clap::Args)]
@@ -114,8 +133,34 @@ async fn main() {
 }
 
 async fn real_main(cli: Cli) -> Result<()> {
-    let Command::Up(args) = cli.command;
-    up(args).await
+    match cli.command {
+        Command::Up(args) => up(args).await,
+        Command::Join(args) => {
+            let script = http_get(&args.url).await?;
+            let machine = hostsim::machine::join(&script, &args.name, &args.ip, args.connect).await?;
+            println!("joined as {}", machine.name);
+            tokio::signal::ctrl_c().await?;
+            Ok(())
+        }
+    }
+}
+
+/// `GET` of an `http://host:port/path` URL (HTTP/1.1, the whole body); an
+/// answer other than 200 is an error.
+async fn http_get(url: &str) -> Result<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let rest = url.strip_prefix("http://").context("only http:// URLs")?;
+    let (authority, path) = rest.split_once('/').map_or((rest, "/".to_owned()), |(a, p)| (a, format!("/{p}")));
+    let mut sock = tokio::net::TcpStream::connect(authority).await.with_context(|| format!("connecting to {authority}"))?;
+    let req = format!("GET {path} HTTP/1.1\r\nHost: {authority}\r\nUser-Agent: curl/8\r\nConnection: close\r\n\r\n");
+    sock.write_all(req.as_bytes()).await?;
+    let mut answer = Vec::new();
+    sock.read_to_end(&mut answer).await?;
+    let answer = String::from_utf8(answer)?;
+    let (head, body) = answer.split_once("\r\n\r\n").context("no HTTP answer")?;
+    anyhow::ensure!(head.starts_with("HTTP/1.1 200 "), "the script endpoint answered {}", head.lines().next().unwrap_or_default());
+    anyhow::ensure!(!head.to_ascii_lowercase().contains("transfer-encoding: chunked"), "a chunked answer");
+    Ok(body.to_owned())
 }
 
 /// The control plane with upstream's parts, and the node, until SIGTERM or Ctrl-C.
