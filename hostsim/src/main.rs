@@ -151,14 +151,19 @@ async fn http_get(url: &str) -> Result<String> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let rest = url.strip_prefix("http://").context("only http:// URLs")?;
     let (authority, path) = rest.split_once('/').map_or((rest, "/".to_owned()), |(a, p)| (a, format!("/{p}")));
-    let mut sock = tokio::net::TcpStream::connect(authority).await.with_context(|| format!("connecting to {authority}"))?;
+    let mut sock =
+        tokio::net::TcpStream::connect(authority).await.with_context(|| format!("connecting to {authority}"))?;
     let req = format!("GET {path} HTTP/1.1\r\nHost: {authority}\r\nUser-Agent: curl/8\r\nConnection: close\r\n\r\n");
     sock.write_all(req.as_bytes()).await?;
     let mut answer = Vec::new();
     sock.read_to_end(&mut answer).await?;
     let answer = String::from_utf8(answer)?;
     let (head, body) = answer.split_once("\r\n\r\n").context("no HTTP answer")?;
-    anyhow::ensure!(head.starts_with("HTTP/1.1 200 "), "the script endpoint answered {}", head.lines().next().unwrap_or_default());
+    anyhow::ensure!(
+        head.starts_with("HTTP/1.1 200 "),
+        "the script endpoint answered {}",
+        head.lines().next().unwrap_or_default()
+    );
     anyhow::ensure!(!head.to_ascii_lowercase().contains("transfer-encoding: chunked"), "a chunked answer");
     Ok(body.to_owned())
 }
