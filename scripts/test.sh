@@ -137,7 +137,7 @@ read -r lines ids clusters < <(jq -rs 'map(.span // {}) | [length, (map(select(.
 echo "  JSON logs: $lines lines, $ids with a request id, $clusters of them with a cluster id" >&2
 (( lines > 0 && ids > 0 && clusters > 0 )) || die "the JSON log lacks request or cluster ids"
 for log in "$work/console.log" "$work/console-host.log" "$work/console-host.out"; do
-  if grep -q -i -E "e2e-admin-password|kubebyon_session=|correct horse|BEGIN [A-Z ]*PRIVATE KEY|client-key-data" "$log"; then
+  if grep -q -i -E "e2e-admin-password|kubebyon_session=|correct horse|BEGIN [A-Z ]*PRIVATE KEY|client-key-data|token=[a-z0-9]{6}\.[a-z0-9]{16}|token='[a-z0-9]{6}\." "$log"; then
     echo "a secret reached the console log ($log)" >&2; exit 1
   fi
 done

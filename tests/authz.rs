@@ -141,6 +141,13 @@ fn matrix() -> Vec<Row> {
             "",
             [Is(401), Is(409), Is(404), Is(409)],
         ),
+        row(
+            "DELETE",
+            "/api/console/clusters/{id}/nodes/{node}",
+            "/api/console/clusters/{C}/nodes/byo-1",
+            "",
+            [Is(401), Is(409), Is(404), Is(409)],
+        ),
         // Machines, without a session: the same 404 for everyone when the
         // cluster has no own nodes (the token is never even looked up).
         row(
@@ -202,6 +209,23 @@ fn matrix() -> Vec<Row> {
         ),
         row("POST", "/fn/clusters/probe", "/fn/clusters/probe", "id={C}", [Is(401), Is(409), Is(404), Is(409)]),
         row("POST", "/fn/clusters/dismiss-moved", "/fn/clusters/dismiss-moved", "id={C}", OWNER_ONLY),
+        // The join page's functions: Alice's cluster has no own nodes.
+        row("POST", "/fn/join/get", "/fn/join/get", "id={C}", OWNER_ONLY),
+        row("POST", "/fn/join/create", "/fn/join/create", "id={C}&lifetime=1h", [Is(401), Is(409), Is(404), Is(409)]),
+        row(
+            "POST",
+            "/fn/join/revoke",
+            "/fn/join/revoke",
+            "id={C}&token_id=abcdef",
+            [Is(401), Is(409), Is(404), Is(409)],
+        ),
+        row(
+            "POST",
+            "/fn/join/remove-node",
+            "/fn/join/remove-node",
+            "id={C}&node=byo-1",
+            [Is(401), Is(409), Is(404), Is(409)],
+        ),
         row("POST", "/fn/moves/movable", "/fn/moves/movable", "", ADMIN_ONLY),
         row(
             "POST",
@@ -248,6 +272,7 @@ fn matrix() -> Vec<Row> {
         row("GET", "/clusters/new", "/clusters/new", "", PAGE_SIGNED_IN),
         row("GET", "/clusters/{id}", "/clusters/{C}", "", PAGE_OWNER),
         row("GET", "/clusters/{id}/edit", "/clusters/{C}/edit", "", PAGE_OWNER),
+        row("GET", "/clusters/{id}/join", "/clusters/{C}/join", "", PAGE_OWNER),
         row("GET", "/admin/settings", "/admin/settings", "", PAGE_ADMIN),
         row("GET", "/admin/users", "/admin/users", "", PAGE_ADMIN),
         row("GET", "/admin/moves", "/admin/moves", "", PAGE_ADMIN),

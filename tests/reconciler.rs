@@ -1614,6 +1614,31 @@ async fn join_tokens() {
         .await
         .expect("heartbeats");
     assert_eq!(machine.name, "byo-1");
+    let listed = env.console.get(&tokens, Some(&env.cookie)).await.json();
+    let mine = listed.as_array().unwrap().iter().find(|t| t["id"] == valid.id()).cloned().unwrap();
+    assert_eq!(mine["nodes"], json!(["byo-1"]), "the token lists the node that joined with it: {listed}");
+
+    // Pages that would cut the node off name it: the delete section, the edit page.
+    for page in [format!("/clusters/{id}"), format!("/clusters/{id}/edit")] {
+        let html = env.console.get(&page, Some(&env.cookie)).await.body;
+        let warning = html.split("data-testid=\"joined-nodes-warning\"").nth(1).unwrap_or_default();
+        assert!(warning.split("</p>").next().unwrap_or_default().contains("byo-1"), "{page}: {html}");
+    }
+    // Removed: drained and deleted inside; audited by name; not found after.
+    let node_path = format!("{nodes}/byo-1");
+    for (path, want) in
+        [(format!("{nodes}/..%2Fx"), 404), (format!("{nodes}/no-such-node"), 404), (node_path.clone(), 204)]
+    {
+        let r = env.console.send("DELETE", &path, Some(&env.cookie), None, "").await;
+        assert_eq!(r.status, want, "{path}: {}", r.body);
+    }
+    let listed = env.console.get(&nodes, Some(&env.cookie)).await.json();
+    assert!(listed.as_array().unwrap().iter().all(|n| n["name"] != "byo-1"), "{listed}");
+    let r = env.console.send("DELETE", &node_path, Some(&env.cookie), None, "").await;
+    assert_eq!(r.status, 404, "{}", r.body);
+    let log = env.console.get("/api/admin/audit", Some(&env.cookie)).await;
+    assert!(log.body.contains("node_removed") && log.body.contains("node: byo-1"), "{}", log.body);
+    drop(machine);
 
     // Revoked: gone from the list and from the API server's trust.
     let one = format!("{tokens}/{}", valid.id());

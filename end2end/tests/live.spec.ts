@@ -311,7 +311,16 @@ test('join page: a token, the command copied and fetched, revoked; others get 40
     await expect(row).toContainText('v1.36.3');
     await expect(row).toContainText('10.9.0.11');
     await expectSameDocument(page);
+    await expect(page.getByText('kubeadm reset --force')).toBeVisible();
     await shot(page, 'join-node-en');
+    // Deleting the cluster would cut the machine off: its page says so.
+    await page.goto(detailUrl);
+    await expect(page.getByTestId('joined-nodes-warning')).toContainText('e2e-node-1');
+    await page.goto(joinUrl);
+    // Removed: drained and deleted inside the cluster; gone from the page.
+    await page.getByRole('button', { name: t('en', 'join.remove_label', { name: 'e2e-node-1' }) }).click();
+    await expect(page).toHaveURL(joinUrl);
+    await expect(page.locator('tr[data-node="e2e-node-1"]')).toHaveCount(0);
   } finally {
     machine.kill();
   }

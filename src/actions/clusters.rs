@@ -33,6 +33,8 @@ pub(crate) struct ClusterPage {
     pub remembered_host: Option<String>,
     /// The admin's NodePort public host (the forms' planned certificate names).
     pub nodeport_host: Option<Host>,
+    /// The machines joined as its nodes (own nodes; empty when none or unreadable).
+    pub joined_nodes: Vec<String>,
 }
 
 /// What the create form starts from: the admin's default mode and NodePort
@@ -68,6 +70,7 @@ pub(crate) async fn load_cluster(id: i64, before: Option<i64>) -> Result<Cluster
     let history = HistoryPage { older: events.last().filter(|_| full).map(|e| e.id), paged: before.is_some() };
     let remembered_host = host.map(|h| h.to_string());
     let nodeport_host = crate::server::service::settings::public_defaults(&st.pool).await?.nodeport_public_host;
+    let joined_nodes = crate::server::service::join::joined_node_names(st.host.as_ref(), &cluster).await;
     Ok(ClusterPage {
         cluster,
         events,
@@ -76,6 +79,7 @@ pub(crate) async fn load_cluster(id: i64, before: Option<i64>) -> Result<Cluster
         remembered_mode,
         remembered_host,
         nodeport_host,
+        joined_nodes,
     })
 }
 

@@ -67,7 +67,7 @@ fn created_from_cookie(cookies: &str, id: i64) -> Option<CreatedToken> {
     let (cluster, token) = (parts.next()?.parse::<i64>().ok()?, parts.next()?);
     let (created, expires) = (parts.next()?.parse().ok(), parts.next()?.parse().ok());
     let token = crate::domain::join::JoinToken::parse(token).filter(|_| cluster == id)?;
-    let view = TokenView { id: token.id().to_owned(), created_at: created, expires_at: expires };
+    let view = TokenView { id: token.id().to_owned(), created_at: created, expires_at: expires, nodes: Vec::new() };
     Some(CreatedToken { token: token.to_string(), view })
 }
 
@@ -100,6 +100,19 @@ pub(crate) async fn revoke_join_token(id: i64, token_id: String) -> Result<(), A
     crate::server::service::join::revoke_token(&st.pool, st.host.as_ref(), &user, id, &token_id)
         .await
         .inspect_err(|e| keep_input_on_error(RevokeJoinToken::PATH, &page, &[], e))?;
+    leptos_axum::redirect(&page);
+    Ok(())
+}
+
+#[server(prefix = "/fn", endpoint = "join/remove-node")]
+pub(crate) async fn remove_node(id: i64, node: String) -> Result<(), AppError> {
+    use crate::server::context::{keep_input_on_error, require_user, state};
+    use server_fn::ServerFn as _;
+    let (st, user) = (state()?, require_user()?);
+    let page = format!("/clusters/{id}/join");
+    crate::server::service::join::remove_node(&st.pool, st.host.as_ref(), &user, id, &node)
+        .await
+        .inspect_err(|e| keep_input_on_error(RemoveNode::PATH, &page, &[], e))?;
     leptos_axum::redirect(&page);
     Ok(())
 }

@@ -37,6 +37,8 @@ pub(crate) enum AuditAction {
     /// A join token made for an own-nodes cluster (its id only).
     JoinTokenCreated,
     JoinTokenRevoked,
+    /// A joined node drained and deleted from its virtual cluster.
+    NodeRemoved,
 }
 
 impl AuditAction {

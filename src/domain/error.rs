@@ -73,6 +73,8 @@ pub enum ErrorCode {
     OwnNodesOff,
     /// The virtual cluster's own API server cannot be reached (yet).
     ControlPlaneUnavailable,
+    /// A node's pods could not all be evicted (a disruption budget), so it stays.
+    NodeDrainBlocked,
     /// Too many wrong join-script requests from one client.
     JoinRateLimited,
     /// The control plane did not give a join script (an error, too large, too slow).
@@ -104,6 +106,7 @@ impl ErrorCode {
             | Self::MoveHasProblems
             | Self::MoveItemState
             | Self::OwnNodesOff
+            | Self::NodeDrainBlocked
             | Self::ControlPlaneUnavailable => 409,
             Self::BadRequest => 400,
             Self::PayloadTooLarge => 413,
@@ -240,11 +243,13 @@ mod tests {
     }
 
     #[test]
-    fn only_internal_is_a_server_error() {
+    fn only_internal_outages_and_upstreams_are_server_errors() {
         for &code in ErrorCode::VARIANTS {
             let status = code.http_status();
-            // 503: the database did not answer (an outage, retried), not a fault.
-            let server = matches!(code, ErrorCode::Internal | ErrorCode::Unavailable);
+            // 503: the database did not answer (an outage, retried), not a fault;
+            // 502: a cluster's control plane gave no join script (its fault, not ours).
+            let server =
+                matches!(code, ErrorCode::Internal | ErrorCode::Unavailable | ErrorCode::JoinScriptUnavailable);
             assert_eq!(status >= 500, server, "{code:?}");
             assert_eq!(status == 500, code == ErrorCode::Internal, "{code:?}");
             assert!(status >= 400);

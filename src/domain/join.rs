@@ -207,6 +207,18 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 
 pub(crate) use super::nodes::TokenView;
 
+/// The node a kubelet's bootstrap CSR asks a certificate for, and the token id
+/// it was made with: `(id, name)` when `username` is `system:bootstrap:<id>`
+/// and the request (PEM PKCS#10) is for `system:node:<name>`.
+pub(crate) fn csr_node(username: &str, request_pem: &[u8]) -> Option<(String, String)> {
+    use x509_parser::prelude::FromDer;
+    let id = token_id(username.strip_prefix("system:bootstrap:")?)?.to_owned();
+    let (_, pem) = x509_parser::pem::parse_x509_pem(request_pem).ok()?;
+    let (_, csr) = x509_parser::certification_request::X509CertificationRequest::from_der(&pem.contents).ok()?;
+    let cn = csr.certification_request_info.subject.iter_common_name().next()?.as_str().ok()?;
+    Some((id, cn.strip_prefix("system:node:")?.to_owned()))
+}
+
 /// The view of a token Secret vCluster would list (its label), else `None`.
 pub(crate) fn token_view(secret: &Secret) -> Option<TokenView> {
     let labels = secret.metadata.labels.as_ref()?;
@@ -219,6 +231,7 @@ pub(crate) fn token_view(secret: &Secret) -> Option<TokenView> {
         id: data(secret, "token-id")?.to_owned(),
         created_at: secret.metadata.creation_timestamp.as_ref().map(|t| t.0.as_second()),
         expires_at: expires(secret).unwrap_or(Some(i64::MIN)),
+        nodes: Vec::new(),
     })
 }
 
@@ -260,6 +273,30 @@ mod tests {
             ("../x", false),
         ] {
             assert_eq!(token_id(raw).is_some(), ok, "{raw:?}");
+        }
+    }
+
+    /// `openssl req -new -newkey ec … -subj "/O=system:nodes/CN=system:node:byo-1"`.
+    const NODE_CSR: &str = "-----BEGIN CERTIFICATE REQUEST-----
+MIHuMIGVAgEAMDMxFTATBgNVBAoMDHN5c3RlbTpub2RlczEaMBgGA1UEAwwRc3lz
+dGVtOm5vZGU6YnlvLTEwWTATBgcqhkjOPQIBBggqhkjOPQMBBwNCAAR5teh79Ddo
+/rek5vS+1uEIbLYUnYVa4va+GUw0B0swU28jnRP7f0v6bj7Yv+5Wugi2mgNrLV0y
+0t3obY8mZ/ZsoAAwCgYIKoZIzj0EAwIDSAAwRQIhAPrZgOvahRru5RXQ1BcCmziI
+iH/o6zIKBNvw0B6VnobZAiALZ43lXPlf+uHOvh5pP6WXcvEVv4Thkhn3mLskwfRJ
+Iw==
+-----END CERTIFICATE REQUEST-----
+";
+
+    #[test]
+    fn bootstrap_csrs_name_their_token_and_node() {
+        let node = Some(("abcdef".to_owned(), "byo-1".to_owned()));
+        for (username, pem, want) in [
+            ("system:bootstrap:abcdef", NODE_CSR, node),
+            ("system:node:byo-1", NODE_CSR, None),
+            ("system:bootstrap:ABCDEF", NODE_CSR, None),
+            ("system:bootstrap:abcdef", "not a CSR", None),
+        ] {
+            assert_eq!(csr_node(username, pem.as_bytes()), want, "{username}");
         }
     }
 

@@ -90,6 +90,10 @@ pub(crate) struct TokenView {
     pub created_at: Option<i64>,
     /// Unix seconds; `None`: never expires.
     pub expires_at: Option<i64>,
+    /// The nodes that joined with it, while the virtual cluster keeps their
+    /// bootstrap CSRs (`spec.username` `system:bootstrap:<id>`).
+    #[serde(default)]
+    pub nodes: Vec<String>,
 }
 
 /// A token just made: the only time its secret part is shown.
@@ -159,6 +163,20 @@ pub(crate) fn join_warnings(cluster: &crate::domain::cluster::Cluster, control_p
     out
 }
 
+/// What undoes a join on the machine itself once its node is removed (the
+/// join script runs `kubeadm join`; kubeadm's documented revert).
+pub(crate) const RESET_COMMAND: &str = "kubeadm reset --force";
+
+/// `name` when it can be a Node's name (a DNS subdomain: lowercase letters,
+/// digits, `-` and `.`, at most 253, alphanumeric at both ends).
+pub(crate) fn node_name(name: &str) -> Option<&str> {
+    let ok = (1..=253).contains(&name.len())
+        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+        && name.bytes().next().is_some_and(|b| b.is_ascii_alphanumeric())
+        && name.bytes().last().is_some_and(|b| b.is_ascii_alphanumeric());
+    ok.then_some(name)
+}
+
 /// The one line a machine runs: fetch the script through the console, run it.
 pub(crate) fn join_command(console_url: &str, cluster_id: i64, token: &str) -> String {
     format!(
@@ -194,6 +212,24 @@ mod tests {
         ] {
             assert_eq!(remaining(expires, now), want, "{expires} {now}");
         }
+    }
+
+    #[test]
+    fn node_names() {
+        for (raw, ok) in [
+            ("byo-1", true),
+            ("node.example.com", true),
+            ("a", true),
+            ("", false),
+            ("-a", false),
+            ("a-", false),
+            ("A", false),
+            ("a/b", false),
+            ("../x", false),
+        ] {
+            assert_eq!(node_name(raw).is_some(), ok, "{raw:?}");
+        }
+        assert!(node_name(&"a".repeat(254)).is_none());
     }
 
     #[test]

@@ -31,6 +31,7 @@ pub(crate) fn AuditPage() -> impl IntoView {
         AuditAction::MoveItemRolledBack => t_string!(i18n, audit.move_item_rolled_back),
         AuditAction::JoinTokenCreated => t_string!(i18n, audit.join_token_created),
         AuditAction::JoinTokenRevoked => t_string!(i18n, audit.join_token_revoked),
+        AuditAction::NodeRemoved => t_string!(i18n, audit.node_removed),
     };
     let content = Suspend::new(async move {
         let entries = match load_audit(before).await {

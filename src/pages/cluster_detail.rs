@@ -16,6 +16,26 @@ use crate::domain::cluster::ProbeOutcome;
 use crate::domain::{AppError, ConnectionStatus, ErrorCode};
 use crate::i18n::*;
 
+/// Names the machines joined as the cluster's nodes, which a deletion (or,
+/// `on_delete` false, an endpoint change) cuts off; nothing when there are none.
+#[component]
+pub(crate) fn JoinedNodesWarning(names: Vec<String>, on_delete: bool) -> impl IntoView {
+    let i18n = use_i18n();
+    (!names.is_empty()).then(|| {
+        let names = names.join(", ");
+        let text = if on_delete {
+            t_string!(i18n, join.nodes_on_delete, names = names.clone()).to_string()
+        } else {
+            t_string!(i18n, join.nodes_cut_off, names = names.clone()).to_string()
+        };
+        view! {
+            <p class="banner" role="alert" data-testid="joined-nodes-warning">
+                {text}
+            </p>
+        }
+    })
+}
+
 #[component]
 pub(crate) fn ClusterDetailPage() -> impl IntoView {
     let i18n = use_i18n();
@@ -35,6 +55,7 @@ pub(crate) fn ClusterDetailPage() -> impl IntoView {
                 let id = page.cluster.id;
                 // A failed deletion may be asked for again.
                 let deleting = page.cluster.deleting();
+                let joined = page.joined_nodes.clone();
                 view! {
                     <Title text=page.cluster.spec.name.to_string() />
                     <LiveRegion region=REGION_ID.to_owned()>
@@ -45,6 +66,7 @@ pub(crate) fn ClusterDetailPage() -> impl IntoView {
                             view! {
                                 <section class="card danger-zone">
                                     <h2 class="section-title">{t!(i18n, detail.delete_title)}</h2>
+                                    <JoinedNodesWarning names=joined.clone() on_delete=true />
                                     <DeleteClusterForm id url_error=url_error(DeleteCluster::PATH) />
                                 </section>
                             }

@@ -4,6 +4,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use server_fn::ServerFn;
 
+use super::cluster_detail::JoinedNodesWarning;
 use super::problem::problem_view;
 use super::{retyped, route_id, url_error};
 use crate::actions::clusters::{UpdateCluster, load_cluster};
@@ -42,6 +43,7 @@ pub(crate) fn EditClusterPage() -> impl IntoView {
                             {t!(i18n, form.edit_title)} ": "
                             <span class="font-mono">{p.cluster.spec.name.to_string()}</span>
                         </h1>
+                        <JoinedNodesWarning names=p.joined_nodes.clone() on_delete=false />
                         <EditClusterForm
                             id=p.cluster.id
                             values

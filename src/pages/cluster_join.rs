@@ -11,12 +11,12 @@ use server_fn::ServerFn;
 
 use super::problem::problem_view;
 use super::{route_id, url_error};
-use crate::actions::join::{CreateJoinToken, JoinPage, RevokeJoinToken, load_join};
+use crate::actions::join::{CreateJoinToken, JoinPage, RemoveNode, RevokeJoinToken, load_join};
 use crate::components::cluster_overview::Time;
 use crate::components::error_text::error_text;
 use crate::components::islands::live_region::LiveRegion;
 use crate::components::layout::Layout;
-use crate::domain::nodes::{JoinWarning, join_command, remaining};
+use crate::domain::nodes::{JoinWarning, RESET_COMMAND, join_command, remaining};
 use crate::domain::{AppError, ErrorCode};
 use crate::i18n::*;
 
@@ -26,7 +26,7 @@ const REGION: &str = "join-live";
 #[component]
 pub(crate) fn ClusterJoinPage() -> impl IntoView {
     let create_error = url_error(CreateJoinToken::PATH);
-    let revoke_error = url_error(RevokeJoinToken::PATH);
+    let revoke_error = url_error(RevokeJoinToken::PATH).or_else(|| url_error(RemoveNode::PATH));
     let content = Suspend::new(async move {
         let page = match route_id() {
             Some(id) => load_join(id).await,
@@ -192,6 +192,9 @@ fn Live(page: JoinPage, revoke_error: Option<AppError>) -> impl IntoView {
                     <td class="font-mono">{t.id.clone()}</td>
                     <td>{t.created_at.map(|s| view! { <Time secs=s /> })}</td>
                     <td data-field="expires">{expires}</td>
+                    <td class="font-mono" data-field="token-nodes">
+                        {t.nodes.join(", ")}
+                    </td>
                     <td>
                         <form method="post" action=RevokeJoinToken::PATH data-form="revoke-token">
                             <input type="hidden" name="id" value=id />
@@ -222,6 +225,19 @@ fn Live(page: JoinPage, revoke_error: Option<AppError>) -> impl IntoView {
                     <td class="font-mono">{n.kubelet_version.clone()}</td>
                     <td class="font-mono">{n.internal_ip.clone()}</td>
                     <td>{n.since.map(|s| view! { <Time secs=s /> })}</td>
+                    <td>
+                        <form method="post" action=RemoveNode::PATH data-form="remove-node">
+                            <input type="hidden" name="id" value=id />
+                            <input type="hidden" name="node" value=n.name.clone() />
+                            <button
+                                type="submit"
+                                class="btn btn-small btn-danger"
+                                aria-label=t_string!(i18n, join.remove_label, name = n.name.clone())
+                            >
+                                {t!(i18n, join.remove)}
+                            </button>
+                        </form>
+                    </td>
                 </tr>
             }
         })
@@ -255,6 +271,7 @@ fn Live(page: JoinPage, revoke_error: Option<AppError>) -> impl IntoView {
                                                 <th scope="col">{t!(i18n, join.token_id)}</th>
                                                 <th scope="col">{t!(i18n, join.token_created)}</th>
                                                 <th scope="col">{t!(i18n, join.token_expires)}</th>
+                                                <th scope="col">{t!(i18n, join.token_nodes)}</th>
                                                 <th scope="col"></th>
                                             </tr>
                                         </thead>
@@ -278,10 +295,13 @@ fn Live(page: JoinPage, revoke_error: Option<AppError>) -> impl IntoView {
                                                 <th scope="col">{t!(i18n, join.node_version)}</th>
                                                 <th scope="col">{t!(i18n, join.node_ip)}</th>
                                                 <th scope="col">{t!(i18n, join.node_since)}</th>
+                                                <th scope="col"></th>
                                             </tr>
                                         </thead>
                                         <tbody>{nodes}</tbody>
                                     </table>
+                                    <p class="field-hint mt-3">{t!(i18n, join.remove_hint)}</p>
+                                    <pre class="code-block mt-1">{RESET_COMMAND}</pre>
                                 }
                                     .into_any()
                             }}

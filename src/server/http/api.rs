@@ -391,6 +391,15 @@ pub(crate) async fn list_nodes(
     Ok(Json(join::list_nodes(&st.pool, st.host.as_ref(), &u, cluster_id(&id)?).await?))
 }
 
+pub(crate) async fn remove_node(
+    State(st): State<AppState>,
+    ApiUser(u): ApiUser,
+    Path((id, node)): Path<(String, String)>,
+) -> Result<StatusCode, ApiError> {
+    join::remove_node(&st.pool, st.host.as_ref(), &u, cluster_id(&id)?, &node).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
 /// `201` with the token (shown this once) and `Cache-Control: no-store`.
 pub(crate) async fn create_join_token(
     State(st): State<AppState>,

@@ -31,6 +31,7 @@ pub fn api_routes() -> Vec<(&'static str, MethodRouter<AppState>)> {
         ("/api/console/clusters/{id}/join-tokens", get(api::list_join_tokens).post(api::create_join_token)),
         ("/api/console/clusters/{id}/join-tokens/{token}", axum::routing::delete(api::revoke_join_token)),
         ("/api/console/clusters/{id}/nodes", get(api::list_nodes)),
+        ("/api/console/clusters/{id}/nodes/{node}", axum::routing::delete(api::remove_node)),
         ("/api/console/quota", get(api::my_quota)),
         // No session: machines fetch their join script with a join token.
         ("/api/join/clusters/{id}/script", get(api::join_script)),

@@ -5,6 +5,7 @@
 //! The full token is returned once, at creation, and never stored, logged or
 //! audited (the audit log names its id).
 
+use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
 use kube::api::{DeleteParams, ListParams, PostParams};
@@ -96,6 +97,19 @@ async fn tokens_of(cluster: &Cluster, client: kube::Client) -> Result<Vec<TokenV
     let list = Box::pin(secrets.list(&lp)).await.map_err(|e| call_failed(cluster, "token list", &e))?;
     let mut views: Vec<TokenView> = list.items.iter().filter_map(join::token_view).collect();
     views.sort_by_key(|v| (v.expires_at.unwrap_or(i64::MAX), v.id.clone()));
+    // Which nodes joined with each: their bootstrap CSRs, while kept (csrcleaner
+    // removes approved ones after an hour).
+    let csrs: Api<CertificateSigningRequest> = Api::all(secrets.into_client());
+    let list = Box::pin(csrs.list(&ListParams::default())).await.map_err(|e| call_failed(cluster, "CSR list", &e))?;
+    for csr in &list.items {
+        let username = csr.spec.username.as_deref().unwrap_or_default();
+        if let Some((id, node)) = join::csr_node(username, &csr.spec.request.0)
+            && let Some(view) = views.iter_mut().find(|v| v.id == id)
+            && !view.nodes.contains(&node)
+        {
+            view.nodes.push(node);
+        }
+    }
     Ok(views)
 }
 
@@ -188,5 +202,81 @@ pub(crate) async fn overview(
         Ok(read) => Ok((cluster, Some(read))),
         Err(e) if e.code == ErrorCode::ControlPlaneUnavailable => Ok((cluster, None)),
         Err(e) => Err(e),
+    }
+}
+
+/// Drains node `name` (cordoned, its pods evicted as `kubectl drain
+/// --ignore-daemonsets` does) and deletes it from the virtual cluster. A pod
+/// a disruption budget keeps: `node_drain_blocked`, the node stays (cordoned).
+pub(crate) async fn remove_node(
+    pool: &AnyPool,
+    host: Option<&Reconciler>,
+    user: &CurrentUser,
+    id: i64,
+    name: &str,
+) -> Result<(), AppError> {
+    use k8s_openapi::api::core::v1::{Node, Pod};
+    use kube::api::{EvictParams, Patch, PatchParams};
+    let not_found = || AppError::new(ErrorCode::NotFound);
+    let name = crate::domain::nodes::node_name(name).ok_or_else(not_found)?;
+    let (cluster, client) = Box::pin(open(pool, host, user, id)).await?;
+    let nodes: Api<Node> = Api::all(client.clone());
+    match Box::pin(nodes.get_opt(name)).await {
+        Ok(Some(_)) => {}
+        Ok(None) => return Err(not_found()),
+        Err(e) => return Err(call_failed(&cluster, "node read", &e)),
+    }
+    let cordon = serde_json::json!({"spec": {"unschedulable": true}});
+    Box::pin(nodes.patch(name, &PatchParams::default(), &Patch::Merge(&cordon)))
+        .await
+        .map_err(|e| call_failed(&cluster, "node cordon", &e))?;
+    let pods: Api<Pod> = Api::all(client.clone());
+    let on_node = ListParams::default().fields(&format!("spec.nodeName={name}"));
+    let list = Box::pin(pods.list(&on_node)).await.map_err(|e| call_failed(&cluster, "pod list", &e))?;
+    for pod in list.items.iter().filter(|p| !daemon_or_mirror(p)) {
+        let (Some(ns), Some(pod_name)) = (pod.metadata.namespace.as_deref(), pod.metadata.name.as_deref()) else {
+            continue;
+        };
+        let api: Api<Pod> = Api::namespaced(client.clone(), ns);
+        match Box::pin(api.evict(pod_name, &EvictParams::default())).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(e)) if e.code == 404 => {}
+            Err(kube::Error::Api(e)) if e.code == 429 => return Err(AppError::new(ErrorCode::NodeDrainBlocked)),
+            Err(e) => return Err(call_failed(&cluster, "pod eviction", &e)),
+        }
+    }
+    match Box::pin(nodes.delete(name, &DeleteParams::default())).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(e)) if e.code == 404 => {}
+        Err(e) => return Err(call_failed(&cluster, "node delete", &e)),
+    }
+    tracing::info!(cluster = cluster.id, node = name, user = %user.username, "node removed");
+    let target = format!("cluster:{}", cluster.spec.name);
+    super::audit::record(pool, user, AuditAction::NodeRemoved, &target, &format!("node: {name}")).await;
+    Ok(())
+}
+
+/// Pods a drain leaves: a DaemonSet's (it would put them back) and static ones.
+fn daemon_or_mirror(pod: &k8s_openapi::api::core::v1::Pod) -> bool {
+    let owned_by_daemonset =
+        pod.metadata.owner_references.iter().flatten().any(|o| o.kind == "DaemonSet" && o.controller == Some(true));
+    let mirror = pod.metadata.annotations.as_ref().is_some_and(|a| a.contains_key("kubernetes.io/config.mirror"));
+    owned_by_daemonset || mirror
+}
+
+/// The names of the cluster's joined nodes, if it has own nodes and its
+/// control plane answers within two seconds (pages warn with them; no answer
+/// is no warning, never an error).
+pub(crate) async fn joined_node_names(host: Option<&Reconciler>, cluster: &Cluster) -> Vec<String> {
+    if !cluster.spec.own_nodes || cluster.deletion_requested {
+        return Vec::new();
+    }
+    let read = async {
+        let (cluster, client) = connect(host, cluster.clone()).await?;
+        nodes_of(&cluster, client).await
+    };
+    match tokio::time::timeout(std::time::Duration::from_secs(2), Box::pin(read)).await {
+        Ok(Ok(nodes)) => nodes.into_iter().map(|n| n.name).collect(),
+        _ => Vec::new(),
     }
 }
