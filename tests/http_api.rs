@@ -1074,6 +1074,7 @@ async fn own_nodes_need_the_admins_offer_and_a_load_balancer() {
     let r =
         c.json("POST", "/api/console/clusters", a, cluster("n2", json!({"enabled": true, "mode": "nodeport"}))).await;
     assert_eq!(r.json()["spec"]["own_nodes"], false, "{}", r.body);
+    let n2 = r.json()["id"].as_i64().unwrap();
 
     // Leaving the LoadBalancer would cut the nodes off: refused, nothing changes.
     let path = format!("/api/console/clusters/{id}");
@@ -1089,4 +1090,15 @@ async fn own_nodes_need_the_admins_offer_and_a_load_balancer() {
         .json("PATCH", &path, a, json!({"public_access": {"enabled": true, "mode": "loadbalancer", "control_plane_host": "n1b.example.com"}}))
         .await;
     assert_eq!((r.status, &r.json()["spec"]["own_nodes"]), (StatusCode::OK, &json!(true)), "{}", r.body);
+
+    // The join page says why a join would fail; without own nodes it offers no command.
+    for (cluster, warnings, form) in
+        [(id, &["not_ready", "control_plane_unavailable"][..], true), (n2, &["own_nodes_off"][..], false)]
+    {
+        let page = c.get(&format!("/clusters/{cluster}/join"), a).await;
+        assert_eq!(page.status, StatusCode::OK);
+        let shown: Vec<&str> = page.body.split("data-warning=\"").skip(1).filter_map(|s| s.split('"').next()).collect();
+        assert_eq!(shown, warnings, "{cluster}");
+        assert_eq!(page.body.contains(r#"data-form="create-token""#), form, "{cluster}");
+    }
 }

@@ -146,7 +146,8 @@ pub(crate) fn join_warnings(cluster: &crate::domain::cluster::Cluster, control_p
         return vec![JoinWarning::OwnNodesOff];
     }
     let mut out = Vec::new();
-    if !cluster.spec.public_access.is_enabled() || cluster.status.api_endpoint.is_none() {
+    // An endpoint not allocated yet is "not Ready": the command works once it is.
+    if !cluster.spec.public_access.is_enabled() {
         out.push(JoinWarning::PublicAccessOff);
     }
     if cluster.status.phase != Phase::Ready {
@@ -274,6 +275,15 @@ mod tests {
                 own(lb.clone(), ClusterStatus { connection_status: ConnectionStatus::Timeout, ..ready.clone() }),
                 true,
                 vec![EndpointUnreachable],
+            ),
+            // Not allocated yet: not Ready (the command works once it is), not "off".
+            (
+                own(
+                    lb.clone(),
+                    ClusterStatus { phase: Phase::Pending, api_endpoint: None, ..ClusterStatus::default() },
+                ),
+                false,
+                vec![NotReady, ControlPlaneUnavailable],
             ),
         ] {
             assert_eq!(join_warnings(&cluster, read), want, "{:?}", cluster.status);
