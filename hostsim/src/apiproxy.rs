@@ -61,6 +61,16 @@ impl ApiListener {
 
     /// [`Self::start`] on a given address (a pod's IP and container port).
     pub async fn start_on(bind: SocketAddr, server: ServerTls, upstream: Arc<Upstream>) -> Result<Self> {
+        Self::serve_on(bind, server, move |sock, cfg| serve(sock, cfg, upstream.clone())).await
+    }
+
+    /// A TLS endpoint on `bind` whose connections `handle` serves, each with
+    /// the serving configuration current when it was accepted.
+    pub async fn serve_on<F, Fut>(bind: SocketAddr, server: ServerTls, handle: F) -> Result<Self>
+    where
+        F: Fn(TcpStream, ServerTls) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = ()> + Send + 'static,
+    {
         let listener = TcpListener::bind(bind).await.with_context(|| format!("listening on {bind}"))?;
         let addr = listener.local_addr()?;
         let tls = Arc::new(RwLock::new(server));
@@ -73,7 +83,7 @@ impl ApiListener {
                         let Ok((sock, _)) = accepted else { continue };
                         let cfg = current.read().map(|c| c.clone());
                         let Ok(cfg) = cfg else { continue };
-                        conns.spawn(serve(sock, cfg, upstream.clone()));
+                        conns.spawn(handle(sock, cfg));
                     }
                     Some(_) = conns.join_next(), if !conns.is_empty() => {}
                 }

@@ -20,18 +20,17 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use rustls::ClientConfig;
 use rustls_pki_types::{CertificateDer, ServerName};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, copy_bidirectional};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::task::{JoinHandle, JoinSet};
+use tokio::net::TcpStream;
 use tokio_rustls::{TlsAcceptor, TlsConnector};
 
-use crate::apiproxy::UNAUTHORIZED;
+use crate::apiproxy::{ApiListener, UNAUTHORIZED};
 use crate::pki::{self, Ca};
 use crate::tls::{self, ClientIdentity, ServerTls};
 
@@ -53,17 +52,7 @@ struct Shared {
 }
 
 /// A running front; stops (with its connections) when dropped.
-pub struct JoinFront {
-    pub addr: SocketAddr,
-    tls: Arc<RwLock<ServerTls>>,
-    task: JoinHandle<()>,
-}
-
-impl Drop for JoinFront {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
+pub struct JoinFront(ApiListener);
 
 impl JoinFront {
     pub async fn start(
@@ -73,8 +62,6 @@ impl JoinFront {
         ca: &Ca,
         endpoint: &str,
     ) -> Result<Self> {
-        let listener = TcpListener::bind(bind).await.with_context(|| format!("listening on {bind}"))?;
-        let addr = listener.local_addr()?;
         let shared = Arc::new(Shared {
             backend,
             ca: ca.clone(),
@@ -83,29 +70,13 @@ impl JoinFront {
             endpoint: endpoint.to_owned(),
             ca_hash: pki::ca_cert_hash(&ca.pair.cert_pem)?,
         });
-        let tls = Arc::new(RwLock::new(server));
-        let current = tls.clone();
-        let task = tokio::spawn(async move {
-            let mut conns = JoinSet::new();
-            loop {
-                tokio::select! {
-                    accepted = listener.accept() => {
-                        let Ok((sock, _)) = accepted else { continue };
-                        let Ok(cfg) = current.read().map(|c| c.clone()) else { continue };
-                        conns.spawn(serve(sock, cfg, shared.clone()));
-                    }
-                    Some(_) = conns.join_next(), if !conns.is_empty() => {}
-                }
-            }
-        });
-        Ok(Self { addr, tls, task })
+        let listener = ApiListener::serve_on(bind, server, move |sock, cfg| serve(sock, cfg, shared.clone())).await?;
+        Ok(Self(listener))
     }
 
     /// Swaps the serving certificate for new connections.
     pub fn set_tls(&self, server: ServerTls) {
-        if let Ok(mut cur) = self.tls.write() {
-            *cur = server;
-        }
+        self.0.set_tls(server);
     }
 }
 

@@ -38,6 +38,31 @@ fn cluster_role_binding(name: &str, role: &str, group: &str) -> Value {
     })
 }
 
+/// Role `name` in `ns` that may `get` ConfigMap `config_map`, bound to `subjects`
+/// (`(kind, name)`), as kubeadm grants its ConfigMaps.
+async fn config_map_reader(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    config_map: &str,
+    subjects: &[(&str, &str)],
+) -> Result<()> {
+    let meta = json!({"name": name, "namespace": ns});
+    let rules =
+        json!([{"apiGroups": [""], "resources": ["configmaps"], "resourceNames": [config_map], "verbs": ["get"]}]);
+    create(Api::<Role>::namespaced(client.clone(), ns), json!({"metadata": meta, "rules": rules})).await?;
+    let subjects: Vec<Value> = subjects
+        .iter()
+        .map(|(kind, who)| json!({"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": who}))
+        .collect();
+    let role_ref = json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name});
+    create(
+        Api::<RoleBinding>::namespaced(client.clone(), ns),
+        json!({"metadata": meta, "roleRef": role_ref, "subjects": subjects}),
+    )
+    .await
+}
+
 /// Creates what is missing; existing objects are kept (a restarted pod).
 pub async fn bootstrap(client: &Client, endpoint: &str, ca_pem: &str) -> Result<()> {
     use base64::Engine;
@@ -51,44 +76,16 @@ pub async fn bootstrap(client: &Client, endpoint: &str, ca_pem: &str) -> Result<
         json!({"metadata": {"name": "cluster-info", "namespace": "kube-public"}, "data": {"kubeconfig": kubeconfig}}),
     )
     .await?;
-    let roles: Api<Role> = Api::namespaced(client.clone(), "kube-public");
-    create(
-        roles,
-        json!({"metadata": {"name": "kubeadm:bootstrap-signer-clusterinfo", "namespace": "kube-public"},
-            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["cluster-info"], "verbs": ["get"]}]}),
-    )
-    .await?;
-    let bindings: Api<RoleBinding> = Api::namespaced(client.clone(), "kube-public");
-    create(
-        bindings,
-        json!({"metadata": {"name": "kubeadm:bootstrap-signer-clusterinfo", "namespace": "kube-public"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "kubeadm:bootstrap-signer-clusterinfo"},
-            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "system:anonymous"}]}),
-    )
-    .await?;
+    let clusterinfo = "kubeadm:bootstrap-signer-clusterinfo";
+    config_map_reader(client, "kube-public", clusterinfo, "cluster-info", &[("User", "system:anonymous")]).await?;
     let system: Api<ConfigMap> = Api::namespaced(client.clone(), "kube-system");
     let config = format!(
         "apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\ncontrolPlaneEndpoint: {endpoint}\nkubernetesVersion: v1.36.3\nnetworking:\n  serviceSubnet: 10.96.0.0/16\n"
     );
     create(system, json!({"metadata": {"name": "kubeadm-config", "namespace": "kube-system"}, "data": {"ClusterConfiguration": config}}))
         .await?;
-    let roles: Api<Role> = Api::namespaced(client.clone(), "kube-system");
-    create(
-        roles,
-        json!({"metadata": {"name": "kubeadm:nodes-kubeadm-config", "namespace": "kube-system"},
-            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["kubeadm-config"], "verbs": ["get"]}]}),
-    )
-    .await?;
-    let bindings: Api<RoleBinding> = Api::namespaced(client.clone(), "kube-system");
-    create(
-        bindings,
-        json!({"metadata": {"name": "kubeadm:nodes-kubeadm-config", "namespace": "kube-system"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "kubeadm:nodes-kubeadm-config"},
-            "subjects": [
-                {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": NODE_TOKEN_GROUP},
-                {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:nodes"}]}),
-    )
-    .await?;
+    let readers = [("Group", NODE_TOKEN_GROUP), ("Group", "system:nodes")];
+    config_map_reader(client, "kube-system", "kubeadm:nodes-kubeadm-config", "kubeadm-config", &readers).await?;
     let crbs: Api<ClusterRoleBinding> = Api::all(client.clone());
     for (name, role, group) in [
         ("kubeadm:kubelet-bootstrap", "system:node-bootstrapper", NODE_TOKEN_GROUP),

@@ -26,8 +26,12 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = StatusCode::from_u16(self.0.code.http_status()).unwrap_or(StatusCode::BAD_REQUEST);
         let mut res = (status, Json(self.0)).into_response();
-        if self.0.code == ErrorCode::RateLimited {
-            let after = crate::server::service::write_limit::RETRY_AFTER_SECS;
+        let after = match self.0.code {
+            ErrorCode::RateLimited => Some(crate::server::service::write_limit::RETRY_AFTER_SECS),
+            ErrorCode::JoinRateLimited => Some(crate::server::auth::rate_limit::WINDOW_SECS.unsigned_abs()),
+            _ => None,
+        };
+        if let Some(after) = after {
             res.headers_mut().insert(http::header::RETRY_AFTER, http::HeaderValue::from(after));
         }
         res
@@ -442,18 +446,8 @@ pub(crate) async fn join_script(
         Err(e) => Err(e),
     };
     let mut res = match answer {
-        Ok(body) => {
-            ([(header::CONTENT_TYPE, "text/x-shellscript"), (header::CACHE_CONTROL, "no-store")], body).into_response()
-        }
-        Err(e) => {
-            let limited = e.0.code == ErrorCode::JoinRateLimited;
-            let mut res = e.into_response();
-            if limited {
-                let after = crate::server::auth::rate_limit::WINDOW_SECS;
-                res.headers_mut().insert(header::RETRY_AFTER, http::HeaderValue::from(after));
-            }
-            res
-        }
+        Ok(body) => ([(header::CONTENT_TYPE, "text/x-shellscript")], body).into_response(),
+        Err(e) => e.into_response(),
     };
     res.headers_mut().insert(header::CACHE_CONTROL, http::HeaderValue::from_static("no-store"));
     res

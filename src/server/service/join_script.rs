@@ -89,8 +89,8 @@ async fn checked(pool: &AnyPool, host: Option<&Reconciler>, id: i64, raw_token: 
         .filter(|c| c.spec.own_nodes && !c.deletion_requested)
         .ok_or_else(not_found)?;
     let host = host.ok_or_else(unavailable)?;
-    let client = match reconciler::virtual_client(host, &cluster).await {
-        Ok(Some(c)) => c,
+    let (client, target) = match reconciler::virtual_client_and_target(host, &cluster).await {
+        Ok(Some(both)) => both,
         Ok(None) => return Err(unavailable()),
         Err(e) => {
             tracing::warn!(cluster = id, error = %e, "join script: the virtual cluster is not reachable");
@@ -105,10 +105,6 @@ async fn checked(pool: &AnyPool, host: Option<&Reconciler>, id: i64, raw_token: 
     if !secret.is_some_and(|s| join::authenticates(raw_token, &s, db::now())) {
         return Err(not_found());
     }
-    let target = match reconciler::internal_target(host, &cluster).await {
-        Ok(Some(t)) => t,
-        _ => return Err(unavailable()),
-    };
     fetch(&target, &token, LIMITS).await.map_err(|e| {
         tracing::warn!(cluster = id, token_id = token.id(), error = %e, "join script: the control plane gave none");
         unavailable()

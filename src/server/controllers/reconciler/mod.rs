@@ -728,13 +728,20 @@ pub(crate) struct InternalTarget {
     pub roots: Vec<Vec<u8>>,
 }
 
-pub(crate) async fn internal_target(ctx: &Context, cluster: &Cluster) -> Result<Option<InternalTarget>> {
+/// A client for the virtual cluster's API server and, from the same read of
+/// `vc-<name>`, its control plane as the join script is fetched from it.
+pub(crate) async fn virtual_client_and_target(
+    ctx: &Context,
+    cluster: &Cluster,
+) -> Result<Option<(Client, InternalTarget)>> {
     let Some(cfg) = Box::pin(virtual_config(ctx, cluster)).await? else { return Ok(None) };
     let addr = cfg.cluster_url.authority().and_then(|a| a.as_str().parse().ok());
-    let (Some(addr), Some(server_name), Some(roots)) = (addr, cfg.tls_server_name, cfg.root_cert) else {
+    let (Some(addr), Some(server_name), Some(roots)) = (addr, cfg.tls_server_name.clone(), cfg.root_cert.clone())
+    else {
         return Ok(None);
     };
-    Ok(Some(InternalTarget { addr, server_name, roots }))
+    let client = Client::try_from(cfg).map_err(|_| Error::NotYet("no client for the virtual cluster"))?;
+    Ok(Some((client, InternalTarget { addr, server_name, roots })))
 }
 
 /// The host cluster's client: `KUBECONFIG` (or `~/.kube/config`), else the
