@@ -33,6 +33,8 @@ pub(crate) struct ClusterPage {
     pub remembered_host: Option<String>,
     /// The admin's NodePort public host (the forms' planned certificate names).
     pub nodeport_host: Option<Host>,
+    /// Gateway access, when the admin offers it (the edit form).
+    pub gateway: Option<crate::domain::gateway::GatewayOffer>,
     /// The machines joined as its nodes (own nodes; empty when none or unreadable).
     pub joined_nodes: Vec<String>,
 }
@@ -45,6 +47,8 @@ pub(crate) struct ClusterDefaults {
     pub nodeport_host: Option<Host>,
     /// Whether the admin offers own nodes (vCluster private nodes).
     pub own_nodes_offered: bool,
+    /// Gateway access, when the admin offers it.
+    pub gateway: Option<crate::domain::gateway::GatewayOffer>,
     /// What the user holds and may hold.
     pub quota: crate::domain::quota::QuotaView,
 }
@@ -69,7 +73,8 @@ pub(crate) async fn load_cluster(id: i64, before: Option<i64>) -> Result<Cluster
     let full = events.len() == usize::try_from(crate::domain::change::HISTORY_PAGE).unwrap_or(usize::MAX);
     let history = HistoryPage { older: events.last().filter(|_| full).map(|e| e.id), paged: before.is_some() };
     let remembered_host = host.map(|h| h.to_string());
-    let nodeport_host = crate::server::service::settings::public_defaults(&st.pool).await?.nodeport_public_host;
+    let defaults = crate::server::service::settings::public_defaults(&st.pool).await?;
+    let (nodeport_host, gateway) = (defaults.nodeport_public_host, defaults.gateway);
     let joined_nodes = crate::server::service::join::joined_node_names(st.host.as_ref(), &cluster).await;
     Ok(ClusterPage {
         cluster,
@@ -79,6 +84,7 @@ pub(crate) async fn load_cluster(id: i64, before: Option<i64>) -> Result<Cluster
         remembered_mode,
         remembered_host,
         nodeport_host,
+        gateway,
         joined_nodes,
     })
 }
@@ -95,6 +101,7 @@ pub(crate) async fn form_defaults() -> Result<ClusterDefaults, AppError> {
         mode: defaults.default_mode,
         nodeport_host: defaults.nodeport_public_host,
         own_nodes_offered: defaults.own_nodes_offered,
+        gateway: defaults.gateway,
         quota,
     })
 }

@@ -39,6 +39,12 @@ pub(crate) async fn save_settings(
     network_policy: Option<String>,
     private_nodes: Option<String>,
     platform_api_key: Option<String>,
+    gateway: Option<String>,
+    gateway_listener: Option<String>,
+    gateway_domain_suffix: Option<String>,
+    spread: Option<String>,
+    spread_topology_key: Option<String>,
+    storage_class: Option<String>,
 ) -> Result<(), AppError> {
     use crate::domain::quota::{QuotaInput, QuotaText};
     use crate::domain::settings::SettingsInput;
@@ -55,6 +61,13 @@ pub(crate) async fn save_settings(
     let private_nodes = or(&private_nodes, if stored.private_nodes { "on" } else { "off" });
     let stored_key = stored.platform_api_key.as_ref().map(ToString::to_string).unwrap_or_default();
     let platform_api_key = or(&platform_api_key, &stored_key);
+    let kept = stored.gateway_placement_text();
+    let gateway = or(&gateway, &kept.gateway);
+    let gateway_listener = or(&gateway_listener, &kept.gateway_listener);
+    let gateway_domain_suffix = or(&gateway_domain_suffix, &kept.gateway_domain_suffix);
+    let spread = or(&spread, &kept.spread);
+    let spread_topology_key = or(&spread_topology_key, &kept.spread_topology_key);
+    let storage_class = or(&storage_class, &kept.storage_class);
     use crate::server::context::{require_admin, state};
     let input = SettingsInput {
         default_mode: &default_mode,
@@ -74,6 +87,12 @@ pub(crate) async fn save_settings(
         network_policy: &network_policy,
         private_nodes: &private_nodes,
         platform_api_key: &platform_api_key,
+        gateway: &gateway,
+        gateway_listener: &gateway_listener,
+        gateway_domain_suffix: &gateway_domain_suffix,
+        spread: &spread,
+        spread_topology_key: &spread_topology_key,
+        storage_class: &storage_class,
     };
     let (_, rerendered) =
         crate::server::service::settings::update(&st.pool, st.host.as_ref(), &admin, &input, &st.config.chart_repos())

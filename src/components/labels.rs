@@ -11,6 +11,7 @@ pub(crate) fn mode_text(locale: Locale, mode: Option<PublicAccessMode>) -> &'sta
         None => td_string!(locale, mode.disabled),
         Some(PublicAccessMode::NodePort) => td_string!(locale, mode.nodeport),
         Some(PublicAccessMode::LoadBalancer) => td_string!(locale, mode.loadbalancer),
+        Some(PublicAccessMode::Gateway) => td_string!(locale, mode.gateway),
     }
 }
 
@@ -74,11 +75,41 @@ pub(crate) fn reason_text(locale: Locale, reason: &Reason) -> Option<String> {
         }
         Reason::NodeAddress => td_string!(locale, reason.node_address),
         Reason::NoNodeAddress => td_string!(locale, reason.no_node_address),
+        Reason::GatewayNotConfigured => td_string!(locale, reason.gateway_not_configured),
+        Reason::GatewayApiMissing => td_string!(locale, reason.gateway_api_missing),
+        Reason::RouteWaiting => td_string!(locale, reason.route_waiting),
+        Reason::GatewayPending(_) => td_string!(locale, reason.gateway_pending),
+        Reason::RouteNotAccepted(d) | Reason::RouteRefsUnresolved(d) => {
+            let head = match reason {
+                Reason::RouteNotAccepted(_) => td_string!(locale, reason.route_not_accepted),
+                _ => td_string!(locale, reason.route_refs_unresolved),
+            };
+            return Some(format!("{head} {}", route_reason_words(locale, d)));
+        }
     };
     Some(match reason.detail() {
         Some(d) if !d.is_empty() => format!("{text} {d}"),
         _ => text.to_owned(),
     })
+}
+
+/// A route condition's `Reason: message` with the reasons the Gateway API
+/// defines (`apis/v1/shared_types.go`) in words; others as they are.
+pub(crate) fn route_reason_words(locale: Locale, detail: &str) -> String {
+    let (code, message) = detail.split_once(": ").unwrap_or((detail, ""));
+    let words = match code {
+        "NotAllowedByListeners" => td_string!(locale, reason.route.not_allowed_by_listeners),
+        "NoMatchingListenerHostname" => td_string!(locale, reason.route.no_matching_listener_hostname),
+        "NoMatchingParent" => td_string!(locale, reason.route.no_matching_parent),
+        "UnsupportedValue" => td_string!(locale, reason.route.unsupported_value),
+        "Pending" => td_string!(locale, reason.route.pending),
+        "BackendNotFound" => td_string!(locale, reason.route.backend_not_found),
+        "RefNotPermitted" => td_string!(locale, reason.route.ref_not_permitted),
+        "InvalidKind" => td_string!(locale, reason.route.invalid_kind),
+        "UnsupportedProtocol" => td_string!(locale, reason.route.unsupported_protocol),
+        _ => return detail.to_owned(),
+    };
+    if message.is_empty() { format!("{words} ({code})") } else { format!("{words} ({code}: {message})") }
 }
 
 /// Why a move stopped a cluster, in words: the move's own reason, or the

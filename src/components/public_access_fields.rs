@@ -6,6 +6,7 @@
 use leptos::prelude::*;
 
 use super::error_text::FieldError;
+use crate::domain::gateway::GatewayOffer;
 use crate::domain::{AppError, Field, PublicAccessMode};
 use crate::i18n::*;
 
@@ -14,12 +15,16 @@ pub(crate) fn PublicAccessFields(
     enabled: bool,
     mode: PublicAccessMode,
     host: String,
+    /// Gateway access as the admin offers it (none: no gateway choice, unless
+    /// the cluster is already in gateway mode).
+    gateway: Option<GatewayOffer>,
     #[prop(into)] error: Signal<Option<AppError>>,
     /// Say that the mode was preselected from the platform default.
     #[prop(optional)]
     default_note: bool,
 ) -> impl IntoView {
     let i18n = use_i18n();
+    let suffix = gateway.as_ref().and_then(|g| g.suffix.as_ref()).map(ToString::to_string);
     let host_invalid = move || error.get().is_some_and(|e| e.field == Some(Field::ControlPlaneHost));
     let mode_radio = move |m: PublicAccessMode, label: &'static str, hint: &'static str| {
         let id = format!("public_access_mode_{}", m.as_str());
@@ -73,6 +78,14 @@ pub(crate) fn PublicAccessFields(
                         t_string!(i18n, form.mode_loadbalancer),
                         t_string!(i18n, form.mode_loadbalancer_hint),
                     )}
+                    {(gateway.is_some() || mode == PublicAccessMode::Gateway)
+                        .then(|| {
+                            mode_radio(
+                                PublicAccessMode::Gateway,
+                                t_string!(i18n, form.mode_gateway),
+                                t_string!(i18n, form.mode_gateway_hint),
+                            )
+                        })}
                     {default_note
                         .then(|| {
                             view! {
@@ -97,7 +110,9 @@ pub(crate) fn PublicAccessFields(
                         spellcheck="false"
                         aria-invalid=move || host_invalid().to_string()
                         aria-describedby=move || {
-                            let mut ids = String::from("control_plane_host-hint-lb control_plane_host-hint-np");
+                            let mut ids = String::from(
+                                "control_plane_host-hint-lb control_plane_host-hint-np control_plane_host-hint-gw",
+                            );
                             if host_invalid() {
                                 ids.push_str(" control_plane_host-error");
                             }
@@ -109,6 +124,15 @@ pub(crate) fn PublicAccessFields(
                     </p>
                     <p id="control_plane_host-hint-np" class="field-hint only-np">
                         {t!(i18n, form.host_hint_nodeport)}
+                    </p>
+                    <p id="control_plane_host-hint-gw" class="field-hint only-gw">
+                        {match suffix {
+                            Some(suffix) => {
+                                t_string!(i18n, form.host_hint_gateway_suffix, suffix = suffix.as_str())
+                                    .to_string()
+                            }
+                            None => t_string!(i18n, form.host_hint_gateway).to_string(),
+                        }}
                     </p>
                     <FieldError field=Field::ControlPlaneHost error />
                 </div>

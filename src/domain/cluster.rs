@@ -15,6 +15,10 @@ pub struct ClusterSpec {
     /// (`domain::nodes`). Chosen at creation, fixed after.
     #[serde(default)]
     pub own_nodes: bool,
+    /// Spread and storage class, the admin's when the cluster was created;
+    /// fixed after (`domain::placement`).
+    #[serde(default)]
+    pub placement: crate::domain::placement::Placement,
 }
 
 /// Where a cluster is in its life.

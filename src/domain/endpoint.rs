@@ -92,6 +92,13 @@ pub(crate) fn observe(
                 load_balancer_pending: false,
             }
         }
+        // Gateway: the host at 443 through the shared Gateway, known from the
+        // spec (the route's and the Gateway's state are the status's to say).
+        PublicAccess::Gateway { host } => ObservedAccess {
+            api_endpoint: Some(Endpoint::load_balancer(host.clone()).to_string()),
+            public_access_port: None,
+            load_balancer_pending: false,
+        },
         PublicAccess::LoadBalancer { host } => {
             let pending = svc.ingress.is_empty();
             ObservedAccess {
@@ -111,7 +118,9 @@ pub(crate) fn fits(access: &PublicAccess, endpoint: &str, port: Option<u16>) -> 
     let Some(seen) = Endpoint::parse(endpoint) else { return false };
     match access {
         PublicAccess::Disabled => false,
-        PublicAccess::LoadBalancer { host } => seen == Endpoint::load_balancer(host.clone()),
+        PublicAccess::LoadBalancer { host } | PublicAccess::Gateway { host } => {
+            seen == Endpoint::load_balancer(host.clone())
+        }
         PublicAccess::NodePort { host } => port.is_some_and(|p| match host {
             Some(h) => seen == Endpoint::new(h.clone(), p),
             None => seen.port == p,
@@ -209,6 +218,13 @@ mod tests {
             ),
             (lb(lb_host), None, svc(Some(30443), vec![]), obs(None, None, true)),
             (lb(v6), None, svc(None, lb_ip), obs(Some("https://[2001:db8::10]:443"), None, false)),
+            // gateway: the host at 443 whatever the (ClusterIP) Service shows
+            (
+                PublicAccess::Gateway { host: Host::Dns("a.k.test".into()) },
+                Some(&admin),
+                svc(Some(30443), vec![]),
+                obs(Some("https://a.k.test:443"), None, false),
+            ),
         ];
         for (i, (access, admin_host, service, want)) in cases.into_iter().enumerate() {
             assert_eq!(observe(&access, admin_host, &service), want, "case {i}: {access:?}");

@@ -73,6 +73,22 @@ pub enum ErrorCode {
     OwnNodesOff,
     /// The virtual cluster's own API server cannot be reached (yet).
     ControlPlaneUnavailable,
+    /// Gateway mode without a host and without the admin's domain suffix.
+    HostRequiredForGateway,
+    /// A gateway host that is an IP address (SNI carries names only).
+    GatewayHostNotDns,
+    /// A gateway host outside the admin's domain suffix.
+    GatewayHostOutsideSuffix,
+    /// Gateway mode while the admin has not named a Gateway.
+    GatewayNotConfigured,
+    /// The Gateway reference or listener name is not a Kubernetes name.
+    GatewayInvalid,
+    /// The gateway domain suffix is not a DNS name.
+    GatewaySuffixInvalid,
+    /// Spread control planes: not off / preferred / required, or a bad topology key.
+    SpreadInvalid,
+    /// A StorageClass name that is not a Kubernetes name.
+    StorageClassInvalid,
     /// A node's pods could not all be evicted (a disruption budget), so it stays.
     NodeDrainBlocked,
     /// Too many wrong join-script requests from one client.
@@ -165,6 +181,12 @@ pub enum Field {
     PlatformApiKey,
     /// A join token's lifetime.
     Lifetime,
+    Gateway,
+    GatewayListener,
+    GatewayDomainSuffix,
+    Spread,
+    SpreadTopologyKey,
+    StorageClass,
 }
 
 impl Field {

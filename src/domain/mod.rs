@@ -7,6 +7,7 @@ pub mod cluster;
 pub mod cluster_name;
 pub mod endpoint;
 pub mod error;
+pub mod gateway;
 pub mod host;
 /// Server-side only: bootstrap tokens are Kubernetes Secrets (k8s-openapi).
 #[cfg(feature = "ssr")]
@@ -15,6 +16,7 @@ pub mod listing;
 pub mod moves;
 pub mod nodes;
 pub mod path;
+pub mod placement;
 pub mod public_access;
 pub mod quota;
 pub mod reason;

@@ -1,13 +1,15 @@
-//! Public access to a cluster's API server: off, NodePort or LoadBalancer.
-//! One strong type; a LoadBalancer without a host cannot be constructed.
+//! Public access to a cluster's API server: off, NodePort, LoadBalancer or
+//! a shared Gateway. One strong type; a LoadBalancer or gateway cluster
+//! without a host cannot be constructed, nor a gateway one with an IP.
 
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use super::gateway::{self, GatewayRules};
 use super::{AppError, ErrorCode, Field, Host};
 
-/// How an enabled cluster is exposed. Stored as `nodeport` / `loadbalancer`.
+/// How an enabled cluster is exposed. Stored as `nodeport` / `loadbalancer` / `gateway`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 #[derive(strum::IntoStaticStr, strum::EnumString, strum::VariantArray)]
@@ -16,6 +18,8 @@ pub enum PublicAccessMode {
     #[default]
     NodePort,
     LoadBalancer,
+    /// A `TLSRoute` on the admin's Gateway, by SNI (`domain::gateway`).
+    Gateway,
 }
 
 impl PublicAccessMode {
@@ -46,6 +50,10 @@ pub enum PublicAccess {
     /// LoadBalancer; the host (reserved IP, DNS name or VIP) is required.
     #[serde(rename = "loadbalancer")]
     LoadBalancer { host: Host },
+    /// A `TLSRoute` on the admin's shared Gateway; the host is a DNS name
+    /// (SNI), reached at port 443; the Service stays ClusterIP.
+    #[serde(rename = "gateway")]
+    Gateway { host: Host },
 }
 
 /// What a form or API request says about public access, before validation.
@@ -80,8 +88,13 @@ impl PublicAccessRequest {
 
 impl PublicAccess {
     /// Validates a request. `fallback` is the admin default on create and the
-    /// cluster's current mode on update. A disabled request ignores the host.
-    pub(crate) fn from_input(input: &PublicAccessInput<'_>, fallback: PublicAccessMode) -> Result<Self, AppError> {
+    /// cluster's current mode on update; `gateway` decides a gateway
+    /// cluster's host. A disabled request ignores the host.
+    pub(crate) fn from_input(
+        input: &PublicAccessInput<'_>,
+        fallback: PublicAccessMode,
+        gateway: &GatewayRules<'_>,
+    ) -> Result<Self, AppError> {
         let mode = match input.mode.map(str::trim).filter(|m| !m.is_empty()) {
             None => fallback,
             Some(raw) => {
@@ -99,6 +112,7 @@ impl PublicAccess {
             (PublicAccessMode::LoadBalancer, None) => {
                 Err(AppError::at(ErrorCode::HostRequiredForLoadBalancer, Field::ControlPlaneHost))
             }
+            (PublicAccessMode::Gateway, host) => Ok(Self::Gateway { host: gateway::host(host, gateway)? }),
         }
     }
 
@@ -114,6 +128,8 @@ impl PublicAccess {
             (PublicAccessMode::NodePort, host) => Some(Self::NodePort { host }),
             (PublicAccessMode::LoadBalancer, Some(host)) => Some(Self::LoadBalancer { host }),
             (PublicAccessMode::LoadBalancer, None) => None,
+            (PublicAccessMode::Gateway, Some(host @ Host::Dns(_))) => Some(Self::Gateway { host }),
+            (PublicAccessMode::Gateway, _) => None,
         }
     }
 
@@ -127,6 +143,7 @@ impl PublicAccess {
             Self::Disabled => None,
             Self::NodePort { .. } => Some(PublicAccessMode::NodePort),
             Self::LoadBalancer { .. } => Some(PublicAccessMode::LoadBalancer),
+            Self::Gateway { .. } => Some(PublicAccessMode::Gateway),
         }
     }
 
@@ -134,7 +151,7 @@ impl PublicAccess {
     pub(crate) fn host(&self) -> Option<&Host> {
         match self {
             Self::Disabled | Self::NodePort { host: None } => None,
-            Self::NodePort { host: Some(host) } | Self::LoadBalancer { host } => Some(host),
+            Self::NodePort { host: Some(host) } | Self::LoadBalancer { host } | Self::Gateway { host } => Some(host),
         }
     }
 
@@ -150,7 +167,16 @@ impl PublicAccess {
         match self {
             Self::Disabled => None,
             Self::NodePort { host } => host.as_ref().or(nodeport_public_host),
-            Self::LoadBalancer { host } => Some(host),
+            Self::LoadBalancer { host } | Self::Gateway { host } => Some(host),
+        }
+    }
+
+    /// The host claimed across clusters (unique, `clusters.lb_host`): a
+    /// LoadBalancer's or a gateway cluster's.
+    pub(crate) fn claimed_host(&self) -> Option<&Host> {
+        match self {
+            Self::LoadBalancer { host } | Self::Gateway { host } => Some(host),
+            Self::Disabled | Self::NodePort { .. } => None,
         }
     }
 }
@@ -211,40 +237,56 @@ mod tests {
             (input(false, Some("LoadBalancer"), ""), Np, err(ErrorCode::ModeInvalid, Field::PublicAccessMode)),
         ];
         for (i, (inp, fallback, want)) in cases.into_iter().enumerate() {
-            assert_eq!(PublicAccess::from_input(&inp, fallback), want, "case {i}: {inp:?}");
+            assert_eq!(PublicAccess::from_input(&inp, fallback, &GatewayRules::default()), want, "case {i}: {inp:?}");
         }
     }
 
-    /// Seed 5.13 "update": every state can move to every other state.
+    /// Seed 5.13 "update": every state can move to every other state,
+    /// the gateway mode included.
     #[test]
     fn every_state_reaches_every_state() {
+        let gw = crate::domain::gateway::GatewayRef { namespace: "gw".into(), name: "shared".into(), listener: None };
+        let rules = GatewayRules { gateway: Some(&gw), suffix: None, cluster_name: "demo" };
         let states = [
             (input(false, None, ""), PublicAccess::Disabled),
             (input(true, Some("nodeport"), ""), PublicAccess::NodePort { host: None }),
             (input(true, Some("nodeport"), "n.example"), PublicAccess::NodePort { host: Some(dns("n.example")) }),
             (input(true, Some("loadbalancer"), "lb.example"), PublicAccess::LoadBalancer { host: dns("lb.example") }),
+            (input(true, Some("gateway"), "gw.example"), PublicAccess::Gateway { host: dns("gw.example") }),
         ];
         for (_, from) in &states {
             let current = from.mode().unwrap_or_default();
             for (inp, to) in &states {
-                assert_eq!(PublicAccess::from_input(inp, current).as_ref(), Ok(to), "{from:?} -> {to:?}");
+                assert_eq!(PublicAccess::from_input(inp, current, &rules).as_ref(), Ok(to), "{from:?} -> {to:?}");
             }
             // Turned on without naming a mode: the state it comes from decides.
-            let on = PublicAccess::from_input(&input(true, None, ""), current);
+            let on = PublicAccess::from_input(&input(true, None, ""), current, &rules);
             let want = match from {
                 PublicAccess::LoadBalancer { .. } => {
                     Err(AppError::at(ErrorCode::HostRequiredForLoadBalancer, Field::ControlPlaneHost))
                 }
+                PublicAccess::Gateway { .. } => {
+                    Err(AppError::at(ErrorCode::HostRequiredForGateway, Field::ControlPlaneHost))
+                }
                 _ => Ok(PublicAccess::NodePort { host: None }),
             };
             assert_eq!(on, want, "{from:?} -> on");
-            let on_with_host = PublicAccess::from_input(&input(true, None, "x.example"), current).unwrap();
+            let on_with_host = PublicAccess::from_input(&input(true, None, "x.example"), current, &rules).unwrap();
             assert_eq!(
                 on_with_host.mode(),
                 from.mode().or(Some(PublicAccessMode::NodePort)),
                 "{from:?} -> on with host"
             );
         }
+        // Without the admin's Gateway the mode is refused; an IP never carries SNI.
+        let no_gateway = PublicAccess::from_input(&input(true, Some("gateway"), "gw.example"), current_np(), &GatewayRules::default());
+        assert_eq!(no_gateway, Err(AppError::at(ErrorCode::GatewayNotConfigured, Field::PublicAccessMode)));
+        let ip = PublicAccess::from_input(&input(true, Some("gateway"), "198.51.100.1"), current_np(), &rules);
+        assert_eq!(ip, Err(AppError::at(ErrorCode::GatewayHostNotDns, Field::ControlPlaneHost)));
+    }
+
+    fn current_np() -> PublicAccessMode {
+        PublicAccessMode::NodePort
     }
 
     /// Seed 5.13 "old data": rows from before the mode column read as NodePort.
@@ -265,6 +307,9 @@ mod tests {
             (true, "something-else", None, Some(PublicAccess::NodePort { host: None })),
             (true, "loadbalancer", Some("lb.example"), Some(PublicAccess::LoadBalancer { host: dns("lb.example") })),
             (true, "loadbalancer", None, None),
+            (true, "gateway", Some("gw.example"), Some(PublicAccess::Gateway { host: dns("gw.example") })),
+            (true, "gateway", Some("198.51.100.1"), None),
+            (true, "gateway", None, None),
         ];
         for (enabled, mode, host, want) in cases {
             assert_eq!(PublicAccess::from_columns(enabled, mode, host), want, "{enabled} {mode} {host:?}");

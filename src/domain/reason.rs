@@ -44,6 +44,19 @@ pub enum Reason {
     NodeAddress,
     /// NodePort without a host and no Ready node to hand out.
     NoNodeAddress,
+    /// Gateway mode, but the admin has not named a Gateway (any more).
+    GatewayNotConfigured,
+    /// The host serves no `TLSRoute` (Gateway API not installed, or without TLSRoute).
+    GatewayApiMissing,
+    /// The route is there; the Gateway's controller has not written its status yet.
+    RouteWaiting,
+    /// The Gateway's controller did not accept the route: its reason and message
+    /// (`NotAllowedByListeners`, `NoMatchingListenerHostname`, …).
+    RouteNotAccepted(String),
+    /// The route's backend could not be resolved: reason and message.
+    RouteRefsUnresolved(String),
+    /// The Gateway has no address yet (or is not there), with what is known.
+    GatewayPending(Option<String>),
     /// A stored text this build does not know, kept whole.
     Unknown(String),
 }
@@ -57,8 +70,10 @@ impl Reason {
     /// The upstream component's words, when there are any.
     pub(crate) fn detail(&self) -> Option<&str> {
         match self {
-            Self::HelmFailed(d) | Self::LbPending(d) => d.as_deref(),
-            Self::NamespaceTaken(d) | Self::NotStarting(d) => Some(d),
+            Self::HelmFailed(d) | Self::LbPending(d) | Self::GatewayPending(d) => d.as_deref(),
+            Self::NamespaceTaken(d) | Self::NotStarting(d) | Self::RouteNotAccepted(d) | Self::RouteRefsUnresolved(d) => {
+                Some(d)
+            }
             Self::ProbeFailed(s) => Some(s.as_str()),
             _ => None,
         }
@@ -82,6 +97,12 @@ impl Reason {
             (Ok(ReasonCode::Starting), None) => Self::Starting,
             (Ok(ReasonCode::NodeAddress), None) => Self::NodeAddress,
             (Ok(ReasonCode::NoNodeAddress), None) => Self::NoNodeAddress,
+            (Ok(ReasonCode::GatewayNotConfigured), None) => Self::GatewayNotConfigured,
+            (Ok(ReasonCode::GatewayApiMissing), None) => Self::GatewayApiMissing,
+            (Ok(ReasonCode::RouteWaiting), None) => Self::RouteWaiting,
+            (Ok(ReasonCode::RouteNotAccepted), Some(d)) => Self::RouteNotAccepted(d),
+            (Ok(ReasonCode::RouteRefsUnresolved), Some(d)) => Self::RouteRefsUnresolved(d),
+            (Ok(ReasonCode::GatewayPending), d) => Self::GatewayPending(d),
             (Ok(ReasonCode::HelmFailed), d) => Self::HelmFailed(d),
             (Ok(ReasonCode::LbPending), d) => Self::LbPending(d),
             (Ok(ReasonCode::NamespaceTaken), Some(d)) => Self::NamespaceTaken(d),
@@ -229,6 +250,17 @@ mod tests {
             ("not_starting: 0/2 nodes are available", Reason::NotStarting("0/2 nodes are available".into())),
             ("probe_failed: refused", Reason::ProbeFailed(C::Refused)),
             ("probe_failed: certificate_untrusted", Reason::ProbeFailed(C::CertificateUntrusted)),
+            ("gateway_not_configured", Reason::GatewayNotConfigured),
+            ("gateway_api_missing", Reason::GatewayApiMissing),
+            ("route_waiting", Reason::RouteWaiting),
+            (
+                "route_not_accepted: NotAllowedByListeners: no listener admits it",
+                Reason::RouteNotAccepted("NotAllowedByListeners: no listener admits it".into()),
+            ),
+            ("route_refs_unresolved: BackendNotFound", Reason::RouteRefsUnresolved("BackendNotFound".into())),
+            ("gateway_pending", Reason::GatewayPending(None)),
+            ("gateway_pending: gw/shared not found", Reason::GatewayPending(Some("gw/shared not found".into()))),
+            ("route_not_accepted", Reason::Unknown("route_not_accepted".into())),
             // Unknown texts, kept whole: a newer code, a detail where none
             // belongs, a missing detail, a probe outcome this build lacks.
             ("quota_waiting: 3", Reason::Unknown("quota_waiting: 3".into())),

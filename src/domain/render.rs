@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::domain::cluster::{Cluster, OldEndpoint};
-use crate::domain::endpoint::Endpoint;
+use crate::domain::endpoint::{Endpoint, HTTPS_PORT};
 use crate::domain::settings::PodSecurity;
 use crate::domain::{ClusterSpec, Host, PublicAccess, SystemSettings};
 
@@ -181,6 +181,16 @@ pub struct Proxy {
 pub struct StatefulSet {
     pub resources: Resources,
     pub persistence: Persistence,
+    /// Spread control planes (`domain::placement`); absent when off, so
+    /// the values of clusters without it keep their bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scheduling: Option<Scheduling>,
+}
+
+/// `controlPlane.statefulSet.scheduling` (chart v0.30 `values.yaml` ~L664).
+#[derive(Serialize, Debug, PartialEq)]
+pub struct Scheduling {
+    pub affinity: Value,
 }
 
 #[derive(Serialize, Debug, PartialEq)]
@@ -202,8 +212,13 @@ pub struct Persistence {
 }
 
 #[derive(Serialize, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
 pub struct VolumeClaim {
     pub size: String,
+    /// The claim's StorageClass (`_persistence.tpl` renders
+    /// `storageClassName` only when set); absent: the host's default.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub storage_class: Option<String>,
 }
 
 /// The host a kubeconfig for this spec will name, if any: the cluster's own, else
@@ -244,7 +259,8 @@ pub fn values(
         }
     }
     let (type_, annotations, class) = match &spec.public_access {
-        PublicAccess::Disabled => ("ClusterIP", BTreeMap::new(), None),
+        // Gateway: the shared Gateway's TLSRoute reaches the Service inside the host.
+        PublicAccess::Disabled | PublicAccess::Gateway { .. } => ("ClusterIP", BTreeMap::new(), None),
         PublicAccess::NodePort { .. } => ("NodePort", BTreeMap::new(), None),
         PublicAccess::LoadBalancer { host } => {
             let mut annotations = settings.load_balancer_annotations.clone();
@@ -282,7 +298,13 @@ pub fn values(
             proxy: Proxy { extra_sans },
             stateful_set: StatefulSet {
                 resources: Resources { limits: quantities.clone(), requests: quantities },
-                persistence: Persistence { volume_claim: VolumeClaim { size: format!("{}Gi", r.storage_gib) } },
+                persistence: Persistence {
+                    volume_claim: VolumeClaim {
+                        size: format!("{}Gi", r.storage_gib),
+                        storage_class: spec.placement.storage_class.clone(),
+                    },
+                },
+                scheduling: spec.placement.affinity(MANAGED_BY).map(|affinity| Scheduling { affinity }),
             },
             distro: private_nodes.then_some(Distro { k8s: Enabled { enabled: true } }),
             endpoint: joined_at,
@@ -378,6 +400,40 @@ pub(crate) fn namespace_object(cluster_id: i64, installation: &str, ns: &str, po
         "apiVersion": "v1",
         "kind": "Namespace",
         "metadata": { "name": ns, "labels": labels },
+    })
+}
+
+/// A gateway cluster's `TLSRoute`, named after the cluster in its
+/// namespace: `hostnames` its host, attached to the admin's Gateway (and
+/// listener), forwarding the TLS stream to the vCluster Service's https port
+/// (443; the Service is named after the release). `TLSRouteSpec` in
+/// `apis/v1/tlsroute_types.go` (v1.6.3); v1alpha2 and v1alpha3 take the same fields.
+pub(crate) fn tls_route(
+    cluster_id: i64,
+    installation: &str,
+    name: &str,
+    host: &Host,
+    gateway: &crate::domain::gateway::GatewayRef,
+    version: crate::domain::gateway::RouteVersion,
+) -> Value {
+    let mut parent = json!({
+        "group": crate::domain::gateway::GROUP,
+        "kind": "Gateway",
+        "namespace": gateway.namespace,
+        "name": gateway.name,
+    });
+    if let Some(listener) = &gateway.listener {
+        parent["sectionName"] = listener.as_str().into();
+    }
+    json!({
+        "apiVersion": version.api_version(),
+        "kind": "TLSRoute",
+        "metadata": { "name": name, "namespace": namespace(name), "labels": owner_labels(cluster_id, installation) },
+        "spec": {
+            "parentRefs": [parent],
+            "hostnames": [host.to_string()],
+            "rules": [{"backendRefs": [{"group": "", "kind": "Service", "name": name, "port": HTTPS_PORT}]}],
+        },
     })
 }
 

@@ -5,7 +5,8 @@
 //! Mirrors vCluster's `pkg/server/cert` (`GenAPIServerServingCerts`,
 //! `getExtraSANs`; see docs/architecture.md): fixed in-cluster names, the
 //! release name and `<name>.<namespace>`, the Service's cluster IP and every
-//! LoadBalancer ingress address, the node IP when the Service is a NodePort,
+//! LoadBalancer ingress address, the node IP when the Service is a NodePort
+//! (none for a gateway cluster, whose Service stays ClusterIP),
 //! and `controlPlane.proxy.extraSANs` — where the console puts the public host
 //! (`render::values`). Pure: the forms' island runs it in the browser too.
 
@@ -66,7 +67,8 @@ pub(crate) fn planned(name: &str, access: &PublicAccess, nodeport_public_host: O
         fixed.push(format!("{name}.{}", namespace(name)));
     }
     let assigned = match access {
-        PublicAccess::Disabled => None,
+        // Gateway: the Service stays ClusterIP; only the host (SNI) is public.
+        PublicAccess::Disabled | PublicAccess::Gateway { .. } => None,
         PublicAccess::NodePort { .. } => Some(AddedName::NodeAddress),
         PublicAccess::LoadBalancer { .. } => Some(AddedName::LoadBalancerAddress),
     };
@@ -75,16 +77,19 @@ pub(crate) fn planned(name: &str, access: &PublicAccess, nodeport_public_host: O
 
 /// Whether changing public access from `current` to `planned` stops
 /// kubeconfigs already downloaded from working: they name the current
-/// endpoint, which goes away when access is turned off, the mode changes
-/// (NodePort port ↔ 443) or the public host changes.
+/// endpoint, which goes away when access is turned off, the port changes
+/// (NodePort port ↔ 443) or the public host changes. LoadBalancer ↔ gateway
+/// with the same host keeps `https://<host>:443` and the CA (a values
+/// upgrade keeps it): once DNS points at the new address, the files work.
 pub(crate) fn breaks_kubeconfigs(
     current: &PublicAccess,
     planned: &PublicAccess,
     nodeport_public_host: Option<&Host>,
 ) -> bool {
+    let port_443 = |a: &PublicAccess| matches!(a, PublicAccess::LoadBalancer { .. } | PublicAccess::Gateway { .. });
+    let same_port = current.mode() == planned.mode() || (port_443(current) && port_443(planned));
     current.is_enabled()
-        && (current.mode() != planned.mode()
-            || current.public_host(nodeport_public_host) != planned.public_host(nodeport_public_host))
+        && (!same_port || current.public_host(nodeport_public_host) != planned.public_host(nodeport_public_host))
 }
 
 #[cfg(test)]
@@ -122,6 +127,7 @@ mod tests {
                 Some(host("api.example.com")),
                 Some(AddedName::LoadBalancerAddress),
             ),
+            (PublicAccess::Gateway { host: host("a.k.test") }, Some(&np_default), Some(host("a.k.test")), None),
         ];
         for (access, np, public, assigned) in cases {
             let p = planned("demo", &access, np);
@@ -137,6 +143,7 @@ mod tests {
         let np_default = host("203.0.113.1");
         let np = |h: Option<&str>| PublicAccess::NodePort { host: h.map(host) };
         let lb = |h: &str| PublicAccess::LoadBalancer { host: host(h) };
+        let gw = |h: &str| PublicAccess::Gateway { host: host(h) };
         let off = PublicAccess::Disabled;
         let cases = [
             (off.clone(), lb("a.example.com"), false),
@@ -149,7 +156,13 @@ mod tests {
             (lb("a.example.com"), lb("a.example.com"), false),
             (lb("a.example.com"), lb("b.example.com"), true),
             (lb("a.example.com"), np(Some("a.example.com")), true),
-            (lb("a.example.com"), off, true),
+            (lb("a.example.com"), off.clone(), true),
+            (lb("a.example.com"), gw("a.example.com"), false),
+            (gw("a.example.com"), lb("a.example.com"), false),
+            (lb("198.51.100.1"), gw("a.example.com"), true),
+            (np(None), gw("203.0.113.1.example"), true),
+            (gw("a.example.com"), gw("b.example.com"), true),
+            (gw("a.example.com"), off, true),
         ];
         for (current, planned, breaks) in cases {
             assert_eq!(breaks_kubeconfigs(&current, &planned, Some(&np_default)), breaks, "{current:?} -> {planned:?}");

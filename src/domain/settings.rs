@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::gateway::{GatewayRef, GatewayRules};
+use super::placement::Placement;
 use super::quota::{Quota, QuotaInput};
 use super::{AppError, ErrorCode, Field, Host, PublicAccessMode};
 
@@ -39,6 +41,17 @@ pub struct SystemSettings {
     /// Secret `vcluster-platform-api-key` in the cluster's namespace.
     #[serde(default)]
     pub platform_api_key: Option<crate::domain::nodes::SecretRef>,
+    /// The shared Gateway gateway-mode clusters attach their `TLSRoute` to
+    /// (none: the mode is not offered).
+    #[serde(default)]
+    pub gateway: Option<GatewayRef>,
+    /// With it, a gateway cluster's host may be left empty (`<name>.<suffix>`),
+    /// and hosts outside it are refused.
+    #[serde(default)]
+    pub gateway_domain_suffix: Option<Host>,
+    /// Spread and storage class for clusters created from now on.
+    #[serde(default)]
+    pub placement: Placement,
 }
 
 /// The vCluster chart installed unless the admin picks another.
@@ -60,6 +73,43 @@ impl Default for SystemSettings {
             network_policy: true,
             private_nodes: false,
             platform_api_key: None,
+            gateway: None,
+            gateway_domain_suffix: None,
+            placement: Placement::default(),
+        }
+    }
+}
+
+/// The gateway and placement settings as their form fields show them (what a
+/// form or API request that leaves a field out keeps).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct GatewayPlacementText {
+    pub gateway: String,
+    pub gateway_listener: String,
+    pub gateway_domain_suffix: String,
+    pub spread: String,
+    pub spread_topology_key: String,
+    pub storage_class: String,
+}
+
+impl SystemSettings {
+    pub(crate) fn gateway_placement_text(&self) -> GatewayPlacementText {
+        GatewayPlacementText {
+            gateway: self.gateway.as_ref().map(GatewayRef::key).unwrap_or_default(),
+            gateway_listener: self.gateway.as_ref().and_then(|g| g.listener.clone()).unwrap_or_default(),
+            gateway_domain_suffix: self.gateway_domain_suffix.as_ref().map(ToString::to_string).unwrap_or_default(),
+            spread: self.placement.spread.as_str().to_owned(),
+            spread_topology_key: self.placement.topology_key.clone(),
+            storage_class: self.placement.storage_class.clone().unwrap_or_default(),
+        }
+    }
+
+    /// What decides a gateway cluster's host, for a cluster called `cluster_name`.
+    pub(crate) fn gateway_rules<'a>(&'a self, cluster_name: &'a str) -> GatewayRules<'a> {
+        GatewayRules {
+            gateway: self.gateway.as_ref(),
+            suffix: self.gateway_domain_suffix.as_ref(),
+            cluster_name,
         }
     }
 }
@@ -240,6 +290,14 @@ pub(crate) struct SettingsInput<'a> {
     pub private_nodes: &'a str,
     /// `namespace/name`, or empty.
     pub platform_api_key: &'a str,
+    /// `namespace/name`, or empty (no gateway mode).
+    pub gateway: &'a str,
+    pub gateway_listener: &'a str,
+    pub gateway_domain_suffix: &'a str,
+    /// `off` / `preferred` / `required` (empty: off).
+    pub spread: &'a str,
+    pub spread_topology_key: &'a str,
+    pub storage_class: &'a str,
 }
 
 impl SystemSettings {
@@ -281,7 +339,16 @@ impl SystemSettings {
             "" => None,
             s => Some(crate::domain::nodes::SecretRef::parse(s)?),
         };
+        let gateway = GatewayRef::parse(input.gateway, input.gateway_listener)?;
+        let gateway_domain_suffix = crate::domain::gateway::parse_suffix(input.gateway_domain_suffix)?;
+        if default_mode == PublicAccessMode::Gateway && gateway.is_none() {
+            return Err(AppError::at(ErrorCode::GatewayNotConfigured, Field::DefaultMode));
+        }
+        let placement = Placement::parse(input.spread, input.spread_topology_key, input.storage_class)?;
         Ok(Self {
+            gateway,
+            gateway_domain_suffix,
+            placement,
             default_mode,
             nodeport_public_host,
             load_balancer_annotations,

@@ -31,6 +31,7 @@ pub(crate) fn EditClusterPage() -> impl IntoView {
                     p.remembered_mode,
                     p.remembered_host.clone().or(p.cluster.unusable_host.clone()),
                 );
+                values.gateway = p.gateway.clone();
                 if let Some(q) = retyped(UpdateCluster::PATH) {
                     values = values.retyped(|k| q.get(k), false);
                 }

@@ -20,6 +20,7 @@ pub(crate) fn NewClusterPage() -> impl IntoView {
         match form_defaults().await {
             Ok(defaults) => {
                 let mut values = ClusterFormValues::new_cluster(defaults.mode);
+                values.gateway = defaults.gateway.clone();
                 if let Some(q) = retyped(CreateCluster::PATH) {
                     values = values.retyped(|k| q.get(k), true);
                 }

@@ -10,6 +10,7 @@ use crate::components::field::TextField;
 use crate::components::island_form::IslandForm;
 use crate::components::public_access_fields::PublicAccessFields;
 use crate::domain::cluster::Cluster;
+use crate::domain::gateway::GatewayOffer;
 use crate::domain::public_access::PublicAccessInput;
 use crate::domain::{AppError, Field, Host, PublicAccess, PublicAccessMode, Resources};
 use crate::i18n::*;
@@ -27,6 +28,9 @@ pub(crate) struct ClusterFormValues {
     pub host: String,
     /// Create only: the user's own machines join it.
     pub own_nodes: bool,
+    /// Gateway access as the admin offers it (not typed: the page sets it).
+    #[serde(default)]
+    pub gateway: Option<GatewayOffer>,
 }
 
 impl ClusterFormValues {
@@ -53,7 +57,7 @@ impl ClusterFormValues {
     /// The public access these values ask for; `None` while the host is not valid.
     pub(crate) fn access(&self) -> Option<PublicAccess> {
         let input = PublicAccessInput { enabled: self.enabled, mode: Some(self.mode.as_str()), host: &self.host };
-        PublicAccess::from_input(&input, self.mode).ok()
+        PublicAccess::from_input(&input, self.mode, &GatewayOffer::rules(self.gateway.as_ref(), &self.name)).ok()
     }
 
     /// A disabled cluster preselects the mode and host it remembers.
@@ -78,6 +82,7 @@ impl ClusterFormValues {
             mode,
             host,
             own_nodes: false,
+            gateway: None,
         }
     }
 }
@@ -205,6 +210,7 @@ pub(crate) fn CreateClusterForm(
                     enabled=values.enabled
                     mode=values.mode
                     host=values.host.clone()
+                    gateway=values.gateway.clone()
                     error
                     default_note=true
                 />
@@ -267,7 +273,13 @@ pub(crate) fn EditClusterForm(
             <input type="hidden" name="id" value=id />
             <div class="contents" on:input=typing on:change=typing>
                 <ResourceFields values=values.clone() error editing=true />
-                <PublicAccessFields enabled=values.enabled mode=values.mode host=values.host error />
+                <PublicAccessFields
+                    enabled=values.enabled
+                    mode=values.mode
+                    host=values.host.clone()
+                    gateway=values.gateway.clone()
+                    error
+                />
             </div>
             {children()}
             <div class="form-actions">

@@ -10,6 +10,7 @@ use super::{DbError, now, operations};
 use crate::domain::change::Operation;
 use crate::domain::cluster::Cluster;
 use crate::domain::listing::{ListQuery, ModeFilter};
+use crate::domain::placement::Placement;
 use crate::domain::quota::{Quota, Usage};
 use crate::domain::{
     ClusterName, ClusterSpec, ClusterStatus, ConnectionStatus, Phase, PublicAccess, PublicAccessMode, Reason, Resources,
@@ -29,6 +30,9 @@ pub(crate) struct ClusterRow {
     pub public_access_enabled: i64,
     pub public_access_mode: String,
     pub own_nodes: i64,
+    pub spread: String,
+    pub spread_topology_key: String,
+    pub storage_class: Option<String>,
     pub control_plane_host: Option<String>,
     pub generation: i64,
     pub deletion_requested_at: Option<i64>,
@@ -78,7 +82,17 @@ impl ClusterRow {
             id: self.id,
             owner_id: self.owner_id,
             owner: self.owner,
-            spec: ClusterSpec { name, resources, public_access, own_nodes: self.own_nodes != 0 },
+            spec: ClusterSpec {
+                name,
+                resources,
+                public_access,
+                own_nodes: self.own_nodes != 0,
+                placement: Placement::from_columns(
+                    &self.spread,
+                    &self.spread_topology_key,
+                    self.storage_class.as_deref(),
+                ),
+            },
             status: ClusterStatus {
                 phase: known(self.id, "phase", &self.phase, Phase::parse),
                 reason: known(self.id, "message", &self.message, Reason::parse),
@@ -114,7 +128,7 @@ impl ClusterRow {
 /// (booleans as 0/1). The one list both reads use: [`SELECT`] (rows, decoded
 /// by name with `FromRow`) and the list page's JSON (objects keyed by the
 /// same names, decoded by serde; a missing or extra name fails the decode).
-const COLUMNS: [(&str, &str); 26] = [
+const COLUMNS: [(&str, &str); 29] = [
     ("id", "c.id"),
     ("owner_id", "c.owner_id"),
     ("owner", "u.username"),
@@ -125,6 +139,9 @@ const COLUMNS: [(&str, &str); 26] = [
     ("public_access_enabled", "CASE WHEN c.public_access_enabled THEN 1 ELSE 0 END"),
     ("public_access_mode", "c.public_access_mode"),
     ("own_nodes", "CASE WHEN c.own_nodes THEN 1 ELSE 0 END"),
+    ("spread", "c.spread"),
+    ("spread_topology_key", "c.spread_topology_key"),
+    ("storage_class", "c.storage_class"),
     ("control_plane_host", "c.control_plane_host"),
     ("generation", "c.generation"),
     ("deletion_requested_at", "c.deletion_requested_at"),
@@ -163,13 +180,10 @@ const REFUSED: &str = "(c.phase = 'failed' AND c.observed_generation = c.generat
 type AnyQuery<'q> = Query<'q, Any, AnyArguments<'q>>;
 
 /// Binds the spec columns as `$1..$7`, in the order both spec writers use;
-/// `$7` is the LoadBalancer host claim (`lb_host`, unique; NULL unless an
-/// enabled LoadBalancer cluster).
+/// `$7` is the host claim (`lb_host`, unique; NULL unless an enabled
+/// LoadBalancer or gateway cluster: one host, one cluster, across both modes).
 fn bind_spec<'q>(q: AnyQuery<'q>, spec: &ClusterSpec, remembered_mode: PublicAccessMode) -> AnyQuery<'q> {
-    let claim = match &spec.public_access {
-        PublicAccess::LoadBalancer { host } => Some(host.to_string()),
-        _ => None,
-    };
+    let claim = spec.public_access.claimed_host().map(ToString::to_string);
     q.bind(i64::from(spec.resources.cpu_millis))
         .bind(i64::from(spec.resources.memory_gib))
         .bind(i64::from(spec.resources.storage_gib))
@@ -242,13 +256,17 @@ pub async fn insert(
     hold_quota(&mut tx, owner_id, limit, None, spec.resources).await?;
     let insert = sqlx::query(
         "INSERT INTO clusters (cpu_millis, memory_gib, storage_gib, public_access_enabled, public_access_mode, \
-         control_plane_host, lb_host, owner_id, name, own_nodes, generation, created_at, updated_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 1, $11, $11) RETURNING id",
+         control_plane_host, lb_host, owner_id, name, own_nodes, spread, spread_topology_key, storage_class, \
+         generation, created_at, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 1, $14, $14) RETURNING id",
     );
     let row = bind_spec(insert, spec, remembered_mode)
         .bind(owner_id)
         .bind(spec.name.as_str())
         .bind(spec.own_nodes)
+        .bind(spec.placement.spread.as_str())
+        .bind(spec.placement.topology_key.as_str())
+        .bind(spec.placement.storage_class.clone())
         .bind(t)
         .fetch_one(&mut *tx)
         .await?;

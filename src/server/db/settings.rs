@@ -5,7 +5,9 @@ use std::collections::BTreeMap;
 use sqlx::AnyPool;
 
 use super::{DbError, now};
+use crate::domain::gateway::{GatewayRef, parse_suffix};
 use crate::domain::nodes::SecretRef;
+use crate::domain::placement::Placement;
 use crate::domain::settings::{AddressStyle, PodSecurity, parse_switch};
 use crate::domain::{Host, PublicAccessMode, SystemSettings};
 
@@ -21,6 +23,12 @@ const POD_SECURITY: &str = "pod_security";
 const NETWORK_POLICY: &str = "network_policy";
 const PRIVATE_NODES: &str = "private_nodes";
 const PLATFORM_API_KEY: &str = "platform_api_key";
+const GATEWAY: &str = "gateway";
+const GATEWAY_LISTENER: &str = "gateway_listener";
+const GATEWAY_SUFFIX: &str = "gateway_domain_suffix";
+const SPREAD: &str = "spread";
+const SPREAD_TOPOLOGY_KEY: &str = "spread_topology_key";
+const STORAGE_CLASS: &str = "storage_class";
 
 /// Missing or unreadable keys take their defaults (`nodeport`, none, empty,
 /// `auto`, the default chart, the default quota, `baseline`, a NetworkPolicy,
@@ -48,6 +56,14 @@ pub async fn load(pool: &AnyPool) -> Result<SystemSettings, DbError> {
         network_policy: get(NETWORK_POLICY).and_then(parse_switch).unwrap_or(defaults.network_policy),
         private_nodes: get(PRIVATE_NODES).and_then(parse_switch).unwrap_or(defaults.private_nodes),
         platform_api_key: get(PLATFORM_API_KEY).and_then(|r| SecretRef::parse(r).ok()),
+        gateway: get(GATEWAY)
+            .and_then(|g| GatewayRef::parse(g, get(GATEWAY_LISTENER).unwrap_or_default()).ok().flatten()),
+        gateway_domain_suffix: get(GATEWAY_SUFFIX).and_then(|s| parse_suffix(s).ok().flatten()),
+        placement: Placement::from_columns(
+            get(SPREAD).unwrap_or_default(),
+            get(SPREAD_TOPOLOGY_KEY).unwrap_or_default(),
+            get(STORAGE_CLASS),
+        ),
     })
 }
 
@@ -68,6 +84,12 @@ pub async fn save(pool: &AnyPool, settings: &SystemSettings) -> Result<(), DbErr
         (NETWORK_POLICY, settings.network_policy.to_string()),
         (PRIVATE_NODES, settings.private_nodes.to_string()),
         (PLATFORM_API_KEY, settings.platform_api_key.as_ref().map(ToString::to_string).unwrap_or_default()),
+        (GATEWAY, settings.gateway.as_ref().map(GatewayRef::key).unwrap_or_default()),
+        (GATEWAY_LISTENER, settings.gateway.as_ref().and_then(|g| g.listener.clone()).unwrap_or_default()),
+        (GATEWAY_SUFFIX, settings.gateway_domain_suffix.as_ref().map(ToString::to_string).unwrap_or_default()),
+        (SPREAD, settings.placement.spread.as_str().to_owned()),
+        (SPREAD_TOPOLOGY_KEY, settings.placement.topology_key.clone()),
+        (STORAGE_CLASS, settings.placement.storage_class.clone().unwrap_or_default()),
     ];
     let t = now();
     let mut tx = pool.begin().await?;

@@ -229,6 +229,15 @@ pub(crate) struct SettingsBody {
     /// `namespace/name`; `""` clears it; missing keeps it.
     #[serde(default)]
     platform_api_key: Option<String>,
+    /// `{namespace, name, listener}`; `null` clears it (no gateway mode); missing keeps it.
+    #[serde(default, deserialize_with = "given")]
+    gateway: Option<Option<crate::domain::gateway::GatewayRef>>,
+    /// A DNS name; `null` clears it; missing keeps it.
+    #[serde(default, deserialize_with = "given")]
+    gateway_domain_suffix: Option<Option<String>>,
+    /// `{spread, topology_key, storage_class}` for new clusters; missing keeps it.
+    #[serde(default)]
+    placement: Option<crate::domain::placement::Placement>,
     /// Read-only fields of the GET reply, accepted (and ignored) so a client
     /// can GET, change a field and PUT the result back.
     #[serde(default, rename = "detected_address_request")]
@@ -237,6 +246,11 @@ pub(crate) struct SettingsBody {
     _clusters_rerendered: Option<serde::de::IgnoredAny>,
     #[serde(default, rename = "detected_servicelb")]
     _detected_servicelb: Option<serde::de::IgnoredAny>,
+}
+
+/// A nullable field that may be missing: missing is `None`, `null` is `Some(None)`.
+fn given<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
 }
 
 /// A nullable field that must still be present: serde treats a missing
@@ -260,7 +274,24 @@ pub(crate) async fn update_settings(
         )));
     }
     let annotations: String = annotations.iter().map(|(k, v)| format!("{k}: {v}\n")).collect();
-    let quota_text = crate::domain::quota::QuotaText::of(&body.quota.unwrap_or(current.quota));
+    let quota_text = crate::domain::quota::QuotaText::of(&body.quota.unwrap_or(current.quota.clone()));
+    let mut kept = current.gateway_placement_text();
+    // The objects through the form's text, so the rules are one.
+    let given = SystemSettings {
+        gateway: body.gateway.clone().unwrap_or(current.gateway.clone()),
+        gateway_domain_suffix: None,
+        placement: body.placement.clone().unwrap_or(current.placement.clone()),
+        ..SystemSettings::default()
+    }
+    .gateway_placement_text();
+    kept.gateway = given.gateway;
+    kept.gateway_listener = given.gateway_listener;
+    kept.spread = given.spread;
+    kept.spread_topology_key = given.spread_topology_key;
+    kept.storage_class = given.storage_class;
+    if let Some(suffix) = &body.gateway_domain_suffix {
+        kept.gateway_domain_suffix = suffix.clone().unwrap_or_default();
+    }
     let input = SettingsInput {
         default_mode: &body.default_cluster_public_access_mode,
         nodeport_public_host: body.nodeport_public_host.as_deref().unwrap_or_default(),
@@ -280,6 +311,12 @@ pub(crate) async fn update_settings(
         platform_api_key: &body
             .platform_api_key
             .unwrap_or_else(|| current.platform_api_key.as_ref().map(ToString::to_string).unwrap_or_default()),
+        gateway: &kept.gateway,
+        gateway_listener: &kept.gateway_listener,
+        gateway_domain_suffix: &kept.gateway_domain_suffix,
+        spread: &kept.spread,
+        spread_topology_key: &kept.spread_topology_key,
+        storage_class: &kept.storage_class,
     };
     let (saved, rerendered) =
         settings::update(&st.pool, st.host.as_ref(), &u, &input, &st.config.chart_repos()).await?;

@@ -10,7 +10,7 @@ use crate::domain::cluster::Cluster;
 use crate::domain::public_access::PublicAccessRequest;
 use crate::domain::resources::ResourcesRequest;
 use crate::domain::user::CurrentUser;
-use crate::domain::{AppError, ClusterName, ClusterSpec, ErrorCode, Field, PublicAccess};
+use crate::domain::{AppError, ClusterName, ClusterSpec, ErrorCode, Field, PublicAccess, PublicAccessMode};
 use crate::server::db;
 use crate::server::service::write_limit::SpecWriteLimiter;
 
@@ -78,9 +78,12 @@ pub async fn create(
     let settings = db::settings::load(pool).await?;
     // No public access block at all: on, in the admin's default mode.
     let request = draft.public_access.clone().unwrap_or(PublicAccessRequest { enabled: true, ..Default::default() });
-    let public_access = PublicAccess::from_input(&request.as_input(), settings.default_mode)?;
+    let public_access =
+        PublicAccess::from_input(&request.as_input(), settings.default_mode, &settings.gateway_rules(name.as_str()))?;
     crate::domain::nodes::check_create(draft.own_nodes, &public_access, &settings)?;
-    let spec = ClusterSpec { name, resources, public_access, own_nodes: draft.own_nodes };
+    // Placement is the admin's at this moment, kept by the cluster from now on.
+    let placement = settings.placement.clone();
+    let spec = ClusterSpec { name, resources, public_access, own_nodes: draft.own_nodes, placement };
     let limit = super::quota::limit_for(pool, user).await?;
     writes.take(user.id)?;
     let id = db::clusters::insert(pool, user.id, &spec, settings.default_mode, limit.as_ref()).await.map_err(|e| {
@@ -119,19 +122,22 @@ pub async fn update(
     // An update without a mode keeps the cluster's own (remembered) mode.
     let remembered = db::clusters::remembered_mode(pool, id).await?;
     if let Some(request) = &patch.public_access {
-        // Turned on again as LoadBalancer (which needs a host) without naming
-        // one: the host it had before it was turned off. (A NodePort cluster
-        // without a host uses the admin's NodePort host, so none is filled in.)
+        // Turned on again as LoadBalancer or gateway (which need a host)
+        // without naming one: the host it had before it was turned off. (A
+        // NodePort cluster without a host uses the admin's NodePort host, so
+        // none is filled in.)
         let mut request = request.clone();
         let mode = request.mode.as_deref().and_then(crate::domain::PublicAccessMode::parse).unwrap_or(remembered);
         if request.enabled
             && request.control_plane_host.is_none()
-            && mode == crate::domain::PublicAccessMode::LoadBalancer
+            && matches!(mode, PublicAccessMode::LoadBalancer | PublicAccessMode::Gateway)
             && !current.spec.public_access.is_enabled()
         {
             request.control_plane_host = db::clusters::remembered_host(pool, id).await?.map(|h| h.to_string());
         }
-        spec.public_access = PublicAccess::from_input(&request.as_input(), remembered)?;
+        let settings = db::settings::load(pool).await?;
+        let rules = settings.gateway_rules(current.spec.name.as_str());
+        spec.public_access = PublicAccess::from_input(&request.as_input(), remembered, &rules)?;
         crate::domain::nodes::check_access(spec.own_nodes, &spec.public_access)?;
     }
     let changes = describe_update(&current.spec, &spec);

@@ -89,7 +89,7 @@ async fn candidates(pool: &AnyPool, req: &MoveRequest) -> Result<Vec<Cluster>, A
             && match c.spec.public_access {
                 PublicAccess::NodePort { .. } => true,
                 PublicAccess::Disabled => req.include_disabled,
-                PublicAccess::LoadBalancer { .. } => false,
+                PublicAccess::LoadBalancer { .. } | PublicAccess::Gateway { .. } => false,
             }
     };
     let all = db::clusters::list(pool, None).await?;

@@ -23,6 +23,7 @@ pub(crate) async fn public_defaults(pool: &AnyPool) -> Result<PublicDefaults, Ap
         default_mode: s.default_mode,
         nodeport_public_host: s.nodeport_public_host,
         own_nodes_offered: s.private_nodes,
+        gateway: crate::domain::gateway::GatewayOffer::of(s.gateway.as_ref(), s.gateway_domain_suffix.as_ref()),
     })
 }
 
@@ -32,6 +33,8 @@ pub(crate) struct PublicDefaults {
     pub nodeport_public_host: Option<crate::domain::Host>,
     /// Whether the create form offers own nodes.
     pub own_nodes_offered: bool,
+    /// Gateway access, when the admin offers it.
+    pub gateway: Option<crate::domain::gateway::GatewayOffer>,
 }
 
 /// Validates and stores the settings; returns them and how many clusters'
