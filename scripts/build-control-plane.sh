@@ -60,8 +60,13 @@ done
 # values schemas are byte-identical upstream), a stand-in for tests that upgrade.
 VCLUSTER_CHART=v0.30.0
 CHART_VERSIONS="0.30.0 0.30.1 0.30.2 0.30.3 0.30.4 0.30.5"
+# Gateway API CRDs (sigs.k8s.io/gateway-api module zips): the 1.6 standard
+# channel, which serves TLSRoute as v1 only, and the 1.4 experimental channel,
+# which serves it as v1alpha2 and v1alpha3 only (the console detects which).
+GATEWAY_API_BUNDLES="v1.6.3:standard v1.4.1:experimental"
 assets_done() {
   [[ -f "$out/metallb-crds/.done-$metallb" ]] || return 1
+  for b in $GATEWAY_API_BUNDLES; do [[ -f "$out/gateway-api/${b/:/-}/.done" ]] || return 1; done
   for v in $CHART_VERSIONS; do [[ -f "$out/charts/vcluster-$v.tgz" ]] || return 1; done
 }
 if [[ ${#todo[@]} -eq 0 ]] && assets_done; then
@@ -93,6 +98,15 @@ if ! assets_done; then
   rm -rf "$out/metallb-crds" && mkdir -p "$out/metallb-crds"
   cp "$metallb_dir"/config/crd/bases/*.yaml "$out/metallb-crds/"
   touch "$out/metallb-crds/.done-$metallb"
+  for b in $GATEWAY_API_BUNDLES; do
+    dir="$out/gateway-api/${b/:/-}"
+    src="$(cd "$mod" && module_dir "sigs.k8s.io/gateway-api@${b%%:*}")/config/crd/${b#*:}"
+    rm -rf "$dir" && mkdir -p "$dir"
+    # The CRDs only (not kustomization.yaml, nor the channel's admission policy).
+    cp "$src"/gateway.networking.k8s.io_*.yaml "$dir/"
+    rm -f "$dir"/*vap_safeupgrades.yaml
+    touch "$dir/.done"
+  done
   chart_dir="$(cd "$mod" && module_dir "github.com/loft-sh/vcluster@$VCLUSTER_CHART")/chart"
   mkdir -p "$out/charts"
   for v in $CHART_VERSIONS; do

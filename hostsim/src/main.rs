@@ -99,6 +99,11 @@ struct Up {
     /// How long after a SAN change the new certificate is served (2s-4500ms).
     #[arg(long)]
     cert_refresh: Option<Span>,
+    /// The Gateway API CRD bundle to install (a folder of `gateway-api/`:
+    /// `v1.6.3-standard` serves TLSRoute v1, `v1.4.1-experimental` v1alpha2
+    /// and v1alpha3), or `none`.
+    #[arg(long, default_value = "v1.6.3-standard")]
+    gateway_api: String,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -240,6 +245,7 @@ async fn up(args: Up) -> Result<()> {
         state_dir: data_dir.join("node"),
         vcluster_api,
         etcd: cp.etcd_url.clone(),
+        gateway_api: Some(self.gateway_api.clone()).filter(|b| b != "none"),
     };
     let pids: Vec<String> = cp.pids().iter().map(|(n, p)| format!("{n}={p}")).collect();
     tracing::info!(kubeconfig = %kubeconfig.display(), pids = %pids.join(" "), "host up");

@@ -96,6 +96,7 @@ impl Net {
             state_dir: PathBuf::new(),
             vcluster_api: crate::node::apiserver::VClusterApi::Relay,
             etcd: String::new(),
+            gateway_api: Some("v1.6.3-standard".into()),
         }
     }
 

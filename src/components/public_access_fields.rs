@@ -128,8 +128,7 @@ pub(crate) fn PublicAccessFields(
                     <p id="control_plane_host-hint-gw" class="field-hint only-gw">
                         {match suffix {
                             Some(suffix) => {
-                                t_string!(i18n, form.host_hint_gateway_suffix, suffix = suffix.as_str())
-                                    .to_string()
+                                t_string!(i18n, form.host_hint_gateway_suffix, suffix = suffix.as_str()).to_string()
                             }
                             None => t_string!(i18n, form.host_hint_gateway).to_string(),
                         }}

@@ -112,6 +112,7 @@ mod tests {
             resources: Resources::default(),
             public_access: access,
             own_nodes: false,
+            placement: Default::default(),
         }
     }
 

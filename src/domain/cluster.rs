@@ -106,6 +106,7 @@ pub(crate) fn test_cluster(id: i64, name: &str, owner: &str, access: PublicAcces
             resources: Resources::default(),
             public_access: access,
             own_nodes: false,
+            placement: Default::default(),
         },
         status,
         generation: 1,

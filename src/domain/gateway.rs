@@ -76,11 +76,7 @@ impl GatewayOffer {
 
     /// The rules for a cluster called `cluster_name` (none offered: refused).
     pub(crate) fn rules<'a>(offer: Option<&'a Self>, cluster_name: &'a str) -> GatewayRules<'a> {
-        GatewayRules {
-            gateway: offer.map(|o| &o.gateway),
-            suffix: offer.and_then(|o| o.suffix.as_ref()),
-            cluster_name,
-        }
+        GatewayRules { gateway: offer.map(|o| &o.gateway), suffix: offer.and_then(|o| o.suffix.as_ref()), cluster_name }
     }
 }
 
@@ -396,7 +392,11 @@ mod tests {
             (h("a.b.k.test"), rules(Some(&suffix)), Ok(Host::parse("a.b.k.test").unwrap())),
             (h("k.test"), rules(Some(&suffix)), err(ErrorCode::GatewayHostOutsideSuffix, Field::ControlPlaneHost)),
             (h("ak.test"), rules(Some(&suffix)), err(ErrorCode::GatewayHostOutsideSuffix, Field::ControlPlaneHost)),
-            (h("a.example.com"), rules(Some(&suffix)), err(ErrorCode::GatewayHostOutsideSuffix, Field::ControlPlaneHost)),
+            (
+                h("a.example.com"),
+                rules(Some(&suffix)),
+                err(ErrorCode::GatewayHostOutsideSuffix, Field::ControlPlaneHost),
+            ),
             (h("a.example.com"), rules(None), Ok(Host::parse("a.example.com").unwrap())),
             (None, rules(None), err(ErrorCode::HostRequiredForGateway, Field::ControlPlaneHost)),
             (h("198.51.100.4"), rules(None), err(ErrorCode::GatewayHostNotDns, Field::ControlPlaneHost)),
@@ -422,7 +422,13 @@ mod tests {
     }
 
     fn cond(type_: &str, status: bool, reason: &str, generation: Option<i64>) -> Condition {
-        Condition { type_: type_.into(), status, reason: reason.into(), message: String::new(), observed_generation: generation }
+        Condition {
+            type_: type_.into(),
+            status,
+            reason: reason.into(),
+            message: String::new(),
+            observed_generation: generation,
+        }
     }
 
     #[test]
@@ -443,7 +449,10 @@ mod tests {
                 RouteState::RefsUnresolved("BackendNotFound".into()),
             ),
             // written for the route's previous generation: not yet looked at
-            (facts(Some(vec![cond("Accepted", false, "NoMatchingListenerHostname", Some(1)), resolved])), RouteState::Waiting),
+            (
+                facts(Some(vec![cond("Accepted", false, "NoMatchingListenerHostname", Some(1)), resolved])),
+                RouteState::Waiting,
+            ),
             (facts(Some(vec![accepted])), RouteState::Waiting),
         ];
         for (i, (f, want)) in cases.into_iter().enumerate() {
@@ -452,7 +461,10 @@ mod tests {
         let mut with_message = cond("Accepted", false, "NoMatchingListenerHostname", None);
         with_message.message = "no listener hostname matches".into();
         let f = facts(Some(vec![with_message, cond("ResolvedRefs", true, "ResolvedRefs", None)]));
-        assert_eq!(route_state(&f), RouteState::NotAccepted("NoMatchingListenerHostname: no listener hostname matches".into()));
+        assert_eq!(
+            route_state(&f),
+            RouteState::NotAccepted("NoMatchingListenerHostname: no listener hostname matches".into())
+        );
     }
 
     #[test]
@@ -473,8 +485,12 @@ mod tests {
                        "conditions": [{"type": "Programmed", "status": "True", "reason": "Programmed"}]},
         });
         let v = gateway_view(&obj, &labels);
-        assert_eq!((v.class.as_str(), v.addresses.clone(), v.programmed), ("traefik", vec!["127.0.0.230".to_owned()], true));
-        let usable: Vec<(&str, bool, &Admits)> = v.listeners.iter().map(|l| (l.name.as_str(), l.usable(), &l.admits)).collect();
+        assert_eq!(
+            (v.class.as_str(), v.addresses.clone(), v.programmed),
+            ("traefik", vec!["127.0.0.230".to_owned()], true)
+        );
+        let usable: Vec<(&str, bool, &Admits)> =
+            v.listeners.iter().map(|l| (l.name.as_str(), l.usable(), &l.admits)).collect();
         assert_eq!(
             usable,
             [

@@ -162,6 +162,9 @@ mod tests {
             .affinity(mb)
             .unwrap();
         let term = &required["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0];
-        assert_eq!((term["topologyKey"].as_str(), &term["labelSelector"]["matchLabels"]["app"]), (Some("zone"), &serde_json::json!("vcluster")));
+        assert_eq!(
+            (term["topologyKey"].as_str(), &term["labelSelector"]["matchLabels"]["app"]),
+            (Some("zone"), &serde_json::json!("vcluster"))
+        );
     }
 }

@@ -279,7 +279,11 @@ mod tests {
             );
         }
         // Without the admin's Gateway the mode is refused; an IP never carries SNI.
-        let no_gateway = PublicAccess::from_input(&input(true, Some("gateway"), "gw.example"), current_np(), &GatewayRules::default());
+        let no_gateway = PublicAccess::from_input(
+            &input(true, Some("gateway"), "gw.example"),
+            current_np(),
+            &GatewayRules::default(),
+        );
         assert_eq!(no_gateway, Err(AppError::at(ErrorCode::GatewayNotConfigured, Field::PublicAccessMode)));
         let ip = PublicAccess::from_input(&input(true, Some("gateway"), "198.51.100.1"), current_np(), &rules);
         assert_eq!(ip, Err(AppError::at(ErrorCode::GatewayHostNotDns, Field::ControlPlaneHost)));

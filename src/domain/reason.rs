@@ -71,9 +71,10 @@ impl Reason {
     pub(crate) fn detail(&self) -> Option<&str> {
         match self {
             Self::HelmFailed(d) | Self::LbPending(d) | Self::GatewayPending(d) => d.as_deref(),
-            Self::NamespaceTaken(d) | Self::NotStarting(d) | Self::RouteNotAccepted(d) | Self::RouteRefsUnresolved(d) => {
-                Some(d)
-            }
+            Self::NamespaceTaken(d)
+            | Self::NotStarting(d)
+            | Self::RouteNotAccepted(d)
+            | Self::RouteRefsUnresolved(d) => Some(d),
             Self::ProbeFailed(s) => Some(s.as_str()),
             _ => None,
         }

@@ -488,6 +488,7 @@ mod tests {
             resources: Res::default(),
             public_access: access,
             own_nodes: false,
+            placement: Default::default(),
         }
     }
 

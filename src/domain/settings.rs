@@ -106,11 +106,7 @@ impl SystemSettings {
 
     /// What decides a gateway cluster's host, for a cluster called `cluster_name`.
     pub(crate) fn gateway_rules<'a>(&'a self, cluster_name: &'a str) -> GatewayRules<'a> {
-        GatewayRules {
-            gateway: self.gateway.as_ref(),
-            suffix: self.gateway_domain_suffix.as_ref(),
-            cluster_name,
-        }
+        GatewayRules { gateway: self.gateway.as_ref(), suffix: self.gateway_domain_suffix.as_ref(), cluster_name }
     }
 }
 
@@ -269,6 +265,21 @@ pub(crate) struct SettingsView {
     pub detected: Option<AddressRequest>,
     /// k3s's ServiceLB seen serving the console's LoadBalancer Services.
     pub servicelb: bool,
+    /// Gateway API on the host (`None`: no host, or it did not answer).
+    #[serde(default)]
+    pub gateway_api: Option<crate::domain::gateway::GatewayApiView>,
+    /// The host's StorageClasses (`None`: no host, or it did not answer).
+    #[serde(default)]
+    pub storage_classes: Option<Vec<StorageClassView>>,
+}
+
+/// A StorageClass of the host, as the settings page lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StorageClassView {
+    pub name: String,
+    pub provisioner: String,
+    /// `storageclass.kubernetes.io/is-default-class: "true"`.
+    pub default: bool,
 }
 
 /// Submitted settings text, before validation.
@@ -448,7 +459,45 @@ mod tests {
             network_policy: "on",
             private_nodes: "",
             platform_api_key: "",
+            gateway: "",
+            gateway_listener: "",
+            gateway_domain_suffix: "",
+            spread: "",
+            spread_topology_key: "",
+            storage_class: "",
         }
+    }
+
+    /// Gateway and placement settings: parsed, refused with their field, and
+    /// a gateway default mode only with a Gateway.
+    #[test]
+    fn gateway_and_placement_settings() {
+        let base = input("nodeport", "", "", "");
+        let ok = SystemSettings::parse(&SettingsInput {
+            gateway: "kube-system/shared",
+            gateway_listener: "tls",
+            gateway_domain_suffix: "K.Test",
+            spread: "preferred",
+            storage_class: "fast",
+            ..base.clone()
+        })
+        .unwrap();
+        assert_eq!(
+            ok.gateway.as_ref().map(|g| (g.key(), g.listener.clone())),
+            Some(("kube-system/shared".into(), Some("tls".into())))
+        );
+        assert_eq!(ok.gateway_domain_suffix, Some(Host::Dns("k.test".into())));
+        assert_eq!(ok.placement.storage_class.as_deref(), Some("fast"));
+        assert_eq!(ok.gateway_placement_text().spread, "preferred");
+        let err = |i: SettingsInput<'_>| SystemSettings::parse(&i).unwrap_err();
+        assert_eq!(err(SettingsInput { default_mode: "gateway", ..base.clone() }).field, Some(Field::DefaultMode));
+        assert_eq!(err(SettingsInput { gateway: "shared", ..base.clone() }).field, Some(Field::Gateway));
+        assert_eq!(
+            err(SettingsInput { gateway_domain_suffix: "10.0.0.1", ..base.clone() }).field,
+            Some(Field::GatewayDomainSuffix)
+        );
+        assert_eq!(err(SettingsInput { spread: "sometimes", ..base.clone() }).field, Some(Field::Spread));
+        assert_eq!(err(SettingsInput { storage_class: "Bad Class", ..base }).field, Some(Field::StorageClass));
     }
 
     #[test]

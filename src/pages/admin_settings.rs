@@ -9,8 +9,121 @@ use super::{SavedBanner, url_error};
 use crate::actions::settings::{SaveSettings, load_settings};
 use crate::components::islands::settings_form::SettingsForm;
 use crate::components::layout::Layout;
-use crate::domain::settings::SettingsView;
+use crate::domain::gateway::{Admits, GatewayApiView};
+use crate::domain::settings::{SettingsView, StorageClassView};
 use crate::i18n::*;
+
+/// What the host offers for gateway access and storage, as detected: the
+/// Gateway API versions served, the Gateways with their listeners (which
+/// can carry the console's routes) and addresses, the StorageClasses.
+#[component]
+fn HostFacts(gateway_api: Option<GatewayApiView>, storage_classes: Option<Vec<StorageClassView>>) -> impl IntoView {
+    let i18n = use_i18n();
+    let gateway = match gateway_api {
+        None => view! { <p class="note">{t!(i18n, settings.detected_no_host)}</p> }.into_any(),
+        Some(api) if api.served.is_empty() => {
+            view! {
+                <p class="note" data-gateway-api="none">
+                    {t!(i18n, settings.gateway_api_none)}
+                </p>
+            }.into_any()
+        }
+        Some(api) => {
+            let served = api.served.join(", ");
+            let route = api.route_version.map(|v| v.as_str()).unwrap_or("-");
+            let gateways = api
+                .gateways
+                .into_iter()
+                .map(|g| {
+                    let listeners = g
+                        .listeners
+                        .iter()
+                        .map(|l| {
+                            let usable = l.usable();
+                            let admits = match l.admits {
+                                Admits::ClusterNamespaces => t_string!(i18n, settings.gateway_admits),
+                                Admits::Not => t_string!(i18n, settings.gateway_admits_not),
+                            };
+                            view! {
+                                <li data-listener=l.name.clone() data-usable=usable.to_string()>
+                                    <span class="font-mono">{l.name.clone()}</span>
+                                    {format!(
+                                        " · {} {} · tls {} · {}{}",
+                                        l.protocol,
+                                        l.port,
+                                        l.tls_mode,
+                                        admits,
+                                        l.hostname.as_ref().map(|h| format!(" · {h}")).unwrap_or_default(),
+                                    )}
+                                    {usable
+                                        .then(|| {
+                                            view! {
+                                                <span class="badge badge-ready ml-2">
+                                                    {t!(i18n, settings.gateway_usable)}
+                                                </span>
+                                            }
+                                        })}
+                                </li>
+                            }
+                        })
+                        .collect_view();
+                    let addresses = if g.addresses.is_empty() { "-".to_owned() } else { g.addresses.join(", ") };
+                    view! {
+                        <li data-gateway=format!("{}/{}", g.namespace, g.name)>
+                            <span class="font-mono">{format!("{}/{}", g.namespace, g.name)}</span>
+                            {format!(" · {} · ", g.class)}
+                            {t!(i18n, settings.gateway_address)}
+                            " "
+                            <span class="font-mono" data-gateway-address>
+                                {addresses}
+                            </span>
+                            <ul class="ml-4 list-disc">{listeners}</ul>
+                        </li>
+                    }
+                })
+                .collect_view();
+            view! {
+                <p class="note" data-gateway-api=served.clone()>
+                    {t!(i18n, settings.gateway_api_served)}
+                    " "
+                    <span class="font-mono">{served.clone()}</span>
+                    " · TLSRoute "
+                    <span class="font-mono" data-route-version>
+                        {route.to_owned()}
+                    </span>
+                </p>
+                <ul class="mt-2 text-sm">{gateways}</ul>
+            }
+            .into_any()
+        }
+    };
+    let classes = storage_classes.map(|list| {
+        list.into_iter()
+            .map(|c| {
+                view! {
+                    <li data-storage-class=c.name.clone()>
+                        <span class="font-mono">{c.name.clone()}</span>
+                        {format!(" · {}", c.provisioner)}
+                        {c
+                            .default
+                            .then(|| view! { <span class="badge ml-2">{t!(i18n, settings.storage_default)}</span> })}
+                    </li>
+                }
+            })
+            .collect_view()
+    });
+    view! {
+        <section class="card max-w-3xl mt-6" aria-labelledby="host-facts-title">
+            <h2 id="host-facts-title" class="section-title">
+                {t!(i18n, settings.host_facts_title)}
+            </h2>
+            <h3 class="field-label mt-2">{t!(i18n, settings.gateway_title)}</h3>
+            {gateway}
+            <h3 class="field-label mt-4">{t!(i18n, settings.storage_classes)}</h3>
+            <ul class="text-sm">{classes}</ul>
+        </section>
+    }
+}
 
 #[component]
 pub(crate) fn SettingsPage() -> impl IntoView {
@@ -22,7 +135,7 @@ pub(crate) fn SettingsPage() -> impl IntoView {
     let content = Suspend::new(async move {
         match load_settings().await {
             Err(e) => problem_view(e),
-            Ok(SettingsView { settings, detected, servicelb }) => view! {
+            Ok(SettingsView { settings, detected, servicelb, gateway_api, storage_classes }) => view! {
                 <section class="card max-w-3xl">
                     <h1 class="page-title">{t!(i18n, settings.title)}</h1>
                     <p class="mb-4 text-slate-600">{t!(i18n, settings.intro)}</p>
@@ -39,6 +152,7 @@ pub(crate) fn SettingsPage() -> impl IntoView {
                     }}
                     <SettingsForm settings detected servicelb url_error=url_error(SaveSettings::PATH) />
                 </section>
+                <HostFacts gateway_api storage_classes />
             }
             .into_any(),
         }

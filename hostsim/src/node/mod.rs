@@ -15,6 +15,7 @@
 //! - the chart repository, through an HTTPS proxy ([`repo`]).
 
 pub mod apiserver;
+pub mod gateway;
 pub mod joinfront;
 pub mod klipper;
 pub mod kubeadm;
@@ -37,6 +38,7 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
+use serde::Deserialize;
 use serde_json::json;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
@@ -69,6 +71,9 @@ pub struct Config {
     pub vcluster_api: apiserver::VClusterApi,
     /// The host's etcd, for `real` vCluster API servers; set by the host.
     pub etcd: String,
+    /// The Gateway API CRD bundle installed (a folder of `gateway-api/` from
+    /// `scripts/build-control-plane.sh`, e.g. `v1.6.3-standard`); none: not installed.
+    pub gateway_api: Option<String>,
 }
 
 enum Container {
@@ -93,6 +98,10 @@ struct Node {
     free_ips: BTreeSet<Ipv4Addr>,
     pods: HashMap<String, Running>,
     proxy: Proxy,
+    /// The mirrored Gateway's data path ([`gateway`]).
+    sni: gateway::SniProxy,
+    /// The `TLSRoute` version served (none: Gateway API not installed).
+    route_version: Option<&'static str>,
     next: Option<Instant>,
     wake: Arc<Notify>,
     _kubelet: Kubelet,
@@ -118,6 +127,10 @@ pub async fn run(client: Client, creds: Credentials, mut cfg: Config, on_ready: 
         real.dir = cfg.state_dir.join("vclusters");
     }
     storage::ensure_class(&client).await?;
+    let route_version = match &cfg.gateway_api {
+        Some(bundle) => Some(install_gateway_api(&client, &cfg.bin_dir.join("gateway-api").join(bundle)).await?),
+        None => None,
+    };
     let node_ip = cfg.nodes.first().map(|n| n.internal).unwrap_or(Ipv4Addr::LOCALHOST);
     let logs = Logs::default();
     let kubelet = Kubelet::start(node_ip.into(), logs.clone()).await?;
@@ -143,6 +156,8 @@ pub async fn run(client: Client, creds: Credentials, mut cfg: Config, on_ready: 
         cfg,
         pods: HashMap::new(),
         proxy: Proxy::default(),
+        sni: gateway::SniProxy::default(),
+        route_version,
         next: None,
         wake: wake.clone(),
         _kubelet: kubelet,
@@ -158,6 +173,11 @@ pub async fn run(client: Client, creds: Credentials, mut cfg: Config, on_ready: 
         Api::<DynamicObject>::all_with(c.clone(), &metallb("L2Advertisement", "l2advertisements")),
         wake.clone(),
     );
+    if let Some(version) = route_version {
+        for (kind, plural, v) in [("Gateway", "gateways", "v1"), ("TLSRoute", "tlsroutes", version)] {
+            spawn_watch(Api::<DynamicObject>::all_with(c.clone(), &gateway_api(kind, plural, v)), wake.clone());
+        }
+    }
     spawn_watch(Api::<DynamicObject>::all_with(c, &metallb("IPAddressPool", "ipaddresspools")), wake.clone());
     node.resync().await?;
     on_ready();
@@ -416,6 +436,137 @@ impl Node {
         for (rule, err) in self.proxy.sync(rules).await {
             tracing::warn!(listen = %rule.listen, service = %rule.service, error = %err, "kube-proxy: cannot listen");
         }
+        if let Some(version) = self.route_version
+            && let Err(e) = self.sync_gateways(version, services, &slices, &mlb).await
+        {
+            tracing::warn!(error = %e, "gateway: retrying");
+        }
+        Ok(())
+    }
+
+    /// The mirrored Gateway implementation ([`gateway`]): statuses, the
+    /// Gateways' LoadBalancer Services, and the SNI listeners.
+    async fn sync_gateways(
+        &mut self,
+        route_version: &str,
+        services: &[Service],
+        slices: &[EndpointSlice],
+        mlb: &network::Advertised,
+    ) -> Result<()> {
+        let list = |kind: &str, plural: &str, v: &str| {
+            let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &gateway_api(kind, plural, v));
+            async move {
+                Ok::<_, anyhow::Error>(
+                    api.list(&ListParams::default())
+                        .await?
+                        .items
+                        .iter()
+                        .filter_map(|o| serde_json::to_value(o).ok())
+                        .collect::<Vec<_>>(),
+                )
+            }
+        };
+        let classes = list("GatewayClass", "gatewayclasses", "v1").await?;
+        let gateways = list("Gateway", "gateways", "v1").await?;
+        let routes = list("TLSRoute", "tlsroutes", route_version).await?;
+        let namespaces = Api::<k8s_openapi::api::core::v1::Namespace>::all(self.client.clone())
+            .list(&ListParams::default())
+            .await?
+            .items
+            .into_iter()
+            .map(|n| (n.name_any(), n.labels().clone()))
+            .collect();
+        let keys: BTreeSet<String> =
+            services.iter().map(|s| format!("{}/{}", s.namespace().unwrap_or_default(), s.name_any())).collect();
+        let addresses = services
+            .iter()
+            .filter_map(|s| {
+                let gw = s.labels().get("gateway.networking.k8s.io/gateway-name")?;
+                let ip = crate::lb::ingress_ips(s).into_iter().find(|ip| mlb.announces(*ip))?;
+                Some((format!("{}/{gw}", s.namespace().unwrap_or_default()), ip))
+            })
+            .collect();
+        let now = now_seconds();
+        let plan = gateway::plan(&gateway::World {
+            classes: &classes,
+            gateways: &gateways,
+            routes: &routes,
+            namespaces: &namespaces,
+            services: &keys,
+            addresses: &addresses,
+            now: &now,
+        });
+        let pp = PatchParams::apply(gateway::CONTROLLER.replace('/', "-").as_str()).force();
+        for svc in &plan.services {
+            let api: Api<Service> =
+                Api::namespaced(self.client.clone(), svc["metadata"]["namespace"].as_str().unwrap_or_default());
+            api.patch(svc["metadata"]["name"].as_str().unwrap_or_default(), &pp, &Patch::Apply(svc)).await?;
+        }
+        let write = |ar: ApiResource,
+                     ns: Option<String>,
+                     name: String,
+                     status: serde_json::Value,
+                     current: Option<serde_json::Value>| {
+            let api: Api<DynamicObject> = match &ns {
+                Some(ns) => Api::namespaced_with(self.client.clone(), ns, &ar),
+                None => Api::all_with(self.client.clone(), &ar),
+            };
+            async move {
+                // Unchanged but for the times: not written (no churn).
+                if current.as_ref().map(strip_times) == Some(strip_times(&status)) {
+                    return Ok::<_, anyhow::Error>(());
+                }
+                api.patch_status(&name, &PatchParams::default(), &Patch::Merge(json!({"status": status}))).await?;
+                Ok(())
+            }
+        };
+        let current = |objs: &[serde_json::Value], ns: Option<&str>, name: &str| {
+            objs.iter()
+                .find(|o| o["metadata"]["name"] == name && ns.is_none_or(|n| o["metadata"]["namespace"] == n))
+                .map(|o| o["status"].clone())
+        };
+        for (name, status) in plan.class_status {
+            let cur = current(&classes, None, &name);
+            write(gateway_api("GatewayClass", "gatewayclasses", "v1"), None, name, status, cur).await?;
+        }
+        for (ns, name, status) in plan.gateway_status {
+            let cur = current(&gateways, Some(&ns), &name);
+            write(gateway_api("Gateway", "gateways", "v1"), Some(ns), name, status, cur).await?;
+        }
+        for (ns, name, status) in plan.route_status {
+            let cur = current(&routes, Some(&ns), &name);
+            write(gateway_api("TLSRoute", "tlsroutes", route_version), Some(ns), name, status, cur).await?;
+        }
+        // The data path: SNI host → the backend Service's ready endpoint.
+        let pods = &self.pods;
+        let mut table: std::collections::BTreeMap<SocketAddr, std::collections::BTreeMap<String, SocketAddr>> =
+            std::collections::BTreeMap::new();
+        for (listen, host, backend, port) in plan.sni {
+            let Some((bns, bname)) = backend.split_once('/') else { continue };
+            let Some(svc) = services.iter().find(|s| s.namespace().as_deref() == Some(bns) && s.name_any() == bname)
+            else {
+                continue;
+            };
+            let port_name = svc
+                .spec
+                .as_ref()
+                .and_then(|s| s.ports.as_ref())
+                .and_then(|ps| ps.iter().find(|p| i64::from(p.port) == port).map(|p| p.name.clone()));
+            let Some(port_name) = port_name else { continue };
+            let mine: Vec<&EndpointSlice> = slices
+                .iter()
+                .filter(|s| {
+                    s.namespace().as_deref() == Some(bns)
+                        && s.labels().get("kubernetes.io/service-name").map(String::as_str) == Some(bname)
+                })
+                .collect();
+            if let Some(to) = network::ready_backend(&mine, port_name.as_deref(), &|ip| local_of(pods, ip)) {
+                table.entry(listen).or_default().insert(host, to);
+            }
+        }
+        for (addr, err) in self.sni.sync(table).await {
+            tracing::warn!(listen = %addr, error = %err, "gateway: cannot listen");
+        }
         Ok(())
     }
 }
@@ -545,6 +696,83 @@ pub async fn seed_pools(client: &Client, pools: &[crate::lb::Pool]) -> Result<()
 pub fn pod_ip(local: Ipv4Addr) -> Ipv4Addr {
     let [_, _, b, c] = local.octets();
     Ipv4Addr::new(10, 42, b, c)
+}
+
+/// A Gateway API kind.
+fn gateway_api(kind: &str, plural: &str, version: &str) -> ApiResource {
+    ApiResource {
+        group: gateway::GROUP.into(),
+        version: version.into(),
+        api_version: format!("{}/{version}", gateway::GROUP),
+        kind: kind.into(),
+        plural: plural.into(),
+    }
+}
+
+/// A status without its `lastTransitionTime`s, to compare.
+fn strip_times(v: &serde_json::Value) -> serde_json::Value {
+    match v {
+        serde_json::Value::Object(m) => {
+            m.iter().filter(|(k, _)| *k != "lastTransitionTime").map(|(k, v)| (k.clone(), strip_times(v))).collect()
+        }
+        serde_json::Value::Array(a) => a.iter().map(strip_times).collect(),
+        other => other.clone(),
+    }
+}
+
+/// RFC 3339 to the second (what `metav1.Time` keeps).
+fn now_seconds() -> String {
+    k8s_openapi::jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+/// Installs the Gateway API CRDs of `dir` (server-side apply), waits until
+/// they are served, seeds the GatewayClass [`gateway::CLASS`]; returns the
+/// newest `TLSRoute` version served.
+async fn install_gateway_api(client: &Client, dir: &std::path::Path) -> Result<&'static str> {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let pp = PatchParams::apply("hostsim").force();
+    let mut route_versions = Vec::new();
+    let mut files: Vec<_> = std::fs::read_dir(dir)?.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    files.sort();
+    // Parsed first: the YAML reader is not held across an await.
+    let mut all = Vec::new();
+    for file in files.iter().filter(|f| f.extension().is_some_and(|e| e == "yaml")) {
+        let text = std::fs::read_to_string(file)?;
+        for doc in serde_yaml::Deserializer::from_str(&text) {
+            let value = serde_json::Value::deserialize(doc)?;
+            if value["kind"] == "CustomResourceDefinition" {
+                all.push(serde_json::from_value::<CustomResourceDefinition>(value)?);
+            }
+        }
+    }
+    for crd in &all {
+        if crd.spec.names.plural == "tlsroutes" {
+            route_versions = crd.spec.versions.iter().filter(|v| v.served).map(|v| v.name.clone()).collect();
+        }
+        crds.patch(&crd.name_any(), &pp, &Patch::Apply(crd)).await?;
+    }
+    for name in [
+        "gateways.gateway.networking.k8s.io",
+        "gatewayclasses.gateway.networking.k8s.io",
+        "tlsroutes.gateway.networking.k8s.io",
+    ] {
+        tokio::time::timeout(
+            Duration::from_secs(60),
+            kube::runtime::wait::await_condition(crds.clone(), name, kube::runtime::conditions::is_crd_established()),
+        )
+        .await??;
+    }
+    let version = ["v1", "v1alpha3", "v1alpha2"]
+        .into_iter()
+        .find(|v| route_versions.iter().any(|r| r == v))
+        .ok_or_else(|| anyhow::anyhow!("{}: no TLSRoute version served", dir.display()))?;
+    let classes: Api<DynamicObject> =
+        Api::all_with(client.clone(), &gateway_api("GatewayClass", "gatewayclasses", "v1"));
+    let class = json!({"apiVersion": format!("{}/v1", gateway::GROUP), "kind": "GatewayClass",
+        "metadata": {"name": gateway::CLASS}, "spec": {"controllerName": gateway::CONTROLLER}});
+    classes.patch(gateway::CLASS, &pp, &Patch::Apply(&class)).await?;
+    Ok(version)
 }
 
 /// Where a reported pod IP really listens, among the running pods.

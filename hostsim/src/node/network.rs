@@ -136,7 +136,7 @@ pub fn rules(
 
 /// The first ready endpoint for the Service port named `port` (the slice's port
 /// of the same name carries the resolved target port).
-fn ready_backend(
+pub(crate) fn ready_backend(
     slices: &[&EndpointSlice],
     port: Option<&str>,
     local: &dyn Fn(Ipv4Addr) -> Option<Ipv4Addr>,

@@ -7,6 +7,7 @@ use crate::components::error_text::{FieldError, action_error};
 use crate::components::field::TextField;
 use crate::components::island_form::IslandForm;
 use crate::components::quota::quota_fields;
+use crate::domain::placement::Spread;
 use crate::domain::quota::QuotaText;
 use crate::domain::settings::{AddressRequest, AddressStyle, PodSecurity};
 use crate::domain::{AppError, Field, PublicAccessMode, SystemSettings};
@@ -24,6 +25,7 @@ pub(crate) fn SettingsForm(
     let action = ServerAction::<SaveSettings>::new();
     let error = action_error(action.value(), action.version(), url_error);
     let quota = QuotaText::of(&settings.quota);
+    let gp = settings.gateway_placement_text();
     let annotations_invalid = move || error.get().is_some_and(|e| e.field == Some(Field::LoadBalancerAnnotations));
     let radio = move |m: PublicAccessMode, label: &'static str| {
         let id = format!("default_mode_{}", m.as_str());
@@ -47,6 +49,7 @@ pub(crate) fn SettingsForm(
                 <div class="flex gap-6">
                     {radio(PublicAccessMode::NodePort, t_string!(i18n, mode.nodeport))}
                     {radio(PublicAccessMode::LoadBalancer, t_string!(i18n, mode.loadbalancer))}
+                    {radio(PublicAccessMode::Gateway, t_string!(i18n, mode.gateway))}
                 </div>
                 <p id="default_mode-hint" class="field-hint">
                     {t!(i18n, settings.default_mode_hint)}
@@ -227,6 +230,85 @@ pub(crate) fn SettingsForm(
                     label=t_string!(i18n, settings.platform_api_key)
                     hint=t_string!(i18n, settings.platform_api_key_hint)
                     value=settings.platform_api_key.as_ref().map(ToString::to_string).unwrap_or_default()
+                    error
+                    autocomplete="off"
+                />
+            </fieldset>
+            <fieldset class="card-section" aria-describedby="gateway-hint">
+                <legend class="section-title">{t!(i18n, settings.gateway_title)}</legend>
+                <p id="gateway-hint" class="field-hint">
+                    {t!(i18n, settings.gateway_hint)}
+                </p>
+                <TextField
+                    field=Field::Gateway
+                    label=t_string!(i18n, settings.gateway)
+                    hint=t_string!(i18n, settings.gateway_ref_hint)
+                    value=gp.gateway.clone()
+                    error
+                    autocomplete="off"
+                />
+                <TextField
+                    field=Field::GatewayListener
+                    label=t_string!(i18n, settings.gateway_listener)
+                    hint=t_string!(i18n, settings.gateway_listener_hint)
+                    value=gp.gateway_listener.clone()
+                    error
+                    autocomplete="off"
+                />
+                <TextField
+                    field=Field::GatewayDomainSuffix
+                    label=t_string!(i18n, settings.gateway_domain_suffix)
+                    hint=t_string!(i18n, settings.gateway_domain_suffix_hint)
+                    value=gp.gateway_domain_suffix.clone()
+                    error
+                    autocomplete="off"
+                />
+            </fieldset>
+            <fieldset class="card-section" aria-describedby="placement-hint">
+                <legend class="section-title">{t!(i18n, settings.placement_title)}</legend>
+                <p id="placement-hint" class="note">
+                    {t!(i18n, settings.placement_hint)}
+                </p>
+                <div class="field">
+                    <label for="spread" class="field-label">
+                        {t!(i18n, settings.spread)}
+                    </label>
+                    <select id="spread" name="spread" class="field-input" aria-describedby="spread-hint">
+                        {<Spread as strum::VariantArray>::VARIANTS
+                            .iter()
+                            .copied()
+                            .map(|s| {
+                                let label = match s {
+                                    Spread::Off => t_string!(i18n, settings.spread_off),
+                                    Spread::Preferred => t_string!(i18n, settings.spread_preferred),
+                                    Spread::Required => t_string!(i18n, settings.spread_required),
+                                };
+                                view! {
+                                    <option value=s.as_str() selected=settings.placement.spread == s>
+                                        {label}
+                                    </option>
+                                }
+                            })
+                            .collect_view()}
+                    </select>
+                    <p id="spread-hint" class="field-hint">
+                        {t!(i18n, settings.spread_hint)}
+                    </p>
+                    <FieldError field=Field::Spread error />
+                </div>
+                <TextField
+                    field=Field::SpreadTopologyKey
+                    label=t_string!(i18n, settings.spread_topology_key)
+                    hint=t_string!(i18n, settings.spread_topology_key_hint)
+                    value=gp.spread_topology_key.clone()
+                    error
+                    autocomplete="off"
+                />
+                <TextField
+                    field=Field::StorageClass
+                    label=t_string!(i18n, settings.storage_class)
+                    hint=t_string!(i18n, settings.storage_class_hint)
+                    value=gp.storage_class.clone()
                     error
                     autocomplete="off"
                 />

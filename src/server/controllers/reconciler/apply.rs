@@ -21,10 +21,11 @@ use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams
 use kube::{Client, ResourceExt};
 
 use super::error::{Error, Result, ignore_not_found, kube};
-use crate::domain::SystemSettings;
 use crate::domain::cluster::Cluster;
+use crate::domain::gateway::RouteVersion;
 use crate::domain::render::{self, AddressRequest, CLUSTER_ID_LABEL, INSTALLATION_LABEL, MANAGED_BY};
 use crate::domain::settings::PodSecurity;
+use crate::domain::{PublicAccess, SystemSettings};
 use crate::server::db::clusters::HostRecord;
 
 pub(crate) const FIELD_MANAGER: &str = "kubebyon";
@@ -33,6 +34,77 @@ pub(crate) const GENERATION_ANNOTATION: &str = "kubebyon.io/generation";
 /// On the HelmChart: whether the namespace's NetworkPolicy was last made
 /// (`on`) or removed (`off`), so a change of the admin's setting reaches it.
 pub(crate) const NETWORK_POLICY_ANNOTATION: &str = "kubebyon.io/network-policy";
+/// On the HelmChart: whether the cluster's `TLSRoute` was last made (`on`)
+/// or not (`off`), so leaving gateway mode deletes it, and no other apply
+/// spends a call looking for one.
+pub(crate) const ROUTE_ANNOTATION: &str = "kubebyon.io/route";
+
+/// Gateway API's `TLSRoute` in the version the host serves.
+pub(crate) fn routes_resource(version: RouteVersion) -> kube::api::ApiResource {
+    kube::api::ApiResource {
+        group: crate::domain::gateway::GROUP.into(),
+        version: version.as_str().into(),
+        api_version: version.api_version(),
+        kind: "TLSRoute".into(),
+        plural: "tlsroutes".into(),
+    }
+}
+
+/// The `TLSRoute` this cluster should have: gateway mode, the admin's
+/// Gateway named, and `TLSRoute` served (else none can be made; the status says why).
+pub(crate) fn wanted_route(
+    cluster: &Cluster,
+    settings: &SystemSettings,
+    version: Option<RouteVersion>,
+    installation: &str,
+) -> Option<serde_json::Value> {
+    let PublicAccess::Gateway { host } = &cluster.spec.public_access else { return None };
+    let (gateway, version) = (settings.gateway.as_ref()?, version?);
+    Some(render::tls_route(cluster.id, installation, cluster.spec.name.as_str(), host, gateway, version))
+}
+
+/// Makes the cluster's `TLSRoute` what `wanted` says: created, applied
+/// (server-side, forced, when it differs), or deleted by UID. One of that
+/// name the console did not create is never touched: [`Error::Taken`]
+/// while the cluster wants it, left alone otherwise.
+pub(crate) async fn ensure_route(
+    client: &Client,
+    cluster: &Cluster,
+    owner: &Owner,
+    wanted: Option<serde_json::Value>,
+    version: Option<RouteVersion>,
+) -> Result<()> {
+    let Some(version) = version else { return Ok(()) };
+    let name = cluster.spec.name.as_str();
+    let ns = render::namespace(name);
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &ns, &routes_resource(version));
+    let current = ignore_not_found(api.get(name).await).map_err(kube("read TLSRoute"))?;
+    match (current, wanted) {
+        (None, Some(body)) => {
+            let route: DynamicObject =
+                serde_json::from_value(body).map_err(|_| Error::NotYet("rendering the TLSRoute"))?;
+            match api.create(&create_params(), &route).await {
+                Ok(_) => Ok(()),
+                Err(kube::Error::Api(s)) if s.code == 409 => Err(Error::NotYet("the TLSRoute was created meanwhile")),
+                Err(e) => Err(kube("create TLSRoute")(e)),
+            }
+        }
+        (Some(r), Some(_)) if !owner.created(&r.metadata) => Err(Error::Taken(format!("TLSRoute {ns}/{name}"))),
+        (Some(r), Some(mut body)) => {
+            if r.data.get("spec") != body.get("spec") {
+                body["metadata"]["uid"] = r.uid().unwrap_or_default().into();
+                let pp = PatchParams::apply(FIELD_MANAGER).force();
+                api.patch(name, &pp, &Patch::Apply(&body)).await.map_err(kube("apply TLSRoute"))?;
+            }
+            Ok(())
+        }
+        (Some(r), None) if owner.created(&r.metadata) => {
+            ignore_not_found(api.delete(name, &delete_if_uid(r.uid())).await).map_err(kube("delete TLSRoute"))?;
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
 
 /// helm-controller's `helm.cattle.io/v1` HelmChart.
 pub(crate) fn charts_resource() -> kube::api::ApiResource {
@@ -178,6 +250,7 @@ pub(crate) async fn apply(
     request: AddressRequest,
     cached: Option<Option<DynamicObject>>,
     owner: &Owner,
+    route_version: Option<RouteVersion>,
 ) -> Result<Applied> {
     let name = cluster.spec.name.as_str();
     let ns = render::namespace(name);
@@ -198,11 +271,19 @@ pub(crate) async fn apply(
     if namespace_uid.is_some() || last_switch.as_deref() != Some(switch) {
         ensure_network_policy(client, &ns, owner, settings.network_policy).await?;
     }
+    // The route is looked at when the cluster wants one or last had one.
+    let route = wanted_route(cluster, settings, route_version, &owner.installation);
+    let route_switch = if route.is_some() { "on" } else { "off" };
+    let last_route = before.as_ref().and_then(|b| b.annotations().get(ROUTE_ANNOTATION).cloned());
+    if route.is_some() || last_route.as_deref() == Some("on") {
+        ensure_route(client, cluster, owner, route, route_version).await?;
+    }
     let mut body = render::desired(cluster, settings, request);
     body["metadata"]["labels"][INSTALLATION_LABEL] = owner.installation.clone().into();
     body["metadata"]["annotations"] = serde_json::json!({
         GENERATION_ANNOTATION: cluster.generation.to_string(),
         NETWORK_POLICY_ANNOTATION: switch,
+        ROUTE_ANNOTATION: route_switch,
     });
     let after = match &before {
         None => {
@@ -373,7 +454,7 @@ mod tests {
 
         async fn apply_with(settings: SystemSettings, stored: Option<&str>, calls: Vec<Call>) -> Result<Applied> {
             expect(calls, |client| async move {
-                apply(&client, &cluster(), &settings, AddressRequest::MetalLb, None, &owner(stored)).await
+                apply(&client, &cluster(), &settings, AddressRequest::MetalLb, None, &owner(stored), None).await
             })
             .await
         }

@@ -318,6 +318,7 @@ pub(crate) async fn assemble(
             probe: None,
             rollout,
             blocked,
+            gateway: None,
         },
         chart_generation,
         chart_spec: hc.as_ref().and_then(|h| h.data.get("spec").cloned()),

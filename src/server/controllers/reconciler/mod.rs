@@ -37,6 +37,7 @@ use sqlx::AnyPool;
 use tokio::sync::Notify;
 
 use crate::domain::cluster::Cluster;
+use crate::domain::gateway::RouteVersion;
 use crate::domain::render::{self, AddressRequest};
 use crate::domain::{ClusterStatus, Phase, Reason};
 use crate::server::db::{self, clusters, operations};
@@ -102,6 +103,9 @@ pub struct Context {
     servicelb: std::sync::atomic::AtomicBool,
     /// Kubernetes Events on the objects the console owns.
     pub(crate) events: events::Recorder,
+    /// The `TLSRoute` version the host serves (none: not served), detected
+    /// on every periodic pass before its work.
+    route_version: Mutex<Option<RouteVersion>>,
 }
 
 /// Host calls on request paths at once, per process.
@@ -140,6 +144,7 @@ impl Context {
             installation: tokio::sync::OnceCell::new(),
             request_calls: tokio::sync::Semaphore::new(REQUEST_CALLS),
             events: events::Recorder::new(client.clone(), &worker),
+            route_version: Mutex::new(None),
             worker,
             client,
         }
@@ -220,6 +225,64 @@ impl Context {
         settings.load_balancer_address_request.resolve(Some(self.detected()))
     }
 
+    /// The `TLSRoute` version the host was last seen serving.
+    pub(crate) fn route_version(&self) -> Option<RouteVersion> {
+        self.route_version.lock().ok().and_then(|v| *v)
+    }
+
+    /// Gateway API on the host as the settings page shows it: the group's
+    /// served versions, the `TLSRoute` version written, the Gateways (every
+    /// namespace) with their listeners and addresses.
+    pub(crate) async fn gateway_api_view(&self) -> Result<crate::domain::gateway::GatewayApiView> {
+        use crate::domain::gateway::{self, GatewayApiView};
+        let calls = async {
+            let groups = self.client.list_api_groups().await.map_err(error::kube("list API groups"))?;
+            let served: Vec<String> = groups
+                .groups
+                .iter()
+                .find(|g| g.name == gateway::GROUP)
+                .map(|g| g.versions.iter().map(|v| v.version.clone()).collect())
+                .unwrap_or_default();
+            if served.is_empty() {
+                return Ok(GatewayApiView::default());
+            }
+            let route_version = detect_route_version(&self.client).await.flatten();
+            let installation = self.installation().await?.to_owned();
+            let labels =
+                [(render::MANAGED_BY.0, render::MANAGED_BY.1), (render::INSTALLATION_LABEL, installation.as_str())];
+            let api: Api<kube::api::DynamicObject> = Api::all_with(self.client.clone(), &gateways_resource());
+            let list = api.list(&ListParams::default()).await.map_err(error::kube("list Gateways"))?;
+            let gateways = list
+                .items
+                .iter()
+                .filter_map(|g| serde_json::to_value(g).ok())
+                .map(|g| gateway::gateway_view(&g, &labels))
+                .collect();
+            Ok(GatewayApiView { served, route_version, gateways })
+        };
+        self.for_request(calls).await
+    }
+
+    /// The host's StorageClasses, the default marked.
+    pub(crate) async fn storage_classes(&self) -> Result<Vec<crate::domain::settings::StorageClassView>> {
+        use k8s_openapi::api::storage::v1::StorageClass;
+        let calls = async {
+            let api: Api<StorageClass> = Api::all(self.client.clone());
+            let list = api.list(&ListParams::default()).await.map_err(error::kube("list StorageClasses"))?;
+            Ok(list
+                .items
+                .iter()
+                .map(|c| crate::domain::settings::StorageClassView {
+                    name: c.name_any(),
+                    provisioner: c.provisioner.clone(),
+                    default: c.annotations().get("storageclass.kubernetes.io/is-default-class").map(String::as_str)
+                        == Some("true"),
+                })
+                .collect())
+        };
+        self.for_request(calls).await
+    }
+
     /// Asks for a pass over every cluster (settings that affect rendering changed).
     pub fn resync_all(&self) {
         self.full_requested.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -241,6 +304,33 @@ async fn try_detect_address_request(client: &Client) -> Option<AddressRequest> {
         Some(_) => Some(AddressRequest::MetalLb),
         None => Some(AddressRequest::None),
     }
+}
+
+/// Gateway API's `Gateway` (v1: GA since Gateway API 1.0).
+pub(crate) fn gateways_resource() -> kube::api::ApiResource {
+    kube::api::ApiResource {
+        group: crate::domain::gateway::GROUP.into(),
+        version: "v1".into(),
+        api_version: format!("{}/v1", crate::domain::gateway::GROUP),
+        kind: "Gateway".into(),
+        plural: "gateways".into(),
+    }
+}
+
+/// The newest version the host serves `tlsroutes` in; `None` when the host
+/// did not answer (`Some(None)`: not served).
+async fn detect_route_version(client: &Client) -> Option<Option<RouteVersion>> {
+    use strum::VariantArray;
+    let mut serving = Vec::new();
+    for v in RouteVersion::VARIANTS {
+        match client.list_api_group_resources(&v.api_version()).await {
+            Ok(list) if list.resources.iter().any(|r| r.name == "tlsroutes") => serving.push(v.as_str()),
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.code == 404 => {}
+            Err(_) => return None,
+        }
+    }
+    Some(RouteVersion::pick(serving))
 }
 
 /// How often the queue is looked at without a wake (a cheap query).
@@ -281,6 +371,15 @@ pub async fn run(ctx: Arc<Context>) {
 /// One pass: the queue, then the status of the clusters that are not settled
 /// (all of them when `full`: the periodic pass repairs drift).
 pub(crate) async fn pass(ctx: &Context, full: bool) -> Result<()> {
+    // Before the work, so an apply writes the route in the version served.
+    if full
+        && let Some(version) = detect_route_version(&ctx.client).await
+        && let Ok(mut v) = ctx.route_version.lock()
+        && *v != version
+    {
+        tracing::info!(?version, "TLSRoute version served by the host");
+        *v = version;
+    }
     work(ctx).await?;
     if !observer(ctx).await? {
         return Ok(());
@@ -401,7 +500,8 @@ async fn apply_tracked(ctx: &Context, cluster: &Cluster, settings: &crate::domai
     let stale = current_job_uid(ctx, cluster).await;
     let cached = ctx.caches.get().map(|c| c.raw(cluster.spec.name.as_str()).chart);
     let owner = ctx.owner(cluster.id).await?;
-    let applied = apply::apply(&ctx.client, cluster, settings, ctx.address_request(settings), cached, &owner).await?;
+    let request = ctx.address_request(settings);
+    let applied = apply::apply(&ctx.client, cluster, settings, request, cached, &owner, ctx.route_version()).await?;
     if let Some(uid) = &applied.namespace_uid
         && owner.record.namespace_uid.as_ref() != Some(uid)
     {
@@ -608,11 +708,23 @@ async fn observe_one(
         return Ok(());
     }
     g.observation.ready_nodes = nodes.to_vec();
+    if let crate::domain::PublicAccess::Gateway { .. } = &cluster.spec.public_access {
+        let (facts, drift) = gateway_facts(ctx, cluster, settings).await?;
+        if drift {
+            tracing::info!(cluster = %cluster.spec.name.as_str(), "TLSRoute differs from its rendering; applying again");
+            return match apply_tracked(ctx, cluster, settings).await {
+                Err(e) if e.is_permanent() => fail_status(ctx, cluster.id, e.status_reason()).await,
+                other => other,
+            };
+        }
+        g.observation.gateway = Some(facts);
+    }
+    let via = g.observation.gateway.as_ref().and_then(|f| f.address);
     // Probe the endpoint this observation leads to, with the kubeconfig a user gets.
     let draft = observe::status(&cluster.spec, cluster.generation, settings, &g.observation);
     // The latest probe of it (never awaited here: probes run on their own).
     if let (Some(endpoint), Some(creds), true) = (&draft.api_endpoint, &g.credentials, draft.kubeconfig_available) {
-        let outcome = ctx.probes.outcome(cluster.id, endpoint, creds, &ctx.resolver);
+        let outcome = ctx.probes.outcome(cluster.id, (endpoint, via), creds, &ctx.resolver);
         if matches!(
             outcome,
             Some(crate::domain::ConnectionStatus::CertificateUntrusted | crate::domain::ConnectionStatus::Unauthorized)
@@ -630,6 +742,60 @@ async fn observe_one(
         clusters::write_status(&ctx.pool, cluster.id, &status).await?;
     }
     Ok(())
+}
+
+/// A gateway cluster's route and the admin's Gateway, read now; and whether
+/// the route differs from its rendering (missing, or changed by someone, or
+/// the admin named another Gateway): then it is applied again.
+async fn gateway_facts(
+    ctx: &Context,
+    cluster: &Cluster,
+    settings: &crate::domain::SystemSettings,
+) -> Result<(observe::GatewayFacts, bool)> {
+    use crate::domain::gateway::{Condition, RouteFacts};
+    let version = ctx.route_version();
+    let mut facts = observe::GatewayFacts {
+        configured: settings.gateway.is_some(),
+        api: version.is_some(),
+        gateway_key: settings.gateway.as_ref().map(|g| g.key()).unwrap_or_default(),
+        ..observe::GatewayFacts::default()
+    };
+    let (Some(gw), Some(version)) = (settings.gateway.as_ref(), version) else { return Ok((facts, false)) };
+    let name = cluster.spec.name.as_str();
+    let ns = render::namespace(name);
+    let routes: Api<kube::api::DynamicObject> =
+        Api::namespaced_with(ctx.client.clone(), &ns, &apply::routes_resource(version));
+    let route = error::ignore_not_found(routes.get(name).await).map_err(error::kube("read TLSRoute"))?;
+    let wanted = apply::wanted_route(cluster, settings, Some(version), ctx.installation().await?);
+    let ours =
+        route.as_ref().is_some_and(|r| r.labels().get(render::CLUSTER_ID_LABEL) == Some(&cluster.id.to_string()));
+    let drift = ours && route.as_ref().and_then(|r| r.data.get("spec")) != wanted.as_ref().and_then(|w| w.get("spec"));
+    // Missing, drifted, or someone else's of that name (the apply then fails it as taken).
+    if route.is_none() || drift || !ours {
+        return Ok((facts, true));
+    }
+    if let Some(r) = &route {
+        let parents = r.data["status"]["parents"].as_array().cloned().unwrap_or_default();
+        // The parent status for the admin's Gateway (a parentRef's namespace defaults to the route's).
+        let parent = parents.iter().find(|p| {
+            let pr = &p["parentRef"];
+            pr["name"] == gw.name.as_str() && pr["namespace"].as_str().unwrap_or(&ns) == gw.namespace
+        });
+        facts.route = RouteFacts {
+            exists: true,
+            generation: r.metadata.generation,
+            parent: parent.map(|p| Condition::list(p.get("conditions"))),
+        };
+    }
+    let gateways: Api<kube::api::DynamicObject> =
+        Api::namespaced_with(ctx.client.clone(), &gw.namespace, &gateways_resource());
+    let found = error::ignore_not_found(gateways.get(&gw.name).await).map_err(error::kube("read Gateway"))?;
+    facts.gateway_found = found.is_some();
+    facts.address = found.as_ref().and_then(|g| {
+        let addresses = g.data["status"]["addresses"].as_array()?;
+        addresses.iter().find_map(|a| a["value"].as_str()?.parse().ok())
+    });
+    Ok((facts, false))
 }
 
 /// One cluster read from the host now, with GETs; `None` unless its

@@ -10,6 +10,7 @@ use std::net::IpAddr;
 
 use super::rollout::Rollout;
 use crate::domain::endpoint::{self, ServiceObservation};
+use crate::domain::gateway::{RouteFacts, RouteState, route_state};
 use crate::domain::{ClusterSpec, ClusterStatus, ConnectionStatus, Host, Phase, PublicAccess, Reason, SystemSettings};
 
 /// The install Job for the current values (helm-controller's config hash).
@@ -56,6 +57,46 @@ pub(crate) struct Observation {
     pub rollout: Rollout,
     /// Why it does not roll out, in the host's words ([`super::rollout::blocker`]).
     pub blocked: Option<String>,
+    /// Gateway mode: the route and the Gateway as read.
+    pub gateway: Option<GatewayFacts>,
+}
+
+/// What a gateway cluster's status is read from besides the Service.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct GatewayFacts {
+    /// The admin names a Gateway.
+    pub configured: bool,
+    /// The host serves `TLSRoute`.
+    pub api: bool,
+    pub route: RouteFacts,
+    /// The admin's Gateway exists.
+    pub gateway_found: bool,
+    /// Its first address (`status.addresses`): where DNS must point, and
+    /// where the probe connects (with the cluster's host as SNI).
+    pub address: Option<IpAddr>,
+    /// `namespace/name`, for the words when it is not there.
+    pub gateway_key: String,
+}
+
+/// Why a gateway cluster cannot be probed yet; `None` when it can (through `address`).
+pub(crate) fn gateway_reason(facts: &GatewayFacts) -> Option<Reason> {
+    if !facts.configured {
+        return Some(Reason::GatewayNotConfigured);
+    }
+    if !facts.api {
+        return Some(Reason::GatewayApiMissing);
+    }
+    match route_state(&facts.route) {
+        RouteState::Waiting => return Some(Reason::RouteWaiting),
+        RouteState::NotAccepted(words) => return Some(Reason::RouteNotAccepted(words)),
+        RouteState::RefsUnresolved(words) => return Some(Reason::RouteRefsUnresolved(words)),
+        RouteState::Attached => {}
+    }
+    match (facts.gateway_found, facts.address) {
+        (false, _) => Some(Reason::GatewayPending(Some(format!("{} not found", facts.gateway_key)))),
+        (true, None) => Some(Reason::GatewayPending(None)),
+        (true, Some(_)) => None,
+    }
 }
 
 /// Some words, or none when there are none.
@@ -148,6 +189,10 @@ pub(crate) fn status(
         status.phase = Phase::Ready;
         return status;
     }
+    if let Some(reason) = obs.gateway.as_ref().and_then(gateway_reason) {
+        status.reason = reason;
+        return status;
+    }
     if access.api_endpoint.is_none() {
         // NodePort with no host and no Ready node: nothing to hand out.
         status.phase = Phase::Failed;
@@ -177,6 +222,68 @@ mod tests {
             resources: Resources::default(),
             public_access: access,
             own_nodes: false,
+            placement: Default::default(),
+        }
+    }
+
+    /// A gateway cluster installed and rolled out: what the route and the
+    /// Gateway say decides, then the probe through the Gateway's address.
+    #[test]
+    fn gateway_clusters_wait_for_their_route_and_gateway() {
+        use crate::domain::gateway::Condition;
+        let s = SystemSettings::default();
+        let gw = PublicAccess::Gateway { host: Host::parse("a.k.test").unwrap() };
+        let cond = |t: &str, ok: bool, reason: &str| Condition {
+            type_: t.into(),
+            status: ok,
+            reason: reason.into(),
+            message: String::new(),
+            observed_generation: Some(1),
+        };
+        let attached = RouteFacts {
+            exists: true,
+            generation: Some(1),
+            parent: Some(vec![cond("Accepted", true, "Accepted"), cond("ResolvedRefs", true, "ResolvedRefs")]),
+        };
+        let facts = |f: &dyn Fn(&mut GatewayFacts)| {
+            let mut g = GatewayFacts {
+                configured: true,
+                api: true,
+                route: attached.clone(),
+                gateway_found: true,
+                address: Some([127, 0, 0, 230].into()),
+                gateway_key: "gw/shared".into(),
+            };
+            f(&mut g);
+            g
+        };
+        let cases: Vec<(GatewayFacts, Option<ConnectionStatus>, Phase, &str)> = vec![
+            (facts(&|g| g.configured = false), None, Phase::Provisioning, "gateway_not_configured"),
+            (facts(&|g| g.api = false), None, Phase::Provisioning, "gateway_api_missing"),
+            (facts(&|g| g.route = RouteFacts::default()), None, Phase::Provisioning, "route_waiting"),
+            (
+                facts(&|g| g.route.parent = Some(vec![cond("Accepted", false, "NotAllowedByListeners")])),
+                None,
+                Phase::Provisioning,
+                "route_not_accepted: NotAllowedByListeners",
+            ),
+            (facts(&|g| g.gateway_found = false), None, Phase::Provisioning, "gateway_pending: gw/shared not found"),
+            (facts(&|g| g.address = None), None, Phase::Provisioning, "gateway_pending"),
+            (facts(&|_| {}), None, Phase::Provisioning, "starting"),
+            (facts(&|_| {}), Some(ConnectionStatus::Ok), Phase::Ready, ""),
+            (
+                facts(&|_| {}),
+                Some(ConnectionStatus::CertificateHostMismatch),
+                Phase::Provisioning,
+                "probe_failed: certificate_host_mismatch",
+            ),
+        ];
+        let clusterip = ServiceObservation { https_node_port: None, ingress: vec![] };
+        for (i, (g, probe, phase, reason)) in cases.into_iter().enumerate() {
+            let obs = Observation { gateway: Some(g), ..installed(clusterip.clone(), probe) };
+            let st = status(&spec(gw.clone()), 1, &s, &obs);
+            assert_eq!((st.phase, st.reason.to_string().as_str()), (phase, reason), "case {i}");
+            assert_eq!(st.api_endpoint.as_deref(), Some("https://a.k.test:443"), "case {i}");
         }
     }
 

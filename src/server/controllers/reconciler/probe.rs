@@ -152,6 +152,13 @@ pub struct Credentials {
 
 /// Checks `endpoint` (`https://host:port`) with `creds`.
 pub async fn probe(endpoint: &str, creds: &Credentials, resolver: &Resolver) -> Report {
+    probe_via(endpoint, None, creds, resolver).await
+}
+
+/// As [`probe`], connecting to `via` instead of what the host resolves to
+/// (a gateway cluster: the shared Gateway's address, with the host as SNI
+/// and the certificate checked for the host, as kubectl will once DNS points there).
+pub async fn probe_via(endpoint: &str, via: Option<IpAddr>, creds: &Credentials, resolver: &Resolver) -> Report {
     let Some(Endpoint { host, port }) = Endpoint::parse(endpoint) else {
         return Report::of(ConnectionStatus::HttpError, Some("bad endpoint".into()));
     };
@@ -159,7 +166,11 @@ pub async fn probe(endpoint: &str, creds: &Credentials, resolver: &Resolver) -> 
     let Ok(name) = ServerName::try_from(bare.clone()) else {
         return Report::of(ConnectionStatus::HttpError, Some("bad host".into()));
     };
-    let addrs = match resolver.resolve_allowed(&bare, port).await {
+    let resolved = match via {
+        Some(ip) => Some(if resolver.targets.allows(ip) { Ok(vec![SocketAddr::new(ip, port)]) } else { Err(()) }),
+        None => resolver.resolve_allowed(&bare, port).await,
+    };
+    let addrs = match resolved {
         None => return Report::of(ConnectionStatus::DnsFailure, None),
         Some(Err(())) => return Report::of(ConnectionStatus::AddressNotAllowed, None),
         Some(Ok(addrs)) => addrs,

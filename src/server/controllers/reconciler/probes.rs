@@ -67,14 +67,21 @@ impl Probes {
     }
 
     /// The latest outcome for cluster `id` at `endpoint` (`None` before the
-    /// first); starts a probe when one is due.
+    /// first), reached through `via` when given; starts a probe when one is due.
     pub(crate) fn outcome(
         self: &Arc<Self>,
         id: i64,
-        endpoint: &str,
+        target: (&str, Option<std::net::IpAddr>),
         creds: &Credentials,
         resolver: &Resolver,
     ) -> Option<ConnectionStatus> {
+        let (target_endpoint, via) = target;
+        // What the memo knows it by: a new Gateway address is a new target.
+        let key = match via {
+            Some(ip) => format!("{target_endpoint} via {ip}"),
+            None => target_endpoint.to_owned(),
+        };
+        let endpoint = key.as_str();
         let now = Instant::now();
         let Ok(mut memo) = self.memo.lock() else { return None };
         let current = memo.get(&id).filter(|m| m.endpoint == endpoint).and_then(|m| m.status);
@@ -86,9 +93,10 @@ impl Probes {
             );
             let (probes, endpoint, creds, resolver) =
                 (self.clone(), endpoint.to_owned(), creds.clone(), resolver.clone());
+            let url = target_endpoint.to_owned();
             tokio::spawn(async move {
                 let Ok(_slot) = probes.slots.clone().acquire_owned().await else { return };
-                let report = probe::probe(&endpoint, &creds, &resolver).await;
+                let report = probe::probe_via(&url, via, &creds, &resolver).await;
                 crate::server::metrics::global().record_probe(report.status.as_str());
                 probes.record(id, &endpoint, report.status);
             });

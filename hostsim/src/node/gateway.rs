@@ -1,0 +1,534 @@
+//! A Gateway API implementation for TLS passthrough, **mirrored** from the
+//! specification (not upstream code): k3s's Traefik (`github.com/traefik/traefik/v3`)
+//! does not build from the module proxy here — v3.7.13's `go get` fails on its
+//! `replace`d modules (`github.com/traefik/traefik/dynamic/ext`,
+//! `github.com/abbot/go-http-auth`) and on dependency versions the proxy
+//! refuses (alidns, dnsimple, akamai edgegrid, …) — and its data path dials pod
+//! or cluster IPs, which this simulated network does not route (docs/testing.md).
+//!
+//! What it follows (`sigs.k8s.io/gateway-api` v1.6.3 type docs):
+//! - `GatewayClass` whose `controllerName` is [`CONTROLLER`]: `Accepted=True`
+//!   (`apis/v1/gatewayclass_types.go`);
+//! - each `Gateway` of such a class gets a LoadBalancer Service
+//!   (`<gateway>-gateway`, one port per listener port; `spec.addresses` of type
+//!   `IPAddress` become MetalLB's `loadBalancerIPs`), which the real MetalLB
+//!   controller gives an address; the Gateway's status carries it
+//!   (`status.addresses`), `Accepted=True`, `Programmed` True once addressed,
+//!   and per listener `supportedKinds`, `attachedRoutes` and conditions
+//!   (`apis/v1/gateway_types.go`);
+//! - each `TLSRoute` parent status (`apis/v1/shared_types.go`,
+//!   `RouteConditionType`): `Accepted=False` with `NoMatchingParent` (no
+//!   listener of that `sectionName`/port), `NotAllowedByListeners` (no
+//!   listener whose protocol, `allowedRoutes.namespaces` and `kinds` admit
+//!   it), `NoMatchingListenerHostname` (hostnames do not intersect); else
+//!   `Accepted=True`; `ResolvedRefs=False`/`BackendNotFound` when the
+//!   backend Service is missing, `RefNotPermitted` across namespaces (this
+//!   mirror reads no ReferenceGrant), else True;
+//! - the data path: on the Gateway's address and each TLS `Passthrough`
+//!   listener's port, the ClientHello's SNI picks the attached route whose
+//!   hostname matches, and the TLS stream goes untouched to the backend
+//!   Service's ready endpoint (as kube-proxy resolves it). No route: the
+//!   connection is closed.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::{Ipv4Addr, SocketAddr};
+
+use serde_json::{Value, json};
+use tokio::io::copy_bidirectional;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::{JoinHandle, JoinSet};
+
+/// The `controllerName` this mirror implements.
+pub const CONTROLLER: &str = "kubebyon.io/hostsim-gateway";
+/// The GatewayClass the host seeds (as k3s's Traefik chart installs `traefik`).
+pub const CLASS: &str = "hostsim";
+pub const GROUP: &str = "gateway.networking.k8s.io";
+
+fn s(v: &Value) -> &str {
+    v.as_str().unwrap_or_default()
+}
+
+fn items(v: &Value) -> &[Value] {
+    v.as_array().map(Vec::as_slice).unwrap_or_default()
+}
+
+/// A condition as `metav1.Condition` (all required fields).
+fn condition(type_: &str, ok: bool, reason: &str, message: &str, generation: Option<i64>, now: &str) -> Value {
+    json!({
+        "type": type_, "status": if ok { "True" } else { "False" }, "reason": reason, "message": message,
+        "observedGeneration": generation.unwrap_or(0), "lastTransitionTime": now,
+    })
+}
+
+/// A wildcard-aware hostname match (`*.k.test` matches `a.k.test`, one label or more).
+pub fn hostname_matches(listener: Option<&str>, host: &str) -> bool {
+    match listener {
+        None => true,
+        Some(l) => match l.strip_prefix("*.") {
+            Some(suffix) => host.strip_suffix(suffix).is_some_and(|head| head.len() > 1 && head.ends_with('.')),
+            None => l.eq_ignore_ascii_case(host),
+        },
+    }
+}
+
+/// Whether a label selector matches `labels` (`matchLabels`, `matchExpressions`).
+fn selector_matches(sel: &Value, labels: &BTreeMap<String, String>) -> bool {
+    let ml = sel["matchLabels"]
+        .as_object()
+        .is_none_or(|m| m.iter().all(|(k, v)| labels.get(k).map(String::as_str) == v.as_str()));
+    let me = items(&sel["matchExpressions"]).iter().all(|e| {
+        let key = s(&e["key"]);
+        let vals: Vec<&str> = items(&e["values"]).iter().map(s).collect();
+        match s(&e["operator"]) {
+            "In" => labels.get(key).is_some_and(|v| vals.contains(&v.as_str())),
+            "NotIn" => labels.get(key).is_none_or(|v| !vals.contains(&v.as_str())),
+            "Exists" => labels.contains_key(key),
+            "DoesNotExist" => !labels.contains_key(key),
+            _ => false,
+        }
+    });
+    ml && me
+}
+
+/// What the sync reads.
+pub struct World<'a> {
+    pub classes: &'a [Value],
+    pub gateways: &'a [Value],
+    pub routes: &'a [Value],
+    /// Namespace name → labels.
+    pub namespaces: &'a BTreeMap<String, BTreeMap<String, String>>,
+    /// `namespace/name` of every Service.
+    pub services: &'a BTreeSet<String>,
+    /// The Gateway LoadBalancer Services' ingress addresses, by `namespace/gateway`.
+    pub addresses: &'a BTreeMap<String, Ipv4Addr>,
+    pub now: &'a str,
+}
+
+/// What the sync writes, and where the data path routes.
+#[derive(Debug, Default, PartialEq)]
+pub struct Plan {
+    /// (class name, status).
+    pub class_status: Vec<(String, Value)>,
+    /// (namespace, name, status).
+    pub gateway_status: Vec<(String, String, Value)>,
+    /// LoadBalancer Services to apply.
+    pub services: Vec<Value>,
+    /// (namespace, name, status) of routes.
+    pub route_status: Vec<(String, String, Value)>,
+    /// (listen address, SNI host, backend Service `namespace/name`, port).
+    pub sni: Vec<(SocketAddr, String, String, i64)>,
+}
+
+fn ours<'a>(w: &World<'a>) -> BTreeSet<&'a str> {
+    w.classes
+        .iter()
+        .filter(|c| s(&c["spec"]["controllerName"]) == CONTROLLER)
+        .map(|c| s(&c["metadata"]["name"]))
+        .collect()
+}
+
+/// Pure: the statuses, Services and SNI table for a world.
+pub fn plan(w: &World<'_>) -> Plan {
+    let mut p = Plan::default();
+    let classes = ours(w);
+    for c in w.classes.iter().filter(|c| classes.contains(s(&c["metadata"]["name"]))) {
+        let g = c["metadata"]["generation"].as_i64();
+        p.class_status.push((
+            s(&c["metadata"]["name"]).to_owned(),
+            json!({"conditions": [condition("Accepted", true, "Accepted", "Handled by the test host's gateway", g, w.now)]}),
+        ));
+    }
+    let gateways: Vec<&Value> =
+        w.gateways.iter().filter(|g| classes.contains(s(&g["spec"]["gatewayClassName"]))).collect();
+    // Routes attached per (gateway key, listener name).
+    let mut attached: BTreeMap<(String, String), i64> = BTreeMap::new();
+    for r in w.routes {
+        let (rns, rname) = (s(&r["metadata"]["namespace"]), s(&r["metadata"]["name"]));
+        let generation = r["metadata"]["generation"].as_i64();
+        let hostnames: Vec<&str> = items(&r["spec"]["hostnames"]).iter().map(s).collect();
+        let mut parents = Vec::new();
+        for pr in items(&r["spec"]["parentRefs"]) {
+            if pr.get("kind").is_some_and(|k| k != "Gateway") {
+                continue;
+            }
+            let gns = pr["namespace"].as_str().unwrap_or(rns);
+            let Some(gw) = gateways
+                .iter()
+                .find(|g| s(&g["metadata"]["namespace"]) == gns && s(&g["metadata"]["name"]) == s(&pr["name"]))
+            else {
+                continue; // not one of ours: its implementation writes this parent's status
+            };
+            let listeners: Vec<&Value> = items(&gw["spec"]["listeners"])
+                .iter()
+                .filter(|l| pr.get("sectionName").is_none_or(|n| l["name"] == *n))
+                .filter(|l| pr.get("port").is_none_or(|port| l["port"] == *port))
+                .collect();
+            let admits = |l: &&&Value| {
+                let from = l["allowedRoutes"]["namespaces"]["from"].as_str().unwrap_or("Same");
+                let ns_ok = match from {
+                    "All" => true,
+                    "Selector" => w
+                        .namespaces
+                        .get(rns)
+                        .is_some_and(|labels| selector_matches(&l["allowedRoutes"]["namespaces"]["selector"], labels)),
+                    _ => rns == gns,
+                };
+                let kinds = items(&l["allowedRoutes"]["kinds"]);
+                let kind_ok = kinds.is_empty() || kinds.iter().any(|k| k["kind"] == "TLSRoute");
+                l["protocol"] == "TLS" && l["tls"]["mode"] == "Passthrough" && ns_ok && kind_ok
+            };
+            let allowed: Vec<&&Value> = listeners.iter().filter(admits).collect();
+            let matching: Vec<&&Value> = allowed
+                .iter()
+                .copied()
+                .filter(|l| {
+                    hostnames.is_empty() || hostnames.iter().any(|h| hostname_matches(l["hostname"].as_str(), h))
+                })
+                .collect();
+            let accepted = match (listeners.is_empty(), allowed.is_empty(), matching.is_empty()) {
+                (true, _, _) => condition(
+                    "Accepted",
+                    false,
+                    "NoMatchingParent",
+                    "no listener of that name or port",
+                    generation,
+                    w.now,
+                ),
+                (_, true, _) => condition(
+                    "Accepted",
+                    false,
+                    "NotAllowedByListeners",
+                    "no TLS passthrough listener admits routes from this namespace",
+                    generation,
+                    w.now,
+                ),
+                (_, _, true) => condition(
+                    "Accepted",
+                    false,
+                    "NoMatchingListenerHostname",
+                    "no listener hostname matches the route's hostnames",
+                    generation,
+                    w.now,
+                ),
+                _ => condition("Accepted", true, "Accepted", "", generation, w.now),
+            };
+            let backends: Vec<&Value> =
+                items(&r["spec"]["rules"]).iter().flat_map(|rule| items(&rule["backendRefs"])).collect();
+            let unresolved = backends.iter().find_map(|b| {
+                let bns = b["namespace"].as_str().unwrap_or(rns);
+                if bns != rns {
+                    Some(("RefNotPermitted", "backends in other namespaces need a ReferenceGrant"))
+                } else if !w.services.contains(&format!("{bns}/{}", s(&b["name"]))) {
+                    Some(("BackendNotFound", "the backend Service does not exist"))
+                } else {
+                    None
+                }
+            });
+            let resolved = match unresolved {
+                Some((reason, message)) => condition("ResolvedRefs", false, reason, message, generation, w.now),
+                None => condition("ResolvedRefs", true, "ResolvedRefs", "", generation, w.now),
+            };
+            let ok = accepted["status"] == "True" && resolved["status"] == "True";
+            if ok {
+                let key = format!("{gns}/{}", s(&gw["metadata"]["name"]));
+                for l in &matching {
+                    *attached.entry((key.clone(), s(&l["name"]).to_owned())).or_default() += 1;
+                    let (Some(ip), Some(port), Some(b)) = (
+                        w.addresses.get(&key),
+                        l["port"].as_u64().and_then(|p| u16::try_from(p).ok()),
+                        backends.first(),
+                    ) else {
+                        continue;
+                    };
+                    for h in &hostnames {
+                        p.sni.push((
+                            SocketAddr::from((*ip, port)),
+                            h.to_ascii_lowercase(),
+                            format!("{rns}/{}", s(&b["name"])),
+                            b["port"].as_i64().unwrap_or(443),
+                        ));
+                    }
+                }
+            }
+            parents.push(json!({"parentRef": pr, "controllerName": CONTROLLER, "conditions": [accepted, resolved]}));
+        }
+        // Parents of other implementations are kept as they wrote them.
+        let mut all: Vec<Value> =
+            items(&r["status"]["parents"]).iter().filter(|p| p["controllerName"] != CONTROLLER).cloned().collect();
+        if parents.is_empty() && all.len() == items(&r["status"]["parents"]).len() {
+            continue;
+        }
+        all.extend(parents);
+        p.route_status.push((rns.to_owned(), rname.to_owned(), json!({"parents": all})));
+    }
+    for g in gateways {
+        let (ns, name) = (s(&g["metadata"]["namespace"]), s(&g["metadata"]["name"]));
+        let key = format!("{ns}/{name}");
+        let generation = g["metadata"]["generation"].as_i64();
+        let ports: BTreeSet<i64> = items(&g["spec"]["listeners"]).iter().filter_map(|l| l["port"].as_i64()).collect();
+        let mut annotations = serde_json::Map::new();
+        let ips: Vec<&str> = items(&g["spec"]["addresses"])
+            .iter()
+            .filter(|a| a["type"].as_str().is_none_or(|t| t == "IPAddress"))
+            .map(|a| s(&a["value"]))
+            .collect();
+        if !ips.is_empty() {
+            annotations.insert("metallb.io/loadBalancerIPs".into(), ips.join(",").into());
+        }
+        p.services.push(json!({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": format!("{name}-gateway"), "namespace": ns, "annotations": annotations,
+                         "labels": {"gateway.networking.k8s.io/gateway-name": name}},
+            "spec": {"type": "LoadBalancer",
+                     "ports": ports.iter().map(|p| json!({"name": format!("p{p}"), "port": p, "protocol": "TCP"})).collect::<Vec<_>>()},
+        }));
+        let address = w.addresses.get(&key);
+        let listeners: Vec<Value> = items(&g["spec"]["listeners"])
+            .iter()
+            .map(|l| {
+                let supported = l["protocol"] == "TLS" && l["tls"]["mode"] == "Passthrough";
+                let n = attached.get(&(key.clone(), s(&l["name"]).to_owned())).copied().unwrap_or(0);
+                json!({
+                    "name": l["name"], "attachedRoutes": n,
+                    "supportedKinds": if supported { json!([{"group": GROUP, "kind": "TLSRoute"}]) } else { json!([]) },
+                    "conditions": [
+                        if supported { condition("Accepted", true, "Accepted", "", generation, w.now) }
+                        else { condition("Accepted", false, "UnsupportedProtocol", "this test host's gateway does TLS passthrough only", generation, w.now) },
+                        condition("Programmed", supported && address.is_some(), if address.is_some() { "Programmed" } else { "Pending" }, "", generation, w.now),
+                        condition("ResolvedRefs", true, "ResolvedRefs", "", generation, w.now),
+                    ],
+                })
+            })
+            .collect();
+        let addresses: Vec<Value> =
+            address.iter().map(|ip| json!({"type": "IPAddress", "value": ip.to_string()})).collect();
+        p.gateway_status.push((
+            ns.to_owned(),
+            name.to_owned(),
+            json!({
+                "addresses": addresses,
+                "conditions": [
+                    condition("Accepted", true, "Accepted", "", generation, w.now),
+                    match address {
+                        Some(_) => condition("Programmed", true, "Programmed", "", generation, w.now),
+                        None => condition("Programmed", false, "AddressNotAssigned", "waiting for the LoadBalancer address", generation, w.now),
+                    },
+                ],
+                "listeners": listeners,
+            }),
+        ));
+    }
+    p
+}
+
+/// The server name of a TLS ClientHello (RFC 8446 §4.1.2, RFC 6066 §3), if
+/// `buf` holds a whole one.
+pub fn sni(buf: &[u8]) -> Option<String> {
+    // record: type 22, version(2), length(2); handshake: type 1, length(3)
+    if buf.len() < 9 || buf[0] != 22 || buf[5] != 1 {
+        return None;
+    }
+    let mut i = 9 + 2 + 32; // client_version, random
+    let skip8 = |i: &mut usize| -> Option<()> {
+        *i += 1 + usize::from(*buf.get(*i)?);
+        Some(())
+    };
+    let skip16 = |i: &mut usize| -> Option<()> {
+        *i += 2 + usize::from(u16::from_be_bytes([*buf.get(*i)?, *buf.get(*i + 1)?]));
+        Some(())
+    };
+    skip8(&mut i)?; // session id
+    skip16(&mut i)?; // cipher suites
+    skip8(&mut i)?; // compression methods
+    let end = i + 2 + usize::from(u16::from_be_bytes([*buf.get(i)?, *buf.get(i + 1)?]));
+    i += 2;
+    while i + 4 <= end.min(buf.len()) {
+        let kind = u16::from_be_bytes([buf[i], buf[i + 1]]);
+        let len = usize::from(u16::from_be_bytes([buf[i + 2], buf[i + 3]]));
+        let body = buf.get(i + 4..i + 4 + len)?;
+        if kind == 0 {
+            // server_name_list: length(2), then type(1) = 0 host_name, length(2), name
+            let n = usize::from(u16::from_be_bytes([*body.get(3)?, *body.get(4)?]));
+            return body.get(5..5 + n).and_then(|b| std::str::from_utf8(b).ok()).map(str::to_ascii_lowercase);
+        }
+        i += 4 + len;
+    }
+    None
+}
+
+/// The running SNI listeners: listen address → (SNI host → backend address).
+#[derive(Default)]
+pub struct SniProxy {
+    running: BTreeMap<SocketAddr, (BTreeMap<String, SocketAddr>, JoinHandle<()>)>,
+}
+
+impl SniProxy {
+    /// Makes the listeners equal `table`; returns addresses that could not listen.
+    pub async fn sync(
+        &mut self,
+        table: BTreeMap<SocketAddr, BTreeMap<String, SocketAddr>>,
+    ) -> Vec<(SocketAddr, std::io::Error)> {
+        self.running.retain(|addr, (routes, task)| {
+            let keep = table.get(addr) == Some(routes);
+            if !keep {
+                task.abort();
+            }
+            keep
+        });
+        let mut failed = Vec::new();
+        for (addr, routes) in table {
+            if self.running.contains_key(&addr) {
+                continue;
+            }
+            match TcpListener::bind(addr).await {
+                Ok(listener) => {
+                    tracing::info!(listen = %addr, routes = ?routes, "gateway: routing by SNI");
+                    let task = tokio::spawn(serve(listener, routes.clone()));
+                    self.running.insert(addr, (routes, task));
+                }
+                Err(e) => failed.push((addr, e)),
+            }
+        }
+        failed
+    }
+}
+
+impl Drop for SniProxy {
+    fn drop(&mut self) {
+        for (_, (_, task)) in std::mem::take(&mut self.running) {
+            task.abort();
+        }
+    }
+}
+
+async fn serve(listener: TcpListener, routes: BTreeMap<String, SocketAddr>) {
+    let mut conns = JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let Ok((mut inbound, _)) = accepted else { continue };
+                let routes = routes.clone();
+                conns.spawn(async move {
+                    // Peek (the bytes stay for the backend) until the ClientHello is whole.
+                    let mut buf = vec![0u8; 16 * 1024];
+                    let mut host = None;
+                    for _ in 0..50 {
+                        let Ok(n) = inbound.peek(&mut buf).await else { return };
+                        if n == 0 { return; }
+                        host = sni(&buf[..n]);
+                        if host.is_some() || n >= 5 && n >= 5 + usize::from(u16::from_be_bytes([buf[3], buf[4]])) { break; }
+                        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                    }
+                    let Some(backend) = host.and_then(|h| routes.get(&h).copied()) else { return };
+                    if let Ok(mut outbound) = TcpStream::connect(backend).await {
+                        let _ = copy_bidirectional(&mut inbound, &mut outbound).await;
+                    }
+                });
+            }
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wildcard_hostnames() {
+        assert!(hostname_matches(Some("*.k.test"), "a.k.test"));
+        assert!(hostname_matches(Some("*.k.test"), "a.b.k.test"));
+        assert!(!hostname_matches(Some("*.k.test"), "k.test"));
+        assert!(hostname_matches(Some("a.k.test"), "A.k.test"));
+        assert!(hostname_matches(None, "x.example"));
+    }
+
+    fn world_plan(listener: Value, route_ns_labels: &[(&str, &str)], services: &[&str]) -> Plan {
+        let classes = [json!({"metadata": {"name": CLASS, "generation": 1}, "spec": {"controllerName": CONTROLLER}})];
+        let gateways = [json!({"metadata": {"namespace": "gw", "name": "shared", "generation": 1},
+            "spec": {"gatewayClassName": CLASS, "listeners": [listener]}})];
+        let routes = [json!({"metadata": {"namespace": "kubebyon-a", "name": "a", "generation": 3},
+            "spec": {"parentRefs": [{"namespace": "gw", "name": "shared", "sectionName": "tls"}], "hostnames": ["a.k.test"],
+                     "rules": [{"backendRefs": [{"name": "a", "port": 443}]}]}})];
+        let namespaces = BTreeMap::from([(
+            "kubebyon-a".to_owned(),
+            route_ns_labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        )]);
+        let services = services.iter().map(|s| s.to_string()).collect();
+        let addresses = BTreeMap::from([("gw/shared".to_owned(), Ipv4Addr::new(127, 0, 0, 230))]);
+        plan(&World {
+            classes: &classes,
+            gateways: &gateways,
+            routes: &routes,
+            namespaces: &namespaces,
+            services: &services,
+            addresses: &addresses,
+            now: "2026-12-03T00:00:00Z",
+        })
+    }
+
+    fn reasons(p: &Plan) -> Vec<String> {
+        items(&p.route_status[0].2["parents"][0]["conditions"])
+            .iter()
+            .map(|c| format!("{}={}", s(&c["type"]), s(&c["reason"])))
+            .collect()
+    }
+
+    #[test]
+    fn routes_are_accepted_as_the_spec_says() {
+        let tls = |from: Value, hostname: Option<&str>| {
+            let mut l = json!({"name": "tls", "port": 443, "protocol": "TLS", "tls": {"mode": "Passthrough"}, "allowedRoutes": {"namespaces": from}});
+            if let Some(h) = hostname {
+                l["hostname"] = h.into();
+            }
+            l
+        };
+        let managed = [("app.kubernetes.io/managed-by", "kubebyon")];
+        let selector =
+            json!({"from": "Selector", "selector": {"matchLabels": {"app.kubernetes.io/managed-by": "kubebyon"}}});
+        let ok = world_plan(tls(selector.clone(), Some("*.k.test")), &managed, &["kubebyon-a/a"]);
+        assert_eq!(reasons(&ok), ["Accepted=Accepted", "ResolvedRefs=ResolvedRefs"]);
+        assert_eq!(
+            ok.sni,
+            [(SocketAddr::from(([127, 0, 0, 230], 443)), "a.k.test".into(), "kubebyon-a/a".into(), 443)]
+        );
+        assert_eq!(ok.gateway_status[0].2["addresses"][0]["value"], "127.0.0.230");
+        assert_eq!(ok.gateway_status[0].2["listeners"][0]["attachedRoutes"], 1);
+        let same = world_plan(tls(json!({"from": "Same"}), None), &managed, &["kubebyon-a/a"]);
+        assert_eq!(reasons(&same)[0], "Accepted=NotAllowedByListeners");
+        assert!(same.sni.is_empty());
+        let other_host = world_plan(tls(selector.clone(), Some("*.other.test")), &managed, &["kubebyon-a/a"]);
+        assert_eq!(reasons(&other_host)[0], "Accepted=NoMatchingListenerHostname");
+        let no_backend = world_plan(tls(selector.clone(), None), &managed, &[]);
+        assert_eq!(reasons(&no_backend)[1], "ResolvedRefs=BackendNotFound");
+        let mut named = tls(selector, None);
+        named["name"] = "other".into();
+        assert_eq!(reasons(&world_plan(named, &managed, &["kubebyon-a/a"]))[0], "Accepted=NoMatchingParent");
+    }
+
+    #[test]
+    fn server_names_are_read_from_client_hellos() {
+        // A ClientHello as rustls writes it, for `a.k.test`.
+        let name = b"a.k.test";
+        let mut ext = vec![0u8, 0];
+        let list_len = (name.len() + 3) as u16;
+        ext.extend(((list_len + 2) as u16).to_be_bytes());
+        ext.extend(list_len.to_be_bytes());
+        ext.push(0);
+        ext.extend((name.len() as u16).to_be_bytes());
+        ext.extend(name);
+        let mut body = vec![3, 3];
+        body.extend([0u8; 32]);
+        body.extend([0, 0, 2, 0x13, 0x01, 1, 0]);
+        body.extend((ext.len() as u16).to_be_bytes());
+        body.extend(&ext);
+        let mut hs = vec![1, 0, 0, body.len() as u8];
+        hs.extend(&body);
+        let mut rec = vec![22, 3, 1];
+        rec.extend((hs.len() as u16).to_be_bytes());
+        rec.extend(&hs);
+        assert_eq!(sni(&rec).as_deref(), Some("a.k.test"));
+        assert_eq!(sni(&rec[..20]), None);
+        assert_eq!(sni(b"GET / HTTP/1.1\r\n"), None);
+    }
+}
