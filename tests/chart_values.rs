@@ -48,6 +48,7 @@ fn spec(access: PublicAccess, own_nodes: bool) -> ClusterSpec {
         resources: Resources::default(),
         public_access: access,
         own_nodes,
+        placement: Default::default(),
     }
 }
 
@@ -74,6 +75,7 @@ fn every_mode_and_own_nodes_pass_the_charts_schema() {
         (lb_dns.clone(), false, &offered, "LoadBalancer"),
         (lb_dns.clone(), true, &offered, "LoadBalancer"),
         (lb_dns.clone(), true, &SystemSettings { platform_api_key: None, ..offered.clone() }, "LoadBalancer"),
+        (PublicAccess::Gateway { host: host("a.k.test") }, false, &SystemSettings::default(), "ClusterIP"),
     ] {
         let yaml = values_yaml(&values(&spec(access.clone(), own), None, settings, AddressRequest::MetalLb));
         let out = template(&yaml).unwrap_or_else(|e| panic!("{access:?} own={own}: helm refused:\n{e}\n{yaml}"));
@@ -84,6 +86,41 @@ fn every_mode_and_own_nodes_pass_the_charts_schema() {
         // The Platform key is read where the admin keeps it, through a Role the chart makes there.
         let reads_key = out.contains("namespace: licences") && out.contains("vcluster-key");
         assert_eq!(reads_key, own && settings.platform_api_key.is_some(), "{access:?} own={own}");
+    }
+}
+
+/// Placement: spreading renders the StatefulSet's pod anti-affinity across the
+/// console's namespaces, and a StorageClass the claim's `storageClassName`;
+/// off and the host default render neither.
+#[test]
+fn placement_reaches_the_statefulset() {
+    use kubebyon::domain::placement::{Placement, Spread};
+    let gw = PublicAccess::Gateway { host: host("a.k.test") };
+    let sp = |placement: Placement| ClusterSpec { placement, ..spec(gw.clone(), false) };
+    let plain = template(&values_yaml(&values(
+        &sp(Placement::default()),
+        None,
+        &SystemSettings::default(),
+        AddressRequest::MetalLb,
+    )))
+    .unwrap();
+    let sts = document(&plain, "StatefulSet", "demo");
+    assert!(!sts.contains("podAntiAffinity") && !sts.contains("storageClassName"), "{sts}");
+    for (spread, term) in [
+        (Spread::Preferred, "preferredDuringSchedulingIgnoredDuringExecution"),
+        (Spread::Required, "requiredDuringSchedulingIgnoredDuringExecution"),
+    ] {
+        let placement = Placement { spread, storage_class: Some("fast-ssd".into()), ..Placement::default() };
+        let yaml = values_yaml(&values(&sp(placement), None, &SystemSettings::default(), AddressRequest::MetalLb));
+        let out = template(&yaml).unwrap_or_else(|e| panic!("{spread:?}: helm refused:\n{e}\n{yaml}"));
+        let sts = document(&out, "StatefulSet", "demo");
+        assert!(sts.contains("podAntiAffinity") && sts.contains(term), "{sts}");
+        assert!(
+            sts.contains("app.kubernetes.io/managed-by: kubebyon")
+                && sts.contains("topologyKey: kubernetes.io/hostname"),
+            "{sts}"
+        );
+        assert!(sts.contains("storageClassName: fast-ssd"), "{sts}");
     }
 }
 

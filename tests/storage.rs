@@ -21,6 +21,7 @@ fn spec(name: &str, access: PublicAccess) -> ClusterSpec {
         resources: Resources::default(),
         public_access: access,
         own_nodes: false,
+        placement: Default::default(),
     }
 }
 
@@ -445,6 +446,17 @@ async fn settings_round_trip_and_default_to_nodeport() {
             network_policy: false,
             private_nodes: true,
             platform_api_key: Some(kubebyon::domain::nodes::SecretRef::parse("licences/vcluster-key").unwrap()),
+            gateway: Some(kubebyon::domain::gateway::GatewayRef {
+                namespace: "kube-system".into(),
+                name: "shared".into(),
+                listener: Some("tls".into()),
+            }),
+            gateway_domain_suffix: Some(Host::parse("k.example.com").unwrap()),
+            placement: kubebyon::domain::placement::Placement {
+                spread: kubebyon::domain::placement::Spread::Required,
+                topology_key: "topology.kubernetes.io/zone".into(),
+                storage_class: Some("fast-ssd".into()),
+            },
         };
         db::settings::save(&t.pool, &s).await.unwrap();
         db::settings::save(&t.pool, &s).await.unwrap();

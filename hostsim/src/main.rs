@@ -245,7 +245,7 @@ async fn up(args: Up) -> Result<()> {
         state_dir: data_dir.join("node"),
         vcluster_api,
         etcd: cp.etcd_url.clone(),
-        gateway_api: Some(self.gateway_api.clone()).filter(|b| b != "none"),
+        gateway_api: Some(args.gateway_api.clone()).filter(|b| b != "none"),
     };
     let pids: Vec<String> = cp.pids().iter().map(|(n, p)| format!("{n}={p}")).collect();
     tracing::info!(kubeconfig = %kubeconfig.display(), pids = %pids.join(" "), "host up");

@@ -21,13 +21,12 @@ fn HostFacts(gateway_api: Option<GatewayApiView>, storage_classes: Option<Vec<St
     let i18n = use_i18n();
     let gateway = match gateway_api {
         None => view! { <p class="note">{t!(i18n, settings.detected_no_host)}</p> }.into_any(),
-        Some(api) if api.served.is_empty() => {
-            view! {
-                <p class="note" data-gateway-api="none">
-                    {t!(i18n, settings.gateway_api_none)}
-                </p>
-            }.into_any()
+        Some(api) if api.served.is_empty() => view! {
+            <p class="note" data-gateway-api="none">
+                {t!(i18n, settings.gateway_api_none)}
+            </p>
         }
+        .into_any(),
         Some(api) => {
             let served = api.served.join(", ");
             let route = api.route_version.map(|v| v.as_str()).unwrap_or("-");

@@ -512,7 +512,7 @@ mod tests {
         let name = b"a.k.test";
         let mut ext = vec![0u8, 0];
         let list_len = (name.len() + 3) as u16;
-        ext.extend(((list_len + 2) as u16).to_be_bytes());
+        ext.extend((list_len + 2).to_be_bytes());
         ext.extend(list_len.to_be_bytes());
         ext.push(0);
         ext.extend((name.len() as u16).to_be_bytes());

@@ -274,7 +274,7 @@ pub(crate) async fn update_settings(
         )));
     }
     let annotations: String = annotations.iter().map(|(k, v)| format!("{k}: {v}\n")).collect();
-    let quota_text = crate::domain::quota::QuotaText::of(&body.quota.unwrap_or(current.quota.clone()));
+    let quota_text = crate::domain::quota::QuotaText::of(&body.quota.unwrap_or(current.quota));
     let mut kept = current.gateway_placement_text();
     // The objects through the form's text, so the rules are one.
     let given = SystemSettings {
