@@ -237,6 +237,7 @@ async fn two_drivers_and_a_crash_switch_each_cluster_once() {
             all: true,
             include_disabled: false,
             hosts: HostSource::Range("203.0.113.10-203.0.113.20".into()),
+            target: Default::default(),
             concurrency: Some(4),
             grace_secs: Some(3600),
         };

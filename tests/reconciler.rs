@@ -1364,6 +1364,12 @@ async fn deploy_manifests_pass_the_api_servers_dry_run() {
         ("list", "persistentvolumeclaims", true),
         ("delete", "persistentvolumeclaims", false),
         ("create", "clusterrolebindings.rbac.authorization.k8s.io", false),
+        ("create", "tlsroutes.gateway.networking.k8s.io", true),
+        ("delete", "tlsroutes.gateway.networking.k8s.io", true),
+        ("list", "gateways.gateway.networking.k8s.io", true),
+        ("patch", "gateways.gateway.networking.k8s.io", false),
+        ("create", "httproutes.gateway.networking.k8s.io", false),
+        ("list", "storageclasses.storage.k8s.io", true),
     ] {
         let (_, out) = kubectl(&["auth", "can-i", verb, resource, "--all-namespaces", sa]);
         assert_eq!(out.trim() == "yes", allowed, "can-i {verb} {resource}: {out}");
@@ -1392,6 +1398,11 @@ async fn deploy_manifests_pass_the_api_servers_dry_run() {
             "targetNamespace": ns, "valuesContent": "", "failurePolicy": "retry"});
         base.as_object_mut().unwrap().extend(spec.as_object().unwrap().clone());
         json!({"apiVersion": "helm.cattle.io/v1", "kind": "HelmChart", "metadata": {"name": "vap", "namespace": ns}, "spec": base})
+    };
+    let route = |ns: &str, backend: Value| {
+        json!({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "TLSRoute", "metadata": {"name": "vap", "namespace": ns},
+            "spec": {"parentRefs": [{"name": "shared", "namespace": "gateway-system"}], "hostnames": ["vap.k.test"],
+                     "rules": [{"backendRefs": [backend]}]}})
     };
     // The policy reaches the admission plugin a moment after it is stored.
     ts::eventually("the admission policy enforced", WAIT, || async {
@@ -1422,6 +1433,13 @@ async fn deploy_manifests_pass_the_api_servers_dry_run() {
         ("bootstrap", chart("kubebyon-vap", json!({"bootstrap": true})), false),
         ("a version range", chart("kubebyon-vap", json!({"version": ">=0.30"})), false),
         ("a HelmChart outside kubebyon-*", chart("default", json!({})), false),
+        ("a TLSRoute to the cluster's own Service", route("kubebyon-vap", json!({"name": "vap", "port": 443})), true),
+        (
+            "a TLSRoute to another namespace's Service",
+            route("kubebyon-vap", json!({"name": "kubebyon", "namespace": "kubebyon", "port": 443})),
+            false,
+        ),
+        ("a TLSRoute outside kubebyon-*", route("default", json!({"name": "vap", "port": 443})), false),
     ] {
         let (ok, out) = as_console("object", object);
         assert_eq!(ok, allowed, "{what}: {out}");

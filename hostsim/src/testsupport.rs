@@ -222,3 +222,54 @@ pub async fn refused(addr: &str) -> bool {
         Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused
     )
 }
+
+/// An HTTP CONNECT proxy on `listen` that answers `CONNECT <name>:<port>` by
+/// connecting to `names[name]` (else the name itself) at that port and
+/// relaying the bytes untouched: kubectl names it in a kubeconfig's
+/// `proxy-url`, so a DNS name no resolver here knows still reaches its
+/// address, and the TLS handshake inside the tunnel still carries the name
+/// as SNI. `listen` may name port 0; returns where it listens, and its task
+/// (runs until aborted).
+pub async fn connect_proxy(
+    listen: std::net::SocketAddr,
+    names: std::collections::BTreeMap<String, std::net::IpAddr>,
+) -> Result<(std::net::SocketAddr, tokio::task::JoinHandle<()>)> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind(listen).await?;
+    let at = listener.local_addr()?;
+    let task = tokio::spawn(async move {
+        loop {
+            let Ok((mut inbound, _)) = listener.accept().await else { continue };
+            let names = names.clone();
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") && head.len() < 8192 {
+                    if inbound.read_exact(&mut byte).await.is_err() {
+                        return;
+                    }
+                    head.push(byte[0]);
+                }
+                let text = String::from_utf8_lossy(&head);
+                let target = text.strip_prefix("CONNECT ").and_then(|r| r.split_whitespace().next()).unwrap_or("");
+                let Some((name, port)) = target.rsplit_once(':') else { return };
+                let Ok(port) = port.parse::<u16>() else { return };
+                let addr = match names.get(name) {
+                    Some(ip) => std::net::SocketAddr::new(*ip, port),
+                    None => match tokio::net::lookup_host((name, port)).await.ok().and_then(|mut a| a.next()) {
+                        Some(a) => a,
+                        None => return,
+                    },
+                };
+                let Ok(mut outbound) = tokio::net::TcpStream::connect(addr).await else {
+                    let _ = inbound.write_all(b"HTTP/1.1 502 Bad Gateway\r\n\r\n").await;
+                    return;
+                };
+                if inbound.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n").await.is_ok() {
+                    let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                }
+            });
+        }
+    });
+    Ok((at, task))
+}

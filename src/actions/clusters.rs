@@ -35,6 +35,8 @@ pub(crate) struct ClusterPage {
     pub nodeport_host: Option<Host>,
     /// Gateway access, when the admin offers it (the edit form).
     pub gateway: Option<crate::domain::gateway::GatewayOffer>,
+    /// A gateway cluster: the shared Gateway's address, where its host's DNS must point.
+    pub gateway_address: Option<String>,
     /// The machines joined as its nodes (own nodes; empty when none or unreadable).
     pub joined_nodes: Vec<String>,
 }
@@ -76,6 +78,12 @@ pub(crate) async fn load_cluster(id: i64, before: Option<i64>) -> Result<Cluster
     let defaults = crate::server::service::settings::public_defaults(&st.pool).await?;
     let (nodeport_host, gateway) = (defaults.nodeport_public_host, defaults.gateway);
     let joined_nodes = crate::server::service::join::joined_node_names(st.host.as_ref(), &cluster).await;
+    let gateway_address = match (&cluster.spec.public_access, st.host.as_ref(), gateway.as_ref()) {
+        (crate::domain::PublicAccess::Gateway { .. }, Some(h), Some(offer)) => {
+            h.gateway_address(&offer.gateway).await.map(|ip| ip.to_string())
+        }
+        _ => None,
+    };
     Ok(ClusterPage {
         cluster,
         events,
@@ -85,6 +93,7 @@ pub(crate) async fn load_cluster(id: i64, before: Option<i64>) -> Result<Cluster
         remembered_host,
         nodeport_host,
         gateway,
+        gateway_address,
         joined_nodes,
     })
 }

@@ -29,6 +29,7 @@ pub(crate) async fn start_move(
     typed: Option<String>,
     concurrency: String,
     grace_days: String,
+    target: Option<String>,
 ) -> Result<(), AppError> {
     use crate::server::context::{keep_input_on_error, require_admin, state};
     use server_fn::ServerFn as _;
@@ -41,6 +42,7 @@ pub(crate) async fn start_move(
         typed: typed.unwrap_or_default(),
         concurrency,
         grace_days,
+        target: target.unwrap_or_default(),
     };
     let fields = [
         ("clusters", form.clusters.as_str()),
@@ -50,6 +52,7 @@ pub(crate) async fn start_move(
         ("typed", form.typed.as_str()),
         ("concurrency", form.concurrency.as_str()),
         ("grace_days", form.grace_days.as_str()),
+        ("target", form.target.as_str()),
     ];
     let host = crate::server::service::HostLink::of(st.host.as_ref());
     let started =

@@ -190,6 +190,20 @@ fn Facts(page: ClusterPage) -> impl IntoView {
                 {copy_button}
             </dd>
             {port_row}
+            {(mode == Some(PublicAccessMode::Gateway))
+                .then(|| {
+                    let host = access.host().map(ToString::to_string).unwrap_or_default();
+                    let target = page
+                        .gateway_address
+                        .clone()
+                        .unwrap_or_else(|| t_string!(i18n, detail.gateway_no_address).to_owned());
+                    view! {
+                        <dt>{t!(i18n, detail.dns)}</dt>
+                        <dd data-field="dns" class="font-mono">
+                            {format!("{host} → {target}")}
+                        </dd>
+                    }
+                })}
             <dt>{t!(i18n, detail.connection)}</dt>
             <dd data-field="connection" data-status=c.status.connection_status.as_str()>
                 {connection_text(locale, c.status.connection_status)}

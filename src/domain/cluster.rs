@@ -294,6 +294,10 @@ pub struct OldEndpoint {
     /// The owner has read the detail page's notice about it.
     #[serde(default)]
     pub dismissed: bool,
+    /// How the old endpoint is served: NodePort (every move from NodePort),
+    /// or LoadBalancer (a LoadBalancer cluster moved to gateway access).
+    #[serde(default)]
+    pub mode: crate::domain::PublicAccessMode,
 }
 
 impl Cluster {

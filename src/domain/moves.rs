@@ -1,4 +1,4 @@
-//! Moving NodePort clusters to LoadBalancer, pure: where each cluster's new
+//! Moving clusters to LoadBalancer or to gateway access, pure: where each cluster's new
 //! `control_plane_host` comes from (typed, a `{name}` template or an IPv4
 //! range handed out in order), what is wrong with a plan before anything
 //! changes, and which step a switching cluster is at.
@@ -93,6 +93,66 @@ pub(crate) fn validate_source(source: &HostSource) -> Result<(), AppError> {
     }
 }
 
+/// What a move switches clusters to: LoadBalancer (NodePort or disabled
+/// clusters), or gateway access (NodePort, LoadBalancer or disabled ones).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    Serialize,
+    Deserialize,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+)]
+#[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "lowercase")]
+pub enum MoveTarget {
+    #[default]
+    LoadBalancer,
+    Gateway,
+}
+
+impl MoveTarget {
+    pub(crate) fn as_str(self) -> &'static str {
+        self.into()
+    }
+
+    /// Reads the stored form; anything unknown reads as LoadBalancer (every
+    /// move before gateway access was one).
+    pub(crate) fn parse(s: &str) -> Self {
+        s.trim().parse().unwrap_or_default()
+    }
+
+    /// The public access a cluster gets on `host`.
+    pub(crate) fn access(self, host: Host) -> PublicAccess {
+        match self {
+            Self::LoadBalancer => PublicAccess::LoadBalancer { host },
+            Self::Gateway => PublicAccess::Gateway { host },
+        }
+    }
+
+    pub(crate) fn mode(self) -> super::PublicAccessMode {
+        match self {
+            Self::LoadBalancer => super::PublicAccessMode::LoadBalancer,
+            Self::Gateway => super::PublicAccessMode::Gateway,
+        }
+    }
+
+    /// Whether a cluster with this access can be moved here.
+    pub(crate) fn takes(self, access: &PublicAccess, include_disabled: bool) -> bool {
+        match access {
+            PublicAccess::NodePort { .. } => true,
+            PublicAccess::Disabled => include_disabled,
+            PublicAccess::LoadBalancer { .. } => self == Self::Gateway,
+            PublicAccess::Gateway { .. } => false,
+        }
+    }
+}
+
 /// What is wrong with one cluster's part of a plan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -116,6 +176,8 @@ pub enum Problem {
     #[serde(rename = "already_migrating")]
     #[strum(serialize = "already_migrating")]
     AlreadyMoving,
+    /// Gateway target: an IP address, or a name outside the admin's domain suffix.
+    NotAGatewayHost,
 }
 
 impl Problem {
@@ -153,6 +215,8 @@ pub(crate) fn assign(
     source: &HostSource,
     in_use: &HashSet<String>,
     request: AddressRequest,
+    target: MoveTarget,
+    gateway_suffix: Option<&Host>,
 ) -> Vec<HostAssignment> {
     let mut taken: HashSet<String> = HashSet::new();
     let mut range = match source {
@@ -188,8 +252,27 @@ pub(crate) fn assign(
                 } else if !taken.insert(text) {
                     problems.push(Problem::HostTwiceInBatch);
                 }
-                if matches!(h, Host::Ipv4(_) | Host::Ipv6(_)) && request == AddressRequest::None {
-                    problems.push(Problem::NoAddressRequest);
+                let ip = matches!(h, Host::Ipv4(_) | Host::Ipv6(_));
+                match target {
+                    MoveTarget::LoadBalancer if ip && request == AddressRequest::None => {
+                        problems.push(Problem::NoAddressRequest);
+                    }
+                    MoveTarget::Gateway => {
+                        let offer = super::gateway::GatewayRef {
+                            namespace: String::new(),
+                            name: String::new(),
+                            listener: None,
+                        };
+                        let rules = super::gateway::GatewayRules {
+                            gateway: Some(&offer),
+                            suffix: gateway_suffix,
+                            cluster_name: &c.name,
+                        };
+                        if super::gateway::host(Some(h.clone()), &rules).is_err() {
+                            problems.push(Problem::NotAGatewayHost);
+                        }
+                    }
+                    MoveTarget::LoadBalancer => {}
                 }
             }
         }
@@ -242,10 +325,11 @@ pub(crate) enum SwitchStep {
     Failed,
 }
 
-/// Reads a switching cluster's status against the host it is moving to.
-pub(crate) fn switch_step(cluster: &Cluster, target: &Host, target_generation: i64) -> SwitchStep {
+/// Reads a switching cluster's status against the access it is moving to.
+pub(crate) fn switch_step(cluster: &Cluster, target: &PublicAccess, target_generation: i64) -> SwitchStep {
     let st = &cluster.status;
-    let on_target = matches!(&cluster.spec.public_access, PublicAccess::LoadBalancer { host } if host == target);
+    let on_target = cluster.spec.public_access == *target;
+    let Some(target) = target.claimed_host() else { return SwitchStep::Switching };
     if !on_target || st.observed_generation < target_generation {
         return SwitchStep::Switching;
     }
@@ -259,7 +343,9 @@ pub(crate) fn switch_step(cluster: &Cluster, target: &Host, target_generation: i
     {
         return SwitchStep::Done;
     }
-    if matches!(st.reason, super::Reason::LbPending(_)) || st.api_endpoint.is_none() {
+    if matches!(st.reason, super::Reason::LbPending(_) | super::Reason::GatewayPending(_) | super::Reason::RouteWaiting)
+        || st.api_endpoint.is_none()
+    {
         SwitchStep::WaitingForAddress
     } else {
         SwitchStep::Probing
@@ -279,6 +365,9 @@ pub struct MoveRequest {
     #[serde(default)]
     pub include_disabled: bool,
     pub hosts: HostSource,
+    /// What the clusters become (default LoadBalancer).
+    #[serde(default)]
+    pub target: MoveTarget,
     #[serde(default)]
     pub concurrency: Option<i64>,
     /// Seconds the old endpoint keeps answering; 0 cuts over at once.
@@ -351,6 +440,9 @@ impl ItemView {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub(crate) struct MoveView {
     pub id: i64,
+    /// What the clusters become.
+    #[serde(default)]
+    pub target: MoveTarget,
     pub created_by: Option<String>,
     pub created_at: i64,
     pub concurrency: i64,
@@ -378,6 +470,9 @@ pub(crate) struct MoveForm {
     pub typed: String,
     pub concurrency: String,
     pub grace_days: String,
+    /// `loadbalancer` (empty too) or `gateway`.
+    #[serde(default)]
+    pub target: String,
 }
 
 impl MoveForm {
@@ -407,6 +502,10 @@ impl MoveForm {
             clusters,
             include_disabled: self.include_disabled,
             hosts,
+            target: match self.target.trim() {
+                "" => MoveTarget::LoadBalancer,
+                t => t.parse().map_err(|_| AppError::at(ErrorCode::ModeInvalid, Field::PublicAccessMode))?,
+            },
             concurrency: Some(number(&self.concurrency, DEFAULT_CONCURRENCY)?),
             grace_secs: Some(number(&self.grace_days, DEFAULT_GRACE_DAYS)?.saturating_mul(86_400)),
         })
@@ -442,6 +541,8 @@ mod tests {
             &HostSource::Range("10.0.0.1-10.0.0.4".into()),
             &in_use,
             AddressRequest::MetalLb,
+            MoveTarget::LoadBalancer,
+            None,
         );
         assert_eq!(hosts(&a), [Some("10.0.0.1".into()), Some("10.0.0.3".into()), Some("10.0.0.4".into()), None]);
         assert_eq!(a[3].problems, [Problem::RangeExhausted], "the pool looks too small");
@@ -456,6 +557,8 @@ mod tests {
             &HostSource::Template("{name}.k8s.example.com".into()),
             &in_use,
             AddressRequest::MetalLb,
+            MoveTarget::LoadBalancer,
+            None,
         );
         assert_eq!(hosts(&t), [Some("a.k8s.example.com".into()), Some("b.k8s.example.com".into())]);
         assert_eq!((t[0].problems.clone(), t[1].problems.clone()), (vec![], vec![Problem::HostInUse]));
@@ -463,12 +566,59 @@ mod tests {
         let typed = HostSource::Typed(
             [("a", "203.0.113.9"), ("b", "203.0.113.9"), ("c", "http://x")].map(|(k, v)| (k.into(), v.into())).into(),
         );
-        let t = assign(&cands(&["a", "b", "c", "d"]), &typed, &HashSet::new(), AddressRequest::None);
+        let t = assign(
+            &cands(&["a", "b", "c", "d"]),
+            &typed,
+            &HashSet::new(),
+            AddressRequest::None,
+            MoveTarget::LoadBalancer,
+            None,
+        );
         assert_eq!(t[0].problems, [Problem::NoAddressRequest]);
         assert_eq!(t[1].problems, [Problem::HostTwiceInBatch, Problem::NoAddressRequest]);
         assert_eq!(t[2].problems, [Problem::HostInvalid]);
         assert_eq!(t[3].problems, [Problem::HostInvalid], "no host typed");
         assert!(!Problem::NoAddressRequest.blocks() && Problem::HostTwiceInBatch.blocks());
+    }
+
+    /// To gateway access: DNS names within the admin's suffix only; no
+    /// address request is needed (the Gateway has the address).
+    #[test]
+    fn gateway_moves_take_names_within_the_suffix() {
+        let suffix = Host::parse("k.test").unwrap();
+        let typed = HostSource::Typed(
+            [("a", "a.k.test"), ("b", "203.0.113.9"), ("c", "c.example.com")].map(|(k, v)| (k.into(), v.into())).into(),
+        );
+        let t = assign(
+            &cands(&["a", "b", "c"]),
+            &typed,
+            &HashSet::new(),
+            AddressRequest::None,
+            MoveTarget::Gateway,
+            Some(&suffix),
+        );
+        assert_eq!(t[0].problems, []);
+        assert_eq!(t[1].problems, [Problem::NotAGatewayHost]);
+        assert_eq!(t[2].problems, [Problem::NotAGatewayHost]);
+        assert!(Problem::NotAGatewayHost.blocks());
+        let range = HostSource::Range("10.0.0.1-10.0.0.2".into());
+        let r = assign(&cands(&["a"]), &range, &HashSet::new(), AddressRequest::MetalLb, MoveTarget::Gateway, None);
+        assert_eq!(r[0].problems, [Problem::NotAGatewayHost], "a range hands out addresses, not names");
+        let np = PublicAccess::NodePort { host: None };
+        let lb = PublicAccess::LoadBalancer { host: Host::parse("a.example.com").unwrap() };
+        let gw = PublicAccess::Gateway { host: Host::parse("a.k.test").unwrap() };
+        for (target, access, disabled_too, takes) in [
+            (MoveTarget::LoadBalancer, &np, false, true),
+            (MoveTarget::LoadBalancer, &lb, false, false),
+            (MoveTarget::Gateway, &lb, false, true),
+            (MoveTarget::Gateway, &gw, false, false),
+            (MoveTarget::Gateway, &PublicAccess::Disabled, false, false),
+            (MoveTarget::Gateway, &PublicAccess::Disabled, true, true),
+        ] {
+            assert_eq!(target.takes(access, disabled_too), takes, "{target:?} {access:?}");
+        }
+        assert_eq!(MoveTarget::parse("gateway"), MoveTarget::Gateway);
+        assert_eq!(MoveTarget::parse("whatever"), MoveTarget::LoadBalancer);
     }
 
     #[test]
@@ -497,6 +647,7 @@ mod tests {
             typed: typed.into(),
             concurrency: String::new(),
             grace_days: "2".into(),
+            target: String::new(),
         };
         let r = form("typed", "", "a=10.0.0.1, b = b.example.com,c=", "a,b").request().unwrap();
         let want: BTreeMap<String, String> =

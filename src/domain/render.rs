@@ -250,15 +250,30 @@ pub fn values(
 ) -> Values {
     let mut extra_sans = planned_sans(spec, settings);
     let mut allocate_node_ports = None;
-    if let (PublicAccess::LoadBalancer { .. }, Some(old)) = (&spec.public_access, old) {
+    if let (PublicAccess::LoadBalancer { .. } | PublicAccess::Gateway { .. }, Some(old)) = (&spec.public_access, old) {
         if !old.closed && !extra_sans.contains(&old.host) {
             extra_sans.push(old.host.clone());
         }
-        if old.closed && request != AddressRequest::None {
+        if old.closed
+            && request != AddressRequest::None
+            && matches!(spec.public_access, PublicAccess::LoadBalancer { .. })
+        {
             allocate_node_ports = Some(false);
         }
     }
-    let (type_, annotations, class) = match &spec.public_access {
+    // A cluster moved to gateway access keeps its old Service type (and so its
+    // node port or LoadBalancer address) beside the route until the grace
+    // period ends; then ClusterIP.
+    let old_service = match (&spec.public_access, old) {
+        (PublicAccess::Gateway { .. }, Some(old)) if !old.closed => match old.mode {
+            crate::domain::PublicAccessMode::LoadBalancer => {
+                Host::parse(&old.host).ok().map(|host| PublicAccess::LoadBalancer { host })
+            }
+            _ => Some(PublicAccess::NodePort { host: None }),
+        },
+        _ => None,
+    };
+    let (type_, annotations, class) = match old_service.as_ref().unwrap_or(&spec.public_access) {
         // Gateway: the shared Gateway's TLSRoute reaches the Service inside the host.
         PublicAccess::Disabled | PublicAccess::Gateway { .. } => ("ClusterIP", BTreeMap::new(), None),
         PublicAccess::NodePort { .. } => ("NodePort", BTreeMap::new(), None),
@@ -630,6 +645,39 @@ mod tests {
             for forbidden in ["NodePort:", "httpsNodePort", "loadBalancerIP:", "nodePort"] {
                 assert!(!yaml.contains(forbidden), "{forbidden} in {yaml}");
             }
+        }
+    }
+
+    /// A cluster moved to gateway access keeps its old Service (NodePort, or
+    /// its LoadBalancer with the address asked for) and old host in the
+    /// certificate during the grace period; then ClusterIP and the host only.
+    #[test]
+    fn a_cluster_moved_to_a_gateway_keeps_its_old_service_through_the_grace_period() {
+        use crate::domain::PublicAccessMode as M;
+        let gw = spec(PublicAccess::Gateway { host: host("a.k.test") });
+        let old = |h: &str, mode, closed| OldEndpoint { host: h.into(), until: 0, closed, dismissed: false, mode };
+        let cases = [
+            (None, "ClusterIP", vec!["a.k.test"], None),
+            (Some(old("203.0.113.1", M::NodePort, false)), "NodePort", vec!["a.k.test", "203.0.113.1"], None),
+            (Some(old("203.0.113.1", M::NodePort, true)), "ClusterIP", vec!["a.k.test"], None),
+            (
+                Some(old("198.51.100.7", M::LoadBalancer, false)),
+                "LoadBalancer",
+                vec!["a.k.test", "198.51.100.7"],
+                Some("198.51.100.7"),
+            ),
+            (Some(old("198.51.100.7", M::LoadBalancer, true)), "ClusterIP", vec!["a.k.test"], None),
+        ];
+        for (old, type_, sans, ip) in cases {
+            let v = values(&gw, old.as_ref(), &settings(), AddressRequest::MetalLb);
+            assert_eq!(v.control_plane.service.spec.type_, type_, "{old:?}");
+            assert_eq!(v.control_plane.proxy.extra_sans, sans, "{old:?}");
+            assert_eq!(
+                v.control_plane.service.annotations.get("metallb.io/loadBalancerIPs").map(String::as_str),
+                ip,
+                "{old:?}"
+            );
+            assert_eq!(v.control_plane.service.spec.allocate_load_balancer_node_ports, None, "{old:?}");
         }
     }
 

@@ -39,6 +39,7 @@ fn problem_text(i18n: I18nContext<Locale>, p: &str) -> &'static str {
         "range_exhausted" => t_string!(i18n, moves.problem_range_exhausted),
         "no_address_request" => t_string!(i18n, moves.problem_no_address_request),
         "does_not_resolve" => t_string!(i18n, moves.problem_does_not_resolve),
+        "not_a_gateway_host" => t_string!(i18n, moves.problem_not_a_gateway_host),
         "already_migrating" => t_string!(i18n, moves.problem_already_migrating),
         _ => t_string!(i18n, moves.problem_host_invalid),
     }
@@ -62,6 +63,7 @@ fn form_from_query() -> Option<MoveForm> {
         hosts,
         concurrency: q.get("concurrency").unwrap_or_default(),
         grace_days: q.get("grace_days").unwrap_or_default(),
+        target: q.get("target").unwrap_or_default(),
     })
 }
 
@@ -132,6 +134,7 @@ fn PlanView(form: MoveForm, plan: Plan) -> impl IntoView {
                 <input type="hidden" name="typed" value=form.typed.clone() />
                 <input type="hidden" name="concurrency" value=form.concurrency.clone() />
                 <input type="hidden" name="grace_days" value=form.grace_days.clone() />
+                <input type="hidden" name="target" value=form.target.clone() />
                 <p class="banner">{t!(i18n, moves.start_warning)}</p>
                 <button type="submit" class="btn btn-primary self-start">
                     {t!(i18n, moves.start, n = n.to_string())}
@@ -256,6 +259,30 @@ pub(crate) fn MovesPage() -> impl IntoView {
                             />
                             <label for="include_disabled">{t!(i18n, moves.include_disabled)}</label>
                         </div>
+                    </fieldset>
+                    <fieldset class="card-section">
+                        <legend class="section-title">{t!(i18n, moves.target)}</legend>
+                        <div class="check">
+                            <input
+                                type="radio"
+                                id="target_loadbalancer"
+                                name="target"
+                                value="loadbalancer"
+                                checked=f.target != "gateway"
+                            />
+                            <label for="target_loadbalancer">{t!(i18n, mode.loadbalancer)}</label>
+                        </div>
+                        <div class="check">
+                            <input
+                                type="radio"
+                                id="target_gateway"
+                                name="target"
+                                value="gateway"
+                                checked=f.target == "gateway"
+                            />
+                            <label for="target_gateway">{t!(i18n, mode.gateway)}</label>
+                        </div>
+                        <p class="field-hint">{t!(i18n, moves.target_hint)}</p>
                     </fieldset>
                     <fieldset class="card-section">
                         <legend class="section-title">{t!(i18n, moves.hosts)}</legend>

@@ -84,6 +84,11 @@ pub struct MoveArgs {
     /// New hosts from an IPv4 range, handed out in order, e.g. 203.0.113.10-203.0.113.60.
     #[arg(long)]
     pub range: Option<String>,
+    /// What the clusters become: `loadbalancer` (NodePort or disabled
+    /// clusters) or `gateway` (NodePort, LoadBalancer or disabled ones;
+    /// hosts must be DNS names within the admin's gateway domain suffix).
+    #[arg(long = "to", default_value = "loadbalancer", value_name = "MODE")]
+    pub to: String,
     /// Clusters switched at once.
     #[arg(long, default_value_t = crate::domain::moves::DEFAULT_CONCURRENCY)]
     pub concurrency: i64,
@@ -124,6 +129,7 @@ pub async fn move_clusters(pool: &sqlx::AnyPool, args: MoveArgs, address_timeout
         all: args.all,
         include_disabled: args.include_disabled,
         hosts,
+        target: args.to.parse().map_err(|_| anyhow!("--to {:?}: loadbalancer or gateway", args.to))?,
         concurrency: Some(args.concurrency),
         grace_secs: Some(grace),
     };

@@ -1,5 +1,5 @@
 //! The move driver: takes the clusters of running moves (NodePort →
-//! LoadBalancer) from queued to switching to done or failed, at each
+//! LoadBalancer, NodePort or LoadBalancer → gateway) from queued to switching to done or failed, at each
 //! move's concurrency, and closes old endpoints whose grace period is
 //! over. All its state is in the database (`migration_items`): every step is
 //! a compare-and-set transition (`db::moves::transition`, the spec write
@@ -15,7 +15,7 @@ use crate::domain::change::{Change, Operation, describe_update};
 use crate::domain::endpoint::url_host;
 use crate::domain::moves::{self, ItemState, SwitchStep};
 use crate::domain::user::CurrentUser;
-use crate::domain::{AppError, Host, PublicAccess, PublicAccessMode, StopReason};
+use crate::domain::{AppError, Host, PublicAccessMode, StopReason};
 use crate::server::db;
 use crate::server::db::moves::ItemRow;
 
@@ -80,7 +80,8 @@ async fn switch(
     let Ok(host) = Host::parse(&item.new_host) else {
         return fail(pool, m, item, StopReason::HostInvalid).await;
     };
-    let target = PublicAccess::LoadBalancer { host: host.clone() };
+    let to = moves::MoveTarget::parse(&m.target);
+    let target = to.access(host.clone());
     if cluster.spec.public_access == target {
         // Switched before a restart: only the generation is left to record.
         if item.target_generation.is_none() {
@@ -88,19 +89,22 @@ async fn switch(
         }
         return Ok(ItemState::Switching);
     }
-    if cluster.deletion_requested || matches!(cluster.spec.public_access, PublicAccess::LoadBalancer { .. }) {
+    // Changed since the plan into something this move does not take.
+    if cluster.deletion_requested || !to.takes(&cluster.spec.public_access, true) {
         return fail(pool, m, item, StopReason::ChangedMeanwhile).await;
     }
     if db::clusters::load_balancer_host_taken(pool, &item.new_host, Some(cluster.id)).await? {
         return fail(pool, m, item, StopReason::HostInUse).await;
     }
-    // The old endpoint record first: it only changes LoadBalancer values, so
-    // the switch renders once, with it.
+    // The old endpoint record first: it only changes the target mode's
+    // values, so the switch renders once, with it. Its mode is the
+    // cluster's now (NodePort, or LoadBalancer on the way to a gateway).
     if let Some(old) = &item.old_endpoint
         && let Some(old_host) = url_host(old)
     {
         let until = db::now() + m.grace_secs;
-        db::moves::set_old_endpoint(pool, cluster.id, Some((&old_host, until))).await?;
+        let mode = cluster.spec.public_access.mode().unwrap_or(PublicAccessMode::NodePort);
+        db::moves::set_old_endpoint(pool, cluster.id, Some((&old_host, until, mode))).await?;
         if m.grace_secs == 0 {
             db::moves::mark_old_endpoint_closed(pool, cluster.id).await?;
         }
@@ -110,7 +114,7 @@ async fn switch(
     let mut changes = describe_update(&cluster.spec, &spec);
     changes.push(Change::Move { id: m.id, rollback: false });
     let op = Operation::Update { changes };
-    let remembered = PublicAccessMode::LoadBalancer;
+    let remembered = to.mode();
     let switched =
         db::clusters::update_spec(pool, cluster.id, cluster.generation, &spec, remembered, &op, admin.id, None);
     // The host claimed meanwhile by another cluster (the database's unique claim).
@@ -121,7 +125,7 @@ async fn switch(
     match switched {
         Some(generation) => {
             db::moves::set_target_generation(pool, m.id, item.cluster_id, generation).await?;
-            tracing::info!(move_id = m.id, cluster = cluster.id, host = %item.new_host, "cluster switching to LoadBalancer");
+            tracing::info!(move_id = m.id, cluster = cluster.id, host = %item.new_host, target = to.as_str(), "cluster switching");
             Ok(ItemState::Switching)
         }
         // Changed by someone at the same moment: the next pass looks again.
@@ -148,14 +152,15 @@ async fn settle(
         return fail(pool, m, item, StopReason::HostInvalid).await;
     };
     let waited = db::now() - item.started_at.unwrap_or_else(db::now);
-    match moves::switch_step(&cluster, &host, target_generation) {
+    let to = moves::MoveTarget::parse(&m.target);
+    match moves::switch_step(&cluster, &to.access(host), target_generation) {
         SwitchStep::Done => {
             db::moves::transition(pool, m.id, item.cluster_id, ItemState::Switching, ItemState::Done, "").await?;
-            tracing::info!(move_id = m.id, cluster = item.cluster_id, "cluster moved to LoadBalancer");
+            tracing::info!(move_id = m.id, cluster = item.cluster_id, target = to.as_str(), "cluster moved");
             Ok(ItemState::Done)
         }
         SwitchStep::Failed => fail(pool, m, item, StopReason::Cluster(cluster.status.reason)).await,
-        SwitchStep::Switching if !matches!(cluster.spec.public_access, PublicAccess::LoadBalancer { .. }) => {
+        SwitchStep::Switching if cluster.spec.public_access.mode() != Some(to.mode()) => {
             fail(pool, m, item, StopReason::ChangedMeanwhile).await
         }
         _ if waited > timeout => fail(pool, m, item, StopReason::from_cluster(&cluster.status.reason)).await,

@@ -49,6 +49,7 @@ pub(crate) struct ClusterRow {
     pub old_endpoint_until: Option<i64>,
     pub old_endpoint_closed: i64,
     pub old_endpoint_notice_dismissed: i64,
+    pub old_endpoint_mode: Option<String>,
 }
 
 /// Reads a stored status value; one this build does not know is logged.
@@ -118,6 +119,7 @@ impl ClusterRow {
                     until,
                     closed: self.old_endpoint_closed != 0,
                     dismissed: self.old_endpoint_notice_dismissed != 0,
+                    mode: self.old_endpoint_mode.as_deref().and_then(PublicAccessMode::parse).unwrap_or_default(),
                 }
             }),
         })
@@ -128,7 +130,7 @@ impl ClusterRow {
 /// (booleans as 0/1). The one list both reads use: [`SELECT`] (rows, decoded
 /// by name with `FromRow`) and the list page's JSON (objects keyed by the
 /// same names, decoded by serde; a missing or extra name fails the decode).
-const COLUMNS: [(&str, &str); 29] = [
+const COLUMNS: [(&str, &str); 30] = [
     ("id", "c.id"),
     ("owner_id", "c.owner_id"),
     ("owner", "u.username"),
@@ -158,6 +160,7 @@ const COLUMNS: [(&str, &str); 29] = [
     ("old_endpoint_until", "c.old_endpoint_until"),
     ("old_endpoint_closed", "CASE WHEN c.old_endpoint_closed THEN 1 ELSE 0 END"),
     ("old_endpoint_notice_dismissed", "CASE WHEN c.old_endpoint_notice_dismissed THEN 1 ELSE 0 END"),
+    ("old_endpoint_mode", "c.old_endpoint_mode"),
 ];
 
 /// `SELECT <COLUMNS> FROM clusters c JOIN users u …`.

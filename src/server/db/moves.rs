@@ -15,6 +15,8 @@ use crate::domain::moves::ItemState;
 #[derive(Debug, Clone, FromRow)]
 pub(crate) struct MoveRow {
     pub id: i64,
+    /// `loadbalancer` or `gateway` ([`crate::domain::moves::MoveTarget`]).
+    pub target: String,
     pub created_by: i64,
     pub created_by_name: Option<String>,
     pub concurrency: i64,
@@ -32,6 +34,8 @@ pub struct ItemRow {
     pub was_enabled: i64,
     pub old_host: Option<String>,
     pub old_endpoint: Option<String>,
+    /// The mode before the move (`None`: NodePort, every move before gateway access).
+    pub old_mode: Option<String>,
     pub new_host: String,
     pub state: String,
     pub target_generation: Option<i64>,
@@ -58,14 +62,15 @@ pub(crate) struct NewItem {
     pub was_enabled: bool,
     pub old_host: Option<String>,
     pub old_endpoint: Option<String>,
+    pub old_mode: crate::domain::PublicAccessMode,
     pub new_host: String,
 }
 
-const MOVE_COLUMNS: &str = "m.id, m.created_by, u.username AS created_by_name, m.concurrency, \
+const MOVE_COLUMNS: &str = "m.id, m.target, m.created_by, u.username AS created_by_name, m.concurrency, \
     m.grace_secs, m.created_at FROM migrations m LEFT JOIN users u ON u.id = m.created_by";
 
 const ITEM_COLUMNS: &str = "i.migration_id, i.cluster_id, c.name AS cluster_name, i.position, \
-    CASE WHEN i.was_enabled THEN 1 ELSE 0 END AS was_enabled, i.old_host, i.old_endpoint, i.new_host, i.state, \
+    CASE WHEN i.was_enabled THEN 1 ELSE 0 END AS was_enabled, i.old_host, i.old_endpoint, i.old_mode, i.new_host, i.state, \
     i.target_generation, i.reason, i.started_at, i.finished_at \
     FROM migration_items i LEFT JOIN clusters c ON c.id = i.cluster_id";
 
@@ -76,25 +81,27 @@ pub(crate) async fn create(
     source: &str,
     concurrency: i64,
     grace_secs: i64,
+    target: crate::domain::moves::MoveTarget,
     items: &[NewItem],
 ) -> Result<i64, DbError> {
     let mut tx = pool.begin().await?;
     let row = sqlx::query(
-        "INSERT INTO migrations (created_by, source, concurrency, grace_secs, created_at) \
-         VALUES ($1, $2, $3, $4, $5) RETURNING id",
+        "INSERT INTO migrations (created_by, source, concurrency, grace_secs, created_at, target) \
+         VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
     )
     .bind(created_by)
     .bind(source)
     .bind(concurrency)
     .bind(grace_secs)
     .bind(now())
+    .bind(target.as_str())
     .fetch_one(&mut *tx)
     .await?;
     let id: i64 = row.try_get(0)?;
     for (position, item) in (0_i64..).zip(items) {
         sqlx::query(
-            "INSERT INTO migration_items (migration_id, cluster_id, position, was_enabled, old_host, old_endpoint, new_host) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            "INSERT INTO migration_items (migration_id, cluster_id, position, was_enabled, old_host, old_endpoint, new_host, old_mode) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
         )
         .bind(id)
         .bind(item.cluster_id)
@@ -103,6 +110,7 @@ pub(crate) async fn create(
         .bind(item.old_host.clone())
         .bind(item.old_endpoint.clone())
         .bind(item.new_host.clone())
+        .bind(item.old_mode.as_str())
         .execute(&mut *tx)
         .await?;
     }
@@ -196,13 +204,18 @@ pub(crate) async fn set_target_generation(
 }
 
 /// Opens (or clears, with `None`) a cluster's old endpoint record.
-pub(crate) async fn set_old_endpoint(pool: &AnyPool, cluster_id: i64, old: Option<(&str, i64)>) -> Result<(), DbError> {
+pub(crate) async fn set_old_endpoint(
+    pool: &AnyPool,
+    cluster_id: i64,
+    old: Option<(&str, i64, crate::domain::PublicAccessMode)>,
+) -> Result<(), DbError> {
     sqlx::query(
         "UPDATE clusters SET old_endpoint_host = $1, old_endpoint_until = $2, old_endpoint_closed = FALSE, \
-         old_endpoint_notice_dismissed = FALSE WHERE id = $3",
+         old_endpoint_notice_dismissed = FALSE, old_endpoint_mode = $3 WHERE id = $4",
     )
-    .bind(old.map(|(h, _)| h.to_owned()))
-    .bind(old.map(|(_, until)| until))
+    .bind(old.map(|(h, _, _)| h.to_owned()))
+    .bind(old.map(|(_, until, _)| until))
+    .bind(old.map(|(_, _, mode)| mode.as_str()))
     .bind(cluster_id)
     .execute(pool)
     .await?;

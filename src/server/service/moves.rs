@@ -86,11 +86,7 @@ async fn candidates(pool: &AnyPool, req: &MoveRequest) -> Result<Vec<Cluster>, A
     let movable = |c: &Cluster| {
         !c.deletion_requested
             && c.unusable_host.is_none()
-            && match c.spec.public_access {
-                PublicAccess::NodePort { .. } => true,
-                PublicAccess::Disabled => req.include_disabled,
-                PublicAccess::LoadBalancer { .. } | PublicAccess::Gateway { .. } => false,
-            }
+            && req.target.takes(&c.spec.public_access, req.include_disabled)
     };
     let all = db::clusters::list(pool, None).await?;
     if req.all {
@@ -105,13 +101,14 @@ async fn candidates(pool: &AnyPool, req: &MoveRequest) -> Result<Vec<Cluster>, A
     Ok(picked)
 }
 
-/// The clusters the move page offers: NodePort ones, and disabled ones.
+/// The clusters the move page offers: NodePort, LoadBalancer (to gateway
+/// access only) and disabled ones.
 pub(crate) async fn movable(pool: &AnyPool, user: &CurrentUser) -> Result<Vec<moves::Movable>, AppError> {
     user.require_admin()?;
     Ok(db::clusters::list(pool, None)
         .await?
         .into_iter()
-        .filter(|c| !c.deletion_requested && !matches!(c.spec.public_access, PublicAccess::LoadBalancer { .. }))
+        .filter(|c| !c.deletion_requested && moves::MoveTarget::Gateway.takes(&c.spec.public_access, true))
         .map(|c| moves::Movable {
             name: c.spec.name.to_string(),
             owner: c.owner.clone(),
@@ -142,19 +139,21 @@ pub async fn dry_run(
         return Err(AppError::at(ErrorCode::MoveEmpty, Field::Clusters));
     }
     let settings = db::settings::load(pool).await?;
+    if req.target == moves::MoveTarget::Gateway && settings.gateway.is_none() {
+        return Err(AppError::at(ErrorCode::GatewayNotConfigured, Field::PublicAccessMode));
+    }
     let request = settings.load_balancer_address_request.resolve(host.detected);
     let batch: HashSet<i64> = chosen.iter().map(|c| c.id).collect();
+    // Hosts claimed by LoadBalancer and gateway clusters outside the batch.
     let in_use: HashSet<String> = db::clusters::list(pool, None)
         .await?
         .into_iter()
         .filter(|c| !batch.contains(&c.id))
-        .filter_map(|c| match c.spec.public_access {
-            PublicAccess::LoadBalancer { host } => Some(host.to_string()),
-            _ => None,
-        })
+        .filter_map(|c| c.spec.public_access.claimed_host().map(ToString::to_string))
         .collect();
     let cands: Vec<Candidate> = chosen.iter().map(|c| Candidate { id: c.id, name: c.spec.name.to_string() }).collect();
-    let mut assigned = moves::assign(&cands, &req.hosts, &in_use, request);
+    let suffix = settings.gateway_domain_suffix.as_ref();
+    let mut assigned = moves::assign(&cands, &req.hosts, &in_use, request, req.target, suffix);
     // DNS names that do not resolve yet: a warning (records may follow).
     let names: Vec<(usize, String)> = assigned
         .iter()
@@ -186,12 +185,13 @@ pub async fn dry_run(
             let (new_endpoint, planned_sans, changes) = match &a.host {
                 Some(host) => {
                     let mut spec = c.spec.clone();
-                    spec.public_access = PublicAccess::LoadBalancer { host: host.clone() };
+                    spec.public_access = req.target.access(host.clone());
                     let old = old_host.clone().map(|h| OldEndpoint {
                         host: h,
                         until: 0,
                         closed: grace == 0,
                         dismissed: false,
+                        mode: c.spec.public_access.mode().unwrap_or(PublicAccessMode::NodePort),
                     });
                     let before = render::values(&c.spec, None, &settings, request);
                     let after = render::values(&spec, old.as_ref(), &settings, request);
@@ -233,13 +233,20 @@ pub async fn start(pool: &AnyPool, user: &CurrentUser, host: HostLink<'_>, req: 
             old_host: c.spec.public_access.host().map(ToString::to_string),
             // The endpoint kubeconfigs were handed out for (none if it never came up).
             old_endpoint: c.status.api_endpoint.clone().filter(|_| c.spec.public_access.is_enabled()),
+            old_mode: c.spec.public_access.mode().unwrap_or(PublicAccessMode::NodePort),
             new_host: p.new_host.clone().unwrap_or_default(),
         });
     }
     let source = serde_json::to_string(&req.hosts).unwrap_or_default();
-    let id = db::moves::create(pool, user.id, &source, plan.concurrency, plan.grace_secs, &items).await?;
+    let id = db::moves::create(pool, user.id, &source, plan.concurrency, plan.grace_secs, req.target, &items).await?;
     tracing::info!(move_id = id, clusters = items.len(), admin = %user.username, "move started");
-    let detail = format!("clusters: {}; concurrency: {}; grace: {} s", items.len(), plan.concurrency, plan.grace_secs);
+    let detail = format!(
+        "clusters: {}; to: {}; concurrency: {}; grace: {} s",
+        items.len(),
+        req.target.as_str(),
+        plan.concurrency,
+        plan.grace_secs
+    );
     super::audit::record(pool, user, AuditAction::MoveStarted, &audit_target(id), &detail).await;
     super::wake(host.reconciler);
     Ok(id)
@@ -256,7 +263,8 @@ pub(crate) async fn view(pool: &AnyPool, user: &CurrentUser, id: i64) -> Result<
         let state = r.state();
         let step = match (&cluster, state, Host::parse(&r.new_host)) {
             (Some(c), ItemState::Switching, Ok(host)) => {
-                Some(moves::switch_step(c, &host, r.target_generation.unwrap_or(i64::MAX)))
+                let target = moves::MoveTarget::parse(&m.target).access(host);
+                Some(moves::switch_step(c, &target, r.target_generation.unwrap_or(i64::MAX)))
             }
             _ => None,
         };
@@ -281,6 +289,7 @@ pub(crate) async fn view(pool: &AnyPool, user: &CurrentUser, id: i64) -> Result<
     let end = if finished { last.unwrap_or(m.created_at) } else { db::now() };
     Ok(MoveView {
         id: m.id,
+        target: moves::MoveTarget::parse(&m.target),
         created_by: m.created_by_name,
         created_at: m.created_at,
         concurrency: m.concurrency,
@@ -355,7 +364,8 @@ async fn retry(pool: &AnyPool, user: &CurrentUser, id: i64, cluster_id: i64) -> 
 }
 
 /// A failed cluster goes back to what it was: NodePort on its own host (the
-/// API server gives back its old port when it still holds it), or off.
+/// API server gives back its old port when it still holds it), LoadBalancer
+/// on its old host (a move to gateway access), or off.
 async fn rollback(pool: &AnyPool, user: &CurrentUser, id: i64, cluster_id: i64) -> Result<(), AppError> {
     let item = db::moves::items(pool, id)
         .await?
@@ -367,26 +377,20 @@ async fn rollback(pool: &AnyPool, user: &CurrentUser, id: i64, cluster_id: i64) 
     }
     let cluster = db::clusters::get(pool, cluster_id).await?.ok_or(AppError::new(ErrorCode::NotFound))?;
     let mut spec = cluster.spec.clone();
-    spec.public_access = if item.was_enabled != 0 {
-        PublicAccess::NodePort { host: item.old_host.as_deref().and_then(|h| Host::parse(h).ok()) }
-    } else {
-        PublicAccess::Disabled
+    let old_host = item.old_host.as_deref().and_then(|h| Host::parse(h).ok());
+    let old_mode = item.old_mode.as_deref().and_then(PublicAccessMode::parse).unwrap_or_default();
+    spec.public_access = match (item.was_enabled != 0, old_mode, old_host) {
+        (false, _, _) => PublicAccess::Disabled,
+        (true, PublicAccessMode::LoadBalancer, Some(host)) => PublicAccess::LoadBalancer { host },
+        (true, _, host) => PublicAccess::NodePort { host },
     };
+    let remembered = spec.public_access.mode().unwrap_or(PublicAccessMode::NodePort);
     let mut changes = describe_update(&cluster.spec, &spec);
     changes.push(Change::Move { id, rollback: true });
     let op = Operation::Update { changes };
-    db::clusters::update_spec(
-        pool,
-        cluster_id,
-        cluster.generation,
-        &spec,
-        PublicAccessMode::NodePort,
-        &op,
-        user.id,
-        None,
-    )
-    .await?
-    .ok_or(AppError::new(ErrorCode::ChangedConcurrently))?;
+    db::clusters::update_spec(pool, cluster_id, cluster.generation, &spec, remembered, &op, user.id, None)
+        .await?
+        .ok_or(AppError::new(ErrorCode::ChangedConcurrently))?;
     db::moves::set_old_endpoint(pool, cluster_id, None).await?;
     db::moves::transition(pool, id, cluster_id, ItemState::Failed, ItemState::RolledBack, "").await?;
     tracing::info!(move_id = id, cluster = cluster_id, admin = %user.username, "move item rolled back");

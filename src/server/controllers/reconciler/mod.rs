@@ -106,6 +106,8 @@ pub struct Context {
     /// The `TLSRoute` version the host serves (none: not served), detected
     /// on every periodic pass before its work.
     route_version: Mutex<Option<RouteVersion>>,
+    /// The admin's Gateway (`namespace/name`) and the address it was last seen with.
+    gateway_seen: Mutex<Option<(String, std::net::IpAddr)>>,
 }
 
 /// Host calls on request paths at once, per process.
@@ -145,6 +147,7 @@ impl Context {
             request_calls: tokio::sync::Semaphore::new(REQUEST_CALLS),
             events: events::Recorder::new(client.clone(), &worker),
             route_version: Mutex::new(None),
+            gateway_seen: Mutex::new(None),
             worker,
             client,
         }
@@ -263,6 +266,26 @@ impl Context {
         self.for_request(calls).await
     }
 
+    /// Where DNS must point for gateway clusters: the address of `gateway`,
+    /// as the observer last saw it, else read now (bounded); `None` while it has none.
+    pub(crate) async fn gateway_address(
+        &self,
+        gateway: &crate::domain::gateway::GatewayRef,
+    ) -> Option<std::net::IpAddr> {
+        let seen = self.gateway_seen.lock().ok().and_then(|g| g.clone());
+        if let Some((key, ip)) = seen.filter(|(key, _)| *key == gateway.key()) {
+            let _ = key;
+            return Some(ip);
+        }
+        let read = async {
+            let api: Api<kube::api::DynamicObject> =
+                Api::namespaced_with(self.client.clone(), &gateway.namespace, &gateways_resource());
+            let found = error::ignore_not_found(api.get(&gateway.name).await).map_err(error::kube("read Gateway"))?;
+            Ok(found.as_ref().and_then(gateway_ip))
+        };
+        self.for_request(read).await.ok().flatten()
+    }
+
     /// The host's StorageClasses, the default marked.
     pub(crate) async fn storage_classes(&self) -> Result<Vec<crate::domain::settings::StorageClassView>> {
         use k8s_openapi::api::storage::v1::StorageClass;
@@ -315,6 +338,12 @@ pub(crate) fn gateways_resource() -> kube::api::ApiResource {
         kind: "Gateway".into(),
         plural: "gateways".into(),
     }
+}
+
+/// A Gateway's first address (`status.addresses`).
+fn gateway_ip(g: &kube::api::DynamicObject) -> Option<std::net::IpAddr> {
+    let addresses = g.data["status"]["addresses"].as_array()?;
+    addresses.iter().find_map(|a| a["value"].as_str()?.parse().ok())
 }
 
 /// The newest version the host serves `tlsroutes` in; `None` when the host
@@ -791,10 +820,10 @@ async fn gateway_facts(
         Api::namespaced_with(ctx.client.clone(), &gw.namespace, &gateways_resource());
     let found = error::ignore_not_found(gateways.get(&gw.name).await).map_err(error::kube("read Gateway"))?;
     facts.gateway_found = found.is_some();
-    facts.address = found.as_ref().and_then(|g| {
-        let addresses = g.data["status"]["addresses"].as_array()?;
-        addresses.iter().find_map(|a| a["value"].as_str()?.parse().ok())
-    });
+    facts.address = found.as_ref().and_then(gateway_ip);
+    if let (Some(ip), Ok(mut seen)) = (facts.address, ctx.gateway_seen.lock()) {
+        *seen = Some((gw.key(), ip));
+    }
     Ok((facts, false))
 }
 
