@@ -127,7 +127,7 @@ wait_healthy "$host_port" "$host_console_pid" "$work/console-host.log"
 step "Playwright (Debian Chromium)"
 KUBEBYON_URL="http://127.0.0.1:$port" KUBEBYON_ADMIN_PASSWORD="e2e-admin-password" \
   KUBEBYON_HOST_CONSOLE_URL="http://127.0.0.1:$host_port" KUBEBYON_HOST_NET="$host_net" \
-  KUBEBYON_HOSTSIM_BIN="$HOSTSIM_TARGET_DIR/debug/hostsim" \
+  KUBEBYON_HOSTSIM_BIN="$HOSTSIM_TARGET_DIR/debug/hostsim" KUBEBYON_HOST_KUBECONFIG="$host_kubeconfig" \
   npx playwright test --config end2end/playwright.config.ts
 # Every log line of the JSON console is one JSON object; requests carry their
 # id and, on a cluster's routes, the cluster's (the request span's fields, under "span").

@@ -103,12 +103,12 @@ fn through(kubeconfig: &str, proxy: SocketAddr) -> String {
     out
 }
 
-async fn proxy(host: &TestHost) -> (SocketAddr, tokio::task::JoinHandle<()>) {
+fn proxy(host: &TestHost) -> SocketAddr {
     let listen = SocketAddr::from((host.net.addr(251), 0));
     let mut names: BTreeMap<String, IpAddr> =
         ["a.k.test", "b.k.test", "old.k.test"].map(|n| (n.to_owned(), gateway_ip(host.net))).into();
     names.extend((0..20).map(|i| (format!("gw{i:02}.k.test"), gateway_ip(host.net))));
-    ts::connect_proxy(listen, names).await.unwrap()
+    ts::connect_proxy(listen, names).unwrap()
 }
 
 /// Two gateway clusters on one address, each reached by its own name: Ready
@@ -130,7 +130,7 @@ async fn gateway_clusters_are_reached_by_name_through_one_address() {
     let cb = env.converge(b, "b Ready through the Gateway", ready).await;
     assert_eq!(ca["status"]["api_endpoint"], "https://a.k.test:443", "{ca}");
     assert_eq!(cb["status"]["api_endpoint"], "https://b.k.test:443", "{cb}");
-    assert_eq!(cb["public_access"]["control_plane_host"], "b.k.test", "{cb}");
+    assert_eq!(cb["spec"]["public_access"]["host"], "b.k.test", "{cb}");
     assert_eq!(ca["status"]["public_access_port"], Value::Null);
     // The detail page says where the name's DNS must point: the Gateway's address.
     let page = env.console.get(&format!("/clusters/{a}"), Some(&env.cookie)).await.body;
@@ -156,7 +156,7 @@ async fn gateway_clusters_are_reached_by_name_through_one_address() {
     assert_eq!(route.data["spec"]["parentRefs"][0]["sectionName"], "tls");
     assert_eq!(route.data["spec"]["rules"][0]["backendRefs"][0]["name"], "a");
 
-    let (proxy_at, proxy_task) = proxy(host).await;
+    let proxy_at = proxy(host);
     let kc_a = env.kubeconfig(a).await;
     let kc_b = env.kubeconfig(b).await;
     assert!(kc_a.contains("server: https://a.k.test:443"), "{kc_a}");
@@ -198,7 +198,6 @@ async fn gateway_clusters_are_reached_by_name_through_one_address() {
     env.converge(a, "a through the Gateway again", ready).await;
     kubectl_get_ns_on(host, &through(&env.kubeconfig(a).await, proxy_at), "gw-a-again").expect("gateway again");
     assert_eq!(svc.get("a").await.unwrap().spec.unwrap().type_.as_deref(), Some("ClusterIP"));
-    proxy_task.abort();
 }
 
 /// A host with the Gateway API 1.4 experimental CRDs serves TLSRoute only as
@@ -219,7 +218,16 @@ async fn an_older_gateway_api_gets_v1alpha3_routes() {
     assert_eq!(c["status"]["api_endpoint"], "https://old.k.test:443");
     let out = ts::kubectl(
         &host.kubeconfig,
-        &["get", "tlsroutes.gateway.networking.k8s.io", "old", "-n", "kubebyon-old", "-o", "json"],
+        &[
+            "get",
+            "tlsroutes.gateway.networking.k8s.io",
+            "old",
+            "-n",
+            "kubebyon-old",
+            "-o",
+            "json",
+            "--show-managed-fields",
+        ],
     )
     .expect("kubectl");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -231,10 +239,9 @@ async fn an_older_gateway_api_gets_v1alpha3_routes() {
         .filter_map(|m| m["apiVersion"].as_str())
         .collect();
     assert!(managed.contains(&"gateway.networking.k8s.io/v1alpha3"), "written as v1alpha3: {managed:?}");
-    let (proxy_at, proxy_task) = proxy(host).await;
+    let proxy_at = proxy(host);
     kubectl_get_ns_on(host, &through(&env.kubeconfig(id).await, proxy_at), "gw-old")
         .expect("kubectl through the Gateway");
-    proxy_task.abort();
 }
 
 /// Twenty NodePort clusters moved to gateway access with the move tool: the
@@ -254,10 +261,12 @@ async fn twenty_node_port_clusters_move_to_the_gateway_and_old_kubeconfigs_last_
     for n in &names {
         ids.push(env.create(n, json!({"enabled": true, "mode": "nodeport"})).await);
     }
-    let mut old_ports = Vec::new();
+    // The old endpoints, `host:port` (the node the pod runs on: no NodePort host is set).
+    let mut old = Vec::new();
     for id in &ids {
         let c = env.converge(*id, "NodePort Ready", ready).await;
-        old_ports.push(c["status"]["public_access_port"].as_u64().expect("a NodePort port"));
+        let endpoint = c["status"]["api_endpoint"].as_str().expect("an endpoint").to_owned();
+        old.push(endpoint.trim_start_matches("https://").to_owned());
     }
     let old_kc = [env.kubeconfig(ids[0]).await, env.kubeconfig(ids[19]).await];
 
@@ -278,7 +287,8 @@ async fn twenty_node_port_clusters_move_to_the_gateway_and_old_kubeconfigs_last_
         assert_eq!(item["new_endpoint"], format!("https://{}.k.test:443", names[i]));
         let sans = item["planned_sans"].as_array().unwrap();
         assert!(sans.contains(&json!(format!("{}.k.test", names[i]))), "{item}");
-        assert!(sans.contains(&json!(net.node().to_string())), "the old host stays during the grace period: {item}");
+        let old_host = old[i].rsplit_once(':').unwrap().0;
+        assert!(sans.contains(&json!(old_host)), "the old host stays during the grace period: {item}");
     }
 
     let pool = env.console.pool.clone();
@@ -300,9 +310,9 @@ async fn twenty_node_port_clusters_move_to_the_gateway_and_old_kubeconfigs_last_
                 tried[n] = true;
             }
         }
-        for (i, port) in old_ports.iter().enumerate() {
+        for (i, addr) in old.iter().enumerate() {
             if !answered[i] && v["items"][i]["state"] == "done" {
-                assert!(!ts::refused(&format!("{}:{port}", net.node())).await, "old endpoint of {}", names[i]);
+                assert!(!ts::refused(addr).await, "old endpoint of {}", names[i]);
                 answered[i] = true;
             }
         }
@@ -315,7 +325,7 @@ async fn twenty_node_port_clusters_move_to_the_gateway_and_old_kubeconfigs_last_
     assert_eq!(view["counts"]["done"], 20, "{view}");
     assert!((1..=5).contains(&most), "concurrency 5, saw {most} switching at once");
     assert_eq!(tried, [true, true]);
-    let (proxy_at, proxy_task) = proxy(host).await;
+    let proxy_at = proxy(host);
     for (i, cid) in ids.iter().enumerate() {
         let c = env.converge(*cid, "Ready through the Gateway", ready).await;
         assert_eq!(c["status"]["api_endpoint"], format!("https://{}.k.test:443", names[i]));
@@ -326,7 +336,7 @@ async fn twenty_node_port_clusters_move_to_the_gateway_and_old_kubeconfigs_last_
     }
     // The grace period over: ClusterIP, the old ports refuse, the new names still work.
     let client = host.client().await.unwrap();
-    for (i, port) in old_ports.iter().enumerate() {
+    for (i, addr) in old.iter().enumerate() {
         let svc: Api<k8s_openapi::api::core::v1::Service> =
             Api::namespaced(client.clone(), &format!("kubebyon-{}", names[i]));
         ts::eventually(
@@ -335,8 +345,7 @@ async fn twenty_node_port_clusters_move_to_the_gateway_and_old_kubeconfigs_last_
             || async {
                 env.ctx.wake();
                 let t = svc.get(&names[i]).await.ok()?.spec?.type_;
-                (t.as_deref() == Some("ClusterIP") && ts::refused(&format!("{}:{port}", net.node())).await)
-                    .then_some(())
+                (t.as_deref() == Some("ClusterIP") && ts::refused(addr).await).then_some(())
             },
         )
         .await
@@ -346,5 +355,4 @@ async fn twenty_node_port_clusters_move_to_the_gateway_and_old_kubeconfigs_last_
     env.converge(ids[0], "Ready after the grace period", ready).await;
     kubectl_get_ns_on(host, &through(&env.kubeconfig(ids[0]).await, proxy_at), "gw-new-after")
         .expect("still reached by name");
-    proxy_task.abort();
 }

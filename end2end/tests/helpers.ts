@@ -108,7 +108,12 @@ export async function accessible(page: Page) {
 }
 
 /** Fills the cluster form's public access part. */
-export async function chooseAccess(page: Page, locale: string, mode: 'off' | 'nodeport' | 'loadbalancer', host = '') {
+export async function chooseAccess(
+  page: Page,
+  locale: string,
+  mode: 'off' | 'nodeport' | 'loadbalancer' | 'gateway',
+  host = '',
+) {
   const enabled = page.getByLabel(t(locale, 'form.public_access_enabled'));
   if (mode === 'off') {
     await enabled.uncheck();

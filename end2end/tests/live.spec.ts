@@ -356,3 +356,105 @@ test('join page: a token, the command copied and fetched, revoked; others get 40
   await shot(nojs, 'join-token-nojs');
   await nojs.context().close();
 });
+
+/** kubectl against the test host itself (its admin kubeconfig). */
+function hostKubectl(args: string[], input?: string): string {
+  const kc = process.env.KUBEBYON_HOST_KUBECONFIG;
+  if (!kc) throw new Error('KUBEBYON_HOST_KUBECONFIG is set by scripts/test.sh');
+  return execFileSync('kubectl', ['--kubeconfig', kc, ...args], { encoding: 'utf8', input });
+}
+
+test('gateway access: the settings page shows the Gateway, the suffix fills the host, Ready by name; en, zh-CN, JavaScript off', async ({
+  page,
+  browser,
+}) => {
+  // The platform's Gateway, as an operator installs it (the test host's Gateway API mirror serves it).
+  const gwIp = `${lbPrefix}.228`;
+  hostKubectl(['apply', '-f', '-'], JSON.stringify({
+    apiVersion: 'v1', kind: 'List', items: [
+      { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'e2e-gateway' } },
+      {
+        apiVersion: 'gateway.networking.k8s.io/v1', kind: 'Gateway',
+        metadata: { name: 'shared', namespace: 'e2e-gateway' },
+        spec: {
+          gatewayClassName: 'hostsim',
+          addresses: [{ type: 'IPAddress', value: gwIp }],
+          listeners: [{
+            name: 'tls', port: 443, protocol: 'TLS', hostname: '*.e2e.test', tls: { mode: 'Passthrough' },
+            allowedRoutes: { namespaces: { from: 'Selector', selector: { matchLabels: { 'app.kubernetes.io/managed-by': 'kubebyon' } } } },
+          }],
+        },
+      },
+    ],
+  }));
+
+  await signIn(page, 'admin', ADMIN_PASSWORD);
+  await page.goto('/admin/settings');
+  await hydrated(page);
+  await page.getByLabel(t('en', 'settings.gateway')).fill('e2e-gateway/shared');
+  await page.getByLabel(t('en', 'settings.gateway_listener')).fill('tls');
+  await page.getByLabel(t('en', 'settings.gateway_domain_suffix')).fill('e2e.test');
+  await page.getByRole('button', { name: t('en', 'settings.submit') }).click();
+  await expect(page.getByRole('status').first()).toBeVisible();
+  // What the console found on the host: the Gateway API versions, the Gateway, its usable listener and address.
+  await page.goto('/admin/settings');
+  await expect(page.locator('[data-route-version]')).toHaveText('v1');
+  const gw = page.locator('[data-gateway="e2e-gateway/shared"]');
+  await expect(gw.locator('[data-gateway-address]')).toHaveText(gwIp, { timeout: 30_000 });
+  await expect(gw.locator('[data-listener=tls]')).toHaveAttribute('data-usable', 'true');
+  await expect(page.locator('[data-storage-class=local-path]')).toContainText(t('en', 'settings.storage_default'));
+  await shot(page, 'settings-gateway-en');
+  await accessible(page);
+  await page.getByRole('link', { name: t('zh-CN', 'languages.zh_CN') }).click();
+  await expect(page.locator('html')).toHaveAttribute('lang', 'zh-CN');
+  await expect(page.getByText(t('zh-CN', 'settings.gateway_title')).first()).toBeVisible();
+  await expect(gw.locator('[data-listener=tls]')).toContainText(t('zh-CN', 'settings.gateway_usable'));
+  await shot(page, 'settings-gateway-zh');
+  await page.getByRole('link', { name: t('zh-CN', 'languages.en') }).click();
+
+  // Create, the host left empty: the suffix fills it, the planned names say so as it is typed.
+  const name = unique('gw');
+  await page.goto('/clusters/new');
+  await hydrated(page);
+  await page.getByLabel(t('en', 'form.name')).fill(name);
+  await chooseAccess(page, 'en', 'gateway', '');
+  await expect(page.locator('#control_plane_host-hint-gw')).toHaveText(t('en', 'form.host_hint_gateway_suffix', { suffix: 'e2e.test' }));
+  const san = (line: string) => page.locator(`[data-san=${line}]`);
+  await expect(san('public').locator('code')).toHaveText(`${name}.e2e.test`);
+  await expect(san('lb')).toBeHidden();
+  await expect(san('node')).toBeHidden();
+  await chooseAccess(page, 'en', 'gateway', '203.0.113.5');
+  await expect(san('invalid')).toBeVisible();
+  await chooseAccess(page, 'en', 'gateway', '');
+  await shot(page, 'create-gateway-en');
+  await page.getByRole('button', { name: t('en', 'form.create_submit') }).click();
+  await expect(page).toHaveURL(/\/clusters\/\d+$/);
+  await hydrated(page);
+  await expect(page.locator('[data-phase]').first()).toHaveAttribute('data-phase', 'ready', { timeout: READY });
+  await expect(page.locator('[data-field=endpoint]')).toHaveText(`https://${name}.e2e.test:443`);
+  await expect(page.locator('[data-field=mode]')).toHaveAttribute('data-mode', 'gateway');
+  await expect(page.locator('[data-field=dns]')).toHaveText(`${name}.e2e.test → ${gwIp}`);
+  await shot(page, 'gateway-ready-en');
+  await accessible(page);
+
+  // An IP is refused with the translated reason (the server's rule, JavaScript off), in Chinese.
+  const nojs = await newPage(browser, { js: false, lang: 'zh-CN' });
+  await signIn(nojs, 'admin', ADMIN_PASSWORD, false);
+  await nojs.goto('/clusters/new');
+  const other = unique('gwz');
+  await nojs.getByLabel(t('zh-CN', 'form.name')).fill(other);
+  await chooseAccess(nojs, 'zh-CN', 'gateway', '203.0.113.5');
+  await nojs.getByRole('button', { name: t('zh-CN', 'form.create_submit') }).click();
+  await expect(nojs.locator('#control_plane_host-error')).toHaveText(t('zh-CN', 'errors.gateway_host_not_dns'));
+  await shot(nojs, 'create-gateway-refused-nojs-zh');
+  await chooseAccess(nojs, 'zh-CN', 'gateway', '');
+  await nojs.getByRole('button', { name: t('zh-CN', 'form.create_submit') }).click();
+  await expect(nojs).toHaveURL(/\/clusters\/\d+$/);
+  await expect(nojs.locator('[data-field=host]')).toHaveText(`${other}.e2e.test`);
+  await expect(async () => {
+    await nojs.reload();
+    await expect(nojs.locator('[data-phase]').first()).toHaveAttribute('data-phase', 'ready', { timeout: 1000 });
+  }).toPass({ timeout: READY, intervals: [1000] });
+  await expect(nojs.locator('[data-field=dns]')).toHaveText(`${other}.e2e.test → ${gwIp}`);
+  await shot(nojs, 'gateway-ready-nojs-zh');
+});

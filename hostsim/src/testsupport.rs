@@ -228,48 +228,55 @@ pub async fn refused(addr: &str) -> bool {
 /// relaying the bytes untouched: kubectl names it in a kubeconfig's
 /// `proxy-url`, so a DNS name no resolver here knows still reaches its
 /// address, and the TLS handshake inside the tunnel still carries the name
-/// as SNI. `listen` may name port 0; returns where it listens, and its task
-/// (runs until aborted).
-pub async fn connect_proxy(
+/// as SNI. `listen` may name port 0; returns where it listens. Runs on its own
+/// threads (a test may block its runtime on kubectl) until the process ends.
+pub fn connect_proxy(
     listen: std::net::SocketAddr,
     names: std::collections::BTreeMap<String, std::net::IpAddr>,
-) -> Result<(std::net::SocketAddr, tokio::task::JoinHandle<()>)> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let listener = tokio::net::TcpListener::bind(listen).await?;
+) -> Result<std::net::SocketAddr> {
+    use std::io::{Read, Write};
+    use std::net::{TcpListener, TcpStream};
+    let listener = TcpListener::bind(listen)?;
     let at = listener.local_addr()?;
-    let task = tokio::spawn(async move {
-        loop {
-            let Ok((mut inbound, _)) = listener.accept().await else { continue };
+    std::thread::spawn(move || {
+        for inbound in listener.incoming() {
+            let Ok(mut inbound) = inbound else { continue };
             let names = names.clone();
-            tokio::spawn(async move {
+            std::thread::spawn(move || {
                 let mut head = Vec::new();
                 let mut byte = [0u8; 1];
                 while !head.ends_with(b"\r\n\r\n") && head.len() < 8192 {
-                    if inbound.read_exact(&mut byte).await.is_err() {
+                    if inbound.read_exact(&mut byte).is_err() {
                         return;
                     }
                     head.push(byte[0]);
                 }
-                let text = String::from_utf8_lossy(&head);
+                let text = String::from_utf8_lossy(&head).into_owned();
                 let target = text.strip_prefix("CONNECT ").and_then(|r| r.split_whitespace().next()).unwrap_or("");
                 let Some((name, port)) = target.rsplit_once(':') else { return };
                 let Ok(port) = port.parse::<u16>() else { return };
-                let addr = match names.get(name) {
-                    Some(ip) => std::net::SocketAddr::new(*ip, port),
-                    None => match tokio::net::lookup_host((name, port)).await.ok().and_then(|mut a| a.next()) {
-                        Some(a) => a,
-                        None => return,
-                    },
+                let connected = match names.get(name) {
+                    Some(ip) => TcpStream::connect((*ip, port)),
+                    None => TcpStream::connect((name, port)),
                 };
-                let Ok(mut outbound) = tokio::net::TcpStream::connect(addr).await else {
-                    let _ = inbound.write_all(b"HTTP/1.1 502 Bad Gateway\r\n\r\n").await;
+                let Ok(outbound) = connected else {
+                    let _ = inbound.write_all(b"HTTP/1.1 502 Bad Gateway\r\n\r\n");
                     return;
                 };
-                if inbound.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n").await.is_ok() {
-                    let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                if inbound.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n").is_err() {
+                    return;
                 }
+                let (Ok(mut in2), Ok(mut out2)) = (inbound.try_clone(), outbound.try_clone()) else { return };
+                let (mut inbound, mut outbound) = (inbound, outbound);
+                let up = std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut in2, &mut out2);
+                    let _ = out2.shutdown(std::net::Shutdown::Write);
+                });
+                let _ = std::io::copy(&mut outbound, &mut inbound);
+                let _ = inbound.shutdown(std::net::Shutdown::Write);
+                let _ = up.join();
             });
         }
     });
-    Ok((at, task))
+    Ok(at)
 }

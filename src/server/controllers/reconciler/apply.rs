@@ -63,6 +63,18 @@ pub(crate) fn wanted_route(
     Some(render::tls_route(cluster.id, installation, cluster.spec.name.as_str(), host, gateway, version))
 }
 
+/// Whether `have` carries everything `want` says: every key of an object
+/// (others may be there: the API server's defaults, e.g. a backend's
+/// `weight: 1`), arrays of the same length item by item, scalars equal.
+pub(crate) fn carries(have: &serde_json::Value, want: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    match (have, want) {
+        (Value::Object(h), Value::Object(w)) => w.iter().all(|(k, v)| h.get(k).is_some_and(|hv| carries(hv, v))),
+        (Value::Array(h), Value::Array(w)) => h.len() == w.len() && h.iter().zip(w).all(|(a, b)| carries(a, b)),
+        _ => have == want,
+    }
+}
+
 /// Makes the cluster's `TLSRoute` what `wanted` says: created, applied
 /// (server-side, forced, when it differs), or deleted by UID. One of that
 /// name the console did not create is never touched: [`Error::Taken`]
@@ -91,7 +103,7 @@ pub(crate) async fn ensure_route(
         }
         (Some(r), Some(_)) if !owner.created(&r.metadata) => Err(Error::Taken(format!("TLSRoute {ns}/{name}"))),
         (Some(r), Some(mut body)) => {
-            if r.data.get("spec") != body.get("spec") {
+            if !carries(&r.data["spec"], &body["spec"]) {
                 body["metadata"]["uid"] = r.uid().unwrap_or_default().into();
                 let pp = PatchParams::apply(FIELD_MANAGER).force();
                 api.patch(name, &pp, &Patch::Apply(&body)).await.map_err(kube("apply TLSRoute"))?;
@@ -358,6 +370,19 @@ mod tests {
             cluster_id: 7,
             record: HostRecord { namespace_uid: stored.map(Into::into), adopt_legacy },
         }
+    }
+
+    /// The API server's defaults (a backend's `weight`) are no drift; a changed or missing field is.
+    #[test]
+    fn a_route_carries_its_rendering_under_the_servers_defaults() {
+        use serde_json::json;
+        let want = json!({"hostnames": ["a.k.test"], "rules": [{"backendRefs": [{"name": "a", "port": 443}]}]});
+        let stored =
+            json!({"hostnames": ["a.k.test"], "rules": [{"backendRefs": [{"name": "a", "port": 443, "weight": 1}]}]});
+        assert!(carries(&stored, &want));
+        assert!(!carries(&json!({"hostnames": ["b.k.test"], "rules": stored["rules"]}), &want));
+        assert!(!carries(&json!({"hostnames": ["a.k.test", "b.k.test"], "rules": stored["rules"]}), &want));
+        assert!(!carries(&json!({"hostnames": ["a.k.test"]}), &want));
     }
 
     /// Whose an object is, from its UID and labels and what the console stored.

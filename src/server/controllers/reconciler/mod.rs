@@ -798,7 +798,11 @@ async fn gateway_facts(
     let wanted = apply::wanted_route(cluster, settings, Some(version), ctx.installation().await?);
     let ours =
         route.as_ref().is_some_and(|r| r.labels().get(render::CLUSTER_ID_LABEL) == Some(&cluster.id.to_string()));
-    let drift = ours && route.as_ref().and_then(|r| r.data.get("spec")) != wanted.as_ref().and_then(|w| w.get("spec"));
+    let drift = ours
+        && match (&route, &wanted) {
+            (Some(r), Some(w)) => !apply::carries(&r.data["spec"], &w["spec"]),
+            _ => true,
+        };
     // Missing, drifted, or someone else's of that name (the apply then fails it as taken).
     if route.is_none() || drift || !ours {
         return Ok((facts, true));
