@@ -44,9 +44,11 @@ fn off() -> Value {
     json!({"enabled": false})
 }
 
-/// Preferred: six clusters created one at a time land two per node.
+/// Preferred: six clusters created one at a time land two per node; then
+/// a cluster created with a second StorageClass has its claim bound by that
+/// class (preferred spreading lets it share a node).
 #[tokio::test]
-async fn preferred_spreading_puts_two_of_six_clusters_on_each_of_three_nodes() {
+async fn preferred_spreading_puts_two_of_six_on_each_node_and_a_second_class_binds_its_claim() {
     let guard = three_nodes();
     let host = &guard.host;
     let env = env_on(host).await;
@@ -59,14 +61,38 @@ async fn preferred_spreading_puts_two_of_six_clusters_on_each_of_three_nodes() {
         *per_node.entry(node_of(host, &name).await.expect("scheduled")).or_default() += 1;
     }
     assert_eq!(per_node.values().copied().collect::<Vec<_>>(), [2, 2, 2], "{per_node:?}");
+
+    // A second class, served by the same provisioner (as local-path-provisioner
+    // can serve several); the admin picks it for new clusters.
+    let client = host.client().await.unwrap();
+    let classes: Api<k8s_openapi::api::storage::v1::StorageClass> = Api::all(client.clone());
+    let fast = json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "fast"},
+        "provisioner": hostsim::node::storage::PROVISIONER, "volumeBindingMode": "WaitForFirstConsumer",
+        "reclaimPolicy": "Delete"});
+    classes.patch("fast", &PatchParams::apply("test").force(), &Patch::Apply(&fast)).await.unwrap();
+    set_placement(&env, "preferred", Some("fast")).await;
+    let settings = env.console.get("/api/admin/system-settings", Some(&env.cookie)).await.json();
+    assert_eq!(settings["placement"]["storage_class"], "fast", "{settings}");
+    let id = env.create("fast", off()).await;
+    env.converge(id, "fast Ready", ready).await;
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), "kubebyon-fast");
+    let claim =
+        claims.list(&Default::default()).await.unwrap().items.into_iter().next().expect("the control plane's claim");
+    assert_eq!(claim.spec.clone().unwrap().storage_class_name.as_deref(), Some("fast"));
+    assert_eq!(claim.status.and_then(|s| s.phase).as_deref(), Some("Bound"));
+    // The clusters created before keep the host's default class.
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(client, "kubebyon-spread-0");
+    let claim = claims.list(&Default::default()).await.unwrap().items.into_iter().next().expect("a claim");
+    assert_eq!(claim.spec.unwrap().storage_class_name.as_deref(), Some(hostsim::node::storage::CLASS));
 }
 
 /// Required: a fourth cluster on three nodes stays pending, in the
-/// scheduler's words; the admin's later change does not touch it (each
-/// cluster keeps its placement). A cluster created with a second
-/// StorageClass has its claim bound by that class.
+/// scheduler's words. The rule holds both ways (the scheduler enforces an
+/// existing pod's required anti-affinity against newcomers), so a cluster
+/// created after the admin turned spreading off cannot join those nodes
+/// either, and says so; the pending one keeps the placement it was created with.
 #[tokio::test]
-async fn required_spreading_leaves_a_fourth_pending_and_a_second_class_binds_its_claim() {
+async fn required_spreading_leaves_a_fourth_pending_in_the_schedulers_words() {
     let guard = three_nodes();
     let host = &guard.host;
     let env = env_on(host).await;
@@ -83,33 +109,17 @@ async fn required_spreading_leaves_a_fourth_pending_and_a_second_class_binds_its
     let words = env.converge_message(fourth, "not_starting", "anti-affinity").await;
     assert!(words.contains("0/3 nodes are available"), "{words}");
 
-    // A second class, served by the same provisioner (as local-path-provisioner
-    // can serve several); the admin picks it and turns spreading off.
+    set_placement(&env, "off", None).await;
+    let later = env.create("later", off()).await;
+    let words = env.converge_message(later, "not_starting", "existing pods anti-affinity").await;
+    assert!(words.contains("0/3 nodes are available"), "{words}");
     let client = host.client().await.unwrap();
-    let classes: Api<k8s_openapi::api::storage::v1::StorageClass> = Api::all(client.clone());
-    let fast = json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "fast"},
-        "provisioner": hostsim::node::storage::PROVISIONER, "volumeBindingMode": "WaitForFirstConsumer",
-        "reclaimPolicy": "Delete"});
-    classes.patch("fast", &PatchParams::apply("test").force(), &Patch::Apply(&fast)).await.unwrap();
-    set_placement(&env, "off", Some("fast")).await;
-    let settings = env.console.get("/api/admin/system-settings", Some(&env.cookie)).await.json();
-    assert_eq!(settings["placement"]["storage_class"], "fast", "{settings}");
-
-    let id = env.create("fast", off()).await;
-    env.converge(id, "fast Ready", ready).await;
-    let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), "kubebyon-fast");
-    let claim =
-        claims.list(&Default::default()).await.unwrap().items.into_iter().next().expect("the control plane's claim");
-    let spec = claim.spec.clone().unwrap();
-    assert_eq!(spec.storage_class_name.as_deref(), Some("fast"));
-    assert_eq!(claim.status.and_then(|s| s.phase).as_deref(), Some("Bound"));
-
-    // The fourth kept what it was created with: still required, still pending.
+    let values = |name: &'static str| {
+        let charts = hostsim::testsupport::helmcharts(&client, &format!("kubebyon-{name}"));
+        async move { charts.get(name).await.unwrap().data["spec"]["valuesContent"].as_str().unwrap().to_owned() }
+    };
+    assert!(values("req-3").await.contains("requiredDuringSchedulingIgnoredDuringExecution"));
+    assert!(!values("later").await.contains("podAntiAffinity"));
     let c = env.cluster(fourth).await;
-    assert_eq!(c["status"]["phase"], "provisioning", "{c}");
-    assert!(c["status"]["message"].as_str().unwrap_or_default().starts_with("not_starting"), "{c}");
-    let charts = hostsim::testsupport::helmcharts(&client, "kubebyon-req-3");
-    let values = charts.get("req-3").await.unwrap().data["spec"]["valuesContent"].as_str().unwrap().to_owned();
-    assert!(values.contains("requiredDuringSchedulingIgnoredDuringExecution"), "{values}");
-    assert!(!values.contains("storageClass"), "{values}");
+    assert_eq!(c["spec"]["placement"]["spread"], "required", "{c}");
 }
