@@ -438,8 +438,10 @@ test('gateway access: the settings page shows the Gateway, the suffix fills the 
   await accessible(page);
 
   // An IP is refused with the translated reason (the server's rule, JavaScript off), in Chinese.
-  const nojs = await newPage(browser, { js: false, lang: 'zh-CN' });
+  const nojs = await newPage(browser, { js: false });
   await signIn(nojs, 'admin', ADMIN_PASSWORD, false);
+  await nojs.getByRole('link', { name: t('zh-CN', 'languages.zh_CN') }).click();
+  await expect(nojs.locator('html')).toHaveAttribute('lang', 'zh-CN');
   await nojs.goto('/clusters/new');
   const other = unique('gwz');
   await nojs.getByLabel(t('zh-CN', 'form.name')).fill(other);

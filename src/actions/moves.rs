@@ -1,6 +1,10 @@
 //! Move server functions (admins): the page's candidates and dry run,
 //! starting a move, its progress, retry and roll back.
 
+// The start form's fields are the server function's arguments (one per
+// field, as the HTML form posts them), and the macro repeats them.
+#![allow(clippy::too_many_arguments)]
+
 use leptos::prelude::*;
 
 use crate::domain::AppError;
