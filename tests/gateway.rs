@@ -278,7 +278,7 @@ async fn twenty_node_port_clusters_move_to_the_gateway_and_old_kubeconfigs_last_
     assert_eq!(plan["items"][0]["problems"], json!(["not_a_gateway_host"]), "{plan}");
 
     let request = json!({"all": true, "target": "gateway", "hosts": {"template": "{name}.k.test"},
-        "concurrency": 5, "grace_secs": 40});
+        "concurrency": 5, "grace_secs": 90});
     let r = env.console.json("POST", "/api/admin/moves/dry-run", Some(&env.cookie), request.clone()).await;
     assert_eq!(r.status, 200, "{}", r.body);
     let plan = r.json();
