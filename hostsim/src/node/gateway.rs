@@ -28,7 +28,8 @@
 //!   listener's port, the ClientHello's SNI picks the attached route whose
 //!   hostname matches, and the TLS stream goes untouched to the backend
 //!   Service's ready endpoint (as kube-proxy resolves it). No route: the
-//!   connection is closed.
+//!   connection is closed. Route changes apply in place: a listener is never
+//!   closed or rebound while its address is wanted.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{Ipv4Addr, SocketAddr};
@@ -356,33 +357,45 @@ pub fn sni(buf: &[u8]) -> Option<String> {
     None
 }
 
+/// SNI host → backend address, shared by a listener and the sync that updates it.
+type Routes = std::sync::Arc<std::sync::RwLock<BTreeMap<String, SocketAddr>>>;
+
 /// The running SNI listeners: listen address → (SNI host → backend address).
+/// A listener stays up while its address is wanted and its routes change in
+/// place: a route added or removed elsewhere never drops a connection or
+/// refuses a new one (as a real Gateway's data plane reloads its config).
 #[derive(Default)]
 pub struct SniProxy {
-    running: BTreeMap<SocketAddr, (BTreeMap<String, SocketAddr>, JoinHandle<()>)>,
+    running: BTreeMap<SocketAddr, (Routes, JoinHandle<()>)>,
 }
 
 impl SniProxy {
     /// Makes the listeners equal `table`; returns addresses that could not listen.
     pub async fn sync(
         &mut self,
-        table: BTreeMap<SocketAddr, BTreeMap<String, SocketAddr>>,
+        mut table: BTreeMap<SocketAddr, BTreeMap<String, SocketAddr>>,
     ) -> Vec<(SocketAddr, std::io::Error)> {
-        self.running.retain(|addr, (routes, task)| {
-            let keep = table.get(addr) == Some(routes);
-            if !keep {
-                task.abort();
+        self.running.retain(|addr, (routes, task)| match table.remove(addr) {
+            Some(wanted) => {
+                if let Ok(mut r) = routes.write()
+                    && *r != wanted
+                {
+                    tracing::info!(listen = %addr, routes = ?wanted, "gateway: routes updated");
+                    *r = wanted;
+                }
+                true
             }
-            keep
+            None => {
+                task.abort();
+                false
+            }
         });
         let mut failed = Vec::new();
-        for (addr, routes) in table {
-            if self.running.contains_key(&addr) {
-                continue;
-            }
+        for (addr, wanted) in table {
             match TcpListener::bind(addr).await {
                 Ok(listener) => {
-                    tracing::info!(listen = %addr, routes = ?routes, "gateway: routing by SNI");
+                    tracing::info!(listen = %addr, routes = ?wanted, "gateway: routing by SNI");
+                    let routes: Routes = std::sync::Arc::new(std::sync::RwLock::new(wanted));
                     let task = tokio::spawn(serve(listener, routes.clone()));
                     self.running.insert(addr, (routes, task));
                 }
@@ -401,7 +414,8 @@ impl Drop for SniProxy {
     }
 }
 
-async fn serve(listener: TcpListener, routes: BTreeMap<String, SocketAddr>) {
+async fn serve(listener: TcpListener, routes: Routes) {
+    // Dropping the set (the address no longer wanted) closes its connections.
     let mut conns = JoinSet::new();
     loop {
         tokio::select! {
@@ -419,7 +433,8 @@ async fn serve(listener: TcpListener, routes: BTreeMap<String, SocketAddr>) {
                         if host.is_some() || n >= 5 && n >= 5 + usize::from(u16::from_be_bytes([buf[3], buf[4]])) { break; }
                         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
                     }
-                    let Some(backend) = host.and_then(|h| routes.get(&h).copied()) else { return };
+                    let backend = host.and_then(|h| routes.read().ok()?.get(&h).copied());
+                    let Some(backend) = backend else { return };
                     if let Ok(mut outbound) = TcpStream::connect(backend).await {
                         let _ = copy_bidirectional(&mut inbound, &mut outbound).await;
                     }
