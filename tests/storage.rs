@@ -688,6 +688,38 @@ async fn a_load_balancer_host_is_claimed_by_one_cluster() {
         )
         .await;
         assert!(np.is_ok(), "{}: NodePort clusters do not claim", t.backend);
+        // A gateway host is claimed in the same place: one host, one cluster,
+        // across LoadBalancer and gateway clusters.
+        let gw = |name: &str, host: &str| spec(name, PublicAccess::Gateway { host: Host::parse(host).unwrap() });
+        let taken = db::clusters::insert(
+            &t.pool,
+            gus.id,
+            &gw("gw-same-host", "api.claimed.example"),
+            PublicAccessMode::Gateway,
+            None,
+        )
+        .await;
+        assert!(
+            taken.is_err_and(|e| e.is_lb_host_taken()),
+            "{}: the LoadBalancer's host is taken for a gateway",
+            t.backend
+        );
+        db::clusters::insert(&t.pool, gus.id, &gw("gw-own", "gw.claimed.example"), PublicAccessMode::Gateway, None)
+            .await
+            .unwrap();
+        let lb_on_gw = db::clusters::insert(
+            &t.pool,
+            gus.id,
+            &spec("lb-on-gw", lb("gw.claimed.example")),
+            PublicAccessMode::NodePort,
+            None,
+        )
+        .await;
+        assert!(
+            lb_on_gw.is_err_and(|e| e.is_lb_host_taken()),
+            "{}: the gateway's host is taken for a LoadBalancer",
+            t.backend
+        );
         let op = Operation::Update { changes: vec![] };
         let off = spec(holder.spec.name.as_str(), PublicAccess::Disabled);
         db::clusters::update_spec(
