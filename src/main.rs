@@ -173,6 +173,7 @@ async fn serve(pool: AnyPool, db_shown: String, config: Config) -> anyhow::Resul
         pool: pool.clone(),
         limiter: Arc::new(kubebyon::server::auth::rate_limit::LoginLimiter::with_budget(config.password_memory_mib)),
         spec_writes: Arc::new(kubebyon::server::service::write_limit::SpecWriteLimiter::new(config.spec_write_limit)),
+        push: kubebyon::server::push::Hub::new(pool.clone(), config.live_limits()),
         config: Arc::new(config),
         host,
     };

@@ -85,6 +85,9 @@ fn matrix() -> Vec<Row> {
         row("GET", "/api/console/clusters", "/api/console/clusters", "", SIGNED_IN),
         row("POST", "/api/console/clusters", "/api/console/clusters", CREATE, SIGNED_IN),
         row("GET", "/api/console/quota", "/api/console/quota", "", SIGNED_IN),
+        // Live pages' event streams (`server::push`): read up to the first event.
+        row("GET", "/events/clusters", "/events/clusters", "", SIGNED_IN),
+        row("GET", "/events/clusters/{id}", "/events/clusters/{C}", "", OWNER_ONLY),
         row("GET", "/api/console/clusters/{id}", "/api/console/clusters/{C}", "", OWNER_ONLY),
         row(
             "PATCH",

@@ -746,3 +746,63 @@ async fn a_load_balancer_host_is_claimed_by_one_cluster() {
         .expect("the host is free again");
     }
 }
+
+/// Work proportional to change (issue 26, migration 12): every write to a
+/// cluster — spec, status, deletion, its operations — gives its row the next
+/// revision; a deleted row leaves a tombstone; "what changed since N" reads
+/// only those rows, and nothing (one counter read) when nothing changed.
+#[tokio::test]
+async fn every_write_raises_a_revision_and_only_changed_rows_are_read() {
+    for t in each_backend().await {
+        let b = t.backend;
+        let alice = user(&t.pool, "alice", Role::User).await;
+        let bob = user(&t.pool, "bob", Role::User).await;
+        let mut ids = Vec::new();
+        for (i, owner) in [alice.id, alice.id, bob.id].into_iter().enumerate() {
+            let s = spec(&format!("rev-{i}"), PublicAccess::Disabled);
+            ids.push(db::clusters::insert(&t.pool, owner, &s, PublicAccessMode::NodePort, None).await.unwrap());
+        }
+        let start = db::clusters::revision_now(&t.pool).await.unwrap();
+        let rev = |id| {
+            let pool = t.pool.clone();
+            async move { db::clusters::revision_of(&pool, id).await.unwrap().unwrap().0 }
+        };
+        // Each insert (and its create operation) counted; the newest row holds the counter.
+        assert_eq!(rev(ids[2]).await, start, "{b}");
+        assert!(rev(ids[0]).await < rev(ids[1]).await, "{b}");
+
+        // Nothing changed: nothing read.
+        let none = db::clusters::changed_since(&t.pool, start).await.unwrap();
+        assert!(none.clusters.is_empty() && none.deleted.is_empty() && none.revision == start, "{b}: {none:?}");
+        assert_eq!(db::clusters::touched_since(&t.pool, start).await.unwrap(), (vec![], start), "{b}");
+
+        // A status write: that row, and only it.
+        let status = ClusterStatus { phase: Phase::Ready, observed_generation: 1, ..ClusterStatus::default() };
+        assert!(db::clusters::write_status(&t.pool, ids[1], &status).await.unwrap());
+        let one = db::clusters::changed_since(&t.pool, start).await.unwrap();
+        assert_eq!(one.clusters.iter().map(|c| c.id).collect::<Vec<_>>(), vec![ids[1]], "{b}");
+        assert_eq!(one.revision, start + 1, "{b}");
+        assert_eq!(one.clusters[0].revision, start + 1, "{b}");
+
+        // An operation claimed or finished is a change of its cluster.
+        let op = db::operations::claim_next(&t.pool, "w", 60).await.unwrap().expect("a queued create");
+        let touched = db::clusters::touched_since(&t.pool, one.revision).await.unwrap();
+        assert_eq!(touched.0.iter().map(|(id, ..)| *id).collect::<Vec<_>>(), vec![op.cluster_id], "{b}");
+
+        // A list's version: the newest revision among its owner's clusters.
+        let alices = db::clusters::list_revision(&t.pool, Some(alice.id)).await.unwrap();
+        let bobs = db::clusters::list_revision(&t.pool, Some(bob.id)).await.unwrap();
+        let all = db::clusters::list_revision(&t.pool, None).await.unwrap();
+        assert_eq!(all, alices.max(bobs), "{b}");
+
+        // A deletion requested, then the row removed: a tombstone tells.
+        assert!(db::clusters::request_deletion(&t.pool, ids[2], bob.id).await.unwrap());
+        let at = db::clusters::revision_now(&t.pool).await.unwrap();
+        sqlx::query("DELETE FROM clusters WHERE id = $1").bind(ids[2]).execute(&t.pool).await.unwrap();
+        let gone = db::clusters::changed_since(&t.pool, at).await.unwrap();
+        assert!(gone.clusters.is_empty() && gone.deleted == vec![ids[2]], "{b}: {gone:?}");
+        assert!(db::clusters::list_revision(&t.pool, Some(bob.id)).await.unwrap() > bobs, "{b}: bob's list changed");
+        let (touched, _) = db::clusters::touched_since(&t.pool, at).await.unwrap();
+        assert_eq!(touched, vec![(ids[2], bob.id, gone.revision)], "{b}");
+    }
+}

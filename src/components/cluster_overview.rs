@@ -396,7 +396,12 @@ pub(crate) fn Overview(
         .into_any()
     };
     view! {
-        <div id=crate::components::islands::live_region::REGION_ID data-in-progress=c.in_progress().to_string()>
+        <div
+            id=crate::components::islands::live_region::REGION_ID
+            data-in-progress=c.in_progress().to_string()
+            data-stream=format!("/events/clusters/{}", c.id)
+            data-version=c.revision.to_string()
+        >
             <div class="page-head">
                 <div>
                     <h1 class="page-title font-mono">{c.spec.name.to_string()}</h1>

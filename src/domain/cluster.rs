@@ -110,6 +110,7 @@ pub(crate) fn test_cluster(id: i64, name: &str, owner: &str, access: PublicAcces
         },
         status,
         generation: 1,
+        revision: 0,
         deletion_requested: false,
         created_at: 0,
         updated_at: 0,
@@ -265,6 +266,11 @@ pub struct Cluster {
     pub status: ClusterStatus,
     /// Bumped by every spec change; the reconciler reports `observed_generation`.
     pub generation: i64,
+    /// The row's place in the database's order of changes (`change_counter`,
+    /// migration 12): any write to the cluster or its operations raises it.
+    /// What pages compare to know whether to fetch again.
+    #[serde(default)]
+    pub revision: i64,
     pub deletion_requested: bool,
     pub created_at: i64,
     pub updated_at: i64,

@@ -107,6 +107,10 @@ pub(crate) struct Page<T> {
     pub total: u64,
     pub page: u32,
     pub page_size: u32,
+    /// The version of what the list shows (`server::push`): the newest
+    /// revision among the clusters it may show.
+    #[serde(default)]
+    pub version: i64,
 }
 
 impl<T> Page<T> {
@@ -151,7 +155,7 @@ mod tests {
 
     #[test]
     fn pages_and_ranges() {
-        let page = |items: usize, total, page| Page { items: vec![(); items], total, page, page_size: 50 };
+        let page = |items: usize, total, page| Page { items: vec![(); items], total, page, page_size: 50, version: 0 };
         assert_eq!((page(50, 10_000, 1).pages(), page(50, 10_000, 1).range()), (200, (1, 50)));
         assert_eq!(page(10, 110, 3).range(), (101, 110));
         assert_eq!((page(0, 0, 1).pages(), page(0, 0, 1).range()), (1, (0, 0)));

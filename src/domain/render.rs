@@ -25,7 +25,7 @@ pub(crate) const CLUSTER_ID_LABEL: &str = "kubebyon.io/cluster-id";
 /// create writes it, and nothing without it is ever changed or deleted.
 pub const INSTALLATION_LABEL: &str = "kubebyon.io/installation";
 
-pub(crate) use crate::domain::sans::{helm_job, kubeconfig_secret, namespace};
+pub(crate) use crate::domain::sans::{cluster_of_namespace, helm_job, kubeconfig_secret, namespace};
 
 #[derive(Serialize, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]

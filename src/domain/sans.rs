@@ -27,6 +27,12 @@ pub(crate) fn namespace(name: &str) -> String {
     format!("kubebyon-{name}")
 }
 
+/// The cluster a host namespace is [`namespace`] of (by name alone: whether
+/// the console made it is the reader's to check).
+pub(crate) fn cluster_of_namespace(ns: &str) -> Option<&str> {
+    ns.strip_prefix("kubebyon-").filter(|n| !n.is_empty())
+}
+
 /// helm-controller's Job for the cluster's HelmChart (named after the cluster):
 /// `helm-install-<chart>`, in [`namespace`].
 pub(crate) fn helm_job(name: &str) -> String {

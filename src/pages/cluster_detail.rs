@@ -10,7 +10,7 @@ use super::{route_id, url_error};
 use crate::actions::clusters::{DeleteCluster, ProbeCluster, load_cluster};
 use crate::components::cluster_overview::Overview;
 use crate::components::islands::delete_form::DeleteClusterForm;
-use crate::components::islands::live_region::{LiveRegion, REGION_ID};
+use crate::components::islands::live_region::{LiveBound, LiveRegion, REGION_ID};
 use crate::components::layout::Layout;
 use crate::domain::cluster::ProbeOutcome;
 use crate::domain::{AppError, ConnectionStatus, ErrorCode};
@@ -59,6 +59,7 @@ pub(crate) fn ClusterDetailPage() -> impl IntoView {
                 view! {
                     <Title text=page.cluster.spec.name.to_string() />
                     <LiveRegion region=REGION_ID.to_owned()>
+                        <LiveBound />
                         <Overview page probed=probed.clone() probe_error=url_error(ProbeCluster::PATH) />
                     </LiveRegion>
                     {(!deleting)

@@ -11,7 +11,7 @@ use strum::VariantArray;
 use super::problem::problem_view;
 use crate::actions::auth::session_now;
 use crate::actions::clusters::list_clusters;
-use crate::components::islands::live_region::LiveRegion;
+use crate::components::islands::live_region::{LiveBound, LiveRegion};
 use crate::components::labels::{Text, access_text, mode_text, phase_badge_markup, phase_text, shown_phase};
 use crate::components::layout::Layout;
 use crate::domain::Phase;
@@ -166,7 +166,13 @@ pub(crate) fn ClustersPage() -> impl IntoView {
                 view! {
                     <Filters query=query.clone() is_admin />
                     <LiveRegion region="clusters-live".to_owned()>
-                        <div id="clusters-live" data-in-progress=busy.to_string()>
+                        <LiveBound />
+                        <div
+                            id="clusters-live"
+                            data-in-progress=busy.to_string()
+                            data-stream="/events/clusters"
+                            data-version=list.version.to_string()
+                        >
                             <p class="mb-2 text-sm text-slate-600" data-testid="list-range">
                                 {t!(
                                     i18n, clusters.showing, first = first.to_string(), last = last.to_string(), total = list.total.to_string()

@@ -84,6 +84,18 @@ pub struct Config {
     #[arg(long, env = "KUBEBYON_CLAIM_LEASE_SECS", value_parser = positive,
           default_value_t = crate::server::controllers::reconciler::DEFAULT_CLAIM_LEASE.as_secs())]
     pub claim_lease_secs: u64,
+    /// Live pages (event streams) one user may keep open at once.
+    #[arg(long, env = "KUBEBYON_LIVE_PER_USER", value_parser = positive_usize,
+          default_value_t = crate::server::push::Limits::DEFAULT.per_user)]
+    pub live_per_user: usize,
+    /// Live pages open at once in this process, everyone's.
+    #[arg(long, env = "KUBEBYON_LIVE_TOTAL", value_parser = positive_usize,
+          default_value_t = crate::server::push::Limits::DEFAULT.total)]
+    pub live_total: usize,
+    /// Seconds between a live page's heartbeats.
+    #[arg(long, env = "KUBEBYON_LIVE_HEARTBEAT_SECS", value_parser = positive,
+          default_value_t = crate::server::push::Limits::DEFAULT.heartbeat.as_secs())]
+    pub live_heartbeat_secs: u64,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -106,6 +118,22 @@ fn positive_usize(raw: &str) -> Result<usize, String> {
 }
 
 impl Config {
+    /// The live pages' bounds (a value left 0, as `Config::default()` leaves
+    /// it, is the default).
+    pub fn live_limits(&self) -> crate::server::push::Limits {
+        let d = crate::server::push::Limits::DEFAULT;
+        let or = |v: usize, d: usize| if v == 0 { d } else { v };
+        crate::server::push::Limits {
+            per_user: or(self.live_per_user, d.per_user),
+            total: or(self.live_total, d.total),
+            heartbeat: match self.live_heartbeat_secs {
+                0 => d.heartbeat,
+                s => std::time::Duration::from_secs(s),
+            },
+            lifetime: d.lifetime,
+        }
+    }
+
     /// What the probe may connect to.
     pub fn probe_targets(&self) -> crate::server::controllers::reconciler::probe::Targets {
         crate::server::controllers::reconciler::probe::Targets {

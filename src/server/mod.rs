@@ -9,6 +9,7 @@ pub mod controllers;
 pub mod db;
 pub mod http;
 pub(crate) mod metrics;
+pub mod push;
 pub mod service;
 pub mod state;
 pub mod testing;

@@ -20,4 +20,6 @@ pub struct AppState {
     pub config: Arc<Config>,
     /// The host cluster connection and its reconciler, when there is a host.
     pub host: Option<Arc<reconciler::Context>>,
+    /// The live pages' event streams ([`super::push`]).
+    pub push: Arc<super::push::Hub>,
 }

@@ -16,3 +16,9 @@ pub async fn managed_namespaces(client: &Client) -> Result<Vec<String>> {
     let list = Api::<Namespace>::all(client.clone()).list(&lp).await?;
     Ok(list.items.iter().map(ResourceExt::name_any).collect())
 }
+
+/// One reconciler pass (the queue, then the observer; `full`: every cluster
+/// looked at on the host), as the loop runs it.
+pub async fn reconcile_pass(ctx: &crate::server::controllers::reconciler::Context, full: bool) -> Result<()> {
+    crate::server::controllers::reconciler::pass(ctx, full).await.map_err(|e| anyhow::anyhow!("{e}"))
+}

@@ -74,6 +74,7 @@ impl Console {
             spec_writes: Arc::new(kubebyon::server::service::write_limit::SpecWriteLimiter::new(
                 config.spec_write_limit,
             )),
+            push: kubebyon::server::push::Hub::new(pool.clone(), config.live_limits()),
             config: Arc::new(config),
             host,
         };
@@ -116,6 +117,14 @@ impl Console {
         let res = self.router.clone().oneshot(req).await.expect("router never fails");
         let status = res.status();
         let headers = res.headers().clone();
+        // An event stream does not end: its first event is its body here.
+        if headers.get(header::CONTENT_TYPE).is_some_and(|v| v == "text/event-stream") {
+            use http_body_util::BodyExt;
+            let mut body = res.into_body();
+            let first = tokio::time::timeout(std::time::Duration::from_secs(5), body.frame()).await;
+            let bytes = first.ok().flatten().and_then(|f| f.ok()).and_then(|f| f.into_data().ok()).unwrap_or_default();
+            return Reply { status, headers, body: String::from_utf8_lossy(&bytes).into_owned() };
+        }
         let bytes = axum::body::to_bytes(res.into_body(), 16 * 1024 * 1024).await.expect("body");
         Reply { status, headers, body: String::from_utf8_lossy(&bytes).into_owned() }
     }

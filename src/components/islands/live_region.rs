@@ -1,9 +1,15 @@
 //! The island that keeps a server-rendered region current (the cluster
 //! page's [`Overview`](crate::components::cluster_overview::Overview), the
-//! list and the move pages): while the region says work is in
-//! progress, it fetches the page again every 2 s and swaps the region in;
-//! copy buttons inside it work. Without JavaScript the page is complete at
-//! each reload.
+//! list, the join and the move pages); copy buttons inside it work. Without
+//! JavaScript the page is complete at each reload.
+//!
+//! A region that names an event stream (`data-stream`, `server::push`) and
+//! the version it was rendered at (`data-version`) is fetched again only
+//! when the stream announces a newer version. When the stream says nothing
+//! within [`STREAM_SILENCE`](live) — a proxy that buffers it — or refuses
+//! (too many open pages: the page's `data-live-bound` note is shown), or for
+//! a region without a stream, the island polls as before: while the region
+//! says work is in progress, it fetches the page every 2 s.
 
 use leptos::prelude::*;
 
@@ -41,6 +47,19 @@ pub(crate) fn LiveRegion(
     }
 }
 
+/// The note shown when the server refuses a live page's stream (too many
+/// open): hidden until then, shown by [`LiveRegion`]. Rendered by the page.
+#[component]
+pub(crate) fn LiveBound() -> impl IntoView {
+    use crate::i18n::*;
+    let i18n = use_i18n();
+    view! {
+        <p class="field-hint" data-live-bound hidden role="status">
+            {t!(i18n, detail.live_bound)}
+        </p>
+    }
+}
+
 #[cfg(feature = "hydrate")]
 mod live {
     //! The browser side of [`super::LiveRegion`], on plain DOM calls.
@@ -50,6 +69,9 @@ mod live {
     use web_sys::{DomParser, Element, HtmlElement, SupportedType};
 
     const POLL: std::time::Duration = std::time::Duration::from_millis(2000);
+    /// A stream that says nothing for this long after opening is buffered
+    /// somewhere (the server speaks at once): poll instead.
+    pub const STREAM_SILENCE: std::time::Duration = std::time::Duration::from_millis(3000);
 
     pub fn start(region_id: String, root: HtmlElement) {
         decorate(&root);
@@ -66,6 +88,100 @@ mod live {
         let _ = root.add_event_listener_with_callback("click", on_click.as_ref().unchecked_ref());
         on_click.forget();
         let busy = std::rc::Rc::new(std::cell::Cell::new(false));
+        let stream = region(&root, &region_id).and_then(|r| r.get_attribute("data-stream"));
+        match stream.and_then(|url| web_sys::EventSource::new(&url).ok()) {
+            Some(source) => follow(source, region_id, root, busy),
+            None => poll(region_id, root, busy),
+        }
+    }
+
+    /// The version the region was rendered at.
+    fn version(root: &HtmlElement, region_id: &str) -> i64 {
+        region(root, region_id).and_then(|r| r.get_attribute("data-version")).and_then(|v| v.parse().ok()).unwrap_or(0)
+    }
+
+    /// Fetches the region whenever the stream announces a version newer
+    /// than the one shown; falls back to [`poll`].
+    fn follow(
+        source: web_sys::EventSource,
+        region_id: String,
+        root: HtmlElement,
+        busy: std::rc::Rc<std::cell::Cell<bool>>,
+    ) {
+        use std::cell::Cell;
+        use std::rc::Rc;
+        let heard = Rc::new(Cell::new(false));
+        let polling = Rc::new(Cell::new(false));
+        let wanted = Rc::new(Cell::new(0i64));
+        let fall_back = {
+            let (source, region_id, root, busy, polling) =
+                (source.clone(), region_id.clone(), root.clone(), busy.clone(), polling.clone());
+            move || {
+                source.close();
+                if !polling.replace(true) {
+                    poll(region_id.clone(), root.clone(), busy.clone());
+                }
+            }
+        };
+        let on_version = {
+            let (region_id, root, heard, wanted) = (region_id.clone(), root.clone(), heard.clone(), wanted.clone());
+            Closure::<dyn Fn(web_sys::MessageEvent)>::new(move |ev: web_sys::MessageEvent| {
+                heard.set(true);
+                let Some(v) = ev.data().as_string().and_then(|d| d.trim().parse::<i64>().ok()) else { return };
+                wanted.set(wanted.get().max(v));
+                if wanted.get() <= version(&root, &region_id) || busy.replace(true) {
+                    return;
+                }
+                let (root, busy, region_id, wanted) = (root.clone(), busy.clone(), region_id.clone(), wanted.clone());
+                leptos::task::spawn_local(async move {
+                    // Again while a newer version came in during the fetch.
+                    for _ in 0..3 {
+                        refresh(&region_id, &root).await;
+                        if wanted.get() <= version(&root, &region_id) {
+                            break;
+                        }
+                    }
+                    busy.set(false);
+                });
+            })
+        };
+        let _ = source.add_event_listener_with_callback("version", on_version.as_ref().unchecked_ref());
+        on_version.forget();
+        let on_bound = {
+            let (heard, fall_back) = (heard.clone(), fall_back.clone());
+            Closure::<dyn Fn(web_sys::Event)>::new(move |_| {
+                heard.set(true);
+                if let Ok(Some(note)) = document().query_selector("[data-live-bound]") {
+                    let _ = note.remove_attribute("hidden");
+                }
+                fall_back();
+            })
+        };
+        let _ = source.add_event_listener_with_callback("bound", on_bound.as_ref().unchecked_ref());
+        on_bound.forget();
+        // Closed for good (refused, or not a stream): poll.
+        let on_error = {
+            let (source, fall_back) = (source.clone(), fall_back.clone());
+            Closure::<dyn Fn(web_sys::Event)>::new(move |_| {
+                if source.ready_state() == web_sys::EventSource::CLOSED {
+                    fall_back();
+                }
+            })
+        };
+        source.set_onerror(Some(on_error.as_ref().unchecked_ref()));
+        on_error.forget();
+        set_timeout(
+            move || {
+                if !heard.get() {
+                    fall_back();
+                }
+            },
+            STREAM_SILENCE,
+        );
+    }
+
+    /// Fetches the page every [`POLL`] while the region says work is in progress.
+    fn poll(region_id: String, root: HtmlElement, busy: std::rc::Rc<std::cell::Cell<bool>>) {
         let tick = {
             let root = root.clone();
             move || {

@@ -50,6 +50,7 @@ pub(crate) struct ClusterRow {
     pub old_endpoint_closed: i64,
     pub old_endpoint_notice_dismissed: i64,
     pub old_endpoint_mode: Option<String>,
+    pub revision: i64,
 }
 
 /// Reads a stored status value; one this build does not know is logged.
@@ -61,8 +62,14 @@ fn known<T: ToString>(id: i64, column: &'static str, raw: &str, parse: impl Fn(&
     value
 }
 
+/// Cluster rows decoded since the process started (every read of a row
+/// becomes a `Cluster` here): what the observer's "reads no row when nothing
+/// changed" is counted by (`tests/observer.rs`, `make bench-scale`).
+pub static ROWS_READ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 impl ClusterRow {
     pub(crate) fn into_cluster(self) -> Result<Cluster, DbError> {
+        ROWS_READ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let corrupt = |what: &str| DbError::CorruptRow(format!("cluster {}: {what}", self.id));
         let name = ClusterName::parse(&self.name).map_err(|_| corrupt("name"))?;
         // A host stored before validation that is not a host: the row still
@@ -109,6 +116,7 @@ impl ClusterRow {
                 observed_generation: self.observed_generation,
             },
             generation: self.generation,
+            revision: self.revision,
             deletion_requested: self.deletion_requested_at.is_some(),
             created_at: self.created_at,
             updated_at: self.updated_at,
@@ -130,7 +138,7 @@ impl ClusterRow {
 /// (booleans as 0/1). The one list both reads use: [`SELECT`] (rows, decoded
 /// by name with `FromRow`) and the list page's JSON (objects keyed by the
 /// same names, decoded by serde; a missing or extra name fails the decode).
-const COLUMNS: [(&str, &str); 30] = [
+const COLUMNS: [(&str, &str); 31] = [
     ("id", "c.id"),
     ("owner_id", "c.owner_id"),
     ("owner", "u.username"),
@@ -161,6 +169,7 @@ const COLUMNS: [(&str, &str); 30] = [
     ("old_endpoint_closed", "CASE WHEN c.old_endpoint_closed THEN 1 ELSE 0 END"),
     ("old_endpoint_notice_dismissed", "CASE WHEN c.old_endpoint_notice_dismissed THEN 1 ELSE 0 END"),
     ("old_endpoint_mode", "c.old_endpoint_mode"),
+    ("revision", "c.revision"),
 ];
 
 /// `SELECT <COLUMNS> FROM clusters c JOIN users u …`.
@@ -298,6 +307,78 @@ pub async fn list(pool: &AnyPool, owner: Option<i64>) -> Result<Vec<Cluster>, Db
         }
     };
     rows.into_iter().map(ClusterRow::into_cluster).collect()
+}
+
+/// The database's latest revision (`change_counter`): every revision at or
+/// below it is committed (the counter's row is locked to commit).
+pub async fn revision_now(pool: &AnyPool) -> Result<i64, DbError> {
+    Ok(sqlx::query_scalar("SELECT value FROM change_counter WHERE id = 1").fetch_one(pool).await?)
+}
+
+/// What changed after revision `after`: the rows written since (whole
+/// clusters), the ids deleted since, and the revision they bring the reader
+/// to. Nothing changed: one read of the counter, no cluster row.
+#[derive(Debug, Default)]
+pub struct Changes {
+    pub clusters: Vec<Cluster>,
+    pub deleted: Vec<i64>,
+    pub revision: i64,
+}
+
+pub async fn changed_since(pool: &AnyPool, after: i64) -> Result<Changes, DbError> {
+    let upto = revision_now(pool).await?;
+    if upto <= after {
+        return Ok(Changes { revision: after, ..Changes::default() });
+    }
+    // Bounded above by the counter read first: a revision committed meanwhile
+    // is the next read's, not skipped.
+    let sql = format!("{} WHERE c.revision > $1 AND c.revision <= $2 ORDER BY c.revision", *SELECT);
+    let rows: Vec<ClusterRow> = sqlx::query_as(&sql).bind(after).bind(upto).fetch_all(pool).await?;
+    let deleted: Vec<i64> =
+        sqlx::query_scalar("SELECT cluster_id FROM cluster_tombstones WHERE revision > $1 AND revision <= $2")
+            .bind(after)
+            .bind(upto)
+            .fetch_all(pool)
+            .await?;
+    let clusters = rows.into_iter().map(ClusterRow::into_cluster).collect::<Result<_, _>>()?;
+    Ok(Changes { clusters, deleted, revision: upto })
+}
+
+/// Which clusters changed after revision `after` (id, owner and revision,
+/// deleted ones included; no whole row), and the revision read up to.
+pub async fn touched_since(pool: &AnyPool, after: i64) -> Result<(Vec<(i64, i64, i64)>, i64), DbError> {
+    let upto = revision_now(pool).await?;
+    if upto <= after {
+        return Ok((Vec::new(), after));
+    }
+    let touched: Vec<(i64, i64, i64)> = sqlx::query_as(
+        "SELECT id, owner_id, revision FROM clusters WHERE revision > $1 AND revision <= $2 \
+         UNION ALL SELECT cluster_id, owner_id, revision FROM cluster_tombstones WHERE revision > $1 AND revision <= $2",
+    )
+    .bind(after)
+    .bind(upto)
+    .fetch_all(pool)
+    .await?;
+    Ok((touched, upto))
+}
+
+/// The version of `owner`'s clusters (every cluster: `None`): the highest
+/// revision among them and their deletions.
+pub async fn list_revision(pool: &AnyPool, owner: Option<i64>) -> Result<i64, DbError> {
+    let Some(owner) = owner else { return revision_now(pool).await };
+    let v: Option<i64> = sqlx::query_scalar(
+        "SELECT MAX(r) FROM (SELECT MAX(revision) AS r FROM clusters WHERE owner_id = $1 \
+         UNION ALL SELECT MAX(revision) FROM cluster_tombstones WHERE owner_id = $1) t",
+    )
+    .bind(owner)
+    .fetch_one(pool)
+    .await?;
+    Ok(v.unwrap_or(0))
+}
+
+/// A cluster's revision and owner; `None` once its row is gone.
+pub async fn revision_of(pool: &AnyPool, id: i64) -> Result<Option<(i64, i64)>, DbError> {
+    Ok(sqlx::query_as("SELECT revision, owner_id FROM clusters WHERE id = $1").bind(id).fetch_optional(pool).await?)
 }
 
 /// How an edit is checked against its owner's quota.

@@ -33,6 +33,9 @@ pub fn api_routes() -> Vec<(&'static str, MethodRouter<AppState>)> {
         ("/api/console/clusters/{id}/nodes", get(api::list_nodes)),
         ("/api/console/clusters/{id}/nodes/{node}", axum::routing::delete(api::remove_node)),
         ("/api/console/quota", get(api::my_quota)),
+        // Server-sent events: the versions live pages follow (`server::push`).
+        ("/events/clusters", get(super::live::list_stream)),
+        ("/events/clusters/{id}", get(super::live::cluster_stream)),
         // No session: machines fetch their join script with a join token.
         ("/api/join/clusters/{id}/script", get(api::join_script)),
         ("/clusters/{id}/kubeconfig", get(api::cluster_kubeconfig)),
@@ -83,6 +86,19 @@ async fn renamed(uri: http::Uri) -> axum::response::Response {
     }
 }
 
+/// A whole request within [`super::serve::Limits::request`] (`408`), but
+/// for the live pages' event streams, which last until their lifetime ends.
+async fn within_request_limit(req: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    if req.uri().path().starts_with("/events/") {
+        return next.run(req).await;
+    }
+    match tokio::time::timeout(super::serve::Limits::default().request, next.run(req)).await {
+        Ok(res) => res,
+        Err(_) => http::StatusCode::REQUEST_TIMEOUT.into_response(),
+    }
+}
+
 pub fn router(state: AppState) -> Router {
     let routes = generate_route_list(App);
     let options = state.leptos_options.clone();
@@ -113,10 +129,8 @@ pub fn router(state: AppState) -> Router {
         .layer(CompressionLayer::new())
         // A whole request (its body read and its answer) within the limit
         // (src/server/http/serve.rs bounds the headers and idle connections).
-        .layer(tower_http::timeout::TimeoutLayer::with_status_code(
-            http::StatusCode::REQUEST_TIMEOUT,
-            super::serve::Limits::default().request,
-        ))
+        // (Not the event streams: they end by themselves, `server::push`.)
+        .layer(axum::middleware::from_fn(within_request_limit))
         // Outermost: request id, span, metrics and the access log see every answer.
         .layer(axum::middleware::from_fn_with_state(state.clone(), telemetry::telemetry))
         .with_state(state)

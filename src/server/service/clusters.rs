@@ -50,13 +50,23 @@ pub(crate) async fn list_page(
         query.owner = None; // users see only their own anyway
     }
     let owner = (!user.is_admin()).then_some(user.id);
+    // Before the rows: a change meanwhile makes the page older than its
+    // version says, and it is fetched again.
+    let version = db::clusters::list_revision(pool, owner).await?;
     let (items, total) = db::clusters::list_page(pool, owner, &query, page_size).await?;
     Ok(crate::domain::listing::Page {
+        version,
         items: items.into_iter().map(Cluster::shown).collect(),
         total,
         page: query.page,
         page_size,
     })
+}
+
+/// What `user`'s list follows (`server::push`): an admin's, every cluster.
+pub(crate) fn list_topic(user: &CurrentUser) -> crate::server::push::Topic {
+    use crate::server::push::Topic;
+    if user.is_admin() { Topic::All } else { Topic::Owner(user.id) }
 }
 
 /// The cluster if `user` may see it; `NotFound` otherwise (no existence leak).

@@ -30,6 +30,8 @@ use crate::server::db::clusters::HostRecord;
 
 pub(crate) const FIELD_MANAGER: &str = "kubebyon";
 /// The generation of the spec a HelmChart was rendered from.
+/// The console's annotations on the HelmChart all start so (the watch cache keeps only these).
+pub(crate) const ANNOTATION_PREFIX: &str = "kubebyon.io/";
 pub(crate) const GENERATION_ANNOTATION: &str = "kubebyon.io/generation";
 /// On the HelmChart: whether the namespace's NetworkPolicy was last made
 /// (`on`) or removed (`off`), so a change of the admin's setting reaches it.

@@ -1,67 +1,189 @@
-//! Watch caches (kube-rs reflectors) of what the loop reads on every pass: the
-//! console's HelmCharts (label `app.kubernetes.io/managed-by=kubebyon`),
-//! helm-controller's Jobs and their pods (label `helmcharts.helm.cattle.io/chart`), the vCluster
-//! Services, StatefulSets and pods (label `app=vcluster`) and the Nodes. One watch each; every event
-//! wakes the loop. Reading a cluster then costs no API call; only `vc-<name>`
-//! (read once per install Job), the Service's Events (while its address is
-//! pending) and helm's log (while helm fails) are fetched.
+//! Watch caches of what the observer reads on every pass: the console's
+//! HelmCharts (label `app.kubernetes.io/managed-by=kubebyon`), helm-controller's
+//! Jobs and their pods (label `helmcharts.helm.cattle.io/chart`), the vCluster
+//! Services, StatefulSets and pods (label `app=vcluster`), the Services'
+//! Warning Events and the Nodes. One watch each (kube-rs's `watcher`).
+//!
+//! What is kept is only what the console reads (issue 26): each object is cut
+//! down on arrival ([`slim`]) to its name, namespace, UID, labels and the few
+//! spec and status fields `gather` and `observe` use — no managed fields, no
+//! pod templates, no container specs, no images — and objects outside the
+//! console's namespaces (`kubebyon-<name>`) are not kept at all (a host's own
+//! Jobs and Events match the same selectors). Objects are indexed by
+//! namespace, so reading one cluster costs a lookup, not a scan.
+//!
+//! Every change records its namespace ([`Touched`]): the observer looks at
+//! the clusters whose host objects changed, not at every cluster. A relist
+//! (after a watch broke) and a Node change touch everything.
 
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, Mutex, RwLock};
 
 use futures::StreamExt;
-use k8s_openapi::api::apps::v1::StatefulSet;
-use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{Event, Node, Pod, Service};
+use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetSpec};
+use k8s_openapi::api::batch::v1::{Job, JobCondition, JobStatus};
+use k8s_openapi::api::core::v1::{
+    ContainerStatus, Event, Node, NodeCondition, NodeStatus, Pod, PodCondition, PodSpec, PodStatus, Service,
+    ServicePort, ServiceSpec,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, DynamicObject};
-use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource};
 use tokio::sync::Notify;
 
-use super::apply::charts_resource;
+use super::apply::{FIELD_MANAGER, charts_resource};
 use super::gather::Raw;
 use crate::domain::render;
 
-pub(crate) struct Caches {
-    pub charts: Store<DynamicObject>,
-    pub jobs: Store<Job>,
-    /// The helm Jobs' pods (restarts tell when to read helm's log).
-    pub pods: Store<Pod>,
-    pub services: Store<Service>,
-    /// The vCluster pods (label `app=vcluster`): which node each runs on.
-    pub control_planes: Store<Pod>,
-    /// The charts' StatefulSets (label `app=vcluster`): their rollout status.
-    pub stateful_sets: Store<StatefulSet>,
-    /// Warning Events about Services (why a LoadBalancer address is pending).
-    pub events: Store<Event>,
-    pub nodes: Store<Node>,
+/// What changed since the observer last looked: the namespaces of the
+/// objects that changed, or everything.
+#[derive(Default, Debug)]
+pub(crate) struct Touched {
+    pub namespaces: HashSet<String>,
+    pub all: bool,
 }
 
-fn spawn<K>(api: Api<K>, cfg: watcher::Config, dyntype: K::DynamicType, wake: Arc<Notify>) -> Store<K>
-where
+pub(crate) type SharedTouched = Arc<Mutex<Touched>>;
+
+/// One watch's objects, by namespace (`""` for cluster-scoped) and name.
+pub(crate) struct Index<K> {
+    objects: RwLock<HashMap<String, BTreeMap<String, Arc<K>>>>,
+    ready: tokio::sync::watch::Sender<bool>,
+}
+
+impl<K> Index<K> {
+    fn new() -> Arc<Self> {
+        Arc::new(Self { objects: RwLock::default(), ready: tokio::sync::watch::Sender::new(false) })
+    }
+
+    pub(crate) fn get(&self, ns: &str, name: &str) -> Option<Arc<K>> {
+        self.objects.read().ok()?.get(ns)?.get(name).cloned()
+    }
+
+    pub(crate) fn in_namespace(&self, ns: &str) -> Vec<Arc<K>> {
+        let objects = self.objects.read();
+        objects.ok().and_then(|o| o.get(ns).map(|m| m.values().cloned().collect())).unwrap_or_default()
+    }
+
+    pub(crate) fn all(&self) -> Vec<Arc<K>> {
+        let objects = self.objects.read();
+        objects.ok().map(|o| o.values().flat_map(|m| m.values().cloned()).collect()).unwrap_or_default()
+    }
+
+    /// How many objects are kept.
+    pub(crate) fn len(&self) -> usize {
+        self.objects.read().map(|o| o.values().map(BTreeMap::len).sum()).unwrap_or(0)
+    }
+
+    async fn wait_until_ready(&self) {
+        let mut rx = self.ready.subscribe();
+        let _ = rx.wait_for(|r| *r).await;
+    }
+}
+
+fn key(meta: &ObjectMeta) -> (String, String) {
+    (meta.namespace.clone().unwrap_or_default(), meta.name.clone().unwrap_or_default())
+}
+
+/// Whether an object is in one of the console's namespaces (cluster-scoped
+/// objects always are kept).
+fn in_console_namespace(meta: &ObjectMeta) -> bool {
+    meta.namespace.as_deref().is_none_or(|ns| render::cluster_of_namespace(ns).is_some())
+}
+
+/// Runs one watch into `index`, slimming each object; records what changed.
+fn spawn<K>(
+    api: Api<K>,
+    cfg: watcher::Config,
+    index: Arc<Index<K>>,
+    touched: SharedTouched,
+    wake: Arc<Notify>,
+    slim: fn(K) -> K,
+) where
     K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
-    K::DynamicType: Clone + Eq + std::hash::Hash + Send + Sync,
 {
-    let writer = reflector::store::Writer::new(dyntype);
-    let reader = writer.as_reader();
     tokio::spawn(async move {
-        let mut stream = reflector::reflector(writer, watcher(api, cfg)).default_backoff().boxed();
+        let mut building: Option<HashMap<String, BTreeMap<String, Arc<K>>>> = None;
+        let mut stream = watcher(api, cfg).default_backoff().boxed();
         while let Some(ev) = stream.next().await {
-            if ev.is_ok() {
-                wake.notify_one();
+            let Ok(ev) = ev else { continue };
+            let changed = match ev {
+                watcher::Event::Init => {
+                    building = Some(HashMap::new());
+                    None
+                }
+                watcher::Event::InitApply(o) => {
+                    if in_console_namespace(o.meta()) {
+                        let (ns, name) = key(o.meta());
+                        building.get_or_insert_default().entry(ns).or_default().insert(name, Arc::new(slim(o)));
+                    }
+                    None
+                }
+                watcher::Event::InitDone => {
+                    if let Ok(mut objects) = index.objects.write() {
+                        *objects = building.take().unwrap_or_default();
+                    }
+                    index.ready.send_replace(true);
+                    Some(None)
+                }
+                watcher::Event::Apply(o) => {
+                    if !in_console_namespace(o.meta()) {
+                        continue;
+                    }
+                    let (ns, name) = key(o.meta());
+                    if let Ok(mut objects) = index.objects.write() {
+                        objects.entry(ns.clone()).or_default().insert(name, Arc::new(slim(o)));
+                    }
+                    Some(Some(ns))
+                }
+                watcher::Event::Delete(o) => {
+                    if !in_console_namespace(o.meta()) {
+                        continue;
+                    }
+                    let (ns, name) = key(o.meta());
+                    if let Ok(mut objects) = index.objects.write()
+                        && let Some(m) = objects.get_mut(&ns)
+                    {
+                        m.remove(&name);
+                        if m.is_empty() {
+                            objects.remove(&ns);
+                        }
+                    }
+                    Some(Some(ns))
+                }
+            };
+            let Some(changed) = changed else { continue };
+            if let Ok(mut t) = touched.lock() {
+                match changed {
+                    // A (re)list, or a cluster-scoped object (a Node): everything.
+                    None => t.all = true,
+                    Some(ns) if ns.is_empty() => t.all = true,
+                    Some(ns) => {
+                        t.namespaces.insert(ns);
+                    }
+                }
             }
+            wake.notify_one();
         }
     });
-    reader
 }
 
-/// The objects of one namespace a watch holds.
-fn in_namespace<K>(store: &Store<K>, ns: &str) -> Vec<K>
-where
-    K: Resource + Clone + 'static,
-    K::DynamicType: Clone + Eq + std::hash::Hash,
-{
-    store.state().iter().filter(|o| o.meta().namespace.as_deref() == Some(ns)).map(|o| (**o).clone()).collect()
+pub(crate) struct Caches {
+    pub charts: Arc<Index<DynamicObject>>,
+    pub jobs: Arc<Index<Job>>,
+    /// The helm Jobs' pods (restarts tell when to read helm's log).
+    pub pods: Arc<Index<Pod>>,
+    pub services: Arc<Index<Service>>,
+    /// The vCluster pods (label `app=vcluster`): which node each runs on.
+    pub control_planes: Arc<Index<Pod>>,
+    /// The charts' StatefulSets (label `app=vcluster`): their rollout status.
+    pub stateful_sets: Arc<Index<StatefulSet>>,
+    /// Warning Events about Services (why a LoadBalancer address is pending).
+    pub events: Arc<Index<Event>>,
+    pub nodes: Arc<Index<Node>>,
+    /// What changed since the observer last took it.
+    pub touched: SharedTouched,
 }
 
 impl Caches {
@@ -70,64 +192,328 @@ impl Caches {
         let managed = format!("{}={}", render::MANAGED_BY.0, render::MANAGED_BY.1);
         let labels = |l: &str| watcher::Config::default().labels(l);
         let helm = "helmcharts.helm.cattle.io/chart";
-        let ar = charts_resource();
+        let touched = SharedTouched::default();
         let caches = Self {
-            charts: spawn(
-                Api::<DynamicObject>::all_with(client.clone(), &ar),
-                labels(&managed),
-                ar.clone(),
-                wake.clone(),
-            ),
-            jobs: spawn(Api::<Job>::all(client.clone()), labels(helm), (), wake.clone()),
-            pods: spawn(Api::<Pod>::all(client.clone()), labels(helm), (), wake.clone()),
-            services: spawn(Api::<Service>::all(client.clone()), labels("app=vcluster"), (), wake.clone()),
-            control_planes: spawn(Api::<Pod>::all(client.clone()), labels("app=vcluster"), (), wake.clone()),
-            stateful_sets: spawn(Api::<StatefulSet>::all(client.clone()), labels("app=vcluster"), (), wake.clone()),
-            events: spawn(
-                Api::<Event>::all(client.clone()),
-                watcher::Config::default().fields("involvedObject.kind=Service,type=Warning"),
-                (),
-                wake.clone(),
-            ),
-            nodes: spawn(Api::<Node>::all(client.clone()), watcher::Config::default(), (), wake),
+            charts: Index::new(),
+            jobs: Index::new(),
+            pods: Index::new(),
+            services: Index::new(),
+            control_planes: Index::new(),
+            stateful_sets: Index::new(),
+            events: Index::new(),
+            nodes: Index::new(),
+            touched: touched.clone(),
         };
-        let _ = caches.charts.wait_until_ready().await;
-        let _ = caches.jobs.wait_until_ready().await;
-        let _ = caches.pods.wait_until_ready().await;
-        let _ = caches.services.wait_until_ready().await;
-        let _ = caches.control_planes.wait_until_ready().await;
-        let _ = caches.stateful_sets.wait_until_ready().await;
-        let _ = caches.events.wait_until_ready().await;
-        let _ = caches.nodes.wait_until_ready().await;
+        let (t, w) = (&touched, &wake);
+        let ar = charts_resource();
+        spawn(
+            Api::<DynamicObject>::all_with(client.clone(), &ar),
+            labels(&managed),
+            caches.charts.clone(),
+            t.clone(),
+            w.clone(),
+            slim::chart,
+        );
+        spawn(Api::all(client.clone()), labels(helm), caches.jobs.clone(), t.clone(), w.clone(), slim::job);
+        spawn(Api::all(client.clone()), labels(helm), caches.pods.clone(), t.clone(), w.clone(), slim::pod);
+        let vcluster = labels("app=vcluster");
+        spawn(Api::all(client.clone()), vcluster.clone(), caches.services.clone(), t.clone(), w.clone(), slim::service);
+        spawn(
+            Api::all(client.clone()),
+            vcluster.clone(),
+            caches.control_planes.clone(),
+            t.clone(),
+            w.clone(),
+            slim::pod,
+        );
+        spawn(
+            Api::all(client.clone()),
+            vcluster,
+            caches.stateful_sets.clone(),
+            t.clone(),
+            w.clone(),
+            slim::stateful_set,
+        );
+        let warnings = watcher::Config::default().fields("involvedObject.kind=Service,type=Warning");
+        spawn(Api::all(client.clone()), warnings, caches.events.clone(), t.clone(), w.clone(), slim::event);
+        spawn(
+            Api::all(client.clone()),
+            watcher::Config::default(),
+            caches.nodes.clone(),
+            t.clone(),
+            w.clone(),
+            slim::node,
+        );
+        caches.charts.wait_until_ready().await;
+        caches.jobs.wait_until_ready().await;
+        caches.pods.wait_until_ready().await;
+        caches.services.wait_until_ready().await;
+        caches.control_planes.wait_until_ready().await;
+        caches.stateful_sets.wait_until_ready().await;
+        caches.events.wait_until_ready().await;
+        caches.nodes.wait_until_ready().await;
         caches
     }
 
     /// A cluster's HelmChart, install Job and Service as the watches last saw them.
     pub(crate) fn raw(&self, name: &str) -> Raw {
         let ns = render::namespace(name);
-        let chart = self.charts.get(&ObjectRef::new_with(name, charts_resource()).within(&ns));
-        let job = self.jobs.get(&ObjectRef::new(&render::helm_job(name)).within(&ns));
-        let service = self.services.get(&ObjectRef::new(name).within(&ns));
-        let job_pods = in_namespace(&self.pods, &ns);
-        let service_events = in_namespace(&self.events, &ns)
+        let owned = |v: Vec<Arc<Pod>>| v.into_iter().map(|p| (*p).clone()).collect::<Vec<_>>();
+        let service_events = self
+            .events
+            .in_namespace(&ns)
             .into_iter()
             .filter(|e| e.involved_object.name.as_deref() == Some(name))
+            .map(|e| (*e).clone())
             .collect();
-        let control_plane_pods = in_namespace(&self.control_planes, &ns);
-        let stateful_set = self.stateful_sets.get(&ObjectRef::new(name).within(&ns)).map(|s| (*s).clone());
         Raw {
-            control_plane_pods,
-            stateful_set,
+            control_plane_pods: owned(self.control_planes.in_namespace(&ns)),
+            stateful_set: self.stateful_sets.get(&ns, name).map(|s| (*s).clone()),
             service_events: Some(service_events),
-            chart: chart.map(|c| (*c).clone()),
-            job: job.map(|j| (*j).clone()),
-            job_pods: Some(job_pods),
-            service: service.map(|s| (*s).clone()),
+            chart: self.charts.get(&ns, name).map(|c| (*c).clone()),
+            job: self.jobs.get(&ns, &render::helm_job(name)).map(|j| (*j).clone()),
+            job_pods: Some(owned(self.pods.in_namespace(&ns))),
+            service: self.services.get(&ns, name).map(|s| (*s).clone()),
             secret: None,
         }
     }
 
     pub(crate) fn nodes(&self) -> Vec<Node> {
-        self.nodes.state().iter().map(|n| (**n).clone()).collect()
+        self.nodes.all().iter().map(|n| (**n).clone()).collect()
+    }
+
+    /// What changed since the last call.
+    pub(crate) fn take_touched(&self) -> Touched {
+        self.touched.lock().map(|mut t| std::mem::take(&mut *t)).unwrap_or_default()
+    }
+
+    /// Objects kept, per watch (what `make bench-scale` prints).
+    pub(crate) fn sizes(&self) -> [(&'static str, usize); 8] {
+        [
+            ("helmcharts", self.charts.len()),
+            ("jobs", self.jobs.len()),
+            ("job pods", self.pods.len()),
+            ("services", self.services.len()),
+            ("vcluster pods", self.control_planes.len()),
+            ("statefulsets", self.stateful_sets.len()),
+            ("events", self.events.len()),
+            ("nodes", self.nodes.len()),
+        ]
+    }
+}
+
+/// Each watched kind cut down to what `gather` and `observe` read. Pure.
+pub(crate) mod slim {
+    use super::*;
+
+    /// Name, namespace, UID, labels, creation and deletion times, generation
+    /// and finalizers; no annotations, no managed fields, no owners.
+    pub(crate) fn meta(m: ObjectMeta) -> ObjectMeta {
+        ObjectMeta {
+            name: m.name,
+            namespace: m.namespace,
+            uid: m.uid,
+            labels: m.labels,
+            creation_timestamp: m.creation_timestamp,
+            deletion_timestamp: m.deletion_timestamp,
+            generation: m.generation,
+            finalizers: m.finalizers,
+            ..ObjectMeta::default()
+        }
+    }
+
+    /// The spec (compared with the rendering), the console's annotations and
+    /// the console's own managed-fields entries (when it last applied; their
+    /// field sets dropped). No status.
+    pub(crate) fn chart(mut c: DynamicObject) -> DynamicObject {
+        let annotations =
+            c.metadata.annotations.take().map(|a| {
+                a.into_iter().filter(|(k, _)| k.starts_with(super::super::apply::ANNOTATION_PREFIX)).collect()
+            });
+        let managed = c.metadata.managed_fields.take().map(|m| {
+            m.into_iter()
+                .filter(|e| e.manager.as_deref() == Some(FIELD_MANAGER))
+                .map(|mut e| {
+                    e.fields_v1 = None;
+                    e
+                })
+                .collect()
+        });
+        let mut metadata = meta(c.metadata);
+        metadata.annotations = annotations;
+        metadata.managed_fields = managed;
+        let spec = c.data.get_mut("spec").map(serde_json::Value::take);
+        DynamicObject { types: c.types, metadata, data: serde_json::json!({ "spec": spec.unwrap_or_default() }) }
+    }
+
+    pub(crate) fn job(j: Job) -> Job {
+        let conditions = j.status.and_then(|s| s.conditions).map(|c| {
+            c.into_iter()
+                .map(|c| JobCondition { type_: c.type_, status: c.status, ..JobCondition::default() })
+                .collect()
+        });
+        Job { metadata: meta(j.metadata), spec: None, status: Some(JobStatus { conditions, ..JobStatus::default() }) }
+    }
+
+    /// The node it runs on, phase, conditions (type, status, message) and
+    /// each container's restarts.
+    pub(crate) fn pod(p: Pod) -> Pod {
+        let spec = p.spec.map(|s| PodSpec { node_name: s.node_name, ..PodSpec::default() });
+        let status = p.status.map(|s| PodStatus {
+            phase: s.phase,
+            conditions: s.conditions.map(|c| {
+                c.into_iter()
+                    .map(|c| PodCondition {
+                        type_: c.type_,
+                        status: c.status,
+                        message: c.message,
+                        ..PodCondition::default()
+                    })
+                    .collect()
+            }),
+            container_statuses: s.container_statuses.map(|c| {
+                c.into_iter()
+                    .map(|c| ContainerStatus {
+                        name: c.name,
+                        restart_count: c.restart_count,
+                        ready: c.ready,
+                        ..ContainerStatus::default()
+                    })
+                    .collect()
+            }),
+            ..PodStatus::default()
+        });
+        Pod { metadata: meta(p.metadata), spec, status }
+    }
+
+    /// Type and ports; the status (its load balancer addresses) whole.
+    pub(crate) fn service(s: Service) -> Service {
+        let spec = s.spec.map(|sp| ServiceSpec {
+            type_: sp.type_,
+            ports: sp.ports.map(|ports| {
+                ports
+                    .into_iter()
+                    .map(|p| ServicePort {
+                        name: p.name,
+                        port: p.port,
+                        node_port: p.node_port,
+                        ..ServicePort::default()
+                    })
+                    .collect()
+            }),
+            ..ServiceSpec::default()
+        });
+        Service { metadata: meta(s.metadata), spec, status: s.status }
+    }
+
+    /// Replicas; the status whole (a handful of numbers).
+    pub(crate) fn stateful_set(s: StatefulSet) -> StatefulSet {
+        let spec = s.spec.map(|sp| StatefulSetSpec { replicas: sp.replicas, ..StatefulSetSpec::default() });
+        StatefulSet { metadata: meta(s.metadata), spec, status: s.status }
+    }
+
+    pub(crate) fn event(e: Event) -> Event {
+        Event {
+            metadata: meta(e.metadata),
+            involved_object: k8s_openapi::api::core::v1::ObjectReference {
+                name: e.involved_object.name,
+                kind: e.involved_object.kind,
+                uid: e.involved_object.uid,
+                ..Default::default()
+            },
+            reason: e.reason,
+            message: e.message,
+            type_: e.type_,
+            first_timestamp: e.first_timestamp,
+            last_timestamp: e.last_timestamp,
+            event_time: e.event_time,
+            series: e.series,
+            ..Event::default()
+        }
+    }
+
+    /// Conditions (type, status) and addresses; no images, no capacity.
+    pub(crate) fn node(n: Node) -> Node {
+        let status = n.status.map(|s| NodeStatus {
+            conditions: s.conditions.map(|c| {
+                c.into_iter()
+                    .map(|c| NodeCondition { type_: c.type_, status: c.status, ..NodeCondition::default() })
+                    .collect()
+            }),
+            addresses: s.addresses,
+            ..NodeStatus::default()
+        });
+        Node { metadata: meta(n.metadata), spec: None, status }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pod_json() -> Pod {
+        serde_json::from_value(json!({
+            "metadata": {"name": "demo-0", "namespace": "kubebyon-demo", "uid": "u1",
+                "labels": {"app": "vcluster", "release": "demo"},
+                "annotations": {"big": "x".repeat(4096)},
+                "managedFields": [{"manager": "kubelet", "operation": "Update", "fieldsType": "FieldsV1", "fieldsV1": {"f:status": {}}}]},
+            "spec": {"nodeName": "node-a", "containers": [{"name": "syncer", "image": "ghcr.io/loft-sh/vcluster-pro:0.30.0",
+                "env": [{"name": "A", "value": "b"}], "args": ["--a", "--b"]}]},
+            "status": {"phase": "Running", "conditions": [
+                {"type": "Ready", "status": "True", "lastTransitionTime": "2026-12-03T00:00:00Z"},
+                {"type": "PodScheduled", "status": "False", "message": "0/1 nodes are available"}],
+                "containerStatuses": [{"name": "syncer", "image": "i", "imageID": "sha", "ready": true, "restartCount": 2}]}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_slim_pod_keeps_what_the_observer_reads_and_nothing_else() {
+        let full = pod_json();
+        let slim = slim::pod(full.clone());
+        // What gather reads is the same on both.
+        assert_eq!(super::super::gather::pod_facts(&slim), super::super::gather::pod_facts(&full));
+        assert_eq!(slim.spec.as_ref().unwrap().node_name.as_deref(), Some("node-a"));
+        assert_eq!(slim.status.as_ref().unwrap().container_statuses.as_ref().unwrap()[0].restart_count, 2);
+        assert_eq!(slim.metadata.labels, full.metadata.labels);
+        // What it does not read is gone.
+        assert!(slim.metadata.annotations.is_none() && slim.metadata.managed_fields.is_none());
+        assert!(slim.spec.as_ref().unwrap().containers.is_empty());
+        let size = |p: &Pod| serde_json::to_string(p).unwrap().len();
+        assert!(size(&slim) * 10 < size(&full), "{} vs {}", size(&slim), size(&full));
+    }
+
+    #[test]
+    fn a_slim_chart_keeps_its_spec_the_consoles_annotations_and_apply_times() {
+        let chart: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "helm.cattle.io/v1", "kind": "HelmChart",
+            "metadata": {"name": "demo", "namespace": "kubebyon-demo", "uid": "c1",
+                "labels": {"kubebyon.io/cluster-id": "7"},
+                "annotations": {"kubebyon.io/generation": "3", "kubectl.kubernetes.io/last-applied-configuration": "{}"},
+                "managedFields": [
+                    {"manager": FIELD_MANAGER, "operation": "Apply", "time": "2026-12-03T00:00:00Z", "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {}}},
+                    {"manager": "helm-controller", "operation": "Update", "time": "2026-12-03T00:00:01Z"}]},
+            "spec": {"chart": "vcluster", "valuesContent": "a: b"},
+            "status": {"jobName": "helm-install-demo"}
+        }))
+        .unwrap();
+        let slim = slim::chart(chart);
+        assert_eq!(slim.data, json!({"spec": {"chart": "vcluster", "valuesContent": "a: b"}}));
+        let annotations = slim.metadata.annotations.unwrap();
+        assert_eq!(annotations.len(), 1, "{annotations:?}");
+        assert_eq!(annotations["kubebyon.io/generation"], "3");
+        let managed = slim.metadata.managed_fields.unwrap();
+        assert_eq!(managed.len(), 1);
+        assert!(managed[0].time.is_some() && managed[0].fields_v1.is_none());
+    }
+
+    #[test]
+    fn only_the_consoles_namespaces_are_kept() {
+        let meta = |ns: Option<&str>| ObjectMeta { namespace: ns.map(str::to_owned), ..ObjectMeta::default() };
+        assert!(in_console_namespace(&meta(Some("kubebyon-demo"))));
+        assert!(in_console_namespace(&meta(None)), "cluster-scoped (Nodes)");
+        assert!(!in_console_namespace(&meta(Some("kube-system"))));
+        assert!(!in_console_namespace(&meta(Some("kubebyon-"))));
     }
 }

@@ -25,6 +25,7 @@ pub(crate) mod observe;
 pub mod probe;
 pub(crate) mod probes;
 pub(crate) mod rollout;
+pub(crate) mod roster;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
@@ -82,7 +83,8 @@ pub struct Context {
     workloads: gather::Workloads,
     /// The HelmChart spec last applied per cluster: the watch cache may lag
     /// behind an apply, which is no drift.
-    applied: Mutex<BTreeMap<i64, serde_json::Value>>,
+    /// (A digest of it: a spec is kilobytes, kept per cluster.)
+    applied: Mutex<BTreeMap<i64, u64>>,
     /// The watch caches, once `run` started them.
     caches: std::sync::OnceLock<cache::Caches>,
     /// `vc-<name>` per cluster. Its CA and client certificate change only when
@@ -108,6 +110,12 @@ pub struct Context {
     route_version: Mutex<Option<RouteVersion>>,
     /// The admin's Gateway (`namespace/name`) and the address it was last seen with.
     gateway_seen: Mutex<Option<(String, std::net::IpAddr)>>,
+    /// The clusters the observer works on, kept current from what changed.
+    roster: tokio::sync::Mutex<roster::Roster>,
+    /// Read the whole table on the next pass (the observer lease was taken).
+    reload_roster: std::sync::atomic::AtomicBool,
+    /// The Ready nodes as the last pass saw them (a change: every cluster is looked at).
+    last_nodes: Mutex<Vec<observe::NodeAddresses>>,
 }
 
 /// Host calls on request paths at once, per process.
@@ -148,6 +156,9 @@ impl Context {
             events: events::Recorder::new(client.clone(), &worker),
             route_version: Mutex::new(None),
             gateway_seen: Mutex::new(None),
+            roster: tokio::sync::Mutex::default(),
+            reload_roster: std::sync::atomic::AtomicBool::new(true),
+            last_nodes: Mutex::default(),
             worker,
             client,
         }
@@ -306,6 +317,11 @@ impl Context {
         self.for_request(calls).await
     }
 
+    /// Objects kept per watch cache (empty until the watches listed once).
+    pub fn cache_sizes(&self) -> Vec<(&'static str, usize)> {
+        self.caches.get().map(|c| c.sizes().to_vec()).unwrap_or_default()
+    }
+
     /// Asks for a pass over every cluster (settings that affect rendering changed).
     pub fn resync_all(&self) {
         self.full_requested.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -425,7 +441,9 @@ async fn observer(ctx: &Context) -> Result<bool> {
     let was = ctx.observing.swap(held, std::sync::atomic::Ordering::Relaxed);
     if held && !was {
         tracing::info!(worker = %ctx.worker, "took the observer lease: observing, probing and repairing drift here");
-        // What another replica applied is not known here: trust only the host.
+        // What another replica applied or wrote is not known here: trust
+        // only the host, and read the whole table.
+        ctx.reload_roster.store(true, std::sync::atomic::Ordering::Relaxed);
         ctx.resync_all();
     } else if !held && was {
         tracing::warn!(worker = %ctx.worker, "lost the observer lease");
@@ -541,7 +559,7 @@ async fn apply_tracked(ctx: &Context, cluster: &Cluster, settings: &crate::domai
         tracing::info!(cluster = %cluster.spec.name.as_str(), "applied before labels of ownership: taken over once");
     }
     if let Ok(mut m) = ctx.applied.lock() {
-        m.insert(cluster.id, applied.spec.clone());
+        m.insert(cluster.id, digest(&applied.spec));
     }
     if applied.changed
         && let (Some(uid), Ok(mut map)) = (stale, ctx.stale_jobs.lock())
@@ -570,6 +588,14 @@ async fn current_job_uid(ctx: &Context, cluster: &Cluster) -> Option<String> {
     jobs.get_opt(&render::helm_job(name)).await.ok().flatten().and_then(|j| j.uid())
 }
 
+/// A digest of a rendered spec (what [`Context::applied`] keeps).
+fn digest(spec: &serde_json::Value) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    spec.to_string().hash(&mut h);
+    h.finish()
+}
+
 /// `vc-<name>`: read while it does not exist yet (at most once a second), or
 /// once a probe doubted it (at most once every 5 s), else remembered.
 async fn cached_secret(ctx: &Context, id: i64, name: &str) -> Result<Option<k8s_openapi::api::core::v1::Secret>> {
@@ -586,7 +612,10 @@ async fn cached_secret(ctx: &Context, id: i64, name: &str) -> Result<Option<k8s_
     if let Some(secret) = fresh {
         return Ok(secret);
     }
-    let secret = gather::read_secret(&ctx.client, name).await?;
+    // Kept: its data, not its metadata (managed fields, annotations).
+    let secret = gather::read_secret(&ctx.client, name)
+        .await?
+        .map(|s| k8s_openapi::api::core::v1::Secret { data: s.data, ..Default::default() });
     if let Ok(mut m) = ctx.secrets.lock() {
         m.insert(id, SecretMemo { read_at: std::time::Instant::now(), secret: secret.clone(), doubted: false });
     }
@@ -607,10 +636,21 @@ async fn fail_status(ctx: &Context, cluster_id: i64, reason: Reason) -> Result<(
     Ok(())
 }
 
-/// Observes the clusters (all, or the unsettled ones) whose HelmChart carries
-/// their current generation.
+/// Observes the clusters (all of them when `full`; else those not settled,
+/// those whose rows changed and those whose host objects changed) whose
+/// HelmChart carries their current generation. The clusters come from the
+/// [`roster`]: a pass with nothing changed reads no cluster row.
 async fn observe_all(ctx: &Context, full: bool) -> Result<()> {
-    let mut all = clusters::list(&ctx.pool, None).await?;
+    let reload = ctx.reload_roster.swap(false, std::sync::atomic::Ordering::Relaxed);
+    let mut roster = ctx.roster.lock().await;
+    let changed = match roster.refresh(&ctx.pool, reload).await {
+        Ok(changed) => changed,
+        Err(e) => {
+            ctx.reload_roster.store(reload, std::sync::atomic::Ordering::Relaxed);
+            return Err(e.into());
+        }
+    };
+    let touched = ctx.caches.get().map(cache::Caches::take_touched).unwrap_or_default();
     if full {
         // A host that does not answer keeps what was detected before.
         if let Some(detected) = try_detect_address_request(&ctx.client).await
@@ -624,13 +664,10 @@ async fn observe_all(ctx: &Context, full: bool) -> Result<()> {
         if let Ok(mut m) = ctx.applied.lock() {
             m.clear();
         }
-    } else {
-        all.retain(|c| !settled(c));
     }
-    if all.is_empty() {
+    if roster.len() == 0 {
         return Ok(());
     }
-    let settings = db::settings::load(&ctx.pool).await?;
     let nodes = match ctx.caches.get() {
         Some(c) => gather::ready_nodes(&c.nodes()),
         None => {
@@ -641,10 +678,30 @@ async fn observe_all(ctx: &Context, full: bool) -> Result<()> {
             gather::ready_nodes(&list.items)
         }
     };
-    if full {
-        ctx.probes.retain(&all.iter().map(|c| c.id).collect());
+    let nodes_changed =
+        ctx.last_nodes.lock().map(|mut last| std::mem::replace(&mut *last, nodes.clone()) != nodes).unwrap_or(true);
+    let everything = full || touched.all || nodes_changed;
+    let mut wanted: BTreeSet<i64> = changed;
+    for ns in &touched.namespaces {
+        if let Some(id) = render::cluster_of_namespace(ns).and_then(|n| roster.id_of(n)) {
+            wanted.insert(id);
+        }
     }
-    let observed: Vec<&Cluster> = all.iter().filter(|c| !c.deletion_requested && c.unusable_host.is_none()).collect();
+    let observed: Vec<Cluster> = roster
+        .ids()
+        .filter_map(|id| roster.get(id))
+        .filter(|c| everything || wanted.contains(&c.id) || !settled(c))
+        .filter(|c| !c.deletion_requested && c.unusable_host.is_none())
+        .cloned()
+        .collect();
+    if full {
+        ctx.probes.retain(&roster.ids().collect());
+    }
+    drop(roster);
+    if observed.is_empty() {
+        return Ok(());
+    }
+    let settings = db::settings::load(&ctx.pool).await?;
     // A few clusters' host reads at once; the observer lease is renewed
     // between chunks of a long pass (a pass of thousands outlives it).
     let mut renewed = tokio::time::Instant::now();
@@ -655,8 +712,9 @@ async fn observe_all(ctx: &Context, full: bool) -> Result<()> {
             }
             renewed = tokio::time::Instant::now();
         }
+        let (settings, nodes) = (&settings, &nodes);
         let results = futures::future::join_all(
-            chunk.iter().map(|c| async { (*c, observe_one(ctx, c, &settings, &nodes).await) }),
+            chunk.iter().map(|c| async move { (c, observe_one(ctx, c, settings, nodes).await) }),
         )
         .await;
         for (cluster, result) in results {
@@ -730,7 +788,7 @@ async fn observe_one(
         .flatten()
         .any(|(k, v)| g.chart_spec.as_ref().and_then(|s| s.get(k)) != Some(v));
     let just_applied =
-        ctx.applied.lock().ok().and_then(|m| m.get(&cluster.id).cloned()) == Some(wanted["spec"].clone());
+        ctx.applied.lock().ok().and_then(|m| m.get(&cluster.id).copied()) == Some(digest(&wanted["spec"]));
     if (differs && !just_applied) || policy_switched {
         tracing::info!(cluster = %cluster.spec.name.as_str(), "HelmChart differs from its rendering; applying again");
         apply_tracked(ctx, cluster, settings).await?;
