@@ -1,5 +1,5 @@
 # The two commands of the README. Everything else is in scripts/.
-.PHONY: run test bench lint test-host
+.PHONY: run test bench bench-scale lint test-host
 
 run: ## Build and run the console on http://127.0.0.1:3000 (embedded SQLite in ./data)
 	bash scripts/run.sh
@@ -9,6 +9,9 @@ test: ## Every test: unit, storage (SQLite + PostgreSQL), HTTP, browser (Playwri
 
 bench: ## Figures: bundle size, memory, the list page against a static file, cold start, reconciler
 	bash scripts/bench.sh
+
+bench-scale: ## Figures at scale: observer reads with 10,000 clusters, 1,000 open live pages (not part of make test)
+	bash scripts/bench-scale.sh
 
 lint: ## Formatting, clippy (console and hostsim) and shellcheck (scripts); part of `make test`
 	bash scripts/install-tools.sh --test && bash scripts/lint.sh

@@ -170,3 +170,107 @@ async fn a_client_past_the_bound_is_told_so() {
     let (_, _, mut again) = open(&console, "/events/clusters", &carol).await;
     assert!(again.version(SOON).await.is_some(), "carol's place was given back");
 }
+
+/// `make bench-scale`: many open detail pages against a release console in
+/// another process (`scripts/bench-scale.sh` starts it and signs the users
+/// in). `KUBEBYON_BENCH_BASE` is its address (`127.0.0.1:PORT`),
+/// `KUBEBYON_BENCH_PID` its process, `KUBEBYON_BENCH_PAGES` a file of lines
+/// `<cookie> <cluster id>` (one per user), `KUBEBYON_BENCH_PER_USER` the
+/// pages each user opens (default 100), `KUBEBYON_BENCH_SECS` how long they
+/// stay open with nothing changing (default 60). Prints how many streams
+/// were accepted, the heartbeats they received and the server's CPU over
+/// the window (from `/proc/<pid>/stat`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "benchmark: make bench-scale"]
+async fn bench_open_pages() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let env = |k: &str| std::env::var(k).unwrap_or_else(|_| panic!("{k} is not set: run make bench-scale"));
+    let base = env("KUBEBYON_BENCH_BASE");
+    let pid = env("KUBEBYON_BENCH_PID");
+    let per_user: usize = std::env::var("KUBEBYON_BENCH_PER_USER").ok().and_then(|v| v.parse().ok()).unwrap_or(100);
+    let secs: u64 = std::env::var("KUBEBYON_BENCH_SECS").ok().and_then(|v| v.parse().ok()).unwrap_or(60);
+    let pages: Vec<(String, String)> = std::fs::read_to_string(env("KUBEBYON_BENCH_PAGES"))
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split_once(' ').map(|(c, id)| (c.to_owned(), id.to_owned())))
+        .collect();
+    let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let heartbeats = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let refused = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for (cookie, id) in &pages {
+        for _ in 0..per_user {
+            let (base, cookie, id) = (base.clone(), cookie.clone(), id.clone());
+            let (accepted, heartbeats, refused) = (accepted.clone(), heartbeats.clone(), refused.clone());
+            tasks.push(tokio::spawn(async move {
+                let mut s = tokio::net::TcpStream::connect(&base).await.expect("connect");
+                let req = format!(
+                    "GET /events/clusters/{id} HTTP/1.1\r\nHost: {base}\r\nCookie: {cookie}\r\nAccept: text/event-stream\r\n\r\n"
+                );
+                s.write_all(req.as_bytes()).await.unwrap();
+                let mut buf = vec![0u8; 4096];
+                let mut seen_version = false;
+                let deadline = tokio::time::Instant::now() + Duration::from_secs(secs + 40);
+                while let Ok(Ok(n)) = tokio::time::timeout_at(deadline, s.read(&mut buf)).await {
+                    if n == 0 {
+                        break;
+                    }
+                    let text = String::from_utf8_lossy(&buf[..n]);
+                    if !seen_version && text.contains("event: version") {
+                        seen_version = true;
+                        accepted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    if text.contains("event: bound") {
+                        refused.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    let beats = text.lines().filter(|l| l.starts_with(':')).count();
+                    heartbeats.fetch_add(beats, std::sync::atomic::Ordering::Relaxed);
+                }
+            }));
+        }
+    }
+    let want = pages.len() * per_user;
+    let t = std::time::Instant::now();
+    while accepted.load(std::sync::atomic::Ordering::Relaxed) + refused.load(std::sync::atomic::Ordering::Relaxed)
+        < want
+        && t.elapsed() < Duration::from_secs(60)
+    {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    println!(
+        "== {want} open detail pages of {} users: {} streams accepted, {} refused, all open after {:.1} s",
+        pages.len(),
+        accepted.load(std::sync::atomic::Ordering::Relaxed),
+        refused.load(std::sync::atomic::Ordering::Relaxed),
+        t.elapsed().as_secs_f64()
+    );
+    let cpu = || {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        let fields: Vec<&str> = stat.rsplit_once(')').unwrap().1.split_whitespace().collect();
+        fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+    };
+    let rss = || {
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .unwrap()
+            .lines()
+            .find(|l| l.starts_with("VmRSS:"))
+            .map(|l| l.split_whitespace().nth(1).unwrap_or("0").parse::<u64>().unwrap_or(0))
+            .unwrap_or(0)
+    };
+    let (beats0, cpu0, t0) = (heartbeats.load(std::sync::atomic::Ordering::Relaxed), cpu(), std::time::Instant::now());
+    tokio::time::sleep(Duration::from_secs(secs)).await;
+    let (beats1, cpu1, elapsed) = (heartbeats.load(std::sync::atomic::Ordering::Relaxed), cpu(), t0.elapsed());
+    let ticks = 100.0; // USER_HZ on Linux
+    let cpu_share = (cpu1 - cpu0) as f64 / ticks / elapsed.as_secs_f64() * 100.0;
+    println!(
+        "nothing changing for {:.0} s: server CPU {:.2} % of one core, {} heartbeats received ({:.1} per stream), server RSS {} KiB",
+        elapsed.as_secs_f64(),
+        cpu_share,
+        beats1 - beats0,
+        (beats1 - beats0) as f64 / want as f64,
+        rss()
+    );
+    for t in tasks {
+        t.abort();
+    }
+}

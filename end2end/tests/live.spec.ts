@@ -460,3 +460,61 @@ test('gateway access: the settings page shows the Gateway, the suffix fills the 
   await expect(nojs.locator('[data-field=dns]')).toHaveText(`${other}.e2e.test → ${gwIp}`);
   await shot(nojs, 'gateway-ready-nojs-zh');
 });
+
+/** A proxy that holds every answer until it is complete (as a buffering
+ * reverse proxy does with small chunks): an event stream never arrives. */
+async function bufferingProxy(target: string): Promise<{ url: string; streams: () => number; close: () => void }> {
+  const http = await import('node:http');
+  const upstream = new URL(target);
+  let streams = 0;
+  const server = http.createServer((req, res) => {
+    if (req.url?.startsWith('/events/')) streams += 1;
+    const out = http.request(
+      { host: upstream.hostname, port: upstream.port, path: req.url, method: req.method, headers: req.headers },
+      (up) => {
+        const chunks: Buffer[] = [];
+        up.on('data', (c: Buffer) => chunks.push(c));
+        up.on('end', () => {
+          res.writeHead(up.statusCode ?? 502, up.headers);
+          res.end(Buffer.concat(chunks));
+        });
+      },
+    );
+    out.on('error', () => res.destroy());
+    req.pipe(out);
+  });
+  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+  const port = (server.address() as { port: number }).port;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    streams: () => streams,
+    close: () => {
+      server.closeAllConnections();
+      server.close();
+    },
+  };
+}
+
+test('behind a proxy that buffers event streams the detail page still updates, by polling', async ({ page }) => {
+  await signIn(page, 'admin', ADMIN_PASSWORD);
+  const proxy = await bufferingProxy(url!);
+  try {
+    const name = unique('buffered');
+    const created = await page.request.post(`${proxy.url}/api/console/clusters`, {
+      headers: { origin: proxy.url },
+      data: { name, resources: { cpu: '1', memory_gib: 1, storage_gib: 5 }, public_access: { enabled: false } },
+    });
+    expect(created.status()).toBe(201);
+    const id = (await created.json()).id;
+    await page.goto(`${proxy.url}/clusters/${id}`);
+    await expect(page.getByTestId('live')).toHaveAttribute('data-live', 'true');
+    await expect(page.locator('#cluster-live')).toHaveAttribute('data-stream', `/events/clusters/${id}`);
+    await mark(page);
+    // The stream was asked for and never arrived; the page polled instead.
+    await expect(page.locator('[data-phase]').first()).toHaveAttribute('data-phase', 'ready', { timeout: READY });
+    await expectSameDocument(page);
+    expect(proxy.streams()).toBeGreaterThan(0);
+  } finally {
+    proxy.close();
+  }
+});

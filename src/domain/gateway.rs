@@ -8,6 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::host::{dns_label, dns_subdomain};
 use super::{AppError, ErrorCode, Field, Host};
 
 /// The Gateway API group.
@@ -21,17 +22,6 @@ pub struct GatewayRef {
     pub name: String,
     #[serde(default)]
     pub listener: Option<String>,
-}
-
-fn dns_label(s: &str) -> bool {
-    (1..=63).contains(&s.len())
-        && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !s.starts_with('-')
-        && !s.ends_with('-')
-}
-
-fn dns_subdomain(s: &str) -> bool {
-    s.len() <= 253 && s.split('.').all(dns_label)
 }
 
 impl GatewayRef {
@@ -114,13 +104,21 @@ pub(crate) fn host(given: Option<Host>, rules: &GatewayRules<'_>) -> Result<Host
         }
         (None, _) => return Err(err(ErrorCode::HostRequiredForGateway)),
     };
-    let Host::Dns(name) = &host else { return Err(err(ErrorCode::GatewayHostNotDns)) };
-    if let Some(suffix) = rules.suffix
+    host_within_suffix(&host, rules.suffix)?;
+    Ok(host)
+}
+
+/// Whether `host` can be a gateway host: a DNS name (an IP cannot carry SNI),
+/// within the admin's domain suffix when there is one.
+pub(crate) fn host_within_suffix(host: &Host, suffix: Option<&Host>) -> Result<(), AppError> {
+    let err = |code| AppError::at(code, Field::ControlPlaneHost);
+    let Host::Dns(name) = host else { return Err(err(ErrorCode::GatewayHostNotDns)) };
+    if let Some(suffix) = suffix
         && !name.strip_suffix(&suffix.to_string()).is_some_and(|head| head.len() > 1 && head.ends_with('.'))
     {
         return Err(err(ErrorCode::GatewayHostOutsideSuffix));
     }
-    Ok(host)
+    Ok(())
 }
 
 /// The `TLSRoute` versions a console can write, newest first: `v1` (Gateway

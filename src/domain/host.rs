@@ -96,6 +96,21 @@ impl From<Host> for String {
     }
 }
 
+/// A Kubernetes object name of the DNS-1123 label form (a namespace, a
+/// Service): 1–63 of `a-z`, `0-9`, `-`, not starting or ending with `-`.
+pub(crate) fn dns_label(s: &str) -> bool {
+    (1..=63).contains(&s.len())
+        && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+}
+
+/// A Kubernetes object name of the DNS-1123 subdomain form (most objects: a
+/// Gateway, a Secret, a StorageClass): dot-separated [`dns_label`]s, at most 253.
+pub(crate) fn dns_subdomain(s: &str) -> bool {
+    s.len() <= 253 && s.split('.').all(dns_label)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -258,17 +258,7 @@ pub(crate) fn assign(
                         problems.push(Problem::NoAddressRequest);
                     }
                     MoveTarget::Gateway => {
-                        let offer = super::gateway::GatewayRef {
-                            namespace: String::new(),
-                            name: String::new(),
-                            listener: None,
-                        };
-                        let rules = super::gateway::GatewayRules {
-                            gateway: Some(&offer),
-                            suffix: gateway_suffix,
-                            cluster_name: &c.name,
-                        };
-                        if super::gateway::host(Some(h.clone()), &rules).is_err() {
+                        if super::gateway::host_within_suffix(h, gateway_suffix).is_err() {
                             problems.push(Problem::NotAGatewayHost);
                         }
                     }

@@ -28,14 +28,8 @@ impl SecretRef {
     pub fn parse(raw: &str) -> Result<Self, AppError> {
         let bad = || AppError::at(ErrorCode::PlatformApiKeyInvalid, Field::PlatformApiKey);
         let (namespace, name) = raw.trim().split_once('/').ok_or_else(bad)?;
-        let label = |s: &str| {
-            (1..=63).contains(&s.len())
-                && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-                && !s.starts_with('-')
-                && !s.ends_with('-')
-        };
-        let subdomain = |s: &str| s.len() <= 253 && s.split('.').all(label);
-        if !label(namespace) || !subdomain(name) {
+        use crate::domain::host::{dns_label, dns_subdomain};
+        if !dns_label(namespace) || !dns_subdomain(name) {
             return Err(bad());
         }
         Ok(Self { namespace: namespace.to_owned(), name: name.to_owned() })

@@ -66,13 +66,7 @@ impl Default for Placement {
 
 /// A StorageClass name: a DNS subdomain.
 fn is_storage_class(s: &str) -> bool {
-    let label = |l: &str| {
-        (1..=63).contains(&l.len())
-            && l.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-            && !l.starts_with('-')
-            && !l.ends_with('-')
-    };
-    s.len() <= 253 && s.split('.').all(label)
+    crate::domain::host::dns_subdomain(s)
 }
 
 impl Placement {

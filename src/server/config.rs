@@ -67,7 +67,7 @@ pub struct Config {
           action = clap::ArgAction::Set)]
     pub spec_write_limit: bool,
     /// Connections served at once; past it the listener waits for one to close.
-    #[arg(long, env = "KUBEBYON_MAX_CONNECTIONS", value_parser = positive_usize, default_value_t = 1024)]
+    #[arg(long, env = "KUBEBYON_MAX_CONNECTIONS", value_parser = positive_usize, default_value_t = 4096)]
     pub max_connections: usize,
     /// Seconds a request's headers (and a kept-alive connection's next request) may take.
     #[arg(long, env = "KUBEBYON_HEADER_TIMEOUT_SECS", value_parser = positive, default_value_t = 15)]

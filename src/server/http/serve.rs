@@ -39,7 +39,7 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Self {
-            max_connections: 1024,
+            max_connections: 4096,
             header_read: Duration::from_secs(15),
             request: Duration::from_secs(60),
             drain: Duration::from_secs(25),

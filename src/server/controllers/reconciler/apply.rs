@@ -121,7 +121,7 @@ pub(crate) async fn ensure_route(
 }
 
 /// helm-controller's `helm.cattle.io/v1` HelmChart.
-pub(crate) fn charts_resource() -> kube::api::ApiResource {
+pub fn charts_resource() -> kube::api::ApiResource {
     kube::api::ApiResource {
         group: "helm.cattle.io".into(),
         version: "v1".into(),

@@ -284,16 +284,10 @@ impl Context {
         gateway: &crate::domain::gateway::GatewayRef,
     ) -> Option<std::net::IpAddr> {
         let seen = self.gateway_seen.lock().ok().and_then(|g| g.clone());
-        if let Some((key, ip)) = seen.filter(|(key, _)| *key == gateway.key()) {
-            let _ = key;
+        if let Some((_, ip)) = seen.filter(|(key, _)| *key == gateway.key()) {
             return Some(ip);
         }
-        let read = async {
-            let api: Api<kube::api::DynamicObject> =
-                Api::namespaced_with(self.client.clone(), &gateway.namespace, &gateways_resource());
-            let found = error::ignore_not_found(api.get(&gateway.name).await).map_err(error::kube("read Gateway"))?;
-            Ok(found.as_ref().and_then(gateway_ip))
-        };
+        let read = async { Ok(read_gateway(self, gateway).await?.as_ref().and_then(gateway_ip)) };
         self.for_request(read).await.ok().flatten()
     }
 
@@ -702,6 +696,16 @@ async fn observe_all(ctx: &Context, full: bool) -> Result<()> {
         return Ok(());
     }
     let settings = db::settings::load(&ctx.pool).await?;
+    // The admin's Gateway, read once for the pass (not per gateway cluster);
+    // a failed read leaves each gateway cluster to read it (and say why).
+    let gateway = match settings.gateway.as_ref() {
+        Some(gw)
+            if observed.iter().any(|c| matches!(c.spec.public_access, crate::domain::PublicAccess::Gateway { .. })) =>
+        {
+            read_gateway(ctx, gw).await.ok()
+        }
+        _ => None,
+    };
     // A few clusters' host reads at once; the observer lease is renewed
     // between chunks of a long pass (a pass of thousands outlives it).
     let mut renewed = tokio::time::Instant::now();
@@ -712,9 +716,9 @@ async fn observe_all(ctx: &Context, full: bool) -> Result<()> {
             }
             renewed = tokio::time::Instant::now();
         }
-        let (settings, nodes) = (&settings, &nodes);
+        let (settings, nodes, gateway) = (&settings, &nodes, gateway.as_ref());
         let results = futures::future::join_all(
-            chunk.iter().map(|c| async move { (c, observe_one(ctx, c, settings, nodes).await) }),
+            chunk.iter().map(|c| async move { (c, observe_one(ctx, c, settings, nodes, gateway).await) }),
         )
         .await;
         for (cluster, result) in results {
@@ -737,6 +741,7 @@ async fn observe_one(
     cluster: &Cluster,
     settings: &crate::domain::SystemSettings,
     nodes: &[observe::NodeAddresses],
+    gateway: Option<&Option<kube::api::DynamicObject>>,
 ) -> Result<()> {
     let stale = ctx.stale_jobs.lock().map(|m| m.get(&cluster.id).cloned().unwrap_or_default()).unwrap_or_default();
     let name = cluster.spec.name.as_str();
@@ -796,7 +801,7 @@ async fn observe_one(
     }
     g.observation.ready_nodes = nodes.to_vec();
     if let crate::domain::PublicAccess::Gateway { .. } = &cluster.spec.public_access {
-        let (facts, drift) = gateway_facts(ctx, cluster, settings).await?;
+        let (facts, drift) = gateway_facts(ctx, cluster, settings, gateway).await?;
         if drift {
             tracing::info!(cluster = %cluster.spec.name.as_str(), "TLSRoute differs from its rendering; applying again");
             return match apply_tracked(ctx, cluster, settings).await {
@@ -838,6 +843,7 @@ async fn gateway_facts(
     ctx: &Context,
     cluster: &Cluster,
     settings: &crate::domain::SystemSettings,
+    read_for_pass: Option<&Option<kube::api::DynamicObject>>,
 ) -> Result<(observe::GatewayFacts, bool)> {
     use crate::domain::gateway::{Condition, RouteFacts};
     let version = ctx.route_version();
@@ -878,15 +884,26 @@ async fn gateway_facts(
             parent: parent.map(|p| Condition::list(p.get("conditions"))),
         };
     }
-    let gateways: Api<kube::api::DynamicObject> =
-        Api::namespaced_with(ctx.client.clone(), &gw.namespace, &gateways_resource());
-    let found = error::ignore_not_found(gateways.get(&gw.name).await).map_err(error::kube("read Gateway"))?;
+    let found = match read_for_pass {
+        Some(found) => found.clone(),
+        None => read_gateway(ctx, gw).await?,
+    };
     facts.gateway_found = found.is_some();
     facts.address = found.as_ref().and_then(gateway_ip);
     if let (Some(ip), Ok(mut seen)) = (facts.address, ctx.gateway_seen.lock()) {
         *seen = Some((gw.key(), ip));
     }
     Ok((facts, false))
+}
+
+/// The admin's Gateway, read now (`None`: not found).
+async fn read_gateway(
+    ctx: &Context,
+    gw: &crate::domain::gateway::GatewayRef,
+) -> Result<Option<kube::api::DynamicObject>> {
+    let gateways: Api<kube::api::DynamicObject> =
+        Api::namespaced_with(ctx.client.clone(), &gw.namespace, &gateways_resource());
+    error::ignore_not_found(gateways.get(&gw.name).await).map_err(error::kube("read Gateway"))
 }
 
 /// One cluster read from the host now, with GETs; `None` unless its
