@@ -47,7 +47,7 @@ base="http://127.0.0.1:$port"
 users=${KUBEBYON_BENCH_USERS:-10}
 : >"$work/pages"
 for u in $(seq 1 "$users"); do
-  KUBEBYON_DATA_DIR="$work" KUBEBYON_ADMIN_PASSWORD="bench-password-123" "$KUBEBYON_BIN" admin "viewer$u" >/dev/null
+  KUBEBYON_DATA_DIR="$work" KUBEBYON_ADMIN_PASSWORD="bench-password-123" "$KUBEBYON_BIN" admin --username "viewer$u" >/dev/null
   jar="$work/jar$u"
   curl -fsS -c "$jar" -H 'content-type: application/json' \
     -d "{\"username\":\"viewer$u\",\"password\":\"bench-password-123\"}" "$base/api/auth/login" >/dev/null

@@ -155,6 +155,9 @@ async fn settle(client: &kube::Client, name: &str) {
     sets.patch_status(name, &status, &Patch::Merge(&rolled)).await.expect("StatefulSet rolled out");
     let mut pod_spec = pod_spec;
     pod_spec["nodeName"] = json!("node-1");
+    // The claim the StatefulSet's template asks for, as its controller names it.
+    pod_spec["volumes"].as_array_mut().unwrap().push(json!({"name": "data",
+        "persistentVolumeClaim": {"claimName": format!("data-{name}-0")}}));
     let pod: Pod = serde_json::from_value(json!({
         "metadata": {"name": format!("{name}-0"), "labels": {"app": "vcluster", "release": name,
             "statefulset.kubernetes.io/pod-name": format!("{name}-0"), "controller-revision-hash": format!("{name}-5d8f7c")}},
