@@ -10,7 +10,7 @@ test: ## Every test: unit, storage (SQLite + PostgreSQL), HTTP, browser (Playwri
 bench: ## Figures: bundle size, memory, the list page against a static file, cold start, reconciler
 	bash scripts/bench.sh
 
-bench-scale: ## Figures at scale: observer reads with 10,000 clusters, 1,000 open live pages (not part of make test)
+bench-scale: ## Figures at scale: observer reads (10,000 clusters), RSS per cluster, 1,000 live pages, Ready latency, 1,000-cluster move (not in make test)
 	bash scripts/bench-scale.sh
 
 lint: ## Formatting, clippy (console and hostsim) and shellcheck (scripts); part of `make test`

@@ -11,7 +11,14 @@
 #    (tests/live.rs, bench_open_pages; KUBEBYON_BENCH_PER_USER, KUBEBYON_BENCH_SECS);
 #  - from a vCluster pod's Ready transition to an open detail page showing
 #    Ready, in Chromium, on the upstream test host (relay), p50/p95
-#    (end2end/bench/ready-latency.spec.ts; KUBEBYON_BENCH_LATENCY_CLUSTERS, default 20).
+#    (end2end/bench/ready-latency.spec.ts; KUBEBYON_BENCH_LATENCY_CLUSTERS, default 20);
+#  - 1,000 clusters switched NodePort -> LoadBalancer by the console against a
+#    bare kube-rs client, on the light host profile (tests/scale_bench.rs,
+#    bench_move_to_load_balancer; KUBEBYON_BENCH_MOVE_CLUSTERS), and 200 on
+#    the full upstream test host (tests/reconciler_bench.rs;
+#    KUBEBYON_BENCH_FULL_CLUSTERS).
+# KUBEBYON_BENCH_ONLY (e.g. "pages,latency") runs only the named sections of
+# observer, memory, pages, latency, move, move-full.
 # The list page against a static file stays in `make bench`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,23 +28,31 @@ control_plane="$(bash scripts/build-control-plane.sh | tail -n 1)"
 export KUBEBYON_CONTROL_PLANE_DIR="$control_plane"
 export PATH="$control_plane:$PATH"
 
+only() { [[ -z "${KUBEBYON_BENCH_ONLY:-}" || ",$KUBEBYON_BENCH_ONLY," == *",$1,"* ]]; }
+
+if only observer; then
 echo "== observer: database reads per pass (cargo test --test observer bench_observer_reads -- --ignored)"
 cargo test --quiet --features ssr --test observer bench_observer_reads -- --ignored --nocapture 2>&1 |
   grep -E '^(==|first|nothing|[0-9]+ changed)'
+fi
 
 bash scripts/build-console.sh >/dev/null
 source scripts/console-env.sh
 source scripts/bench-lib.sh
 cargo test --quiet --features ssr --test live --test scale_bench --no-run 2>/dev/null
 
+if only memory; then
 echo "== console memory per watched cluster (cargo test --test scale_bench -- --ignored; light host profile)"
 for run in $(seq 1 "${KUBEBYON_BENCH_RUNS:-3}"); do
   echo "run $run:"
   cargo test --quiet --features ssr --test scale_bench -- --ignored --nocapture 2>&1 | grep -E '^( *[0-9]+ clusters|slope|console pid)'
 done
+fi
 
-echo "== open detail pages (cargo test --test live bench_open_pages -- --ignored, against a release console)"
 work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+if only pages; then
+echo "== open detail pages (cargo test --test live bench_open_pages -- --ignored, against a release console)"
 port=$(free_port)
 serve "$work" "$port"
 pid=$!
@@ -61,14 +76,17 @@ echo "server: pid $pid, RSS before $(awk '/VmRSS/{print $2, $3}' /proc/$pid/stat
 KUBEBYON_BENCH_BASE="127.0.0.1:$port" KUBEBYON_BENCH_PID=$pid KUBEBYON_BENCH_PAGES="$work/pages" \
   cargo test --quiet --features ssr --test live bench_open_pages -- --ignored --nocapture 2>&1 | grep -E '^(==|nothing)'
 kill "$pid"; wait "$pid" 2>/dev/null || true
+trap 'rm -rf "$work"' EXIT
+fi
 
+if only latency; then
 echo "== pod Ready to page Ready (Playwright, end2end/bench/ready-latency.spec.ts, upstream test host in relay mode)"
 bash scripts/install-tools.sh --test >/dev/null
 host_dir="$work/host"
 host_kubeconfig=$(KUBEBYON_HOST_DIR="$host_dir" KUBEBYON_HOST_API_PORT=$(free_port) \
   bash scripts/host-up.sh --test-latency --test-net --node-cpu 64 --node-memory 256Gi --node-ephemeral-storage 4Ti \
     --vcluster-api relay | tail -n 1)
-trap 'kill $pid $host_console_pid 2>/dev/null || true; KUBEBYON_HOST_DIR="$host_dir" bash scripts/host-down.sh >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
+trap 'kill $host_console_pid 2>/dev/null || true; KUBEBYON_HOST_DIR="$host_dir" bash scripts/host-down.sh >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 host_port=$(free_port)
 KUBECONFIG="$host_kubeconfig" LEPTOS_SITE_ADDR="127.0.0.1:$host_port" KUBEBYON_DATA_DIR="$work/data-host" \
   KUBEBYON_PROBE_LOOPBACK=1 KUBEBYON_ADMIN_PASSWORD="bench-password-123" "$KUBEBYON_BIN" serve >"$work/console-host.log" 2>&1 &
@@ -76,4 +94,18 @@ host_console_pid=$!
 wait_healthy "$host_port"
 KUBEBYON_HOST_CONSOLE_URL="http://127.0.0.1:$host_port" KUBEBYON_HOST_NET="$(cat "$host_dir/net")" \
   KUBEBYON_HOST_KUBECONFIG="$host_kubeconfig" KUBEBYON_ADMIN_PASSWORD="bench-password-123" \
-  npx playwright test --config end2end/bench.config.ts 2>&1 | grep -E '^(==|lat-)' || true
+  npx playwright test --config end2end/bench.config.ts 2>&1 | grep -E '^(==|lat-)|✘|Error|expect' || true
+fi
+
+if only move; then
+echo "== NodePort -> LoadBalancer, light host profile (cargo test --test scale_bench bench_move_to_load_balancer -- --ignored)"
+cargo test --quiet --features ssr --test scale_bench bench_move_to_load_balancer -- --ignored --nocapture 2>&1 |
+  grep -E '^(==|console|bare|wall|created)'
+fi
+
+if only move-full; then
+echo "== NodePort -> LoadBalancer, full upstream test host (cargo test --test reconciler_bench -- --ignored)"
+KUBEBYON_BENCH_CLUSTERS="${KUBEBYON_BENCH_FULL_CLUSTERS:-200}" \
+  cargo test --quiet --features ssr --test reconciler_bench -- --ignored --nocapture 2>&1 |
+  grep -E '^(==|console|bare|wall|created|host)'
+fi

@@ -12,7 +12,7 @@ use std::sync::atomic::Ordering;
 use hostsim::testhost::TestHost;
 use kubebyon::domain::render::AddressRequest;
 use kubebyon::domain::user::Role;
-use kubebyon::domain::{ClusterName, ClusterSpec, ClusterStatus, Phase, PublicAccess, PublicAccessMode, Resources};
+use kubebyon::domain::{ClusterStatus, Phase, PublicAccess, PublicAccessMode};
 use kubebyon::server::controllers::reconciler::Context;
 use kubebyon::server::db;
 use kubebyon::server::testing::reconcile_pass;
@@ -33,13 +33,7 @@ async fn settled(n: usize) -> (Context, sqlx::AnyPool, tempfile::TempDir) {
     let pool = db::connect(&url).await.unwrap();
     let owner = support::user(&pool, "alice", Role::User).await;
     for i in 0..n {
-        let spec = ClusterSpec {
-            name: ClusterName::parse(&format!("c{i}")).unwrap(),
-            resources: Resources::default(),
-            public_access: PublicAccess::Disabled,
-            own_nodes: false,
-            placement: Default::default(),
-        };
+        let spec = support::spec(&format!("c{i}"), PublicAccess::Disabled);
         db::clusters::insert(&pool, owner.id, &spec, PublicAccessMode::NodePort, None).await.unwrap();
     }
     sqlx::query("UPDATE cluster_operations SET state = 'done'").execute(&pool).await.unwrap();

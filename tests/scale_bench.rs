@@ -28,7 +28,7 @@ use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Pod, Secret, Service};
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use kubebyon::domain::{ClusterName, ClusterSpec, PublicAccess, PublicAccessMode, Resources};
+use kubebyon::domain::{PublicAccess, PublicAccessMode};
 use kubebyon::server::db;
 use serde_json::json;
 
@@ -65,15 +65,24 @@ fn now() -> String {
     k8s_openapi::jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
-/// Everything a settled install of cluster `name` leaves beside what the
-/// console applies.
-async fn settle(client: &kube::Client, name: &str) {
-    let ns = format!("kubebyon-{name}");
-    let pp = PostParams::default();
-    let status = PatchParams::default();
+/// The PEM credentials written into `vc-<name>`: CA, client certificate, key.
+struct Creds {
+    ca: String,
+    cert: String,
+    key: String,
+}
+
+impl Creds {
+    /// PEM-shaped text of the sizes vCluster writes (nothing connects).
+    fn filler() -> Self {
+        Self { ca: pem("CERTIFICATE", 1020), cert: pem("CERTIFICATE", 1080), key: pem("RSA PRIVATE KEY", 1600) }
+    }
+}
+
+/// helm's install Job for release `name`, complete (as helm-controller
+/// writes it and the Job controller finishes it).
+async fn create_complete_job(jobs: &Api<Job>, ns: &str, name: &str) -> Job {
     let chart_label = json!({"helmcharts.helm.cattle.io/chart": name});
-    // helm's install Job, complete, and its pod (as helm-controller writes them).
-    let jobs: Api<Job> = Api::namespaced(client.clone(), &ns);
     let job: Job = serde_json::from_value(json!({
         "metadata": {"name": format!("helm-install-{name}"), "labels": chart_label},
         "spec": {"backoffLimit": 1000, "template": {"metadata": {"labels": chart_label}, "spec": {
@@ -97,14 +106,29 @@ async fn settle(client: &kube::Client, name: &str) {
                 {"name": "klipper-config", "emptyDir": {"medium": "Memory"}}, {"name": "tmp", "emptyDir": {"medium": "Memory"}}]}}}
     }))
     .unwrap();
-    let job = jobs.create(&pp, &job).await.expect("create Job");
+    let job = jobs.create(&PostParams::default(), &job).await.expect("create Job");
     let t = now();
     let done = json!({"status": {"startTime": t, "completionTime": t, "succeeded": 1, "conditions": [
         {"type": "SuccessCriteriaMet", "status": "True", "lastProbeTime": t, "lastTransitionTime": t},
         {"type": "Complete", "status": "True", "lastProbeTime": t, "lastTransitionTime": t}]}});
-    jobs.patch_status(&job.metadata.name.clone().unwrap(), &status, &Patch::Merge(&done)).await.expect("Job complete");
+    jobs.patch_status(&job.metadata.name.clone().unwrap(), &PatchParams::default(), &Patch::Merge(&done))
+        .await
+        .expect("Job complete");
+    job
+}
+
+/// Everything a settled install of release `name` in `ns` leaves beside what
+/// the console applies; its Service of `service_type` (the API server
+/// allocates a node port). Returns the Service as created.
+async fn settle(client: &kube::Client, ns: &str, name: &str, service_type: &str, creds: &Creds) -> Service {
+    let pp = PostParams::default();
+    let status = PatchParams::default();
+    // helm's install Job, complete, and its pod (as helm-controller writes them).
+    let jobs: Api<Job> = Api::namespaced(client.clone(), ns);
+    let job = create_complete_job(&jobs, ns, name).await;
+    let t = now();
     let uid = job.metadata.uid.unwrap();
-    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
     let mut template = serde_json::to_value(&job.spec.unwrap().template).unwrap();
     template["metadata"]["name"] = json!(format!("helm-install-{name}-x7k2p"));
     template["metadata"]["labels"]["batch.kubernetes.io/controller-uid"] = json!(uid);
@@ -113,15 +137,15 @@ async fn settle(client: &kube::Client, name: &str) {
     pods.create(&pp, &helm_pod).await.expect("create helm pod");
     // The chart's Service, StatefulSet (rolled out) and pod (Ready).
     let labels = json!({"app": "vcluster", "release": name, "chart": "vcluster-0.30.0", "heritage": "Helm"});
-    let services: Api<Service> = Api::namespaced(client.clone(), &ns);
+    let services: Api<Service> = Api::namespaced(client.clone(), ns);
     let svc: Service = serde_json::from_value(json!({
         "metadata": {"name": name, "labels": labels},
-        "spec": {"type": "ClusterIP", "selector": {"app": "vcluster", "release": name}, "ports": [
+        "spec": {"type": service_type, "selector": {"app": "vcluster", "release": name}, "ports": [
             {"name": "https", "port": 443, "targetPort": 8443, "protocol": "TCP"},
             {"name": "kubelet", "port": 10250, "targetPort": 8443, "protocol": "TCP"}]}
     }))
     .unwrap();
-    services.create(&pp, &svc).await.expect("create Service");
+    let svc = services.create(&pp, &svc).await.expect("create Service");
     let container = json!({"name": "syncer", "image": "ghcr.io/loft-sh/vcluster-pro:0.30.0",
         "args": ["start"], "ports": [{"name": "https", "containerPort": 8443, "protocol": "TCP"}],
         "env": [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
@@ -138,7 +162,7 @@ async fn settle(client: &kube::Client, name: &str) {
         "containers": [container], "volumes": [
             {"name": "helm-cache", "emptyDir": {}}, {"name": "binaries", "emptyDir": {}}, {"name": "tmp", "emptyDir": {}},
             {"name": "certs", "emptyDir": {}}, {"name": "vcluster-config", "secret": {"secretName": format!("vc-config-{name}")}}]});
-    let sets: Api<StatefulSet> = Api::namespaced(client.clone(), &ns);
+    let sets: Api<StatefulSet> = Api::namespaced(client.clone(), ns);
     let sts: StatefulSet = serde_json::from_value(json!({
         "metadata": {"name": name, "labels": labels},
         "spec": {"replicas": 1, "serviceName": format!("{name}-headless"), "podManagementPolicy": "Parallel",
@@ -175,21 +199,44 @@ async fn settle(client: &kube::Client, name: &str) {
             "containerID": "containerd://0", "state": {"running": {"startedAt": t}}}]}});
     pods.patch_status(&format!("{name}-0"), &status, &Patch::Merge(&ready)).await.expect("pod Ready");
     // vc-<name>: the kubeconfig and credentials vCluster writes.
-    let (ca, cert, key) = (pem("CERTIFICATE", 1020), pem("CERTIFICATE", 1080), pem("RSA PRIVATE KEY", 1600));
+    let (ca, cert, key) = (&creds.ca, &creds.cert, &creds.key);
     let b64 = |s: &str| base64::Engine::encode(&base64::engine::general_purpose::STANDARD, s);
     let config = format!(
         "apiVersion: v1\nkind: Config\nclusters:\n- cluster:\n    certificate-authority-data: {}\n    server: https://localhost:8443\n  name: my-vcluster\ncontexts:\n- context:\n    cluster: my-vcluster\n    user: my-vcluster\n  name: my-vcluster\ncurrent-context: my-vcluster\nusers:\n- name: my-vcluster\n  user:\n    client-certificate-data: {}\n    client-key-data: {}\n",
-        b64(&ca),
-        b64(&cert),
-        b64(&key)
+        b64(ca),
+        b64(cert),
+        b64(key)
     );
-    let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns);
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), ns);
     let secret: Secret = serde_json::from_value(json!({
         "metadata": {"name": format!("vc-{name}"), "labels": {"vcluster.loft.sh/namespace": ns}},
         "stringData": {"config": config, "certificate-authority": ca, "client-certificate": cert, "client-key": key}
     }))
     .unwrap();
     secrets.create(&pp, &secret).await.expect("create vc Secret");
+    svc
+}
+
+/// helm-controller's own CRDs: its binary registers them at start (and is
+/// stopped once they are served).
+fn register_helm_chart_crd(kc: &std::path::Path, log_dir: &std::path::Path) {
+    let log = std::fs::File::create(log_dir.join("helm-controller.log")).unwrap();
+    let _hc = Kill(
+        Command::new(control_plane("helm-controller"))
+            .args(["--kubeconfig", kc.to_str().unwrap()])
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("helm-controller"),
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while ts::kubectl(kc, &["wait", "--for=condition=Established", "--timeout=5s", "crd/helmcharts.helm.cattle.io"])
+        .map(|o| !o.status.success())
+        .unwrap_or(true)
+    {
+        assert!(Instant::now() < deadline, "helm-controller did not register its CRDs");
+        std::thread::sleep(Duration::from_millis(300));
+    }
 }
 
 async fn count(pool: &sqlx::AnyPool, sql: &str) -> i64 {
@@ -207,29 +254,7 @@ async fn bench_memory_per_cluster() {
     let host = TestHost::shared(None);
     let kc = host.kubeconfig.clone();
     let work = tempfile::tempdir().unwrap();
-    // helm-controller's own CRDs: its binary registers them at start.
-    {
-        let log = std::fs::File::create(work.path().join("helm-controller.log")).unwrap();
-        let _hc = Kill(
-            Command::new(control_plane("helm-controller"))
-                .args(["--kubeconfig", kc.to_str().unwrap()])
-                .stdout(log.try_clone().unwrap())
-                .stderr(log)
-                .spawn()
-                .expect("helm-controller"),
-        );
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while ts::kubectl(
-            &kc,
-            &["wait", "--for=condition=Established", "--timeout=5s", "crd/helmcharts.helm.cattle.io"],
-        )
-        .map(|o| !o.status.success())
-        .unwrap_or(true)
-        {
-            assert!(Instant::now() < deadline, "helm-controller did not register its CRDs");
-            std::thread::sleep(Duration::from_millis(300));
-        }
-    }
+    register_helm_chart_crd(&kc, work.path());
     // The console, its own process.
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let log = std::fs::File::create(work.path().join("console.log")).unwrap();
@@ -260,16 +285,11 @@ async fn bench_memory_per_cluster() {
     println!("console pid {pid}: RSS {} KiB with no cluster", rss_kib(pid));
     let mut made = 0;
     let mut figures = Vec::new();
+    let filler = Creds::filler();
     for point in points {
         let t = Instant::now();
         for i in made..point {
-            let spec = ClusterSpec {
-                name: ClusterName::parse(&format!("s{i:04}")).unwrap(),
-                resources: Resources::default(),
-                public_access: PublicAccess::Disabled,
-                own_nodes: false,
-                placement: Default::default(),
-            };
+            let spec = support::spec(&format!("s{i:04}"), PublicAccess::Disabled);
             db::clusters::insert(&pool, owner, &spec, PublicAccessMode::NodePort, None).await.unwrap();
         }
         // The console applies each (namespace, HelmChart); then the rest appears.
@@ -291,7 +311,7 @@ async fn bench_memory_per_cluster() {
                 assert!(Instant::now() < deadline, "{name}: no HelmChart after 600 s");
                 tokio::time::sleep(Duration::from_millis(200)).await;
             }
-            settle(&client, &name).await;
+            settle(&client, &ns, &name, "ClusterIP", &filler).await;
         }
         made = point;
         let deadline = Instant::now() + Duration::from_secs(900);
@@ -321,4 +341,277 @@ async fn bench_memory_per_cluster() {
     let num: f64 = figures.iter().map(|(x, y)| (x - mx) * (y - my)).sum();
     let den: f64 = figures.iter().map(|(x, _)| (x - mx) * (x - mx)).sum();
     println!("slope: {:.1} KiB per cluster (least squares over {} points)", num / den, figures.len());
+}
+
+/// The light host's stand-in for what turns a HelmChart into a running
+/// control plane (helm-controller, helm, the vCluster chart, MetalLB and
+/// vCluster's own API endpoint), for the move bench: for each values it
+/// writes `chart-values-<name>` (as helm-controller does); on a chart's first
+/// values a settled install ([`settle`]) whose Service has the
+/// values' type; on new values it replaces helm's Job with a complete one,
+/// gives the Service the values' type and `metallb.io/loadBalancerIPs`
+/// annotation, writes that address as its ingress (what MetalLB's
+/// controller writes) and serves the cluster's API there. Every endpoint
+/// is a relay to the host's API server (hostsim's `ApiListener`, as in
+/// `--vcluster-api relay`) with a serving certificate for its address,
+/// issued by one CA that all clusters share (one RSA-2048 CA and client
+/// key, so a thousand clusters do not cost a thousand RSA key generations).
+struct Settler {
+    client: kube::Client,
+    ca: hostsim::pki::Ca,
+    creds: Creds,
+    upstream: std::sync::Arc<hostsim::apiproxy::Upstream>,
+    node: std::net::Ipv4Addr,
+    /// The endpoints served, by namespace.
+    listeners: std::sync::Mutex<std::collections::HashMap<String, Vec<hostsim::apiproxy::ApiListener>>>,
+}
+
+/// A release: namespace and name.
+type Release = (String, String);
+/// One release's handling at a time, in the order its values came.
+type ReleaseLock = std::sync::Arc<tokio::sync::Mutex<()>>;
+
+/// What the settler reads from a chart's values: the Service type and the
+/// requested LoadBalancer address.
+fn service_of(values: &str) -> (String, Option<std::net::Ipv4Addr>) {
+    let v: serde_yaml::Value = serde_yaml::from_str(values).unwrap_or_default();
+    let service = &v["controlPlane"]["service"];
+    let kind = service["spec"]["type"].as_str().unwrap_or("ClusterIP").to_owned();
+    let ip = service["annotations"]["metallb.io/loadBalancerIPs"].as_str().and_then(|a| a.parse().ok());
+    (kind, ip)
+}
+
+impl Settler {
+    async fn new(host: &TestHost, node: std::net::Ipv4Addr) -> std::sync::Arc<Self> {
+        use hostsim::pki::{Ca, KeyKind};
+        let ca = Ca::generate_with("vcluster-ca", KeyKind::Rsa2048).unwrap();
+        let client_pair = ca.issue_client_with("kube-admin", &["system:masters"], KeyKind::Rsa2048).unwrap();
+        let creds = Creds { ca: ca.pair.cert_pem.clone(), cert: client_pair.cert_pem, key: client_pair.key_pem };
+        let host_creds = hostsim::kubeconfig::Credentials::from_file(&host.kubeconfig).unwrap();
+        std::sync::Arc::new(Self {
+            client: host.client().await.unwrap(),
+            ca,
+            creds,
+            upstream: hostsim::apiproxy::Upstream::new(&host_creds).unwrap(),
+            node,
+            listeners: Default::default(),
+        })
+    }
+
+    /// The cluster's API served at `addr` (a relay with a certificate for its address).
+    async fn serve(&self, ns: &str, addr: std::net::SocketAddr) {
+        let serving = self.ca.issue_server("kube-apiserver", &[addr.ip().to_string()]).unwrap();
+        let tls = hostsim::tls::server_config(&serving, &self.ca.pair.cert_pem).unwrap();
+        let listener = hostsim::apiproxy::ApiListener::start_on(addr, tls, self.upstream.clone()).await.unwrap();
+        self.listeners.lock().unwrap().entry(ns.to_owned()).or_default().push(listener);
+    }
+
+    /// Removes a release's Service and stops serving its endpoints (its node
+    /// ports go back to the API server's range).
+    async fn remove_service(&self, ns: &str, name: &str) {
+        let services: Api<Service> = Api::namespaced(self.client.clone(), ns);
+        services.delete(name, &Default::default()).await.expect("delete Service");
+        self.listeners.lock().unwrap().remove(ns);
+    }
+
+    /// `chart-values-<name>`, as helm-controller writes it for each values.
+    async fn values_secret(&self, ns: &str, name: &str, values: &str) {
+        let secrets: Api<Secret> = Api::namespaced(self.client.clone(), ns);
+        let body = json!({"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": format!("chart-values-{name}"), "namespace": ns},
+            "stringData": {"HelmChartValuesContent": values}});
+        let pp = PatchParams::apply("helm-controller").force();
+        secrets.patch(&format!("chart-values-{name}"), &pp, &Patch::Apply(&body)).await.expect("chart values");
+    }
+
+    /// A chart's first values: a settled install.
+    async fn install(&self, ns: &str, name: &str, values: &str) {
+        self.values_secret(ns, name, values).await;
+        let (kind, _) = service_of(values);
+        let svc = settle(&self.client, ns, name, &kind, &self.creds).await;
+        let port = svc.spec.and_then(|s| s.ports?.into_iter().find(|p| p.port == 443)?.node_port);
+        if let Some(port) = port {
+            self.serve(ns, (self.node, port as u16).into()).await;
+        }
+    }
+
+    /// New values: helm's upgrade Job, the Service's new type and address.
+    async fn upgrade(&self, ns: &str, name: &str, values: &str) {
+        self.values_secret(ns, name, values).await;
+        let (kind, ip) = service_of(values);
+        let jobs: Api<Job> = Api::namespaced(self.client.clone(), ns);
+        let job = format!("helm-install-{name}");
+        jobs.delete(&job, &Default::default()).await.expect("delete the old Job");
+        while jobs.get_opt(&job).await.unwrap().is_some() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        create_complete_job(&jobs, ns, name).await;
+        let services: Api<Service> = Api::namespaced(self.client.clone(), ns);
+        let annotations = match ip {
+            Some(ip) => json!({"metallb.io/loadBalancerIPs": ip.to_string()}),
+            None => json!({}),
+        };
+        let patch = json!({"metadata": {"annotations": annotations}, "spec": {"type": kind}});
+        services.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await.expect("Service type");
+        if let (Some(ip), "LoadBalancer") = (ip, kind.as_str()) {
+            let status = json!({"status": {"loadBalancer": {"ingress": [{"ip": ip.to_string(), "ipMode": "VIP"}]}}});
+            services.patch_status(name, &PatchParams::default(), &Patch::Merge(&status)).await.expect("ingress");
+            self.serve(ns, (ip, 443).into()).await;
+        }
+    }
+
+    /// Follows every HelmChart: each new values string is installed or
+    /// upgraded, charts in parallel (8 at a time), one chart's in order.
+    fn run(self: std::sync::Arc<Self>) -> tokio::task::JoinHandle<()> {
+        use futures::StreamExt;
+        use kube::runtime::watcher;
+        tokio::spawn(async move {
+            let charts: Api<kube::api::DynamicObject> =
+                Api::all_with(self.client.clone(), &kubebyon::server::testing::charts_resource());
+            let mut events = watcher(charts, watcher::Config::default()).boxed();
+            let seen: std::sync::Arc<tokio::sync::Mutex<std::collections::HashMap<Release, String>>> =
+                Default::default();
+            let locks: std::sync::Mutex<std::collections::HashMap<Release, ReleaseLock>> = Default::default();
+            let permits = std::sync::Arc::new(tokio::sync::Semaphore::new(8));
+            while let Some(event) = events.next().await {
+                let Ok(watcher::Event::Apply(chart) | watcher::Event::InitApply(chart)) = event else { continue };
+                let (Some(ns), Some(name)) = (chart.metadata.namespace.clone(), chart.metadata.name.clone()) else {
+                    continue;
+                };
+                let values = chart.data["spec"]["valuesContent"].as_str().unwrap_or_default().to_owned();
+                let key = (ns.clone(), name.clone());
+                let lock = locks.lock().unwrap().entry(key.clone()).or_default().clone();
+                let (this, seen, permits) = (self.clone(), seen.clone(), permits.clone());
+                tokio::spawn(async move {
+                    let _one = lock.lock().await;
+                    let before = seen.lock().await.insert(key, values.clone());
+                    if before.as_deref() == Some(values.as_str()) {
+                        return;
+                    }
+                    let _permit = permits.acquire().await.unwrap();
+                    match before {
+                        None => this.install(&ns, &name, &values).await,
+                        Some(_) => this.upgrade(&ns, &name, &values).await,
+                    }
+                });
+            }
+        })
+    }
+}
+
+/// `make bench-scale` only: N clusters (`KUBEBYON_BENCH_MOVE_CLUSTERS`,
+/// default 1,000) switched NodePort → LoadBalancer by the console's
+/// reconciler, against a bare kube-rs client doing the minimal calls for
+/// the same switches (server-side apply of the HelmChart, one Service watch,
+/// one Secret read, the same TLS probe), on the light host profile with the
+/// [`Settler`]; LoadBalancer addresses from their own /24s (240 per block).
+/// Prints the wall-time ratio and API calls per cluster (every request the
+/// console sends, Events included, counted by a client-side layer).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "benchmark: make bench-scale"]
+async fn bench_move_to_load_balancer() {
+    use kubebyon::server::controllers::reconciler::{self, Context};
+    use kubebyon::server::service::clusters;
+    use support::calls::{Calls, counting_client};
+    static CONSOLE: Calls = Calls::new();
+    static BARE: Calls = Calls::new();
+    let n: usize = std::env::var("KUBEBYON_BENCH_MOVE_CLUSTERS").ok().and_then(|v| v.parse().ok()).unwrap_or(1000);
+    let host = TestHost::shared(None);
+    let work = tempfile::tempdir().unwrap();
+    register_helm_chart_crd(&host.kubeconfig, work.path());
+    let blocks = n.div_ceil(240);
+    let node = hostsim::testhost::NetLease::claim().unwrap();
+    let mine: Vec<_> = (0..blocks).map(|_| hostsim::testhost::NetLease::claim().unwrap()).collect();
+    let theirs: Vec<_> = (0..blocks).map(|_| hostsim::testhost::NetLease::claim().unwrap()).collect();
+    let at = |leases: &[hostsim::testhost::NetLease], i: usize| leases[i / 240].0.addr(10 + (i % 240) as u8);
+    let settler = Settler::new(host, node.0.node()).await;
+    let _settling = settler.clone().run();
+    let admin = host.client().await.unwrap();
+
+    // --- the console: N NodePort clusters, Ready, then switched ---
+    let (url, _db_dir) = support::sqlite_url();
+    let pool = db::connect(&url).await.unwrap();
+    let user = support::user(&pool, "bench", kubebyon::domain::user::Role::Admin).await;
+    let mut settings = db::settings::load(&pool).await.unwrap();
+    settings.nodeport_public_host = Some(kubebyon::domain::Host::parse(&node.0.node().to_string()).unwrap());
+    // No MetalLB runs to be detected: the admin's setting names it.
+    settings.load_balancer_address_request = kubebyon::domain::settings::AddressStyle::MetalLb;
+    db::settings::save(&pool, &settings).await.unwrap();
+    let mut ctx = Context::new(
+        counting_client(&host.kubeconfig, &CONSOLE).await,
+        pool.clone(),
+        kubebyon::domain::render::AddressRequest::MetalLb,
+    );
+    ctx.resolver.targets.allow_loopback = true;
+    let ctx = std::sync::Arc::new(ctx);
+    let reconciling = tokio::spawn(reconciler::run(ctx.clone()));
+    let t = Instant::now();
+    let mut ids = Vec::new();
+    for i in 0..n {
+        let spec = support::spec(&format!("m{i:04}"), PublicAccess::NodePort { host: None });
+        ids.push(db::clusters::insert(&pool, user.id, &spec, PublicAccessMode::NodePort, None).await.unwrap());
+    }
+    ctx.wake();
+    let all_ready = |on_lb: bool| {
+        let pool = pool.clone();
+        async move {
+            let sql = "SELECT COUNT(*) FROM clusters WHERE phase = 'ready' AND observed_generation = generation";
+            let like = if on_lb { " AND api_endpoint LIKE '%:443'" } else { " AND api_endpoint NOT LIKE '%:443'" };
+            count(&pool, &format!("{sql}{like}")).await
+        }
+    };
+    let wait_all = |what: &'static str, on_lb: bool| async move {
+        let deadline = Instant::now() + Duration::from_secs(1800);
+        while all_ready(on_lb).await < n as i64 {
+            assert!(Instant::now() < deadline, "{what}: not all Ready after 1,800 s");
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    };
+    wait_all("NodePort", false).await;
+    println!("created {n} NodePort clusters, all Ready, in {:.0} s", t.elapsed().as_secs_f64());
+
+    CONSOLE.reset();
+    let t0 = Instant::now();
+    for (i, id) in ids.iter().enumerate() {
+        let patch: clusters::ClusterPatch = serde_json::from_value(json!({"public_access":
+            {"enabled": true, "mode": "loadbalancer", "control_plane_host": at(&mine, i).to_string()}}))
+        .unwrap();
+        clusters::update(&pool, &Default::default(), &user, *id, &patch).await.unwrap();
+    }
+    ctx.wake();
+    wait_all("LoadBalancer", true).await;
+    let console_time = t0.elapsed();
+    let (console_calls, console_kinds) = (CONSOLE.total(), CONSOLE.by_kind());
+    // Each Service holds two node ports (https, kubelet): 2 × 2N would not fit
+    // the API server's default range (30000–32767; a real host with as many
+    // NodePort clusters needs a wider `--service-node-port-range`). The
+    // console is stopped and its Services removed before the bare client's turn.
+    reconciling.abort();
+    for i in 0..n {
+        let name = format!("m{i:04}");
+        settler.remove_service(&format!("kubebyon-{name}"), &name).await;
+    }
+
+    // --- a bare kube-rs client, the same switches ---
+    let bare = counting_client(&host.kubeconfig, &BARE).await;
+    support::bare::install(&admin, n, Duration::from_secs(1800)).await;
+    BARE.reset();
+    let bare_time = support::bare::switch(&bare, n, |i| at(&theirs, i), Duration::from_secs(600)).await;
+    let bare_calls = BARE.total();
+    println!("== {n} clusters switched NodePort -> LoadBalancer (light host profile: tests/scale_bench.rs, Settler)");
+    println!(
+        "console reconciler: {:.1} s, {console_calls} API calls ({:.2} per cluster)",
+        console_time.as_secs_f64(),
+        console_calls as f64 / n as f64
+    );
+    println!("console calls by kind: {console_kinds}");
+    println!(
+        "bare kube-rs:       {:.1} s, {bare_calls} API calls ({:.2} per cluster)",
+        bare_time.as_secs_f64(),
+        bare_calls as f64 / n as f64
+    );
+    println!(
+        "wall-time ratio console/bare: {:.2}x (goal <= 1.0x; <= 1.5 calls per cluster)",
+        console_time.as_secs_f64() / bare_time.as_secs_f64()
+    );
 }

@@ -765,7 +765,7 @@ async fn every_write_raises_a_revision_and_only_changed_rows_are_read() {
         let start = db::clusters::revision_now(&t.pool).await.unwrap();
         let rev = |id| {
             let pool = t.pool.clone();
-            async move { db::clusters::revision_of(&pool, id).await.unwrap().unwrap().0 }
+            async move { db::clusters::revision_of(&pool, id).await.unwrap().unwrap() }
         };
         // Each insert (and its create operation) counted; the newest row holds the counter.
         assert_eq!(rev(ids[2]).await, start, "{b}");

@@ -134,13 +134,7 @@ impl Hub {
         let mut topics = self.topics.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let tx = topics.entry(topic).or_insert_with(|| watch::Sender::new(current));
         // Never backwards: a version read before a change the poller already sent.
-        tx.send_if_modified(|v| {
-            let newer = current > *v;
-            if newer {
-                *v = current;
-            }
-            newer
-        });
+        raise(tx, current);
         tx.subscribe()
     }
 
@@ -152,13 +146,7 @@ impl Hub {
         for &(id, owner, revision) in touched {
             for topic in [Topic::Cluster(id), Topic::Owner(owner), Topic::All] {
                 if let Some(tx) = topics.get(&topic) {
-                    tx.send_if_modified(|v| {
-                        let newer = revision > *v;
-                        if newer {
-                            *v = revision;
-                        }
-                        newer
-                    });
+                    raise(tx, revision);
                 }
             }
         }
@@ -253,10 +241,21 @@ impl Hub {
     }
 }
 
+/// Moves a topic to `version` if that is newer (streams wake only then).
+fn raise(tx: &watch::Sender<i64>, version: i64) {
+    tx.send_if_modified(|v| {
+        let newer = version > *v;
+        if newer {
+            *v = version;
+        }
+        newer
+    });
+}
+
 /// The version a topic is at now.
 pub(crate) async fn current(pool: &AnyPool, topic: Topic) -> Result<i64, DbError> {
     match topic {
-        Topic::Cluster(id) => Ok(db::clusters::revision_of(pool, id).await?.map(|(r, _)| r).unwrap_or(0)),
+        Topic::Cluster(id) => Ok(db::clusters::revision_of(pool, id).await?.unwrap_or(0)),
         Topic::Owner(owner) => db::clusters::list_revision(pool, Some(owner)).await,
         Topic::All => db::clusters::list_revision(pool, None).await,
     }

@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod bare;
+pub mod calls;
 pub mod host;
 pub mod http;
 pub mod routes;
@@ -72,4 +74,15 @@ pub async fn maybe_postgres_url() -> Option<String> {
 pub async fn user(pool: &AnyPool, name: &str, role: Role) -> CurrentUser {
     let id = db::users::insert(pool, &Username::parse(name).unwrap(), "not-a-real-hash", role).await.unwrap();
     CurrentUser { id, username: name.to_owned(), role }
+}
+
+/// A cluster's spec with the default resources and placement, no own nodes.
+pub fn spec(name: &str, public_access: kubebyon::domain::PublicAccess) -> kubebyon::domain::ClusterSpec {
+    kubebyon::domain::ClusterSpec {
+        name: kubebyon::domain::ClusterName::parse(name).unwrap(),
+        resources: Default::default(),
+        public_access,
+        own_nodes: false,
+        placement: Default::default(),
+    }
 }

@@ -326,12 +326,9 @@ pub struct Changes {
 }
 
 pub async fn changed_since(pool: &AnyPool, after: i64) -> Result<Changes, DbError> {
-    let upto = revision_now(pool).await?;
-    if upto <= after {
+    let Some(upto) = changed_upto(pool, after).await? else {
         return Ok(Changes { revision: after, ..Changes::default() });
-    }
-    // Bounded above by the counter read first: a revision committed meanwhile
-    // is the next read's, not skipped.
+    };
     let sql = format!("{} WHERE c.revision > $1 AND c.revision <= $2 ORDER BY c.revision", *SELECT);
     let rows: Vec<ClusterRow> = sqlx::query_as(&sql).bind(after).bind(upto).fetch_all(pool).await?;
     let deleted: Vec<i64> =
@@ -344,13 +341,19 @@ pub async fn changed_since(pool: &AnyPool, after: i64) -> Result<Changes, DbErro
     Ok(Changes { clusters, deleted, revision: upto })
 }
 
+/// The revision to read up to when anything changed after `after` (one
+/// read of the counter; `None`: nothing did). The reads that follow are
+/// bounded above by it: a revision committed meanwhile is the next read's,
+/// not skipped.
+async fn changed_upto(pool: &AnyPool, after: i64) -> Result<Option<i64>, DbError> {
+    let upto = revision_now(pool).await?;
+    Ok((upto > after).then_some(upto))
+}
+
 /// Which clusters changed after revision `after` (id, owner and revision,
 /// deleted ones included; no whole row), and the revision read up to.
 pub async fn touched_since(pool: &AnyPool, after: i64) -> Result<(Vec<(i64, i64, i64)>, i64), DbError> {
-    let upto = revision_now(pool).await?;
-    if upto <= after {
-        return Ok((Vec::new(), after));
-    }
+    let Some(upto) = changed_upto(pool, after).await? else { return Ok((Vec::new(), after)) };
     let touched: Vec<(i64, i64, i64)> = sqlx::query_as(
         "SELECT id, owner_id, revision FROM clusters WHERE revision > $1 AND revision <= $2 \
          UNION ALL SELECT cluster_id, owner_id, revision FROM cluster_tombstones WHERE revision > $1 AND revision <= $2",
@@ -376,9 +379,9 @@ pub async fn list_revision(pool: &AnyPool, owner: Option<i64>) -> Result<i64, Db
     Ok(v.unwrap_or(0))
 }
 
-/// A cluster's revision and owner; `None` once its row is gone.
-pub async fn revision_of(pool: &AnyPool, id: i64) -> Result<Option<(i64, i64)>, DbError> {
-    Ok(sqlx::query_as("SELECT revision, owner_id FROM clusters WHERE id = $1").bind(id).fetch_optional(pool).await?)
+/// A cluster's revision; `None` once its row is gone.
+pub async fn revision_of(pool: &AnyPool, id: i64) -> Result<Option<i64>, DbError> {
+    Ok(sqlx::query_scalar("SELECT revision FROM clusters WHERE id = $1").bind(id).fetch_optional(pool).await?)
 }
 
 /// How an edit is checked against its owner's quota.

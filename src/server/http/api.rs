@@ -77,7 +77,7 @@ impl<S: Send + Sync> FromRequestParts<S> for ApiUser {
 }
 
 /// Cluster ids in paths; anything else is simply not found.
-fn cluster_id(raw: &str) -> Result<i64, ApiError> {
+pub(crate) fn cluster_id(raw: &str) -> Result<i64, ApiError> {
     raw.parse().map_err(|_| ApiError(AppError::new(ErrorCode::NotFound)))
 }
 

@@ -3,7 +3,7 @@
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 
-use super::api::{ApiError, ApiUser};
+use super::api::{ApiError, ApiUser, cluster_id};
 use crate::server::push::Topic;
 use crate::server::service::clusters;
 use crate::server::state::AppState;
@@ -21,7 +21,7 @@ pub(crate) async fn cluster_stream(
     ApiUser(u): ApiUser,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let id: i64 = id.parse().map_err(|_| ApiError(crate::domain::AppError::new(crate::domain::ErrorCode::NotFound)))?;
+    let id = cluster_id(&id)?;
     clusters::get(&st.pool, &u, id).await?;
     let stream = st.push.follow(u.id, Topic::Cluster(id)).await.map_err(|e| ApiError(e.into()))?;
     Ok(unbuffered(stream.into_response()))

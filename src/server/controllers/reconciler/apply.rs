@@ -319,7 +319,7 @@ pub(crate) async fn apply(
         }
         Some(_) => return Err(Error::Taken(format!("HelmChart {ns}/{name}"))),
     };
-    let changed = before.is_none_or(|b| b.data.get("spec") != after.data.get("spec"));
+    let changed = before.is_none_or(|b| super::gather::spec_digest(&b) != super::gather::spec_digest(&after));
     Ok(Applied { changed, spec: body["spec"].clone(), namespace_uid, chart_uid: after.uid() })
 }
 

@@ -322,10 +322,13 @@ pub(crate) mod slim {
         }
     }
 
-    /// The spec (compared with the rendering), the console's annotations and
-    /// the console's own managed-fields entries (when it last applied; their
-    /// field sets dropped). No status.
+    /// The spec as a digest per field (compared with the rendering's: the
+    /// values text is a kilobyte or two per cluster), the console's
+    /// annotations and the console's own managed-fields entries (when it
+    /// last applied; their field sets dropped). No status.
     pub(crate) fn chart(mut c: DynamicObject) -> DynamicObject {
+        let digest = super::super::gather::spec_digest(&c).unwrap_or_default();
+        let data = serde_json::json!({ super::super::gather::SPEC_DIGEST: digest });
         let annotations =
             c.metadata.annotations.take().map(|a| {
                 a.into_iter().filter(|(k, _)| k.starts_with(super::super::apply::ANNOTATION_PREFIX)).collect()
@@ -342,8 +345,8 @@ pub(crate) mod slim {
         let mut metadata = meta(c.metadata);
         metadata.annotations = annotations;
         metadata.managed_fields = managed;
-        let spec = c.data.get_mut("spec").map(serde_json::Value::take);
-        DynamicObject { types: c.types, metadata, data: serde_json::json!({ "spec": spec.unwrap_or_default() }) }
+
+        DynamicObject { types: c.types, metadata, data }
     }
 
     pub(crate) fn job(j: Job) -> Job {
@@ -485,7 +488,7 @@ mod tests {
     }
 
     #[test]
-    fn a_slim_chart_keeps_its_spec_the_consoles_annotations_and_apply_times() {
+    fn a_slim_chart_keeps_its_spec_digest_the_consoles_annotations_and_apply_times() {
         let chart: DynamicObject = serde_json::from_value(json!({
             "apiVersion": "helm.cattle.io/v1", "kind": "HelmChart",
             "metadata": {"name": "demo", "namespace": "kubebyon-demo", "uid": "c1",
@@ -498,8 +501,11 @@ mod tests {
             "status": {"jobName": "helm-install-demo"}
         }))
         .unwrap();
+        let whole = super::super::gather::spec_digest(&chart).unwrap();
         let slim = slim::chart(chart);
-        assert_eq!(slim.data, json!({"spec": {"chart": "vcluster", "valuesContent": "a: b"}}));
+        assert_eq!(whole.len(), 2);
+        assert_eq!(super::super::gather::spec_digest(&slim), Some(whole), "the same digests, read back");
+        assert!(slim.data.get("spec").is_none() && slim.data.get("status").is_none(), "{:?}", slim.data);
         let annotations = slim.metadata.annotations.unwrap();
         assert_eq!(annotations.len(), 1, "{annotations:?}");
         assert_eq!(annotations["kubebyon.io/generation"], "3");

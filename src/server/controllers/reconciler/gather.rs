@@ -5,7 +5,7 @@
 //! while it does not roll out, the namespace's Events and claims), the Ready
 //! nodes. Read-only.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -29,7 +29,7 @@ pub(crate) struct Gathered {
     /// The spec generation the HelmChart on the host was rendered from.
     pub chart_generation: Option<i64>,
     /// The HelmChart's spec as the host holds it.
-    pub chart_spec: Option<serde_json::Value>,
+    pub chart_spec: Option<BTreeMap<String, u64>>,
     /// The PEM credentials of `vc-<name>`, for the probe and the download.
     pub credentials: Option<Credentials>,
     /// vCluster's kubeconfig text (`vc-<name>` key `config`).
@@ -38,6 +38,37 @@ pub(crate) struct Gathered {
 
 pub(super) fn text(s: &Secret, key: &str) -> Option<String> {
     String::from_utf8(s.data.as_ref()?.get(key)?.0.clone()).ok()
+}
+
+/// A digest of a JSON value (of a rendering, or a chart's spec field).
+pub(crate) fn digest(value: &serde_json::Value) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    value.to_string().hash(&mut h);
+    h.finish()
+}
+
+/// What the watch cache keeps of a HelmChart's spec, under this key: a
+/// digest per field, not the values (a rendering is compared field by field).
+pub(crate) const SPEC_DIGEST: &str = "specDigest";
+
+/// A HelmChart's spec as digests per field: read from the spec of a chart
+/// read whole, or as the watch cache kept it ([`SPEC_DIGEST`]).
+pub(crate) fn spec_digest(chart: &DynamicObject) -> Option<BTreeMap<String, u64>> {
+    if let Some(kept) = chart.data.get(SPEC_DIGEST) {
+        return serde_json::from_value(kept.clone()).ok();
+    }
+    let spec = chart.data.get("spec")?.as_object()?;
+    Some(spec.iter().map(|(k, v)| (k.clone(), digest(v))).collect())
+}
+
+/// The CA, client certificate and key of `vc-<name>` (its `config` repeats them).
+pub(super) fn credentials(s: &Secret) -> Option<Credentials> {
+    Some(Credentials {
+        ca_pem: text(s, "certificate-authority")?,
+        cert_pem: text(s, "client-certificate")?,
+        key_pem: text(s, "client-key")?,
+    })
 }
 
 /// The Ready nodes' addresses.
@@ -286,13 +317,7 @@ pub(crate) async fn assemble(
         false => None,
     };
     let secret = raw.secret;
-    let credentials = secret.as_ref().and_then(|s| {
-        Some(Credentials {
-            ca_pem: text(s, "certificate-authority")?,
-            cert_pem: text(s, "client-certificate")?,
-            key_pem: text(s, "client-key")?,
-        })
-    });
+    let credentials = secret.as_ref().and_then(credentials);
     let vcluster_config = secret.as_ref().and_then(|s| text(s, "config"));
     let pod = current_pod(raw.control_plane_pods.iter(), name);
     let rollout = raw.stateful_set.as_ref().map_or(Rollout::Missing, |s| stateful_set_facts(s).rollout());
@@ -321,7 +346,7 @@ pub(crate) async fn assemble(
             gateway: None,
         },
         chart_generation,
-        chart_spec: hc.as_ref().and_then(|h| h.data.get("spec").cloned()),
+        chart_spec: hc.as_ref().and_then(spec_digest),
         credentials,
         vcluster_config,
     }

@@ -17,6 +17,47 @@ pub(crate) enum KubeconfigError {
     Incomplete,
 }
 
+/// A kubeconfig presenting `creds` (the console's own client of a virtual
+/// cluster; its server is set by the caller). Built from the three PEMs of
+/// `vc-<name>`, which its `config` repeats, so nothing keeps that text.
+pub(crate) fn presenting(creds: &super::probe::Credentials) -> kube::config::Kubeconfig {
+    use kube::config::{AuthInfo, Cluster, Context, Kubeconfig, NamedAuthInfo, NamedCluster, NamedContext};
+    // Kubeconfig's `*-data` fields are base64 (as a ByteString serializes).
+    let b64 = |pem: &str| {
+        serde_json::to_value(k8s_openapi::ByteString(pem.as_bytes().to_vec()))
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+    };
+    let name = "vcluster".to_owned();
+    Kubeconfig {
+        clusters: vec![NamedCluster {
+            name: name.clone(),
+            cluster: Some(Cluster {
+                server: Some("https://localhost:8443".into()),
+                certificate_authority_data: b64(&creds.ca_pem),
+                ..Cluster::default()
+            }),
+            other: Default::default(),
+        }],
+        auth_infos: vec![NamedAuthInfo {
+            name: name.clone(),
+            auth_info: Some(AuthInfo {
+                client_certificate_data: b64(&creds.cert_pem),
+                client_key_data: b64(&creds.key_pem).map(Into::into),
+                ..AuthInfo::default()
+            }),
+            other: Default::default(),
+        }],
+        contexts: vec![NamedContext {
+            name: name.clone(),
+            context: Some(Context { cluster: name.clone(), user: Some(name.clone()), ..Context::default() }),
+            other: Default::default(),
+        }],
+        current_context: Some(name),
+        ..Kubeconfig::default()
+    }
+}
+
 /// Rewrites vCluster's kubeconfig for `endpoint` (`https://host:port`).
 pub(crate) fn render(vcluster_config: &str, cluster_name: &str, endpoint: &str) -> Result<String, KubeconfigError> {
     let doc: Value = serde_yaml::from_str(vcluster_config).map_err(|_| KubeconfigError::NotYaml)?;

@@ -553,7 +553,7 @@ async fn apply_tracked(ctx: &Context, cluster: &Cluster, settings: &crate::domai
         tracing::info!(cluster = %cluster.spec.name.as_str(), "applied before labels of ownership: taken over once");
     }
     if let Ok(mut m) = ctx.applied.lock() {
-        m.insert(cluster.id, digest(&applied.spec));
+        m.insert(cluster.id, gather::digest(&applied.spec));
     }
     if applied.changed
         && let (Some(uid), Ok(mut map)) = (stale, ctx.stale_jobs.lock())
@@ -582,12 +582,21 @@ async fn current_job_uid(ctx: &Context, cluster: &Cluster) -> Option<String> {
     jobs.get_opt(&render::helm_job(name)).await.ok().flatten().and_then(|j| j.uid())
 }
 
-/// A digest of a rendered spec (what [`Context::applied`] keeps).
-fn digest(spec: &serde_json::Value) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    spec.to_string().hash(&mut h);
-    h.finish()
+/// What the memo keeps of `vc-<name>`: the three credentials, and `config`
+/// only as present (empty: its text repeats them, and whoever needs the
+/// text reads the Secret); no metadata (managed fields, annotations).
+fn memo_of(s: k8s_openapi::api::core::v1::Secret) -> k8s_openapi::api::core::v1::Secret {
+    const KEPT: [&str; 3] = ["certificate-authority", "client-certificate", "client-key"];
+    let data = s.data.map(|d| {
+        d.into_iter()
+            .filter_map(|(k, v)| match k.as_str() {
+                "config" => Some((k, k8s_openapi::ByteString(Vec::new()))),
+                _ if KEPT.contains(&k.as_str()) => Some((k, v)),
+                _ => None,
+            })
+            .collect()
+    });
+    k8s_openapi::api::core::v1::Secret { data, ..Default::default() }
 }
 
 /// `vc-<name>`: read while it does not exist yet (at most once a second), or
@@ -606,10 +615,7 @@ async fn cached_secret(ctx: &Context, id: i64, name: &str) -> Result<Option<k8s_
     if let Some(secret) = fresh {
         return Ok(secret);
     }
-    // Kept: its data, not its metadata (managed fields, annotations).
-    let secret = gather::read_secret(&ctx.client, name)
-        .await?
-        .map(|s| k8s_openapi::api::core::v1::Secret { data: s.data, ..Default::default() });
+    let secret = gather::read_secret(&ctx.client, name).await?.map(memo_of);
     if let Ok(mut m) = ctx.secrets.lock() {
         m.insert(id, SecretMemo { read_at: std::time::Instant::now(), secret: secret.clone(), doubted: false });
     }
@@ -791,9 +797,9 @@ async fn observe_one(
         .as_object()
         .into_iter()
         .flatten()
-        .any(|(k, v)| g.chart_spec.as_ref().and_then(|s| s.get(k)) != Some(v));
+        .any(|(k, v)| g.chart_spec.as_ref().and_then(|s| s.get(k)) != Some(&gather::digest(v)));
     let just_applied =
-        ctx.applied.lock().ok().and_then(|m| m.get(&cluster.id).copied()) == Some(digest(&wanted["spec"]));
+        ctx.applied.lock().ok().and_then(|m| m.get(&cluster.id).copied()) == Some(gather::digest(&wanted["spec"]));
     if (differs && !just_applied) || policy_switched {
         tracing::info!(cluster = %cluster.spec.name.as_str(), "HelmChart differs from its rendering; applying again");
         apply_tracked(ctx, cluster, settings).await?;
@@ -947,9 +953,8 @@ async fn virtual_config(ctx: &Context, cluster: &Cluster) -> Result<Option<kube:
     }
     let name = cluster.spec.name.as_str();
     let secret = ctx.for_request(cached_secret(ctx, cluster.id, name)).await?;
-    let Some(config) = secret.as_ref().and_then(|s| gather::text(s, "config")) else { return Ok(None) };
-    let not_yet = |_| Error::NotYet("the virtual cluster's credentials are not readable yet");
-    let kc: kube::config::Kubeconfig = serde_yaml::from_str(&config).map_err(not_yet)?;
+    let Some(creds) = secret.as_ref().and_then(gather::credentials) else { return Ok(None) };
+    let kc = kubeconfig::presenting(&creds);
     let mut cfg = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
         .await
         .map_err(|_| Error::NotYet("the virtual cluster's credentials are not readable yet"))?;
