@@ -42,10 +42,10 @@ source scripts/bench-lib.sh
 cargo test --quiet --features ssr --test live --test scale_bench --no-run 2>/dev/null
 
 if only memory; then
-echo "== console memory per watched cluster (cargo test --test scale_bench -- --ignored; light host profile)"
+echo "== console memory per watched cluster (cargo test --test scale_bench bench_memory_per_cluster -- --ignored; light host profile)"
 for run in $(seq 1 "${KUBEBYON_BENCH_RUNS:-3}"); do
   echo "run $run:"
-  cargo test --quiet --features ssr --test scale_bench -- --ignored --nocapture 2>&1 | grep -E '^( *[0-9]+ clusters|slope|console pid)'
+  cargo test --quiet --features ssr --test scale_bench bench_memory_per_cluster -- --ignored --nocapture 2>&1 | grep -E '^( *[0-9]+ clusters|slope|console pid)'
 done
 fi
 

@@ -7,7 +7,7 @@
 # start to the first 200,
 # and the reconciler's switch figures on the upstream test host (relay mode;
 # tests/reconciler_bench.rs: N clusters NodePort -> LoadBalancer against a bare
-# kube-rs client; N = KUBEBYON_BENCH_CLUSTERS, default 50, at most 90).
+# kube-rs client; N = KUBEBYON_BENCH_CLUSTERS, default 50, at most 240).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
