@@ -345,7 +345,6 @@ pub(crate) mod slim {
         let mut metadata = meta(c.metadata);
         metadata.annotations = annotations;
         metadata.managed_fields = managed;
-
         DynamicObject { types: c.types, metadata, data }
     }
 

@@ -84,7 +84,8 @@ impl Recorder {
         let note = match omitted {
             0 => note,
             n => format!(
-                "{note} ({n} earlier Events of the console were left out: at most 100 at once, then one a second)"
+                "{note} ({n} earlier Events of the console were left out: at most {} at once, then one a second)",
+                Budget::BURST
             ),
         };
         let chart = super::apply::charts_resource();

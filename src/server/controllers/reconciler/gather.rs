@@ -28,7 +28,7 @@ pub(crate) struct Gathered {
     pub observation: Observation,
     /// The spec generation the HelmChart on the host was rendered from.
     pub chart_generation: Option<i64>,
-    /// The HelmChart's spec as the host holds it.
+    /// The HelmChart's spec as the host holds it, as a digest per field ([`spec_digest`]).
     pub chart_spec: Option<BTreeMap<String, u64>>,
     /// The PEM credentials of `vc-<name>`, for the probe and the download.
     pub credentials: Option<Credentials>,
