@@ -20,8 +20,8 @@ export PATH="$TOOLS_DIR/bin:$KUBEBYON_ROOT/node_modules/.bin:$HOME/.cargo/bin:$P
 if [ -x "$GO_HOME_DIR/bin/go" ]; then export PATH="$GO_HOME_DIR/bin:$PATH"; fi
 export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1
 
-log() { printf '==> %s\n' "$*" >&2; }
-step() { printf '\n==> %s\n' "$*" >&2; }
+log() { printf '==> [%s] %s\n' "$(date +%T)" "$*" >&2; }
+step() { printf '\n==> [%s] %s\n' "$(date +%T)" "$*" >&2; }
 die() { printf '%s\n' "$*" >&2; exit 1; }
 
 # Prints a TCP port on 127.0.0.1 that is free right now.

@@ -1504,6 +1504,21 @@ async fn join_tokens() {
     let ip = ip.unwrap();
     env.converge(id, "Ready", ready).await;
     env.converge(other, "Ready", ready).await;
+    // Joined nodes dial konnectivity at the cluster's address: the console's policy opens it.
+    let policy = Api::<k8s_openapi::api::networking::v1::NetworkPolicy>::namespaced(client.clone(), "kubebyon-join")
+        .get("kubebyon-isolation")
+        .await
+        .unwrap();
+    let spec = serde_json::to_value(policy.spec.unwrap()).unwrap();
+    assert_eq!(
+        spec["ingress"][1]["ports"],
+        json!([{"port": 8443, "protocol": "TCP"}, {"port": 8132, "protocol": "TCP"}]),
+        "{spec}"
+    );
+    // The move tool never takes it: a new endpoint would cut its nodes off.
+    let plan = json!({"clusters": ["join"], "target": "gateway", "hosts": {"template": "{name}.k.test"}});
+    let r = env.console.json("POST", "/api/admin/moves/dry-run", Some(&env.cookie), plan).await;
+    assert_eq!((r.status.as_u16(), r.code()), (422, "own_nodes_not_movable".to_owned()), "{}", r.body);
     let tokens = format!("/api/console/clusters/{id}/join-tokens");
 
     let r = env.console.json("POST", &tokens, Some(&env.cookie), json!({"lifetime": "5m"})).await;

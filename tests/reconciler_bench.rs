@@ -38,7 +38,12 @@ fn node_config(net: hostsim::testhost::Net) -> hostsim::node::Config {
     let mut config = net.node_config();
     let extra = POD_NETS.get().map_or(&[][..], Vec::as_slice);
     config.pod_ips.extend(extra.iter().flat_map(|lease| (3..=250).map(|n| lease.0.addr(n))));
+    // Per node, and two nodes: beside the console's N control planes (1 GiB,
+    // 0.1 CPU each) run the bare client's N (the chart's default requests) and
+    // the helm Jobs of both.
     config.capacity.pods = (110 + 124 * extra.len()).to_string();
+    config.capacity.cpu = (32 + 32 * extra.len()).to_string();
+    config.capacity.memory = format!("{}Gi", 128 + 128 * extra.len());
     config
 }
 
@@ -76,6 +81,8 @@ async fn switch_node_port_to_load_balancer() {
     // Beyond 90 clusters the node listens for pods on more /24s.
     let extra = n.saturating_sub(90).div_ceil(120);
     POD_NETS.get_or_init(|| (0..extra).map(|_| hostsim::testhost::NetLease::claim().expect("pod addresses")).collect());
+    // Every wait grows with N (50 clusters took ~90 s to create on this machine).
+    let wait = Duration::from_secs(300 + 6 * n as u64);
     let guard =
         tokio::task::spawn_blocking(move || TestHost::start(Some(Simulator::Node(node_config))).expect("test host"))
             .await
@@ -148,7 +155,7 @@ async fn switch_node_port_to_load_balancer() {
                 .then_some(())
         }
     };
-    ts::eventually("all NodePort clusters Ready", Duration::from_secs(900), || all_ready(false)).await.unwrap();
+    ts::eventually("all NodePort clusters Ready", wait, || all_ready(false)).await.unwrap();
     println!("created {n} NodePort clusters, all Ready, in {:.1} s", started.elapsed().as_secs_f64());
 
     CONSOLE.reset();
@@ -161,7 +168,7 @@ async fn switch_node_port_to_load_balancer() {
         clusters::update(&pool_db, &Default::default(), &user, *id, &patch).await.unwrap();
     }
     ctx.wake();
-    ts::eventually("all switched and Ready", Duration::from_secs(900), || all_ready(true)).await.unwrap();
+    ts::eventually("all switched and Ready", wait, || all_ready(true)).await.unwrap();
     let console_time = t0.elapsed();
     let console_calls = CONSOLE.total();
     let console_kinds = CONSOLE.by_kind();
@@ -169,9 +176,9 @@ async fn switch_node_port_to_load_balancer() {
 
     // --- a bare kube-rs client, the same switches ---
     let bare = counting_client(&host.kubeconfig, &BARE).await;
-    support::bare::install(&admin, n, Duration::from_secs(900)).await;
+    support::bare::install(&admin, n, wait).await;
     BARE.reset();
-    let bare_time = support::bare::switch(&bare, n, other_ip, Duration::from_secs(300)).await;
+    let bare_time = support::bare::switch(&bare, n, other_ip, wait).await;
     let bare_calls = BARE.total();
 
     println!("== {n} clusters switched NodePort -> LoadBalancer (test host, test delays)");

@@ -707,6 +707,15 @@ async fn a_load_balancer_host_is_claimed_by_one_cluster() {
         db::clusters::insert(&t.pool, gus.id, &gw("gw-own", "gw.claimed.example"), PublicAccessMode::Gateway, None)
             .await
             .unwrap();
+        // The list's mode filter finds gateway clusters too.
+        let by_gateway = kubebyon::domain::listing::ListQuery {
+            mode: Some(kubebyon::domain::listing::ModeFilter::Mode(PublicAccessMode::Gateway)),
+            page: 1,
+            ..Default::default()
+        };
+        let (found, total) = db::clusters::list_page(&t.pool, None, &by_gateway, 50).await.unwrap();
+        assert_eq!((found.len(), total), (1, 1), "{}", t.backend);
+        assert_eq!(found[0].spec.name.as_str(), "gw-own", "{}", t.backend);
         let lb_on_gw = db::clusters::insert(
             &t.pool,
             gus.id,

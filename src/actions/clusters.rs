@@ -78,12 +78,7 @@ pub(crate) async fn load_cluster(id: i64, before: Option<i64>) -> Result<Cluster
     let defaults = crate::server::service::settings::public_defaults(&st.pool).await?;
     let (nodeport_host, gateway) = (defaults.nodeport_public_host, defaults.gateway);
     let joined_nodes = crate::server::service::join::joined_node_names(st.host.as_ref(), &cluster).await;
-    let gateway_address = match (&cluster.spec.public_access, st.host.as_ref(), gateway.as_ref()) {
-        (crate::domain::PublicAccess::Gateway { .. }, Some(h), Some(offer)) => {
-            h.gateway_address(&offer.gateway).await.map(|ip| ip.to_string())
-        }
-        _ => None,
-    };
+    let gateway_address = clusters::gateway_address(st.host.as_ref(), &cluster, gateway.as_ref()).await;
     Ok(ClusterPage {
         cluster,
         events,

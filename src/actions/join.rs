@@ -48,7 +48,7 @@ pub(crate) async fn load_join(id: i64) -> Result<JoinPage, AppError> {
     if created.is_some() {
         set_response_header(http::header::SET_COOKIE, &created_cookie(id, "", 0, st.config.public_url_is_https()));
     }
-    Ok(JoinPage { cluster, warnings, tokens, nodes, console_url, created, now: crate::server::db::now() })
+    Ok(JoinPage { cluster, warnings, tokens, nodes, console_url, created, now: crate::server::service::join::now() })
 }
 
 /// `Set-Cookie` for the token just made (`value` empty and `max_age` 0 clears it).

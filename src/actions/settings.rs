@@ -13,18 +13,7 @@ use crate::domain::settings::SettingsView;
 pub(crate) async fn load_settings() -> Result<SettingsView, AppError> {
     use crate::server::context::{require_admin, state};
     let st = state()?;
-    let settings = crate::server::service::settings::get(&st.pool, &require_admin()?).await?;
-    let (gateway_api, storage_classes) = match st.host.as_ref() {
-        Some(h) => (h.gateway_api_view().await.ok(), h.storage_classes().await.ok()),
-        None => (None, None),
-    };
-    Ok(SettingsView {
-        settings,
-        detected: st.host.as_ref().map(|h| h.detected()),
-        servicelb: st.host.as_ref().is_some_and(|h| h.servicelb_seen()),
-        gateway_api,
-        storage_classes,
-    })
+    crate::server::service::settings::view(&st.pool, st.host.as_ref(), &require_admin()?).await
 }
 
 #[server(prefix = "/fn", endpoint = "settings/save")]

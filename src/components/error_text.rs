@@ -51,6 +51,7 @@ pub(crate) fn error_text(locale: Locale, code: ErrorCode) -> &'static str {
         E::QuotaInvalid => td_string!(locale, errors.quota_invalid),
         E::OwnNodesNotOffered => td_string!(locale, errors.own_nodes_not_offered),
         E::OwnNodesNeedLoadBalancer => td_string!(locale, errors.own_nodes_need_load_balancer),
+        E::OwnNodesNotMovable => td_string!(locale, errors.own_nodes_not_movable),
         E::PlatformApiKeyInvalid => td_string!(locale, errors.platform_api_key_invalid),
         E::HostRequiredForGateway => td_string!(locale, errors.host_required_for_gateway),
         E::GatewayHostNotDns => td_string!(locale, errors.gateway_host_not_dns),

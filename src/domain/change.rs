@@ -6,8 +6,9 @@ use serde::{Deserialize, Serialize};
 use super::{ClusterSpec, PublicAccess, Resources};
 
 /// One durable request for the reconciler.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, strum::IntoStaticStr)]
 #[serde(tag = "kind", rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum Operation {
     Create { spec: ClusterSpec },
     Update { changes: Vec<Change> },
@@ -15,12 +16,9 @@ pub enum Operation {
 }
 
 impl Operation {
+    /// The stored `kind` (serde's tag, the same names).
     pub(crate) fn kind(&self) -> &'static str {
-        match self {
-            Self::Create { .. } => "create",
-            Self::Update { .. } => "update",
-            Self::Delete => "delete",
-        }
+        self.into()
     }
 }
 

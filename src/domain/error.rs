@@ -66,6 +66,9 @@ pub enum ErrorCode {
     OwnNodesNotOffered,
     /// Own nodes without a LoadBalancer endpoint (`domain::nodes`).
     OwnNodesNeedLoadBalancer,
+    /// A move asked for a cluster with its own nodes: a new endpoint would cut
+    /// them off (`MoveTarget::takes`).
+    OwnNodesNotMovable,
     PlatformApiKeyInvalid,
     /// A join token lifetime outside 10 minutes – 7 days.
     TokenLifetimeInvalid,

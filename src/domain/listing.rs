@@ -20,8 +20,12 @@ pub enum ModeFilter {
 }
 
 impl ModeFilter {
-    pub(crate) const ALL: [ModeFilter; 3] =
-        [Self::Disabled, Self::Mode(PublicAccessMode::NodePort), Self::Mode(PublicAccessMode::LoadBalancer)];
+    /// Off, then every public access mode (the mode's own list, so a new one
+    /// is offered without being added here).
+    pub(crate) fn all() -> impl Iterator<Item = ModeFilter> {
+        use strum::VariantArray;
+        std::iter::once(Self::Disabled).chain(PublicAccessMode::VARIANTS.iter().copied().map(Self::Mode))
+    }
 
     pub(crate) fn as_str(self) -> &'static str {
         match self {
@@ -31,7 +35,7 @@ impl ModeFilter {
     }
 
     pub(crate) fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|m| m.as_str() == s)
+        Self::all().find(|m| m.as_str() == s)
     }
 
     /// The public access mode shown, `None` for off.
@@ -151,6 +155,8 @@ mod tests {
         assert_eq!(query(&[("q", &"x".repeat(500))]).q.len(), 63);
         assert_eq!(query(&[("q", "a b&c")]).to_query(2), "?q=a%20b%26c&page=2");
         assert_eq!(query(&[("mode", "disabled")]).mode, Some(ModeFilter::Disabled));
+        assert_eq!(query(&[("mode", "gateway")]).mode, Some(ModeFilter::Mode(PublicAccessMode::Gateway)));
+        assert_eq!(ModeFilter::all().count(), 4, "off and the three modes");
     }
 
     #[test]

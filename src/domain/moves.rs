@@ -8,7 +8,7 @@ use std::net::Ipv4Addr;
 
 use serde::{Deserialize, Serialize};
 
-use super::cluster::{Cluster, Phase};
+use super::cluster::{Cluster, ClusterSpec, Phase};
 use super::settings::AddressRequest;
 use super::{AppError, ConnectionStatus, ErrorCode, Field, Host, PublicAccess, StopReason};
 
@@ -142,9 +142,15 @@ impl MoveTarget {
         }
     }
 
-    /// Whether a cluster with this access can be moved here.
-    pub(crate) fn takes(self, access: &PublicAccess, include_disabled: bool) -> bool {
-        match access {
+    /// Whether a cluster with this spec can be moved here. Never one with its
+    /// own nodes: they are on a LoadBalancer from the start, and gateway
+    /// access cannot carry them (konnectivity's port 8132 has no route there;
+    /// see [`crate::domain::nodes`]) — moving one would cut its nodes off.
+    pub(crate) fn takes(self, spec: &ClusterSpec, include_disabled: bool) -> bool {
+        if spec.own_nodes {
+            return false;
+        }
+        match &spec.public_access {
             PublicAccess::NodePort { .. } => true,
             PublicAccess::Disabled => include_disabled,
             PublicAccess::LoadBalancer { .. } => self == Self::Gateway,
@@ -597,15 +603,27 @@ mod tests {
         let np = PublicAccess::NodePort { host: None };
         let lb = PublicAccess::LoadBalancer { host: Host::parse("a.example.com").unwrap() };
         let gw = PublicAccess::Gateway { host: Host::parse("a.k.test").unwrap() };
-        for (target, access, disabled_too, takes) in [
-            (MoveTarget::LoadBalancer, &np, false, true),
-            (MoveTarget::LoadBalancer, &lb, false, false),
-            (MoveTarget::Gateway, &lb, false, true),
-            (MoveTarget::Gateway, &gw, false, false),
-            (MoveTarget::Gateway, &PublicAccess::Disabled, false, false),
-            (MoveTarget::Gateway, &PublicAccess::Disabled, true, true),
+        let spec = |access: &PublicAccess, own_nodes: bool| ClusterSpec {
+            name: crate::domain::ClusterName::parse("a").unwrap(),
+            resources: Default::default(),
+            public_access: access.clone(),
+            own_nodes,
+            placement: Default::default(),
+        };
+        for (target, access, own_nodes, disabled_too, takes) in [
+            (MoveTarget::LoadBalancer, &np, false, false, true),
+            (MoveTarget::LoadBalancer, &lb, false, false, false),
+            (MoveTarget::Gateway, &lb, false, false, true),
+            (MoveTarget::Gateway, &lb, true, false, false),
+            (MoveTarget::Gateway, &gw, false, false, false),
+            (MoveTarget::Gateway, &PublicAccess::Disabled, false, false, false),
+            (MoveTarget::Gateway, &PublicAccess::Disabled, false, true, true),
         ] {
-            assert_eq!(target.takes(access, disabled_too), takes, "{target:?} {access:?}");
+            assert_eq!(
+                target.takes(&spec(access, own_nodes), disabled_too),
+                takes,
+                "{target:?} {access:?} {own_nodes}"
+            );
         }
         assert_eq!(MoveTarget::parse("gateway"), MoveTarget::Gateway);
         assert_eq!(MoveTarget::parse("whatever"), MoveTarget::LoadBalancer);

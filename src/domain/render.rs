@@ -458,14 +458,22 @@ pub(crate) const NETWORK_POLICY: &str = "kubebyon-isolation";
 /// Service's target port in every public mode.
 pub(crate) const API_PORT: u16 = 8443;
 
+/// The konnectivity server's port in a private-nodes control plane (the
+/// chart's Service port `konnectivity`, `templates/service.yaml`): joined
+/// nodes dial it so the API server reaches their kubelets.
+pub(crate) const KONNECTIVITY_PORT: u16 = 8132;
+
 /// The console's NetworkPolicy for a cluster namespace: every pod may talk to
 /// the others in the namespace; the API port is open to anyone (the public
-/// endpoint, NodePort or LoadBalancer, arrives there); out: DNS to
-/// kube-system's kube-dns, and TCP 443 and 6443 anywhere (the host API server,
-/// which vCluster syncs to, is no pod a selector can name, and helm's Job
-/// fetches the chart over HTTPS). Everything else is denied.
-pub(crate) fn network_policy_object(cluster_id: i64, installation: &str, ns: &str) -> Value {
+/// endpoint, NodePort or LoadBalancer, arrives there), and for a cluster with
+/// its own nodes konnectivity's port too (the nodes dial it at the same
+/// address); out: DNS to kube-system's kube-dns, and TCP 443 and 6443
+/// anywhere (the host API server, which vCluster syncs to, is no pod a
+/// selector can name, and helm's Job fetches the chart over HTTPS).
+/// Everything else is denied.
+pub(crate) fn network_policy_object(cluster_id: i64, installation: &str, ns: &str, own_nodes: bool) -> Value {
     let tcp = |port: u16| json!({"protocol": "TCP", "port": port});
+    let open: Vec<Value> = std::iter::once(API_PORT).chain(own_nodes.then_some(KONNECTIVITY_PORT)).map(tcp).collect();
     json!({
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
@@ -475,7 +483,7 @@ pub(crate) fn network_policy_object(cluster_id: i64, installation: &str, ns: &st
             "policyTypes": ["Ingress", "Egress"],
             "ingress": [
                 {"from": [{"podSelector": {}}]},
-                {"ports": [tcp(API_PORT)]},
+                {"ports": open},
             ],
             "egress": [
                 {"to": [{"podSelector": {}}]},
@@ -565,9 +573,16 @@ mod tests {
         let ns = namespace_object(7, "inst", "kubebyon-demo", PodSecurity::Baseline);
         assert_eq!(ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"], "baseline");
         assert_eq!(ns["metadata"]["labels"][INSTALLATION_LABEL], "inst");
-        let np = network_policy_object(7, "inst", "kubebyon-demo");
+        let np = network_policy_object(7, "inst", "kubebyon-demo", false);
         assert_eq!(np["metadata"]["namespace"], "kubebyon-demo");
         assert_eq!(np["spec"]["policyTypes"], json!(["Ingress", "Egress"]));
+        assert_eq!(np["spec"]["ingress"][1]["ports"], json!([{"protocol": "TCP", "port": 8443}]));
+        let np = network_policy_object(7, "inst", "kubebyon-demo", true);
+        assert_eq!(
+            np["spec"]["ingress"][1]["ports"],
+            json!([{"protocol": "TCP", "port": 8443}, {"protocol": "TCP", "port": 8132}]),
+            "joined nodes dial konnectivity at the cluster's address"
+        );
     }
 
     #[test]

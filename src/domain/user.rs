@@ -59,6 +59,8 @@ impl fmt::Debug for NewPassword {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
+#[derive(strum::IntoStaticStr, strum::EnumString)]
+#[strum(serialize_all = "lowercase")]
 pub enum Role {
     #[default]
     User,
@@ -67,18 +69,11 @@ pub enum Role {
 
 impl Role {
     pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Self::User => "user",
-            Self::Admin => "admin",
-        }
+        self.into()
     }
 
     pub(crate) fn parse(raw: &str) -> Result<Self, AppError> {
-        match raw.trim() {
-            "user" => Ok(Self::User),
-            "admin" => Ok(Self::Admin),
-            _ => Err(AppError::at(ErrorCode::RoleInvalid, Field::Role)),
-        }
+        raw.trim().parse().map_err(|_| AppError::at(ErrorCode::RoleInvalid, Field::Role))
     }
 }
 

@@ -70,8 +70,7 @@ fn Filters(query: ListQuery, is_admin: bool) -> impl IntoView {
                 </label>
                 <select id="mode" name="mode" class="field-input">
                     <option value="">{all}</option>
-                    {ModeFilter::ALL
-                        .into_iter()
+                    {ModeFilter::all()
                         .map(|m| {
                             view! {
                                 <option value=m.as_str() selected=query.mode == Some(m)>

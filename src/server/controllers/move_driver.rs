@@ -90,7 +90,7 @@ async fn switch(
         return Ok(ItemState::Switching);
     }
     // Changed since the plan into something this move does not take.
-    if cluster.deletion_requested || !to.takes(&cluster.spec.public_access, true) {
+    if cluster.deletion_requested || !to.takes(&cluster.spec, true) {
         return fail(pool, m, item, StopReason::ChangedMeanwhile).await;
     }
     if db::clusters::load_balancer_host_taken(pool, &item.new_host, Some(cluster.id)).await? {

@@ -189,10 +189,11 @@ pub(crate) async fn my_quota(
 }
 
 pub(crate) async fn get_settings(State(st): State<AppState>, ApiUser(u): ApiUser) -> ApiResult<SettingsReply> {
+    let (detected_address_request, detected_servicelb) = settings::detected(st.host.as_ref());
     Ok(Json(SettingsReply {
         settings: settings::get(&st.pool, &u).await?,
-        detected_address_request: st.host.as_ref().map(|h| h.detected()),
-        detected_servicelb: st.host.as_ref().map(|h| h.servicelb_seen()),
+        detected_address_request,
+        detected_servicelb,
         clusters_rerendered: None,
     }))
 }
@@ -320,10 +321,11 @@ pub(crate) async fn update_settings(
     };
     let (saved, rerendered) =
         settings::update(&st.pool, st.host.as_ref(), &u, &input, &st.config.chart_repos()).await?;
+    let (detected_address_request, detected_servicelb) = settings::detected(st.host.as_ref());
     Ok(Json(SettingsReply {
         settings: saved,
-        detected_address_request: st.host.as_ref().map(|h| h.detected()),
-        detected_servicelb: st.host.as_ref().map(|h| h.servicelb_seen()),
+        detected_address_request,
+        detected_servicelb,
         clusters_rerendered: Some(rerendered),
     }))
 }

@@ -222,6 +222,22 @@ pub(crate) async fn events(
     history(pool, &get(pool, user, id).await?, before).await
 }
 
+/// The address a gateway-mode cluster's DNS name must point to: the admin's
+/// Gateway's, as the host reports it (`None` in another mode, without a host
+/// or an offer, or before the Gateway has one).
+pub(crate) async fn gateway_address(
+    host: Option<&super::Reconciler>,
+    cluster: &Cluster,
+    offer: Option<&crate::domain::gateway::GatewayOffer>,
+) -> Option<String> {
+    match (&cluster.spec.public_access, host, offer) {
+        (PublicAccess::Gateway { .. }, Some(h), Some(offer)) => {
+            h.gateway_address(&offer.gateway).await.map(|ip| ip.to_string())
+        }
+        _ => None,
+    }
+}
+
 /// Everything a cluster's pages show: the cluster, its history, and the mode
 /// and host a disabled cluster returns to.
 pub(crate) async fn detail(

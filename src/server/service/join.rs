@@ -264,6 +264,12 @@ fn daemon_or_mirror(pod: &k8s_openapi::api::core::v1::Pod) -> bool {
     owned_by_daemonset || mirror
 }
 
+/// Unix seconds now, the clock the tokens' expiry is read against (the join
+/// page's countdowns start from it).
+pub(crate) fn now() -> i64 {
+    crate::server::db::now()
+}
+
 /// The names of the cluster's joined nodes, if it has own nodes and its
 /// control plane answers within two seconds (pages warn with them; no answer
 /// is no warning, never an error).

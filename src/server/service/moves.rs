@@ -84,9 +84,7 @@ async fn resolves(name: &str) -> bool {
 /// The clusters a request picks, in name order.
 async fn candidates(pool: &AnyPool, req: &MoveRequest) -> Result<Vec<Cluster>, AppError> {
     let movable = |c: &Cluster| {
-        !c.deletion_requested
-            && c.unusable_host.is_none()
-            && req.target.takes(&c.spec.public_access, req.include_disabled)
+        !c.deletion_requested && c.unusable_host.is_none() && req.target.takes(&c.spec, req.include_disabled)
     };
     let all = db::clusters::list(pool, None).await?;
     if req.all {
@@ -94,6 +92,10 @@ async fn candidates(pool: &AnyPool, req: &MoveRequest) -> Result<Vec<Cluster>, A
     }
     let wanted: HashSet<&str> = req.clusters.iter().map(|s| s.trim()).collect();
     let picked: Vec<Cluster> = all.into_iter().filter(|c| wanted.contains(c.spec.name.as_str())).collect();
+    // Named, but with its own nodes: said apart (moving it would cut them off).
+    if picked.iter().any(|c| c.spec.own_nodes) {
+        return Err(AppError::at(ErrorCode::OwnNodesNotMovable, Field::Clusters));
+    }
     // A name that is not a movable cluster is refused rather than skipped.
     if picked.len() != wanted.len() || !picked.iter().all(movable) {
         return Err(AppError::at(ErrorCode::MoveEmpty, Field::Clusters));
@@ -108,7 +110,7 @@ pub(crate) async fn movable(pool: &AnyPool, user: &CurrentUser) -> Result<Vec<mo
     Ok(db::clusters::list(pool, None)
         .await?
         .into_iter()
-        .filter(|c| !c.deletion_requested && moves::MoveTarget::Gateway.takes(&c.spec.public_access, true))
+        .filter(|c| !c.deletion_requested && moves::MoveTarget::Gateway.takes(&c.spec, true))
         .map(|c| moves::Movable {
             name: c.spec.name.to_string(),
             owner: c.owner.clone(),

@@ -15,6 +15,36 @@ pub(crate) async fn get(pool: &AnyPool, user: &CurrentUser) -> Result<SystemSett
     Ok(db::settings::load(pool).await?)
 }
 
+/// The settings page: the whole settings and what the host shows of itself
+/// (its LoadBalancer provider, ServiceLB, Gateway API, StorageClasses; `None`
+/// where there is no host or it did not answer).
+pub(crate) async fn view(
+    pool: &AnyPool,
+    host: Option<&super::Reconciler>,
+    user: &CurrentUser,
+) -> Result<crate::domain::settings::SettingsView, AppError> {
+    let settings = get(pool, user).await?;
+    let (gateway_api, storage_classes) = match host {
+        Some(h) => (h.gateway_api_view().await.ok(), h.storage_classes().await.ok()),
+        None => (None, None),
+    };
+    let (detected, servicelb) = detected(host);
+    Ok(crate::domain::settings::SettingsView {
+        settings,
+        detected,
+        servicelb: servicelb.unwrap_or(false),
+        gateway_api,
+        storage_classes,
+    })
+}
+
+/// How the host's LoadBalancer provider is asked for an address, and whether
+/// k3s's ServiceLB was seen serving the console's Services (`None` without a
+/// host).
+pub(crate) fn detected(host: Option<&super::Reconciler>) -> (Option<AddressRequest>, Option<bool>) {
+    (host.map(|h| h.detected()), host.map(|h| h.servicelb_seen()))
+}
+
 /// What any signed-in user's forms and pages show of the settings: the default
 /// public access mode and the NodePort public host.
 pub(crate) async fn public_defaults(pool: &AnyPool) -> Result<PublicDefaults, AppError> {

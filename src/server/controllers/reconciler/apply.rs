@@ -214,19 +214,25 @@ async fn ensure_namespace(client: &Client, ns: &str, owner: &Owner, pod_security
     }
 }
 
-/// The value of [`NETWORK_POLICY_ANNOTATION`] the admin's settings ask for.
-pub(crate) fn network_policy_switch(settings: &SystemSettings) -> &'static str {
-    if settings.network_policy { "on" } else { "off" }
+/// The value of [`NETWORK_POLICY_ANNOTATION`] the admin's settings ask for
+/// (for a cluster with its own nodes, a policy that also opens konnectivity:
+/// a policy made before it did is applied again).
+pub(crate) fn network_policy_switch(settings: &SystemSettings, own_nodes: bool) -> &'static str {
+    match (settings.network_policy, own_nodes) {
+        (false, _) => "off",
+        (true, false) => "on",
+        (true, true) => "on-konnectivity",
+    }
 }
 
 /// The console's NetworkPolicy in the cluster's namespace: created, or kept
 /// as rendered, while the admin's setting is on; deleted (by UID) when off.
 /// One of that name the console did not create is left alone.
-async fn ensure_network_policy(client: &Client, ns: &str, owner: &Owner, wanted: bool) -> Result<()> {
+async fn ensure_network_policy(client: &Client, ns: &str, owner: &Owner, wanted: bool, own_nodes: bool) -> Result<()> {
     let api: Api<NetworkPolicy> = Api::namespaced(client.clone(), ns);
     let name = render::NETWORK_POLICY;
     let current = api.get_opt(name).await.map_err(kube("read NetworkPolicy"))?;
-    let mut body = render::network_policy_object(owner.cluster_id, &owner.installation, ns);
+    let mut body = render::network_policy_object(owner.cluster_id, &owner.installation, ns, own_nodes);
     match current {
         None if wanted => {
             let np: NetworkPolicy =
@@ -280,10 +286,10 @@ pub(crate) async fn apply(
     };
     // The NetworkPolicy is looked at when the namespace was, and when the
     // admin's setting changed since the HelmChart was last applied.
-    let switch = network_policy_switch(settings);
+    let switch = network_policy_switch(settings, cluster.spec.own_nodes);
     let last_switch = before.as_ref().and_then(|b| b.annotations().get(NETWORK_POLICY_ANNOTATION).cloned());
     if namespace_uid.is_some() || last_switch.as_deref() != Some(switch) {
-        ensure_network_policy(client, &ns, owner, settings.network_policy).await?;
+        ensure_network_policy(client, &ns, owner, settings.network_policy, cluster.spec.own_nodes).await?;
     }
     // The route is looked at when the cluster wants one or last had one.
     let route = wanted_route(cluster, settings, route_version, &owner.installation);

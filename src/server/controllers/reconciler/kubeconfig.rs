@@ -6,7 +6,7 @@
 //! token, `insecure-skip-tls-verify`, a `proxy-url`) reaches a user's
 //! machine. Never stored, never logged: it is built on demand from the Secret.
 
-use serde_yaml::{Mapping, Value};
+use kube::config::{AuthInfo, Cluster, Context, Kubeconfig, NamedAuthInfo, NamedCluster, NamedContext};
 
 /// Why no kubeconfig can be made from a Secret's text.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -20,21 +20,37 @@ pub(crate) enum KubeconfigError {
 /// A kubeconfig presenting `creds` (the console's own client of a virtual
 /// cluster; its server is set by the caller). Built from the three PEMs of
 /// `vc-<name>`, which its `config` repeats, so nothing keeps that text.
-pub(crate) fn presenting(creds: &super::probe::Credentials) -> kube::config::Kubeconfig {
-    use kube::config::{AuthInfo, Cluster, Context, Kubeconfig, NamedAuthInfo, NamedCluster, NamedContext};
+pub(crate) fn presenting(creds: &super::probe::Credentials) -> Kubeconfig {
     // Kubeconfig's `*-data` fields are base64 (as a ByteString serializes).
     let b64 = |pem: &str| {
         serde_json::to_value(k8s_openapi::ByteString(pem.as_bytes().to_vec()))
             .ok()
             .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default()
     };
-    let name = "vcluster".to_owned();
+    let data = Data { ca: b64(&creds.ca_pem), cert: b64(&creds.cert_pem), key: b64(&creds.key_pem) };
+    named("vcluster", "https://localhost:8443", data)
+}
+
+/// The three base64 fields a kubeconfig of ours carries.
+struct Data {
+    ca: String,
+    cert: String,
+    key: String,
+}
+
+/// One cluster, user and context, all called `name`: the server, the CA, the
+/// client certificate and key, nothing else.
+fn named(name: &str, server: &str, data: Data) -> Kubeconfig {
+    let name = name.to_owned();
     Kubeconfig {
+        api_version: Some("v1".into()),
+        kind: Some("Config".into()),
         clusters: vec![NamedCluster {
             name: name.clone(),
             cluster: Some(Cluster {
-                server: Some("https://localhost:8443".into()),
-                certificate_authority_data: b64(&creds.ca_pem),
+                server: Some(server.into()),
+                certificate_authority_data: Some(data.ca),
                 ..Cluster::default()
             }),
             other: Default::default(),
@@ -42,8 +58,8 @@ pub(crate) fn presenting(creds: &super::probe::Credentials) -> kube::config::Kub
         auth_infos: vec![NamedAuthInfo {
             name: name.clone(),
             auth_info: Some(AuthInfo {
-                client_certificate_data: b64(&creds.cert_pem),
-                client_key_data: b64(&creds.key_pem).map(Into::into),
+                client_certificate_data: Some(data.cert),
+                client_key_data: Some(data.key.into()),
                 ..AuthInfo::default()
             }),
             other: Default::default(),
@@ -58,50 +74,29 @@ pub(crate) fn presenting(creds: &super::probe::Credentials) -> kube::config::Kub
     }
 }
 
-/// Rewrites vCluster's kubeconfig for `endpoint` (`https://host:port`).
+/// Rewrites vCluster's kubeconfig for `endpoint` (`https://host:port`),
+/// read and written by kube's own `Kubeconfig` types.
 pub(crate) fn render(vcluster_config: &str, cluster_name: &str, endpoint: &str) -> Result<String, KubeconfigError> {
-    let doc: Value = serde_yaml::from_str(vcluster_config).map_err(|_| KubeconfigError::NotYaml)?;
-    let first = |key: &str, inner: &str| -> Option<Value> { doc.get(key)?.as_sequence()?.first()?.get(inner).cloned() };
-    let from = first("clusters", "cluster").ok_or(KubeconfigError::Incomplete)?;
-    let from_user = first("users", "user").ok_or(KubeconfigError::Incomplete)?;
-    // Only these keys, each a non-empty string.
-    let only = |v: &Value, keys: &[&str]| -> Option<Mapping> {
-        let mut m = Mapping::new();
-        for k in keys {
-            let text = v.get(*k)?.as_str().filter(|s| !s.is_empty())?;
-            m.insert((*k).into(), text.into());
-        }
-        Some(m)
-    };
-    let mut cluster = only(&from, &["certificate-authority-data"]).ok_or(KubeconfigError::Incomplete)?;
-    cluster.insert("server".into(), endpoint.into());
-    let cluster = Value::Mapping(cluster);
-    let user = Value::Mapping(
-        only(&from_user, &["client-certificate-data", "client-key-data"]).ok_or(KubeconfigError::Incomplete)?,
-    );
-    let named = |name: &str, key: &str, body: Value| -> Value {
-        let mut m = Mapping::new();
-        m.insert("name".into(), name.into());
-        m.insert(key.into(), body);
-        Value::Mapping(m)
-    };
-    let mut context = Mapping::new();
-    context.insert("cluster".into(), cluster_name.into());
-    context.insert("user".into(), cluster_name.into());
-    let mut out = Mapping::new();
-    out.insert("apiVersion".into(), "v1".into());
-    out.insert("kind".into(), "Config".into());
-    out.insert("clusters".into(), Value::Sequence(vec![named(cluster_name, "cluster", cluster)]));
-    out.insert("contexts".into(), Value::Sequence(vec![named(cluster_name, "context", Value::Mapping(context))]));
-    out.insert("current-context".into(), cluster_name.into());
-    out.insert("users".into(), Value::Sequence(vec![named(cluster_name, "user", user)]));
-    out.insert("preferences".into(), Value::Mapping(Mapping::new()));
-    serde_yaml::to_string(&Value::Mapping(out)).map_err(|_| KubeconfigError::NotYaml)
+    use secrecy::ExposeSecret;
+    let from = Kubeconfig::from_yaml(vcluster_config).map_err(|_| KubeconfigError::NotYaml)?;
+    let text = |s: Option<&str>| s.filter(|s| !s.is_empty()).map(str::to_owned);
+    let cluster = from.clusters.first().and_then(|c| c.cluster.as_ref());
+    let user = from.auth_infos.first().and_then(|u| u.auth_info.as_ref());
+    let data = (|| {
+        Some(Data {
+            ca: text(cluster?.certificate_authority_data.as_deref())?,
+            cert: text(user?.client_certificate_data.as_deref())?,
+            key: text(user?.client_key_data.as_ref().map(|k| k.expose_secret()))?,
+        })
+    })()
+    .ok_or(KubeconfigError::Incomplete)?;
+    serde_yaml::to_string(&named(cluster_name, endpoint, data)).map_err(|_| KubeconfigError::NotYaml)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_yaml::Value;
 
     const VC: &str = "apiVersion: v1\nkind: Config\nclusters:\n- name: vcluster_demo\n  cluster:\n    server: https://localhost:8443\n    certificate-authority-data: Q0E=\ncontexts:\n- name: vcluster_demo\n  context: {cluster: vcluster_demo, user: vcluster_demo}\ncurrent-context: vcluster_demo\nusers:\n- name: vcluster_demo\n  user:\n    client-certificate-data: Q0VSVA==\n    client-key-data: S0VZ\n";
 
@@ -144,7 +139,10 @@ mod tests {
         let out = render(&extra, "demo", "https://203.0.113.7:443").unwrap();
         let v: Value = serde_yaml::from_str(&out).unwrap();
         let keys = |v: &Value| -> Vec<String> {
-            v.as_mapping().unwrap().keys().map(|k| k.as_str().unwrap().to_owned()).collect()
+            let mut keys: Vec<String> =
+                v.as_mapping().unwrap().keys().map(|k| k.as_str().unwrap().to_owned()).collect();
+            keys.sort();
+            keys
         };
         assert_eq!(keys(&v["clusters"][0]["cluster"]), ["certificate-authority-data", "server"]);
         assert_eq!(keys(&v["users"][0]["user"]), ["client-certificate-data", "client-key-data"]);

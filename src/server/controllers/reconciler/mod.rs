@@ -786,7 +786,7 @@ async fn observe_one(
     // HelmChart was applied.
     let policy_switched =
         raw.chart.as_ref().and_then(|h| h.annotations().get(apply::NETWORK_POLICY_ANNOTATION)).map(String::as_str)
-            != Some(apply::network_policy_switch(settings));
+            != Some(apply::network_policy_switch(settings, cluster.spec.own_nodes));
     let mut g = gather::assemble(&ctx.client, &ctx.workloads, name, raw, &stale).await;
     if g.chart_generation != Some(cluster.generation) {
         return Err(Error::NotYet("the HelmChart is not rendered from the current spec yet"));
