@@ -131,6 +131,11 @@ pub(crate) fn pod_facts(pod: &Pod) -> PodFacts {
         uid: pod.uid().unwrap_or_default(),
         scheduled,
         ready: condition(pod, "Ready").is_some_and(|c| c.status == "True"),
+        restarts: pod
+            .status
+            .as_ref()
+            .and_then(|s| s.container_statuses.as_ref())
+            .map_or(0, |c| c.iter().map(|c| c.restart_count).sum()),
         unschedulable,
     }
 }
@@ -176,9 +181,15 @@ pub(crate) fn host_event(e: &Event) -> HostEvent {
 /// again (`make bench` counted ~11 pairs of LISTs per cluster switching).
 pub(crate) const WORKLOAD_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// A namespace's Events and pending claims as last listed, per namespace.
+/// Per namespace whose rollout is not done: since when, and its Events and
+/// pending claims as last listed.
 #[derive(Default)]
-pub(crate) struct Workloads(Mutex<HashMap<String, (Instant, Listed)>>);
+pub(crate) struct Workloads(Mutex<HashMap<String, Rolling>>);
+
+struct Rolling {
+    since: Instant,
+    listed: Option<(Instant, Listed)>,
+}
 
 /// What [`rollout::blocker`] needs from the lists.
 #[derive(Clone, Default)]
@@ -188,11 +199,21 @@ struct Listed {
 }
 
 impl Workloads {
+    /// How long the namespace's rollout has been going (from the first time
+    /// it was asked about since it was last done).
+    fn rolling_for(&self, ns: &str) -> std::time::Duration {
+        let Ok(mut m) = self.0.lock() else { return std::time::Duration::ZERO };
+        m.entry(ns.to_owned()).or_insert_with(|| Rolling { since: Instant::now(), listed: None }).since.elapsed()
+    }
+
     /// The namespace's lists, listed now unless read less than
     /// [`WORKLOAD_EVERY`] ago.
     async fn read(&self, client: &Client, ns: &str) -> Option<Listed> {
-        let fresh = |m: &HashMap<String, (Instant, Listed)>| {
-            m.get(ns).filter(|(at, _)| at.elapsed() < WORKLOAD_EVERY).map(|(_, l)| l.clone())
+        let fresh = |m: &HashMap<String, Rolling>| {
+            m.get(ns)
+                .and_then(|r| r.listed.as_ref())
+                .filter(|(at, _)| at.elapsed() < WORKLOAD_EVERY)
+                .map(|(_, l)| l.clone())
         };
         if let Some(listed) = self.0.lock().ok().and_then(|m| fresh(&m)) {
             return Some(listed);
@@ -208,7 +229,8 @@ impl Workloads {
             .collect();
         let listed = Listed { events: events.items.iter().map(host_event).collect(), pending_claims };
         if let Ok(mut m) = self.0.lock() {
-            m.insert(ns.to_owned(), (Instant::now(), listed.clone()));
+            let r = m.entry(ns.to_owned()).or_insert_with(|| Rolling { since: Instant::now(), listed: None });
+            r.listed = Some((Instant::now(), listed.clone()));
         }
         Some(listed)
     }
@@ -230,6 +252,9 @@ async fn blocked(
     sts: Option<&StatefulSet>,
     pod: Option<&PodFacts>,
 ) -> Option<String> {
+    if !rollout::worth_reading(pod, workloads.rolling_for(ns)) {
+        return None;
+    }
     let listed = workloads.read(client, ns).await?;
     let sts_uid = sts.and_then(|s| s.metadata.uid.clone());
     rollout::blocker(&rollout::Workload {
