@@ -135,7 +135,11 @@ KUBEBYON_URL="http://127.0.0.1:$port" KUBEBYON_ADMIN_PASSWORD="e2e-admin-passwor
 read -r lines ids clusters < <(jq -rs 'map(.span // {}) | [length, (map(select(.request_id)) | length),
   (map(select(.request_id and has("cluster"))) | length)] | @tsv' "$work/console-host.log") || true
 echo "  JSON logs: $lines lines, $ids with a request id, $clusters of them with a cluster id" >&2
-(( lines > 0 && ids > 0 && clusters > 0 )) || die "the JSON log lacks request or cluster ids"
+if ! (( lines > 0 && ids > 0 && clusters > 0 )); then
+  # What is not JSON (a panic's message, say), to read before the folder goes.
+  grep -v '^{' "$work/console-host.log" | head -n 40 >&2 || true
+  die "the JSON log lacks request or cluster ids"
+fi
 for log in "$work/console.log" "$work/console-host.log" "$work/console-host.out"; do
   if grep -q -i -E "e2e-admin-password|kubebyon_session=|correct horse|BEGIN [A-Z ]*PRIVATE KEY|client-key-data|token=[a-z0-9]{6}\.[a-z0-9]{16}|token='[a-z0-9]{6}\." "$log"; then
     echo "a secret reached the console log ($log)" >&2; exit 1
