@@ -398,35 +398,39 @@ fn status_of(answer: &str) -> u16 {
 /// dripping a header byte every 300 ms are closed by the server and do not
 /// keep a normal request out for long; an idle kept-alive connection is
 /// closed; a 1 MiB header is refused without a 5xx; 40 parallel sign-ins with
-/// wrong passwords get 401 or 429. Five rounds: after the first three (which
-/// make the series these answers have, and the allocator's arenas), the
-/// server answers, `/metrics` has as many series and RSS is within 10 %.
+/// wrong passwords get 401 or 429. Eight rounds: the first three make the
+/// series these answers have (the second meets the sign-in lockout the first
+/// caused) and the allocator's arenas; after them the server answers,
+/// `/metrics` never has more series, and RSS does not grow: the lowest of the
+/// last three rounds is within 10 % of the warm server's. RSS is read with
+/// mimalloc purging freed pages at once, and a round's transient peak (40
+/// argon2 hashes of 19 MiB each) is not a leak, so one high round does not
+/// fail the test (CI once read 74 -> 83 MiB in one round, back the next);
+/// a leak of ~1.5 MiB per round stays in all three and does.
 #[test]
 fn slow_clients_huge_headers_and_parallel_sign_ins_leave_the_server_as_it_was() {
-    let served = Served::start(&[("KUBEBYON_MAX_CONNECTIONS", "16"), ("KUBEBYON_HEADER_TIMEOUT_SECS", "2")]);
-    // The warm server's RSS: the highest after rounds 1 and 2 (argon2's
-    // 19 MiB buffers and the allocator's arenas come and go between reads).
-    let mut warm = 0;
-    let mut start = None;
-    for round in 0..5 {
+    let served = Served::start(&[
+        ("KUBEBYON_MAX_CONNECTIONS", "16"),
+        ("KUBEBYON_HEADER_TIMEOUT_SECS", "2"),
+        ("MIMALLOC_PURGE_DELAY", "0"),
+    ]);
+    let mut rounds = Vec::new();
+    for round in 0..8 {
         adversarial_round(&served);
         // Connections the round closed are gone before RSS is read.
         std::thread::sleep(std::time::Duration::from_millis(500));
         let now = (served.series(), served.rss_kib());
         eprintln!("adversarial round {round}: {} series, RSS {} KiB", now.0, now.1);
-        // Three rounds make every answer's series (the second meets the
-        // sign-in lockout the first caused) and the allocator's arenas.
-        if round < 1 {
-            continue;
-        }
-        if round < 3 {
-            warm = warm.max(now.1);
-            continue;
-        }
-        let (series, rss) = *start.get_or_insert((now.0, warm));
-        assert!(now.0 <= series, "series {series} -> {}", now.0);
-        assert!(now.1 * 10 <= rss * 11, "RSS {rss} -> {} KiB", now.1);
+        rounds.push(now);
     }
+    let warm = &rounds[1..3];
+    let series = warm.iter().map(|r| r.0).max().unwrap();
+    let rss = warm.iter().map(|r| r.1).max().unwrap();
+    for (round, now) in rounds.iter().enumerate().skip(3) {
+        assert!(now.0 <= series, "series {series} -> {} in round {round}", now.0);
+    }
+    let last = rounds[5..].iter().map(|r| r.1).min().unwrap();
+    assert!(last * 10 <= rss * 11, "RSS {rss} KiB warm -> at least {last} KiB in each of the last three rounds");
 }
 
 fn adversarial_round(served: &Served) {
