@@ -1362,6 +1362,7 @@ async fn deploy_manifests_pass_the_api_servers_dry_run() {
         ("watch", "statefulsets.apps", true),
         ("patch", "statefulsets.apps", false),
         ("list", "persistentvolumeclaims", true),
+        ("watch", "persistentvolumeclaims", true),
         ("delete", "persistentvolumeclaims", false),
         ("create", "clusterrolebindings.rbac.authorization.k8s.io", false),
         ("create", "tlsroutes.gateway.networking.k8s.io", true),

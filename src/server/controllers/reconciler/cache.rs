@@ -1,8 +1,11 @@
 //! Watch caches of what the observer reads on every pass: the console's
 //! HelmCharts (label `app.kubernetes.io/managed-by=kubebyon`), helm-controller's
 //! Jobs and their pods (label `helmcharts.helm.cattle.io/chart`), the vCluster
-//! Services, StatefulSets and pods (label `app=vcluster`), the Services'
-//! Warning Events and the Nodes. One watch each (kube-rs's `watcher`).
+//! Services, StatefulSets, pods and claims (label `app=vcluster`; the
+//! StatefulSet controller gives its claims the set's selector labels), the
+//! Warning Events and the `FailedBinding` Events (a claim's, which is Normal),
+//! and the Nodes. One watch each (kube-rs's `watcher`): a rollout that does
+//! not come up is explained from them without a request to the host.
 //!
 //! What is kept is only what the console reads (issue 26): each object is cut
 //! down on arrival ([`slim`]) to its name, namespace, UID, labels and the few
@@ -23,17 +26,17 @@ use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetSpec};
 use k8s_openapi::api::batch::v1::{Job, JobCondition, JobStatus};
 use k8s_openapi::api::core::v1::{
-    ContainerStatus, Event, Node, NodeCondition, NodeStatus, Pod, PodCondition, PodSpec, PodStatus, Service,
-    ServicePort, ServiceSpec,
+    ContainerStatus, Event, Node, NodeCondition, NodeStatus, PersistentVolumeClaim, PersistentVolumeClaimStatus, Pod,
+    PodCondition, PodSpec, PodStatus, Service, ServicePort, ServiceSpec,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, DynamicObject};
 use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Client, Resource};
+use kube::{Client, Resource, ResourceExt};
 use tokio::sync::Notify;
 
 use super::apply::{FIELD_MANAGER, charts_resource};
-use super::gather::Raw;
+use super::gather::{Listed, Raw};
 use crate::domain::render;
 
 /// What changed since the observer last looked: the namespaces of the
@@ -179,8 +182,13 @@ pub(crate) struct Caches {
     pub control_planes: Arc<Index<Pod>>,
     /// The charts' StatefulSets (label `app=vcluster`): their rollout status.
     pub stateful_sets: Arc<Index<StatefulSet>>,
-    /// Warning Events about Services (why a LoadBalancer address is pending).
-    pub events: Arc<Index<Event>>,
+    /// The charts' claims (label `app=vcluster`): which are still `Pending`.
+    pub claims: Arc<Index<PersistentVolumeClaim>>,
+    /// Warning Events (why a LoadBalancer address is pending, why a pod is
+    /// not scheduled or not ready, why the StatefulSet cannot create it).
+    pub warnings: Arc<Index<Event>>,
+    /// `FailedBinding` Events (the persistentvolume-controller's, Normal): why a claim waits.
+    pub bindings: Arc<Index<Event>>,
     pub nodes: Arc<Index<Node>>,
     /// What changed since the observer last took it.
     pub touched: SharedTouched,
@@ -200,7 +208,9 @@ impl Caches {
             services: Index::new(),
             control_planes: Index::new(),
             stateful_sets: Index::new(),
-            events: Index::new(),
+            claims: Index::new(),
+            warnings: Index::new(),
+            bindings: Index::new(),
             nodes: Index::new(),
             touched: touched.clone(),
         };
@@ -228,14 +238,17 @@ impl Caches {
         );
         spawn(
             Api::all(client.clone()),
-            vcluster,
+            vcluster.clone(),
             caches.stateful_sets.clone(),
             t.clone(),
             w.clone(),
             slim::stateful_set,
         );
-        let warnings = watcher::Config::default().fields("involvedObject.kind=Service,type=Warning");
-        spawn(Api::all(client.clone()), warnings, caches.events.clone(), t.clone(), w.clone(), slim::event);
+        spawn(Api::all(client.clone()), vcluster, caches.claims.clone(), t.clone(), w.clone(), slim::claim);
+        let fields = |f: &str| watcher::Config::default().fields(f);
+        let (warnings, bindings) = (fields("type=Warning"), fields("reason=FailedBinding"));
+        spawn(Api::all(client.clone()), warnings, caches.warnings.clone(), t.clone(), w.clone(), slim::event);
+        spawn(Api::all(client.clone()), bindings, caches.bindings.clone(), t.clone(), w.clone(), slim::event);
         spawn(
             Api::all(client.clone()),
             watcher::Config::default(),
@@ -250,22 +263,30 @@ impl Caches {
         caches.services.wait_until_ready().await;
         caches.control_planes.wait_until_ready().await;
         caches.stateful_sets.wait_until_ready().await;
-        caches.events.wait_until_ready().await;
+        caches.claims.wait_until_ready().await;
+        caches.warnings.wait_until_ready().await;
+        caches.bindings.wait_until_ready().await;
         caches.nodes.wait_until_ready().await;
         caches
     }
 
-    /// A cluster's HelmChart, install Job and Service as the watches last saw them.
+    /// A cluster's objects as the watches last saw them.
     pub(crate) fn raw(&self, name: &str) -> Raw {
         let ns = render::namespace(name);
         let owned = |v: Vec<Arc<Pod>>| v.into_iter().map(|p| (*p).clone()).collect::<Vec<_>>();
-        let service_events = self
-            .events
-            .in_namespace(&ns)
-            .into_iter()
+        let warnings = self.warnings.in_namespace(&ns);
+        let service_events = warnings
+            .iter()
+            .filter(|e| e.involved_object.kind.as_deref() == Some("Service"))
             .filter(|e| e.involved_object.name.as_deref() == Some(name))
-            .map(|e| (*e).clone())
+            .map(|e| (**e).clone())
             .collect();
+        let bindings = self.bindings.in_namespace(&ns);
+        let claims = self.claims.in_namespace(&ns);
+        let workload = Listed::of(
+            warnings.iter().chain(&bindings).map(|e| &**e),
+            claims.iter().filter(|c| c.labels().get("release").map(String::as_str) == Some(name)).map(|c| &**c),
+        );
         Raw {
             control_plane_pods: owned(self.control_planes.in_namespace(&ns)),
             stateful_set: self.stateful_sets.get(&ns, name).map(|s| (*s).clone()),
@@ -275,6 +296,7 @@ impl Caches {
             job_pods: Some(owned(self.pods.in_namespace(&ns))),
             service: self.services.get(&ns, name).map(|s| (*s).clone()),
             secret: None,
+            workload: Some(workload),
         }
     }
 
@@ -288,7 +310,7 @@ impl Caches {
     }
 
     /// Objects kept, per watch (what `make bench-scale` prints).
-    pub(crate) fn sizes(&self) -> [(&'static str, usize); 8] {
+    pub(crate) fn sizes(&self) -> [(&'static str, usize); 10] {
         [
             ("helmcharts", self.charts.len()),
             ("jobs", self.jobs.len()),
@@ -296,7 +318,9 @@ impl Caches {
             ("services", self.services.len()),
             ("vcluster pods", self.control_planes.len()),
             ("statefulsets", self.stateful_sets.len()),
-            ("events", self.events.len()),
+            ("claims", self.claims.len()),
+            ("warning events", self.warnings.len()),
+            ("binding events", self.bindings.len()),
             ("nodes", self.nodes.len()),
         ]
     }
@@ -414,6 +438,12 @@ pub(crate) mod slim {
         StatefulSet { metadata: meta(s.metadata), spec, status: s.status }
     }
 
+    /// The phase: whether it is still `Pending`.
+    pub(crate) fn claim(c: PersistentVolumeClaim) -> PersistentVolumeClaim {
+        let status = c.status.map(|s| PersistentVolumeClaimStatus { phase: s.phase, ..Default::default() });
+        PersistentVolumeClaim { metadata: meta(c.metadata), spec: None, status }
+    }
+
     pub(crate) fn event(e: Event) -> Event {
         Event {
             metadata: meta(e.metadata),
@@ -511,6 +541,31 @@ mod tests {
         let managed = slim.metadata.managed_fields.unwrap();
         assert_eq!(managed.len(), 1);
         assert!(managed[0].time.is_some() && managed[0].fields_v1.is_none());
+    }
+
+    #[test]
+    fn a_slim_claim_keeps_its_phase_and_a_slim_event_what_the_rollout_rule_reads() {
+        let claim: PersistentVolumeClaim = serde_json::from_value(json!({
+            "metadata": {"name": "data-demo-0", "namespace": "kubebyon-demo", "uid": "c1",
+                "labels": {"app": "vcluster", "release": "demo"}, "annotations": {"big": "x".repeat(1024)}},
+            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "5Gi"}}},
+            "status": {"phase": "Pending"}
+        }))
+        .unwrap();
+        let event: Event = serde_json::from_value(json!({
+            "metadata": {"name": "data-demo-0.1", "namespace": "kubebyon-demo", "annotations": {"a": "b"}},
+            "involvedObject": {"kind": "PersistentVolumeClaim", "name": "data-demo-0", "uid": "c1", "apiVersion": "v1"},
+            "reason": "FailedBinding", "type": "Normal", "source": {"component": "persistentvolume-controller"},
+            "message": "no persistent volumes available for this claim and no storage class is set",
+            "lastTimestamp": "2026-12-04T00:00:00Z", "count": 7
+        }))
+        .unwrap();
+        let whole = super::super::gather::Listed::of([&event], [&claim]);
+        let (event, claim) = (slim::event(event), slim::claim(claim));
+        let kept = super::super::gather::Listed::of([&event], [&claim]);
+        assert_eq!(kept, whole);
+        assert_eq!(kept.pending_claims(), ["c1"]);
+        assert!(claim.spec.is_none() && claim.metadata.annotations.is_none() && event.source.is_none());
     }
 
     #[test]

@@ -2,8 +2,8 @@
 //! HelmChart (and which generation it was rendered from), the install Job of the
 //! current values and helm's last error from its pod's log, the Service and its
 //! newest Warning Event, `vc-<name>`, the chart's StatefulSet and pod (and,
-//! while it does not roll out, the namespace's Events and claims), the Ready
-//! nodes. Read-only.
+//! while it does not roll out, the namespace's Warning Events, claims and
+//! their binding Events), the Ready nodes. Read-only.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Mutex;
@@ -106,6 +106,10 @@ pub(crate) struct Raw {
     pub stateful_set: Option<StatefulSet>,
     /// The chart's pods (labels `app=vcluster`, `release=<name>`).
     pub control_plane_pods: Vec<Pod>,
+    /// The namespace's Warning and `FailedBinding` Events and its pending
+    /// claims, when already known (watch cache); else listed while a rollout
+    /// is worth explaining ([`rollout::worth_reading`]).
+    pub workload: Option<Listed>,
 }
 
 /// The chart's current pod (labels `app=vcluster`, `release=<name>`, not
@@ -177,8 +181,10 @@ pub(crate) fn host_event(e: &Event) -> HostEvent {
 }
 
 /// How long a namespace's Events and claims, listed to say why a rollout is
-/// not done, are reused: each pass over a rolling cluster would list them
-/// again (`make bench` counted ~11 pairs of LISTs per cluster switching).
+/// not done, are reused. Only a cluster read without the watch caches (the
+/// on-demand paths, or before the caches are up) lists them: each pass over
+/// a rolling cluster would list them again (`make bench` once counted ~11
+/// pairs of LISTs per cluster switching).
 pub(crate) const WORKLOAD_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Per namespace whose rollout is not done: since when, and its Events and
@@ -191,11 +197,38 @@ struct Rolling {
     listed: Option<(Instant, Listed)>,
 }
 
-/// What [`rollout::blocker`] needs from the lists.
-#[derive(Clone, Default)]
-struct Listed {
+impl Rolling {
+    fn new() -> Self {
+        Self { since: Instant::now(), listed: None }
+    }
+}
+
+/// What [`rollout::blocker`] needs of a namespace's Events and claims.
+#[derive(Clone, Default, Debug, PartialEq, Eq)]
+pub(crate) struct Listed {
     events: Vec<HostEvent>,
     pending_claims: Vec<String>,
+}
+
+impl Listed {
+    /// From the namespace's Events and claims (listed, or as the watches keep them).
+    pub(crate) fn of<'a>(
+        events: impl IntoIterator<Item = &'a Event>,
+        claims: impl IntoIterator<Item = &'a PersistentVolumeClaim>,
+    ) -> Self {
+        let pending_claims = claims
+            .into_iter()
+            .filter(|c| c.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Pending"))
+            .filter_map(|c| c.uid())
+            .collect();
+        Self { events: events.into_iter().map(host_event).collect(), pending_claims }
+    }
+
+    /// The UIDs of the claims still `Pending`.
+    #[cfg(test)]
+    pub(crate) fn pending_claims(&self) -> &[String] {
+        &self.pending_claims
+    }
 }
 
 impl Workloads {
@@ -203,7 +236,7 @@ impl Workloads {
     /// it was asked about since it was last done).
     fn rolling_for(&self, ns: &str) -> std::time::Duration {
         let Ok(mut m) = self.0.lock() else { return std::time::Duration::ZERO };
-        m.entry(ns.to_owned()).or_insert_with(|| Rolling { since: Instant::now(), listed: None }).since.elapsed()
+        m.entry(ns.to_owned()).or_insert_with(Rolling::new).since.elapsed()
     }
 
     /// The namespace's lists, listed now unless read less than
@@ -221,15 +254,9 @@ impl Workloads {
         let events = Api::<Event>::namespaced(client.clone(), ns).list(&ListParams::default()).await.ok()?;
         let claims =
             Api::<PersistentVolumeClaim>::namespaced(client.clone(), ns).list(&ListParams::default()).await.ok()?;
-        let pending_claims = claims
-            .items
-            .iter()
-            .filter(|c| c.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Pending"))
-            .filter_map(|c| c.uid())
-            .collect();
-        let listed = Listed { events: events.items.iter().map(host_event).collect(), pending_claims };
+        let listed = Listed::of(&events.items, &claims.items);
         if let Ok(mut m) = self.0.lock() {
-            let r = m.entry(ns.to_owned()).or_insert_with(|| Rolling { since: Instant::now(), listed: None });
+            let r = m.entry(ns.to_owned()).or_insert_with(Rolling::new);
             r.listed = Some((Instant::now(), listed.clone()));
         }
         Some(listed)
@@ -244,18 +271,23 @@ impl Workloads {
 }
 
 /// Why the chart's pod does not come up, from the namespace's Events and
-/// claims (only while the rollout is not done) and the pod as watched now.
+/// claims (`known` from the watches, else listed; only while the rollout is
+/// not done and worth explaining) and the pod as watched now.
 async fn blocked(
     client: &Client,
     workloads: &Workloads,
     ns: &str,
     sts: Option<&StatefulSet>,
     pod: Option<&PodFacts>,
+    known: Option<Listed>,
 ) -> Option<String> {
     if !rollout::worth_reading(pod, workloads.rolling_for(ns)) {
         return None;
     }
-    let listed = workloads.read(client, ns).await?;
+    let listed = match known {
+        Some(listed) => listed,
+        None => workloads.read(client, ns).await?,
+    };
     let sts_uid = sts.and_then(|s| s.metadata.uid.clone());
     rollout::blocker(&rollout::Workload {
         stateful_set_uid: sts_uid.as_deref(),
@@ -279,7 +311,17 @@ pub(crate) async fn fetch(client: &Client, name: &str) -> Result<Raw> {
     let control_plane_pods = pods.list(&lp).await.map_err(kube("list vCluster pods"))?.items;
     let sets: Api<StatefulSet> = Api::namespaced(client.clone(), &ns);
     let stateful_set = ignore_not_found(sets.get(name).await).map_err(kube("read StatefulSet"))?;
-    Ok(Raw { chart, job, job_pods: None, service, service_events: None, secret, stateful_set, control_plane_pods })
+    Ok(Raw {
+        chart,
+        job,
+        job_pods: None,
+        service,
+        service_events: None,
+        secret,
+        stateful_set,
+        control_plane_pods,
+        workload: None,
+    })
 }
 
 /// `vc-<name>`, read now.
@@ -349,7 +391,7 @@ pub(crate) async fn assemble(
     let facts = pod.map(pod_facts);
     let blocked = match (&job_state, rollout) {
         (JobState::Complete, Rollout::Missing | Rollout::InProgress) => {
-            blocked(client, workloads, &ns, raw.stateful_set.as_ref(), facts.as_ref()).await
+            blocked(client, workloads, &ns, raw.stateful_set.as_ref(), facts.as_ref(), raw.workload).await
         }
         _ => {
             workloads.forget(&ns);
