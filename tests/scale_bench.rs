@@ -366,6 +366,22 @@ struct Settler {
     listeners: std::sync::Mutex<std::collections::HashMap<String, Vec<hostsim::apiproxy::ApiListener>>>,
 }
 
+/// A rolled pod's status: scheduled and running, Ready or not yet.
+fn rolled_pod_status(ready: bool) -> serde_json::Value {
+    let t = now();
+    json!({"status": {"phase": "Running", "podIP": "10.42.0.9", "startTime": t, "conditions": [
+        {"type": "PodScheduled", "status": "True", "lastTransitionTime": t},
+        {"type": "Ready", "status": if ready { "True" } else { "False" }, "lastTransitionTime": t}],
+        "containerStatuses": [{"name": "syncer", "ready": ready, "restartCount": 0, "started": true,
+            "image": "ghcr.io/loft-sh/vcluster-pro:0.30.0", "imageID": "ghcr.io/loft-sh/vcluster-pro@sha256:0",
+            "containerID": "containerd://1", "state": {"running": {"startedAt": t}}}]}})
+}
+
+/// How long a rolled pod takes to become Ready on the light profile (a
+/// vCluster pod takes 30–90 s on a k3s host; this profile measures the
+/// console's API traffic, not the pod's start).
+const ROLL: Duration = Duration::from_secs(2);
+
 /// A release: namespace and name.
 type Release = (String, String);
 /// One release's handling at a time, in the order its values came.
@@ -460,8 +476,53 @@ impl Settler {
         }
     }
 
+    /// The StatefulSet starts rolling its pod to a new revision (the chart's
+    /// pod template carries a checksum of the values, so a full host rolls
+    /// the pod on every switch): the set in progress, the pod replaced by a
+    /// new one, scheduled and not Ready. [`Self::finish_roll`] ends it.
+    async fn start_roll(&self, ns: &str, name: &str) -> String {
+        let sets: Api<StatefulSet> = Api::namespaced(self.client.clone(), ns);
+        let pods: Api<Pod> = Api::namespaced(self.client.clone(), ns);
+        let revision = format!("{name}-{:x}", Instant::now().elapsed().subsec_nanos() ^ 0x5d8f7c);
+        let rolling = json!({"status": {"readyReplicas": 0, "availableReplicas": 0, "updatedReplicas": 0,
+            "updateRevision": revision}});
+        sets.patch_status(name, &PatchParams::default(), &Patch::Merge(&rolling)).await.expect("StatefulSet rolling");
+        let pod_name = format!("{name}-0");
+        let mut pod = pods.get(&pod_name).await.expect("the vCluster pod");
+        pods.delete(&pod_name, &Default::default()).await.expect("delete the old pod");
+        while pods.get_opt(&pod_name).await.unwrap().is_some() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        pod.metadata = kube::api::ObjectMeta {
+            name: pod.metadata.name,
+            labels: pod.metadata.labels.map(|mut l| {
+                l.insert("controller-revision-hash".into(), revision.clone());
+                l
+            }),
+            ..Default::default()
+        };
+        pod.status = None;
+        pods.create(&PostParams::default(), &pod).await.expect("create the new pod");
+        let starting = rolled_pod_status(false);
+        pods.patch_status(&pod_name, &PatchParams::default(), &Patch::Merge(&starting)).await.expect("pod starting");
+        revision
+    }
+
+    /// The new pod Ready and the StatefulSet rolled out to `revision`.
+    async fn finish_roll(&self, ns: &str, name: &str, revision: &str) {
+        let sets: Api<StatefulSet> = Api::namespaced(self.client.clone(), ns);
+        let pods: Api<Pod> = Api::namespaced(self.client.clone(), ns);
+        let ready = rolled_pod_status(true);
+        let pod_name = format!("{name}-0");
+        pods.patch_status(&pod_name, &PatchParams::default(), &Patch::Merge(&ready)).await.expect("pod Ready");
+        let rolled = json!({"status": {"readyReplicas": 1, "availableReplicas": 1, "updatedReplicas": 1,
+            "currentReplicas": 1, "currentRevision": revision, "updateRevision": revision}});
+        sets.patch_status(name, &PatchParams::default(), &Patch::Merge(&rolled)).await.expect("StatefulSet rolled");
+    }
+
     /// Follows every HelmChart: each new values string is installed or
-    /// upgraded, charts in parallel (8 at a time), one chart's in order.
+    /// upgraded (its pod rolled, Ready [`ROLL`] later), charts in parallel
+    /// (8 at a time), one chart's in order.
     fn run(self: std::sync::Arc<Self>) -> tokio::task::JoinHandle<()> {
         use futures::StreamExt;
         use kube::runtime::watcher;
@@ -488,10 +549,16 @@ impl Settler {
                     if before.as_deref() == Some(values.as_str()) {
                         return;
                     }
-                    let _permit = permits.acquire().await.unwrap();
+                    let permit = permits.acquire().await.unwrap();
                     match before {
                         None => this.install(&ns, &name, &values).await,
-                        Some(_) => this.upgrade(&ns, &name, &values).await,
+                        Some(_) => {
+                            this.upgrade(&ns, &name, &values).await;
+                            let revision = this.start_roll(&ns, &name).await;
+                            drop(permit);
+                            tokio::time::sleep(ROLL).await;
+                            this.finish_roll(&ns, &name, &revision).await;
+                        }
                     }
                 });
             }

@@ -42,7 +42,7 @@ pub(crate) async fn view(
 /// k3s's ServiceLB was seen serving the console's Services (`None` without a
 /// host).
 pub(crate) fn detected(host: Option<&super::Reconciler>) -> (Option<AddressRequest>, Option<bool>) {
-    (host.map(|h| h.detected()), host.map(|h| h.servicelb_seen()))
+    (super::HostLink::of(host).detected, host.map(|h| h.servicelb_seen()))
 }
 
 /// What any signed-in user's forms and pages show of the settings: the default
@@ -79,7 +79,7 @@ pub(crate) async fn update(
     allowed_repos: &[String],
 ) -> Result<(SystemSettings, usize), AppError> {
     user.require_admin()?;
-    let detected = host.map(|h| h.detected());
+    let detected = super::HostLink::of(host).detected;
     let settings = SystemSettings::parse(input)?;
     if !crate::domain::settings::chart_repo_allowed(&settings.chart_repo, allowed_repos) {
         return Err(AppError::at(ErrorCode::ChartRepoNotAllowed, crate::domain::Field::ChartRepo));

@@ -102,7 +102,7 @@ fn spawn<K>(
     index: Arc<Index<K>>,
     touched: SharedTouched,
     wake: Arc<Notify>,
-    slim: fn(K) -> K,
+    slim: fn(K) -> Option<K>,
 ) where
     K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
 {
@@ -117,9 +117,11 @@ fn spawn<K>(
                     None
                 }
                 watcher::Event::InitApply(o) => {
-                    if in_console_namespace(o.meta()) {
-                        let (ns, name) = key(o.meta());
-                        building.get_or_insert_default().entry(ns).or_default().insert(name, Arc::new(slim(o)));
+                    let (ns, name) = key(o.meta());
+                    if in_console_namespace(o.meta())
+                        && let Some(o) = slim(o)
+                    {
+                        building.get_or_insert_default().entry(ns).or_default().insert(name, Arc::new(o));
                     }
                     None
                 }
@@ -135,8 +137,9 @@ fn spawn<K>(
                         continue;
                     }
                     let (ns, name) = key(o.meta());
+                    let Some(o) = slim(o) else { continue };
                     if let Ok(mut objects) = index.objects.write() {
-                        objects.entry(ns.clone()).or_default().insert(name, Arc::new(slim(o)));
+                        objects.entry(ns.clone()).or_default().insert(name, Arc::new(o));
                     }
                     Some(Some(ns))
                 }
@@ -222,41 +225,34 @@ impl Caches {
             caches.charts.clone(),
             t.clone(),
             w.clone(),
-            slim::chart,
+            |o| Some(slim::chart(o)),
         );
-        spawn(Api::all(client.clone()), labels(helm), caches.jobs.clone(), t.clone(), w.clone(), slim::job);
-        spawn(Api::all(client.clone()), labels(helm), caches.pods.clone(), t.clone(), w.clone(), slim::pod);
+        spawn(Api::all(client.clone()), labels(helm), caches.jobs.clone(), t.clone(), w.clone(), |o| {
+            Some(slim::job(o))
+        });
+        spawn(Api::all(client.clone()), labels(helm), caches.pods.clone(), t.clone(), w.clone(), |o| {
+            Some(slim::pod(o))
+        });
         let vcluster = labels("app=vcluster");
-        spawn(Api::all(client.clone()), vcluster.clone(), caches.services.clone(), t.clone(), w.clone(), slim::service);
-        spawn(
-            Api::all(client.clone()),
-            vcluster.clone(),
-            caches.control_planes.clone(),
-            t.clone(),
-            w.clone(),
-            slim::pod,
-        );
-        spawn(
-            Api::all(client.clone()),
-            vcluster.clone(),
-            caches.stateful_sets.clone(),
-            t.clone(),
-            w.clone(),
-            slim::stateful_set,
-        );
-        spawn(Api::all(client.clone()), vcluster, caches.claims.clone(), t.clone(), w.clone(), slim::claim);
+        spawn(Api::all(client.clone()), vcluster.clone(), caches.services.clone(), t.clone(), w.clone(), |o| {
+            Some(slim::service(o))
+        });
+        spawn(Api::all(client.clone()), vcluster.clone(), caches.control_planes.clone(), t.clone(), w.clone(), |o| {
+            Some(slim::pod(o))
+        });
+        spawn(Api::all(client.clone()), vcluster.clone(), caches.stateful_sets.clone(), t.clone(), w.clone(), |o| {
+            Some(slim::stateful_set(o))
+        });
+        spawn(Api::all(client.clone()), vcluster, caches.claims.clone(), t.clone(), w.clone(), |o| {
+            Some(slim::claim(o))
+        });
         let fields = |f: &str| watcher::Config::default().fields(f);
         let (warnings, bindings) = (fields("type=Warning"), fields("reason=FailedBinding"));
         spawn(Api::all(client.clone()), warnings, caches.warnings.clone(), t.clone(), w.clone(), slim::event);
         spawn(Api::all(client.clone()), bindings, caches.bindings.clone(), t.clone(), w.clone(), slim::event);
-        spawn(
-            Api::all(client.clone()),
-            watcher::Config::default(),
-            caches.nodes.clone(),
-            t.clone(),
-            w.clone(),
-            slim::node,
-        );
+        spawn(Api::all(client.clone()), watcher::Config::default(), caches.nodes.clone(), t.clone(), w.clone(), |o| {
+            Some(slim::node(o))
+        });
         caches.charts.wait_until_ready().await;
         caches.jobs.wait_until_ready().await;
         caches.pods.wait_until_ready().await;
@@ -444,7 +440,34 @@ pub(crate) mod slim {
         PersistentVolumeClaim { metadata: meta(c.metadata), spec: None, status }
     }
 
-    pub(crate) fn event(e: Event) -> Event {
+    /// An Event about one of the chart's own objects (its Service and
+    /// StatefulSet `<name>`, pods `<name>-<n>`, claims `<template>-<name>-<n>`),
+    /// cut down to what the rule reads; `None` for any other Event of the
+    /// namespace (vCluster syncs the tenant's pods and Services into it, and
+    /// their Events are not the console's to keep).
+    pub(crate) fn event(e: Event) -> Option<Event> {
+        let cluster = e.metadata.namespace.as_deref().and_then(render::cluster_of_namespace)?;
+        let (kind, name) = (e.involved_object.kind.as_deref()?, e.involved_object.name.as_deref()?);
+        about_the_chart(cluster, kind, name).then(|| slim_event(e))
+    }
+
+    /// Whether `kind`/`name` is one of the objects the chart of `cluster` makes.
+    pub(crate) fn about_the_chart(cluster: &str, kind: &str, name: &str) -> bool {
+        let ordinal = || {
+            let (rest, n) = name.rsplit_once('-')?;
+            (!n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())).then_some(rest)
+        };
+        match kind {
+            "Service" | "StatefulSet" => name == cluster,
+            "Pod" => ordinal() == Some(cluster),
+            "PersistentVolumeClaim" => {
+                ordinal().and_then(|rest| rest.strip_suffix(cluster)).is_some_and(|t| t.len() > 1 && t.ends_with('-'))
+            }
+            _ => false,
+        }
+    }
+
+    fn slim_event(e: Event) -> Event {
         Event {
             metadata: meta(e.metadata),
             involved_object: k8s_openapi::api::core::v1::ObjectReference {
@@ -561,11 +584,43 @@ mod tests {
         }))
         .unwrap();
         let whole = super::super::gather::Listed::of([&event], [&claim]);
-        let (event, claim) = (slim::event(event), slim::claim(claim));
+        let (event, claim) = (slim::event(event).expect("about the chart's claim"), slim::claim(claim));
         let kept = super::super::gather::Listed::of([&event], [&claim]);
         assert_eq!(kept, whole);
         assert_eq!(kept.pending_claims(), ["c1"]);
         assert!(claim.spec.is_none() && claim.metadata.annotations.is_none() && event.source.is_none());
+    }
+
+    #[test]
+    fn only_events_about_the_charts_own_objects_are_kept() {
+        for (kind, name, kept) in [
+            ("Service", "demo", true),
+            ("StatefulSet", "demo", true),
+            ("Pod", "demo-0", true),
+            ("Pod", "demo-12", true),
+            ("PersistentVolumeClaim", "data-demo-0", true),
+            ("PersistentVolumeClaim", "demo-0", false),
+            ("PersistentVolumeClaim", "-demo-0", false),
+            ("Pod", "demo-", false),
+            ("Pod", "demo-x", false),
+            ("Pod", "demo", false),
+            ("Pod", "api-0", false),
+            // What vCluster syncs from the tenant: `<name>-x-<namespace>-x-<vcluster>`.
+            ("Pod", "demo-0-x-default-x-demo", false),
+            ("Service", "demo-x-default-x-demo", false),
+            ("Service", "demo-headless", false),
+            ("Node", "demo", false),
+            ("StatefulSet", "demo2", false),
+        ] {
+            assert_eq!(slim::about_the_chart("demo", kind, name), kept, "{kind} {name}");
+        }
+        let event = |ns: &str| -> Event {
+            serde_json::from_value(json!({"metadata": {"name": "e", "namespace": ns},
+                "involvedObject": {"kind": "Pod", "name": "demo-0"}, "type": "Warning"}))
+            .unwrap()
+        };
+        assert!(slim::event(event("kubebyon-demo")).is_some());
+        assert!(slim::event(event("kubebyon-other")).is_none(), "another cluster's namespace");
     }
 
     #[test]
