@@ -23,6 +23,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
+# The tools the builds need (wasm-bindgen, npm's wasm-opt, the browser's
+# Playwright), as `make test` installs them: a fresh clone has none.
+bash scripts/install-tools.sh --test >/dev/null
 echo "# make bench-scale, $(date -u '+%Y-%m-%d %H:%M UTC'), main $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 control_plane="$(bash scripts/build-control-plane.sh | tail -n 1)"
 export KUBEBYON_CONTROL_PLANE_DIR="$control_plane"
@@ -81,7 +84,6 @@ fi
 
 if only latency; then
 echo "== pod Ready to page Ready (Playwright, end2end/bench/ready-latency.spec.ts, upstream test host in relay mode)"
-bash scripts/install-tools.sh --test >/dev/null
 host_dir="$work/host"
 host_kubeconfig=$(KUBEBYON_HOST_DIR="$host_dir" KUBEBYON_HOST_API_PORT=$(free_port) \
   bash scripts/host-up.sh --test-latency --test-net --node-cpu 64 --node-memory 256Gi --node-ephemeral-storage 4Ti \

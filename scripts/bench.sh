@@ -11,6 +11,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
+# The tools the build needs (wasm-bindgen, npm's wasm-opt), as `make test`
+# installs them: a fresh clone has none.
+bash scripts/install-tools.sh >/dev/null
 site=$(bash scripts/build-console.sh)
 source scripts/console-env.sh
 

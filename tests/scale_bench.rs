@@ -26,7 +26,7 @@ use hostsim::testhost::TestHost;
 use hostsim::testsupport as ts;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{Pod, Secret, Service};
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, Secret, Service};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kubebyon::domain::{PublicAccess, PublicAccessMode};
 use kubebyon::server::db;
@@ -173,6 +173,18 @@ async fn settle(client: &kube::Client, ns: &str, name: &str, service_type: &str,
     }))
     .unwrap();
     let sts = sets.create(&pp, &sts).await.expect("create StatefulSet");
+    // The claim its controller makes from the template (with the set's
+    // selector labels), bound.
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), ns);
+    let claim: PersistentVolumeClaim = serde_json::from_value(json!({
+        "metadata": {"name": format!("data-{name}-0"), "labels": {"app": "vcluster", "release": name}},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "5Gi"}},
+            "storageClassName": "local-path", "volumeName": format!("pvc-{name}")}
+    }))
+    .unwrap();
+    claims.create(&pp, &claim).await.expect("create claim");
+    let bound = json!({"status": {"phase": "Bound", "accessModes": ["ReadWriteOnce"], "capacity": {"storage": "5Gi"}}});
+    claims.patch_status(&format!("data-{name}-0"), &status, &Patch::Merge(&bound)).await.expect("claim bound");
     let rolled = json!({"status": {"observedGeneration": sts.metadata.generation, "replicas": 1, "readyReplicas": 1,
         "currentReplicas": 1, "updatedReplicas": 1, "availableReplicas": 1,
         "currentRevision": format!("{name}-5d8f7c"), "updateRevision": format!("{name}-5d8f7c")}});
@@ -489,7 +501,10 @@ impl Settler {
         sets.patch_status(name, &PatchParams::default(), &Patch::Merge(&rolling)).await.expect("StatefulSet rolling");
         let pod_name = format!("{name}-0");
         let mut pod = pods.get(&pod_name).await.expect("the vCluster pod");
-        pods.delete(&pod_name, &Default::default()).await.expect("delete the old pod");
+        // No kubelet confirms a graceful deletion here: gone at once, as
+        // the kubelet's (and the pod GC's) final deletion leaves it.
+        let now = kube::api::DeleteParams { grace_period_seconds: Some(0), ..Default::default() };
+        pods.delete(&pod_name, &now).await.expect("delete the old pod");
         while pods.get_opt(&pod_name).await.unwrap().is_some() {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
