@@ -229,6 +229,25 @@ async fn settle(client: &kube::Client, ns: &str, name: &str, service_type: &str,
     svc
 }
 
+/// `node-1`, the Node the light profile's pods are bound to, Ready (no
+/// kubelet runs): without it the test host's pod garbage collector deletes
+/// them as orphans within a minute, and the console would watch no pods.
+async fn create_node(client: &kube::Client, address: std::net::Ipv4Addr) {
+    use k8s_openapi::api::core::v1::Node;
+    let nodes: Api<Node> = Api::all(client.clone());
+    let node: Node = serde_json::from_value(json!({"metadata": {"name": "node-1"}})).unwrap();
+    match nodes.create(&PostParams::default(), &node).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(e)) if e.code == 409 => {}
+        Err(e) => panic!("create node-1: {e}"),
+    }
+    let t = now();
+    let ready = json!({"status": {"conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
+        "lastHeartbeatTime": t, "lastTransitionTime": t}],
+        "addresses": [{"type": "InternalIP", "address": address.to_string()}, {"type": "Hostname", "address": "node-1"}]}});
+    nodes.patch_status("node-1", &PatchParams::default(), &Patch::Merge(&ready)).await.expect("node-1 Ready");
+}
+
 /// helm-controller's own CRDs: its binary registers them at start (and is
 /// stopped once they are served).
 fn register_helm_chart_crd(kc: &std::path::Path, log_dir: &std::path::Path) {
@@ -293,6 +312,7 @@ async fn bench_memory_per_cluster() {
     let pool = db::connect(&db::sqlite_url(work.path()).unwrap()).await.unwrap();
     let owner = count(&pool, "SELECT MIN(id) FROM users").await;
     let client = host.client().await.unwrap();
+    create_node(&client, std::net::Ipv4Addr::LOCALHOST).await;
     println!("== console memory per watched cluster (light host profile: tests/scale_bench.rs)");
     println!("console pid {pid}: RSS {} KiB with no cluster", rss_kib(pid));
     let mut made = 0;
@@ -609,6 +629,7 @@ async fn bench_move_to_load_balancer() {
     let settler = Settler::new(host, node.0.node()).await;
     let _settling = settler.clone().run();
     let admin = host.client().await.unwrap();
+    create_node(&admin, node.0.node()).await;
 
     // --- the console: N NodePort clusters, Ready, then switched ---
     let (url, _db_dir) = support::sqlite_url();

@@ -148,13 +148,18 @@ fn spawn<K>(
                         continue;
                     }
                     let (ns, name) = key(o.meta());
+                    let mut kept = false;
                     if let Ok(mut objects) = index.objects.write()
                         && let Some(m) = objects.get_mut(&ns)
                     {
-                        m.remove(&name);
+                        kept = m.remove(&name).is_some();
                         if m.is_empty() {
                             objects.remove(&ns);
                         }
+                    }
+                    // An object never kept (an Event about the tenant's pods) changes nothing.
+                    if !kept {
+                        continue;
                     }
                     Some(Some(ns))
                 }
