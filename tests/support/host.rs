@@ -13,7 +13,11 @@ use serde_json::{Value, json};
 
 use super::http::Console;
 
-pub const WAIT: Duration = Duration::from_secs(60);
+/// How long a host-side change may take to show: a pod's roll on a loaded
+/// 2-core host (CI runs two suites at once) plus the probe's longest
+/// back-off (30 s, `reconciler::probes`). 60 s was not enough for a
+/// LoadBalancer → gateway switch while `tests/moves.rs` ran beside it.
+pub const WAIT: Duration = Duration::from_secs(120);
 
 pub fn ready(s: &Value) -> bool {
     s["phase"] == "ready"
