@@ -30,7 +30,7 @@ fn every_table_is_described_in_database_md() {
 /// (`server::config::Config`, read by clap): every variable the console reads
 /// has a row, every `KUBEBYON_*` row is one the console reads, and a row's
 /// default shows the value the console uses. Variables other libraries read
-/// (`KUBECONFIG`, `LEPTOS_SITE_ADDR`, `RUST_LOG`) have rows too.
+/// (`KUBECONFIG`, `LEPTOS_SITE_ADDR`, `RUST_LOG`, `MIMALLOC_PURGE_DELAY`) have rows too.
 #[test]
 fn the_readme_settings_table_is_the_config() {
     use clap::CommandFactory;
@@ -63,7 +63,7 @@ fn the_readme_settings_table_is_the_config() {
         }
     }
     assert!(read.len() >= 18, "{read:?}");
-    let others = ["KUBECONFIG", "LEPTOS_SITE_ADDR", "RUST_LOG"];
+    let others = ["KUBECONFIG", "LEPTOS_SITE_ADDR", "RUST_LOG", "MIMALLOC_PURGE_DELAY"];
     let unknown: Vec<&&str> = documented.iter().filter(|v| !read.contains(**v) && !others.contains(v)).collect();
     assert!(unknown.is_empty(), "README documents variables the console does not read: {unknown:?}");
 }

@@ -14,7 +14,8 @@
 //!
 //! Prints the console's RSS at each point of `KUBEBYON_BENCH_POINTS`
 //! (default 100,400,700,1000) once every cluster is Ready and a full pass
-//! has run, and the least-squares slope in KiB per cluster.
+//! has run, what its watch caches keep then (objects and bytes, per watch,
+//! from its `/metrics`), and the least-squares slope in KiB per cluster.
 
 mod support;
 
@@ -52,6 +53,31 @@ fn rss_kib(pid: u32) -> u64 {
         .find(|l| l.starts_with("VmRSS:"))
         .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
         .unwrap_or(0)
+}
+
+/// The console's watch caches as its `/metrics` gives them: objects and
+/// bytes in all, and each watch's `name objects/bytes`.
+fn watch_caches(port: u16) -> (u64, u64, String) {
+    use std::io::{Read, Write};
+    let mut text = String::new();
+    if let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) {
+        let _ = write!(s, "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\n\r\n");
+        let _ = s.read_to_string(&mut text);
+    }
+    // Each family's lines come in its own (hash) order: matched by watch.
+    let gauge = |metric: &str| -> std::collections::BTreeMap<String, u64> {
+        text.lines()
+            .filter_map(|l| l.strip_prefix(metric)?.strip_prefix("{watch=\""))
+            .filter_map(|l| {
+                let (watch, value) = l.split_once("\"} ")?;
+                Some((watch.to_owned(), value.trim().parse().ok()?))
+            })
+            .collect()
+    };
+    let (objects, bytes) = (gauge("kubebyon_watch_cache_objects"), gauge("kubebyon_watch_cache_bytes"));
+    let each =
+        objects.iter().map(|(w, o)| format!("{w} {o}/{}", bytes.get(w).unwrap_or(&0))).collect::<Vec<_>>().join(", ");
+    (objects.values().sum(), bytes.values().sum(), each)
 }
 
 /// PEM-shaped text of `n` base64 characters (the sizes vCluster writes).
@@ -365,6 +391,11 @@ async fn bench_memory_per_cluster() {
             "{point:5} clusters watched and Ready: console RSS {rss} KiB ({:.0} s to create and settle)",
             created.as_secs_f64()
         );
+        let (objects, bytes, each) = watch_caches(port);
+        println!(
+            "{point:5} clusters: watch caches {objects} objects, {bytes} bytes ({:.0} per cluster): {each}",
+            bytes as f64 / point as f64
+        );
         figures.push((point as f64, rss as f64));
     }
     let n = figures.len() as f64;
@@ -515,7 +546,9 @@ impl Settler {
     async fn start_roll(&self, ns: &str, name: &str) -> String {
         let sets: Api<StatefulSet> = Api::namespaced(self.client.clone(), ns);
         let pods: Api<Pod> = Api::namespaced(self.client.clone(), ns);
-        let revision = format!("{name}-{:x}", Instant::now().elapsed().subsec_nanos() ^ 0x5d8f7c);
+        // A revision never used before (the settled one is `<name>-5d8f7c`).
+        static ROLLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let revision = format!("{name}-r{}", ROLLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
         let rolling = json!({"status": {"readyReplicas": 0, "availableReplicas": 0, "updatedReplicas": 0,
             "updateRevision": revision}});
         sets.patch_status(name, &PatchParams::default(), &Patch::Merge(&rolling)).await.expect("StatefulSet rolling");

@@ -61,6 +61,11 @@ pub(crate) struct OutcomeLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct WatchLabel {
+    pub watch: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(crate) struct KindLabel {
     pub kind: &'static str,
 }
@@ -77,6 +82,8 @@ pub(crate) struct Metrics {
     pub queue_oldest_age: Gauge,
     pub workers_up: Family<WorkerLabel, Gauge>,
     pub worker_restarts: Family<WorkerLabel, Counter>,
+    pub cache_objects: Family<WatchLabel, Gauge>,
+    pub cache_bytes: Family<WatchLabel, Gauge>,
 }
 
 fn seconds_buckets() -> impl Iterator<Item = f64> {
@@ -98,6 +105,18 @@ impl Metrics {
         let queue_oldest_age = Gauge::default();
         let workers_up = Family::<WorkerLabel, Gauge>::default();
         let worker_restarts = Family::<WorkerLabel, Counter>::default();
+        let cache_objects = Family::<WatchLabel, Gauge>::default();
+        let cache_bytes = Family::<WatchLabel, Gauge>::default();
+        registry.register(
+            "watch_cache_objects",
+            "Host objects kept by the observer's watch caches",
+            cache_objects.clone(),
+        );
+        registry.register(
+            "watch_cache_bytes",
+            "Bytes of the slim JSON (and keys) the observer's watch caches keep",
+            cache_bytes.clone(),
+        );
         registry.register(
             "worker_up",
             "1 while a background worker (reconciler, move driver, session expiry) runs, 0 while it restarts",
@@ -140,6 +159,8 @@ impl Metrics {
             queue_oldest_age,
             workers_up,
             worker_restarts,
+            cache_objects,
+            cache_bytes,
         }
     }
 

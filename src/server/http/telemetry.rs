@@ -113,6 +113,11 @@ pub(crate) async fn metrics_page(State(state): State<AppState>, headers: http::H
         }
         Err(e) => tracing::warn!(error = %e, "reading the queue for /metrics failed"),
     }
+    for (watch, objects, bytes) in state.host.as_ref().map(|h| h.cache_sizes()).unwrap_or_default() {
+        let l = metrics::WatchLabel { watch };
+        m.cache_objects.get_or_create(&l).set(i64::try_from(objects).unwrap_or(i64::MAX));
+        m.cache_bytes.get_or_create(&l).set(i64::try_from(bytes).unwrap_or(i64::MAX));
+    }
     ([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], m.encode()).into_response()
 }
 

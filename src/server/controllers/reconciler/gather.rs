@@ -62,13 +62,24 @@ pub(crate) fn spec_digest(chart: &DynamicObject) -> Option<BTreeMap<String, u64>
     Some(spec.iter().map(|(k, v)| (k.clone(), digest(v))).collect())
 }
 
-/// The CA, client certificate and key of `vc-<name>` (its `config` repeats them).
+/// The CA, client certificate and key of `vc-<name>` (its `config` repeats
+/// them); `None` if any is missing or empty (the reconciler's memo may keep
+/// only that they are there).
 pub(super) fn credentials(s: &Secret) -> Option<Credentials> {
+    let pem = |key| text(s, key).filter(|t| !t.is_empty());
     Some(Credentials {
-        ca_pem: text(s, "certificate-authority")?,
-        cert_pem: text(s, "client-certificate")?,
-        key_pem: text(s, "client-key")?,
+        ca_pem: pem("certificate-authority")?,
+        cert_pem: pem("client-certificate")?,
+        key_pem: pem("client-key")?,
     })
+}
+
+/// Whether `vc-<name>` holds what a kubeconfig is made of: the three
+/// credentials and `config` (their values may be left out by the memo).
+pub(super) fn complete(s: &Secret) -> bool {
+    ["certificate-authority", "client-certificate", "client-key", "config"]
+        .iter()
+        .all(|k| s.data.as_ref().is_some_and(|d| d.contains_key(*k)))
 }
 
 /// The Ready nodes' addresses.
@@ -404,7 +415,7 @@ pub(crate) async fn assemble(
             helm_error,
             service,
             service_warning,
-            kubeconfig_secret: credentials.is_some() && vcluster_config.is_some(),
+            kubeconfig_secret: secret.as_ref().is_some_and(complete),
             ready_nodes: Vec::new(),
             pod_node: pod.and_then(|p| p.spec.as_ref()?.node_name.clone()),
             probe: None,
