@@ -398,15 +398,16 @@ fn status_of(answer: &str) -> u16 {
 /// dripping a header byte every 300 ms are closed by the server and do not
 /// keep a normal request out for long; an idle kept-alive connection is
 /// closed; a 1 MiB header is refused without a 5xx; 40 parallel sign-ins with
-/// wrong passwords get 401 or 429. Eight rounds: the first three make the
+/// wrong passwords get 401 or 429. Sixteen rounds: the first three make the
 /// series these answers have (the second meets the sign-in lockout the first
 /// caused) and the allocator's arenas; after them the server answers,
 /// `/metrics` never has more series, and RSS does not grow: the lowest of the
-/// last three rounds is within 10 % of the warm server's. RSS is read with
-/// mimalloc purging freed pages at once, and a round's transient peak (40
-/// argon2 hashes of 19 MiB each) is not a leak, so one high round does not
-/// fail the test (CI once read 74 -> 83 MiB in one round, back the next);
-/// a leak of ~1.5 MiB per round stays in all three and does.
+/// last three rounds is within 20 % of the warm server's. RSS is read with
+/// mimalloc purging freed pages at once. A round's transient peak (40 argon2
+/// hashes of 19 MiB each) is not a leak, and neither is one step to a new
+/// plateau (another blocking thread's heap): CI once read 74 -> 83 MiB in one
+/// round, back the next, and once 75 -> 83 MiB from the fourth round on, flat
+/// after. A leak of ~1.5 MiB per round (+22 % by round 13) fails it.
 #[test]
 fn slow_clients_huge_headers_and_parallel_sign_ins_leave_the_server_as_it_was() {
     let served = Served::start(&[
@@ -415,7 +416,7 @@ fn slow_clients_huge_headers_and_parallel_sign_ins_leave_the_server_as_it_was() 
         ("MIMALLOC_PURGE_DELAY", "0"),
     ]);
     let mut rounds = Vec::new();
-    for round in 0..8 {
+    for round in 0..16 {
         adversarial_round(&served);
         // Connections the round closed are gone before RSS is read.
         std::thread::sleep(std::time::Duration::from_millis(500));
@@ -429,8 +430,8 @@ fn slow_clients_huge_headers_and_parallel_sign_ins_leave_the_server_as_it_was() 
     for (round, now) in rounds.iter().enumerate().skip(3) {
         assert!(now.0 <= series, "series {series} -> {} in round {round}", now.0);
     }
-    let last = rounds[5..].iter().map(|r| r.1).min().unwrap();
-    assert!(last * 10 <= rss * 11, "RSS {rss} KiB warm -> at least {last} KiB in each of the last three rounds");
+    let last = rounds[13..].iter().map(|r| r.1).min().unwrap();
+    assert!(last * 10 <= rss * 12, "RSS {rss} KiB warm -> at least {last} KiB in each of the last three rounds");
 }
 
 fn adversarial_round(served: &Served) {
