@@ -211,6 +211,27 @@ async fn a_storage_change_is_refused_by_the_api_server_in_helms_words() {
     let msg = env.converge_message(id, "helm_failed", "UPGRADE FAILED").await;
     assert!(msg.starts_with("helm_failed: Error: UPGRADE FAILED:"), "{msg}");
     assert!(msg.contains("Forbidden: updates to statefulset spec for fields other than"), "{msg}");
+    // helm-controller retries with a new Job every few seconds, and each one
+    // completes: its pod restarts after the failed upgrade, finds the release
+    // at another revision than the Job's and does nothing. A completed Job is
+    // not a deployed change: never Ready meanwhile, helm's words all along.
+    let jobs: Api<k8s_openapi::api::batch::v1::Job> = Api::namespaced(host().client().await.unwrap(), "kubebyon-store");
+    let mut completed = std::collections::BTreeSet::new();
+    let until = std::time::Instant::now() + Duration::from_secs(30);
+    while std::time::Instant::now() < until || completed.len() < 2 {
+        assert!(std::time::Instant::now() < until + WAIT, "fewer than two Jobs completed: {completed:?}");
+        for j in jobs.list(&Default::default()).await.unwrap() {
+            let conditions = j.status.as_ref().and_then(|s| s.conditions.as_ref());
+            if conditions.is_some_and(|c| c.iter().any(|c| c.type_ == "Complete" && c.status == "True")) {
+                completed.insert(j.uid().unwrap_or_default());
+            }
+        }
+        let c = env.cluster(id).await;
+        let status = &c["status"];
+        assert_ne!(status["phase"], "ready", "Ready while helm fails: {c}");
+        assert!(status["message"].as_str().is_some_and(|m| m.contains("UPGRADE FAILED")), "{c}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     hand_edit(&env, id, |s| s.resources.storage_gib = 5).await;
     env.converge(id, "Ready with its size back", ready).await;
 }

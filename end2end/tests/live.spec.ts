@@ -239,6 +239,22 @@ test('join page: a token, the command copied and fetched, revoked; others get 40
   request,
 }) => {
   await context.grantPermissions(['clipboard-read', 'clipboard-write']);
+  // The platform key the settings name, where an admin keeps it: the chart
+  // makes a Role in its namespace, and helm fails while that namespace is
+  // missing (the cluster then says so and is never Ready: tests/reconciler.rs).
+  hostKubectl(['apply', '-f', '-'], JSON.stringify({
+    apiVersion: 'v1',
+    kind: 'List',
+    items: [
+      { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'licences' } },
+      {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: { name: 'vcluster-key', namespace: 'licences' },
+        stringData: { accessKey: 'e2e-platform-access-key' },
+      },
+    ],
+  }));
   await signIn(page, 'admin', ADMIN_PASSWORD);
   await page.goto('/admin/settings');
   await hydrated(page);

@@ -348,6 +348,7 @@ pub(crate) async fn read_secret(client: &Client, name: &str) -> Result<Option<Se
 pub(crate) async fn assemble(
     client: &Client,
     workloads: &Workloads,
+    helm_runs: &HelmRuns,
     name: &str,
     raw: Raw,
     stale_jobs: &BTreeSet<String>,
@@ -383,9 +384,17 @@ pub(crate) async fn assemble(
         Some(j) if condition(j, "Failed") => JobState::Failed,
         Some(_) => JobState::Running,
     };
-    let helm_error = match (&job, &job_state) {
-        (Some(j), JobState::Running | JobState::Failed) => helm_error(client, &ns, j, raw.job_pods).await,
-        _ => None,
+    let (job_state, helm_error) = match (&job, job_state) {
+        (Some(j), state @ (JobState::Running | JobState::Failed)) => {
+            let words = helm_error(client, &ns, j, raw.job_pods).await;
+            (state, words.or_else(|| helm_runs.last_failure(&ns)))
+        }
+        // A Job can complete with its change not deployed ([`HelmRuns`]).
+        (Some(j), JobState::Complete) => match helm_runs.undone(client, &ns, j, raw.job_pods.as_deref()).await {
+            Some(words) => (JobState::Running, Some(words)),
+            None => (JobState::Complete, None),
+        },
+        (_, state) => (state, helm_runs.last_failure(&ns)),
     };
     let is_lb = raw.service.as_ref().and_then(|s| s.spec.as_ref()?.type_.as_deref()) == Some("LoadBalancer");
     let service = raw.service.map(|s| observe_service(&s));
@@ -506,6 +515,73 @@ async fn helm_error(client: &Client, ns: &str, job: &Job, known: Option<Vec<Pod>
         log = pods.logs(&pod.name_any(), &previous).await.ok()?;
     }
     last_error(&log)
+}
+
+/// What klipper-helm prints when a Job finds the release at another revision
+/// than the one it was made for, and does nothing (klipper-helm `entry`).
+const REVISION_MISMATCH: &str = "does not match expected revision";
+
+/// A Job can complete with its change not deployed. klipper-helm's pod
+/// restarts after a failed upgrade (the Job's `restartPolicy: OnFailure`);
+/// helm recorded the failed revision, so the restarted container finds the
+/// release at another revision than the Job's `EXPECTED_RELEASE_REVISION`,
+/// does nothing and exits 0; helm-controller sees the release failed and
+/// replaces the Job, again and again (k3s-io/helm-controller v0.17
+/// `pkg/controllers/chart/chart.go`, klipper-helm `entry`). Per namespace:
+/// the last completed pod that restarted, and helm's words if its change did
+/// not deploy, kept until a Job completes without restarting or the chart is
+/// applied again, so the words stay while helm-controller retries.
+#[derive(Default)]
+pub(crate) struct HelmRuns(Mutex<HashMap<String, HelmRun>>);
+
+struct HelmRun {
+    pod_uid: String,
+    failure: Option<String>,
+}
+
+impl HelmRuns {
+    /// helm's words when the completed `job` did not deploy its change. Reads
+    /// the pod's logs once per pod, and only when the pod restarted; the pods
+    /// come from the watches (`known`): without them, none.
+    async fn undone(&self, client: &Client, ns: &str, job: &Job, known: Option<&[Pod]>) -> Option<String> {
+        let uid = job.uid()?;
+        let pod = known?.iter().find(|p| p.labels().get("batch.kubernetes.io/controller-uid") == Some(&uid))?;
+        let restarts = pod.status.as_ref()?.container_statuses.iter().flatten().map(|c| c.restart_count).max();
+        if restarts.unwrap_or(0) == 0 {
+            self.forget(ns);
+            return None;
+        }
+        let pod_uid = pod.uid()?;
+        if let Some(run) = self.0.lock().ok()?.get(ns).filter(|r| r.pod_uid == pod_uid) {
+            return run.failure.clone();
+        }
+        let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+        let limit = |previous| LogParams { previous, limit_bytes: Some(64 * 1024), ..LogParams::default() };
+        let log = pods.logs(&pod.name_any(), &limit(false)).await.ok()?;
+        let failure = match log.lines().find(|l| l.contains(REVISION_MISMATCH)) {
+            Some(mismatch) => {
+                let previous = pods.logs(&pod.name_any(), &limit(true)).await.unwrap_or_default();
+                Some(last_error(&previous).unwrap_or_else(|| mismatch.to_owned()))
+            }
+            None => None,
+        };
+        if let Ok(mut m) = self.0.lock() {
+            m.insert(ns.to_owned(), HelmRun { pod_uid, failure: failure.clone() });
+        }
+        failure
+    }
+
+    /// helm's words from the namespace's last Job that completed undeployed.
+    fn last_failure(&self, ns: &str) -> Option<String> {
+        self.0.lock().ok()?.get(ns).and_then(|r| r.failure.clone())
+    }
+
+    /// A change deployed, or new values applied: the old words no longer hold.
+    pub(crate) fn forget(&self, ns: &str) {
+        if let Ok(mut m) = self.0.lock() {
+            m.remove(ns);
+        }
+    }
 }
 
 /// helm's last error: from the last line starting `Error:` (or klipper-helm's

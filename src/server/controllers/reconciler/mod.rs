@@ -81,6 +81,8 @@ pub struct Context {
     stale_jobs: Mutex<BTreeMap<i64, BTreeSet<String>>>,
     /// Namespaces' Events and claims while a rollout is not done (throttled).
     workloads: gather::Workloads,
+    /// Install Jobs that completed without deploying their change: helm's words.
+    helm_runs: gather::HelmRuns,
     /// The HelmChart spec last applied per cluster: the watch cache may lag
     /// behind an apply, which is no drift.
     /// (A digest of it: a spec is kilobytes, kept per cluster.)
@@ -148,6 +150,7 @@ impl Context {
             full_requested: std::sync::atomic::AtomicBool::new(false),
             stale_jobs: Mutex::default(),
             workloads: gather::Workloads::default(),
+            helm_runs: gather::HelmRuns::default(),
             caches: std::sync::OnceLock::new(),
             applied: Mutex::default(),
             secrets: Mutex::default(),
@@ -561,6 +564,7 @@ async fn apply_tracked(ctx: &Context, cluster: &Cluster, settings: &crate::domai
         map.entry(cluster.id).or_default().insert(uid);
     }
     if applied.changed {
+        ctx.helm_runs.forget(&crate::domain::render::namespace(cluster.spec.name.as_str()));
         let note = format!(
             "The console applied generation {} of cluster {} (id {}, owner {}): helm-controller installs or upgrades it",
             cluster.generation,
@@ -808,7 +812,7 @@ async fn observe_one(
     let policy_switched =
         raw.chart.as_ref().and_then(|h| h.annotations().get(apply::NETWORK_POLICY_ANNOTATION)).map(String::as_str)
             != Some(apply::network_policy_switch(settings, cluster.spec.own_nodes));
-    let mut g = gather::assemble(&ctx.client, &ctx.workloads, name, raw, &stale).await;
+    let mut g = gather::assemble(&ctx.client, &ctx.workloads, &ctx.helm_runs, name, raw, &stale).await;
     if g.chart_generation != Some(cluster.generation) {
         return Err(Error::NotYet("the HelmChart is not rendered from the current spec yet"));
     }
@@ -941,7 +945,7 @@ async fn gather_ours(ctx: &Context, cluster: &Cluster) -> Result<Option<gather::
     if !ctx.chart_is_ours(cluster.id, raw.chart.as_ref()).await? {
         return Ok(None);
     }
-    Ok(Some(gather::assemble(&ctx.client, &ctx.workloads, name, raw, &BTreeSet::new()).await))
+    Ok(Some(gather::assemble(&ctx.client, &ctx.workloads, &ctx.helm_runs, name, raw, &BTreeSet::new()).await))
 }
 
 /// The kubeconfig of a cluster, read from the host now (never stored).
