@@ -239,29 +239,40 @@ test('join page: a token, the command copied and fetched, revoked; others get 40
   request,
 }) => {
   await context.grantPermissions(['clipboard-read', 'clipboard-write']);
-  // The platform key the settings name, where an admin keeps it: the chart
-  // makes a Role in its namespace, and helm fails while that namespace is
-  // missing (the cluster then says so and is never Ready: tests/reconciler.rs).
+  await signIn(page, 'admin', ADMIN_PASSWORD);
+  await page.goto('/admin/settings');
+  await hydrated(page);
+  const keyNamespace = unique('keys');
+  const key = `${keyNamespace}/vcluster-key`;
+  await page.getByLabel(t('en', 'settings.private_nodes')).selectOption('on');
+  await page.getByLabel(t('en', 'settings.platform_api_key')).fill(key);
+  await page.getByRole('button', { name: t('en', 'settings.submit') }).click();
+  await expect(page.getByRole('status').first()).toBeVisible();
+  // The settings page says the host lacks the key's Secret: the chart makes a
+  // Role in its namespace, and helm fails while that namespace is missing
+  // (the cluster then says so and is never Ready: tests/reconciler.rs).
+  await page.goto('/admin/settings');
+  const keyFact = page.locator(`[data-platform-key="${key}"]`);
+  await expect(keyFact).toHaveAttribute('data-found', 'false');
+  await expect(keyFact).toContainText(t('en', 'settings.platform_key_missing'));
+  await shot(page, 'settings-platform-key-missing-en');
+  // Made where an admin keeps it, the page finds it.
   hostKubectl(['apply', '-f', '-'], JSON.stringify({
     apiVersion: 'v1',
     kind: 'List',
     items: [
-      { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'licences' } },
+      { apiVersion: 'v1', kind: 'Namespace', metadata: { name: keyNamespace } },
       {
         apiVersion: 'v1',
         kind: 'Secret',
-        metadata: { name: 'vcluster-key', namespace: 'licences' },
+        metadata: { name: 'vcluster-key', namespace: keyNamespace },
         stringData: { accessKey: 'e2e-platform-access-key' },
       },
     ],
   }));
-  await signIn(page, 'admin', ADMIN_PASSWORD);
-  await page.goto('/admin/settings');
-  await hydrated(page);
-  await page.getByLabel(t('en', 'settings.private_nodes')).selectOption('on');
-  await page.getByLabel(t('en', 'settings.platform_api_key')).fill('licences/vcluster-key');
-  await page.getByRole('button', { name: t('en', 'settings.submit') }).click();
-  await expect(page.getByRole('status').first()).toBeVisible();
+  await page.reload();
+  await expect(keyFact).toHaveAttribute('data-found', 'true');
+  await expect(keyFact).toContainText(t('en', 'settings.platform_key_found'));
 
   // Its own API server on the test host (scripts/test.sh: `e2e-join*`).
   const name = unique('e2e-join');

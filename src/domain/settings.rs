@@ -271,6 +271,10 @@ pub(crate) struct SettingsView {
     /// The host's StorageClasses (`None`: no host, or it did not answer).
     #[serde(default)]
     pub storage_classes: Option<Vec<StorageClassView>>,
+    /// Whether the Secret the platform key names exists on the host (`None`:
+    /// no key, own nodes not offered, no host, or it did not answer).
+    #[serde(default)]
+    pub platform_key_found: Option<bool>,
 }
 
 /// A StorageClass of the host, as the settings page lists it.

@@ -17,8 +17,27 @@ use crate::i18n::*;
 /// Gateway API versions served, the Gateways with their listeners (which
 /// can carry the console's routes) and addresses, the StorageClasses.
 #[component]
-fn HostFacts(gateway_api: Option<GatewayApiView>, storage_classes: Option<Vec<StorageClassView>>) -> impl IntoView {
+fn HostFacts(
+    gateway_api: Option<GatewayApiView>,
+    storage_classes: Option<Vec<StorageClassView>>,
+    /// The platform key's Secret (`namespace/name`) and whether the host has it.
+    platform_key: Option<(String, bool)>,
+) -> impl IntoView {
     let i18n = use_i18n();
+    let platform_key = platform_key.map(|(key, found)| {
+        let (class, words) = match found {
+            true => ("badge badge-ready ml-2", t_string!(i18n, settings.platform_key_found)),
+            false => ("ml-2 text-red-900", t_string!(i18n, settings.platform_key_missing)),
+        };
+        let shown = key.clone();
+        view! {
+            <h3 class="field-label mt-4">{t!(i18n, settings.platform_key_title)}</h3>
+            <p class="text-sm" data-platform-key=key data-found=found.to_string()>
+                <span class="font-mono">{shown}</span>
+                <span class=class>{words}</span>
+            </p>
+        }
+    });
     let gateway = match gateway_api {
         None => view! { <p class="note">{t!(i18n, settings.detected_no_host)}</p> }.into_any(),
         Some(api) if api.served.is_empty() => view! {
@@ -120,6 +139,7 @@ fn HostFacts(gateway_api: Option<GatewayApiView>, storage_classes: Option<Vec<St
             {gateway}
             <h3 class="field-label mt-4">{t!(i18n, settings.storage_classes)}</h3>
             <ul class="text-sm">{classes}</ul>
+            {platform_key}
         </section>
     }
 }
@@ -134,26 +154,30 @@ pub(crate) fn SettingsPage() -> impl IntoView {
     let content = Suspend::new(async move {
         match load_settings().await {
             Err(e) => problem_view(e),
-            Ok(SettingsView { settings, detected, servicelb, gateway_api, storage_classes }) => view! {
-                <section class="card max-w-3xl">
-                    <h1 class="page-title">{t!(i18n, settings.title)}</h1>
-                    <p class="mb-4 text-slate-600">{t!(i18n, settings.intro)}</p>
-                    {match rerendered {
-                        Some(n) => {
-                            view! {
-                                <p class="banner banner-ok" role="status">
-                                    {t!(i18n, settings.rerendered, n = n)}
-                                </p>
+            Ok(SettingsView { settings, detected, servicelb, gateway_api, storage_classes, platform_key_found }) => {
+                let platform_key =
+                    settings.platform_api_key.as_ref().zip(platform_key_found).map(|(k, found)| (k.to_string(), found));
+                view! {
+                    <section class="card max-w-3xl">
+                        <h1 class="page-title">{t!(i18n, settings.title)}</h1>
+                        <p class="mb-4 text-slate-600">{t!(i18n, settings.intro)}</p>
+                        {match rerendered {
+                            Some(n) => {
+                                view! {
+                                    <p class="banner banner-ok" role="status">
+                                        {t!(i18n, settings.rerendered, n = n)}
+                                    </p>
+                                }
+                                    .into_any()
                             }
-                                .into_any()
-                        }
-                        None => view! { <SavedBanner /> }.into_any(),
-                    }}
-                    <SettingsForm settings detected servicelb url_error=url_error(SaveSettings::PATH) />
-                </section>
-                <HostFacts gateway_api storage_classes />
+                            None => view! { <SavedBanner /> }.into_any(),
+                        }}
+                        <SettingsForm settings detected servicelb url_error=url_error(SaveSettings::PATH) />
+                    </section>
+                    <HostFacts gateway_api storage_classes platform_key />
+                }
+                .into_any()
             }
-            .into_any(),
         }
     });
     view! {

@@ -330,7 +330,9 @@ impl<'a> Shell<'a> {
         // A Job made for another revision of the release does nothing.
         let expected = self.var("EXPECTED_RELEASE_REVISION");
         if !expected.is_empty() && expected != revision.to_string() {
-            self.log(&format!("Current release revision {revision} does not match expected revision {expected}\n"));
+            let msg = format!("Current release revision {revision} does not match expected revision {expected}");
+            self.term(&msg);
+            self.log(&format!("{msg}\n"));
             return 0;
         }
         if null(&installed) && null(&status) {

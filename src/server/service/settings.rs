@@ -16,7 +16,8 @@ pub(crate) async fn get(pool: &AnyPool, user: &CurrentUser) -> Result<SystemSett
 }
 
 /// The settings page: the whole settings and what the host shows of itself
-/// (its LoadBalancer provider, ServiceLB, Gateway API, StorageClasses; `None`
+/// (its LoadBalancer provider, ServiceLB, Gateway API, StorageClasses, the
+/// platform key's Secret; `None`
 /// where there is no host or it did not answer).
 pub(crate) async fn view(
     pool: &AnyPool,
@@ -28,6 +29,11 @@ pub(crate) async fn view(
         Some(h) => (h.gateway_api_view().await.ok(), h.storage_classes().await.ok()),
         None => (None, None),
     };
+    // Own nodes' clusters read the key: a missing Secret fails their install.
+    let platform_key_found = match (host, &settings.platform_api_key) {
+        (Some(h), Some(key)) if settings.private_nodes => h.secret_exists(key).await.ok(),
+        _ => None,
+    };
     let (detected, servicelb) = detected(host);
     Ok(crate::domain::settings::SettingsView {
         settings,
@@ -35,6 +41,7 @@ pub(crate) async fn view(
         servicelb: servicelb.unwrap_or(false),
         gateway_api,
         storage_classes,
+        platform_key_found,
     })
 }
 

@@ -387,6 +387,9 @@ pub(crate) async fn assemble(
     let (job_state, helm_error) = match (&job, job_state) {
         (Some(j), state @ (JobState::Running | JobState::Failed)) => {
             let words = helm_error(client, &ns, j, raw.job_pods).await;
+            if let Some(w) = &words {
+                helm_runs.remember(&ns, w);
+            }
             (state, words.or_else(|| helm_runs.last_failure(&ns)))
         }
         // A Job can complete with its change not deployed ([`HelmRuns`]).
@@ -558,10 +561,13 @@ impl HelmRuns {
         let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
         let limit = |previous| LogParams { previous, limit_bytes: Some(64 * 1024), ..LogParams::default() };
         let log = pods.logs(&pod.name_any(), &limit(false)).await.ok()?;
+        // helm's words: the failed container's, else the last ones seen
+        // (its log may have none: a container stopped mid-run), else klipper-helm's.
         let failure = match log.lines().find(|l| l.contains(REVISION_MISMATCH)) {
             Some(mismatch) => {
                 let previous = pods.logs(&pod.name_any(), &limit(true)).await.unwrap_or_default();
-                Some(last_error(&previous).unwrap_or_else(|| mismatch.to_owned()))
+                let words = last_error(&previous).or_else(|| self.last_failure(ns));
+                Some(words.unwrap_or_else(|| mismatch.to_owned()))
             }
             None => None,
         };
@@ -569,6 +575,14 @@ impl HelmRuns {
             m.insert(ns.to_owned(), HelmRun { pod_uid, failure: failure.clone() });
         }
         failure
+    }
+
+    /// helm's words from a running Job's pod: kept for the Jobs that follow.
+    fn remember(&self, ns: &str, words: &str) {
+        if let Ok(mut m) = self.0.lock() {
+            let run = m.entry(ns.to_owned()).or_insert(HelmRun { pod_uid: String::new(), failure: None });
+            run.failure = Some(words.to_owned());
+        }
     }
 
     /// helm's words from the namespace's last Job that completed undeployed.

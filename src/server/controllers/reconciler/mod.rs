@@ -314,6 +314,18 @@ impl Context {
         self.for_request(calls).await
     }
 
+    /// Whether the Secret `key` names exists on the host: its metadata only,
+    /// the key itself is never read.
+    pub(crate) async fn secret_exists(&self, key: &crate::domain::nodes::SecretRef) -> Result<bool> {
+        use k8s_openapi::api::core::v1::Secret;
+        let calls = async {
+            let api: Api<Secret> = Api::namespaced(self.client.clone(), &key.namespace);
+            let found = api.get_metadata_opt(&key.name).await.map_err(error::kube("read the platform key's Secret"))?;
+            Ok(found.is_some())
+        };
+        self.for_request(calls).await
+    }
+
     /// Objects and bytes kept per watch cache (empty until the watches listed once).
     pub fn cache_sizes(&self) -> Vec<(&'static str, usize, usize)> {
         self.caches.get().map(|c| c.sizes().to_vec()).unwrap_or_default()
