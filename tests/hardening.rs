@@ -377,8 +377,7 @@ impl Served {
 
     fn rss_kib(&self) -> u64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
-        let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap().to_owned();
-        line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap()
+        support::vm_rss_kib(&status).unwrap()
     }
 }
 

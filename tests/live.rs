@@ -249,14 +249,8 @@ async fn bench_open_pages() {
         let fields: Vec<&str> = stat.rsplit_once(')').unwrap().1.split_whitespace().collect();
         fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
     };
-    let rss = || {
-        std::fs::read_to_string(format!("/proc/{pid}/status"))
-            .unwrap()
-            .lines()
-            .find(|l| l.starts_with("VmRSS:"))
-            .map(|l| l.split_whitespace().nth(1).unwrap_or("0").parse::<u64>().unwrap_or(0))
-            .unwrap_or(0)
-    };
+    let rss_pid: u32 = pid.parse().expect("KUBEBYON_BENCH_PID is a pid");
+    let rss = || support::rss_kib(Some(rss_pid));
     let (beats0, cpu0, t0) = (heartbeats.load(std::sync::atomic::Ordering::Relaxed), cpu(), std::time::Instant::now());
     tokio::time::sleep(Duration::from_secs(secs)).await;
     let (beats1, cpu1, elapsed) = (heartbeats.load(std::sync::atomic::Ordering::Relaxed), cpu(), t0.elapsed());

@@ -57,21 +57,9 @@ fn host_processes_rss_kib(dir: &std::path::Path) -> u64 {
             continue;
         }
         let status = std::fs::read_to_string(entry.path().join("status")).unwrap_or_default();
-        total += status
-            .lines()
-            .find(|l| l.starts_with("VmRSS:"))
-            .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-            .unwrap_or(0);
+        total += support::vm_rss_kib(&status).unwrap_or(0);
     }
     total
-}
-
-fn rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmRSS:")).map(str::to_owned))
-        .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
-        .unwrap_or(0)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -174,7 +162,7 @@ async fn switch_node_port_to_load_balancer() {
     let console_time = t0.elapsed();
     let console_calls = CONSOLE.total();
     let console_kinds = CONSOLE.by_kind();
-    let rss = rss_kib();
+    let rss = support::rss_kib(None);
 
     // --- a bare kube-rs client, the same switches ---
     let bare = counting_client(&host.kubeconfig, &BARE).await;

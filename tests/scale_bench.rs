@@ -46,15 +46,6 @@ fn control_plane(bin: &str) -> PathBuf {
     PathBuf::from(std::env::var("KUBEBYON_CONTROL_PLANE_DIR").expect("KUBEBYON_CONTROL_PLANE_DIR")).join(bin)
 }
 
-fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_default()
-        .lines()
-        .find(|l| l.starts_with("VmRSS:"))
-        .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        .unwrap_or(0)
-}
-
 /// The console's watch caches as its `/metrics` gives them: objects and
 /// bytes in all, and each watch's `name objects/bytes`.
 fn watch_caches(port: u16) -> (u64, u64, String) {
@@ -340,7 +331,7 @@ async fn bench_memory_per_cluster() {
     let client = host.client().await.unwrap();
     create_node(&client, std::net::Ipv4Addr::LOCALHOST).await;
     println!("== console memory per watched cluster (light host profile: tests/scale_bench.rs)");
-    println!("console pid {pid}: RSS {} KiB with no cluster", rss_kib(pid));
+    println!("console pid {pid}: RSS {} KiB with no cluster", support::rss_kib(Some(pid)));
     let mut made = 0;
     let mut figures = Vec::new();
     let filler = Creds::filler();
@@ -382,7 +373,7 @@ async fn bench_memory_per_cluster() {
         tokio::time::sleep(Duration::from_secs(65)).await;
         let mut samples: Vec<u64> = Vec::new();
         for _ in 0..5 {
-            samples.push(rss_kib(pid));
+            samples.push(support::rss_kib(Some(pid)));
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
         samples.sort_unstable();

@@ -86,3 +86,14 @@ pub fn spec(name: &str, public_access: kubebyon::domain::PublicAccess) -> kubeby
         placement: Default::default(),
     }
 }
+
+/// The resident set in a `/proc/<pid>/status` text (`VmRSS`), in KiB.
+pub fn vm_rss_kib(status: &str) -> Option<u64> {
+    status.lines().find(|l| l.starts_with("VmRSS:"))?.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// A process's resident set in KiB (`pid` `None`: this process); 0 when unreadable.
+pub fn rss_kib(pid: Option<u32>) -> u64 {
+    let path = pid.map_or("/proc/self/status".to_owned(), |p| format!("/proc/{p}/status"));
+    std::fs::read_to_string(path).ok().as_deref().and_then(vm_rss_kib).unwrap_or(0)
+}

@@ -77,8 +77,14 @@ impl<K: serde::de::DeserializeOwned> Index<K> {
         Arc::new(Self { objects: RwLock::default(), ready: tokio::sync::watch::Sender::new(false), kind: PhantomData })
     }
 
+    /// A kept object back (its slim form's JSON: the round trip is exact, so
+    /// a failure means a type changed under the cache, and is said).
     fn decode(json: &[u8]) -> Option<K> {
-        serde_json::from_slice(json).ok()
+        serde_json::from_slice(json)
+            .inspect_err(
+                |e| tracing::warn!(kind = std::any::type_name::<K>(), error = %e, "a cached object did not decode"),
+            )
+            .ok()
     }
 
     pub(crate) fn get(&self, ns: &str, name: &str) -> Option<K> {

@@ -490,32 +490,52 @@ async fn newest_warning(client: &Client, ns: &str, name: &str, known: Option<Vec
     events.into_iter().max_by_key(|e| e.last_timestamp.as_ref().map(|t| t.0)).and_then(|e| e.message)
 }
 
+/// The label the Job controller puts on its pods: the Job's UID.
+const JOB_UID_LABEL: &str = "batch.kubernetes.io/controller-uid";
+
+/// The Job's pod among `pods`.
+fn job_pod<'a>(pods: impl IntoIterator<Item = &'a Pod>, job_uid: &str) -> Option<&'a Pod> {
+    pods.into_iter().find(|p| p.labels().get(JOB_UID_LABEL).map(String::as_str) == Some(job_uid))
+}
+
+/// How often the pod's containers restarted (the most of any).
+fn restarts(pod: &Pod) -> i32 {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .into_iter()
+        .flatten()
+        .map(|c| c.restart_count)
+        .max()
+        .unwrap_or(0)
+}
+
+/// The pod's log (its first 64 KiB), or its previous container's.
+async fn pod_log(pods: &Api<Pod>, pod: &Pod, previous: bool) -> Option<String> {
+    let params = LogParams { previous, limit_bytes: Some(64 * 1024), ..LogParams::default() };
+    pods.logs(&pod.name_any(), &params).await.ok()
+}
+
 /// helm's error from the Job's pod log (the failed run: `--previous` while the
 /// container waits to restart shows the same run as the current log does).
 async fn helm_error(client: &Client, ns: &str, job: &Job, known: Option<Vec<Pod>>) -> Option<String> {
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
     let uid = job.uid().unwrap_or_default();
     let pod = match known {
-        Some(list) => list.into_iter().find(|p| p.labels().get("batch.kubernetes.io/controller-uid") == Some(&uid))?,
+        Some(list) => job_pod(&list, &uid)?.clone(),
         None => {
-            let lp = ListParams::default().labels(&format!("batch.kubernetes.io/controller-uid={uid}"));
+            let lp = ListParams::default().labels(&format!("{JOB_UID_LABEL}={uid}"));
             pods.list(&lp).await.ok()?.items.into_iter().next()?
         }
     };
-    let restarted = pod
-        .status
-        .as_ref()
-        .and_then(|s| s.container_statuses.as_ref())
-        .is_some_and(|c| c.iter().any(|c| c.restart_count > 0));
+    let restarted = restarts(&pod) > 0;
     let failed = pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Failed");
     if !restarted && !failed {
         return None;
     }
-    let mut log =
-        pods.logs(&pod.name_any(), &LogParams { limit_bytes: Some(64 * 1024), ..LogParams::default() }).await.ok()?;
+    let mut log = pod_log(&pods, &pod, false).await?;
     if !log.contains("Error:") && restarted {
-        let previous = LogParams { previous: true, limit_bytes: Some(64 * 1024), ..LogParams::default() };
-        log = pods.logs(&pod.name_any(), &previous).await.ok()?;
+        log = pod_log(&pods, &pod, true).await?;
     }
     last_error(&log)
 }
@@ -537,8 +557,10 @@ const REVISION_MISMATCH: &str = "does not match expected revision";
 #[derive(Default)]
 pub(crate) struct HelmRuns(Mutex<HashMap<String, HelmRun>>);
 
+#[derive(Default)]
 struct HelmRun {
-    pod_uid: String,
+    /// The completed pod whose logs were read (none: words from a running Job).
+    pod_uid: Option<String>,
     failure: Option<String>,
 }
 
@@ -547,25 +569,22 @@ impl HelmRuns {
     /// the pod's logs once per pod, and only when the pod restarted; the pods
     /// come from the watches (`known`): without them, none.
     async fn undone(&self, client: &Client, ns: &str, job: &Job, known: Option<&[Pod]>) -> Option<String> {
-        let uid = job.uid()?;
-        let pod = known?.iter().find(|p| p.labels().get("batch.kubernetes.io/controller-uid") == Some(&uid))?;
-        let restarts = pod.status.as_ref()?.container_statuses.iter().flatten().map(|c| c.restart_count).max();
-        if restarts.unwrap_or(0) == 0 {
+        let pod = job_pod(known?, &job.uid()?)?;
+        if restarts(pod) == 0 {
             self.forget(ns);
             return None;
         }
-        let pod_uid = pod.uid()?;
+        let pod_uid = Some(pod.uid()?);
         if let Some(run) = self.0.lock().ok()?.get(ns).filter(|r| r.pod_uid == pod_uid) {
             return run.failure.clone();
         }
         let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
-        let limit = |previous| LogParams { previous, limit_bytes: Some(64 * 1024), ..LogParams::default() };
-        let log = pods.logs(&pod.name_any(), &limit(false)).await.ok()?;
+        let log = pod_log(&pods, pod, false).await?;
         // helm's words: the failed container's, else the last ones seen
         // (its log may have none: a container stopped mid-run), else klipper-helm's.
         let failure = match log.lines().find(|l| l.contains(REVISION_MISMATCH)) {
             Some(mismatch) => {
-                let previous = pods.logs(&pod.name_any(), &limit(true)).await.unwrap_or_default();
+                let previous = pod_log(&pods, pod, true).await.unwrap_or_default();
                 let words = last_error(&previous).or_else(|| self.last_failure(ns));
                 Some(words.unwrap_or_else(|| mismatch.to_owned()))
             }
@@ -580,8 +599,7 @@ impl HelmRuns {
     /// helm's words from a running Job's pod: kept for the Jobs that follow.
     fn remember(&self, ns: &str, words: &str) {
         if let Ok(mut m) = self.0.lock() {
-            let run = m.entry(ns.to_owned()).or_insert(HelmRun { pod_uid: String::new(), failure: None });
-            run.failure = Some(words.to_owned());
+            m.entry(ns.to_owned()).or_default().failure = Some(words.to_owned());
         }
     }
 
