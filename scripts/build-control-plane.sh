@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the test host's upstream parts from the versions pinned in hostcluster/**/go.mod
 # (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, helm-controller,
-# helm, MetalLB's controller)
+# helm, MetalLB's controller, and netpol-check: NetworkPolicy verdicts from cyclonus's matcher)
 # into ~/.cache/kubebyon/control-plane/<k8s>-etcd<etcd>/ (outside the clone) and
 # prints that folder. Skips the build when all binaries are already there.
 # Needs Go and the Go module proxy; no release downloads, no container runtime.
@@ -27,6 +27,8 @@ version_of() { awk -v m="$2" '$1 == m && $2 ~ /^v/ { print $2; exit }' "$mod/$1/
 helm_controller="$(version_of helm-controller github.com/k3s-io/helm-controller)"
 helm="$(version_of helm helm.sh/helm/v4)"
 metallb="$(version_of metallb go.universe.tf/metallb)"
+# Our own small main over cyclonus's matcher: its source's digest joins the pin.
+netpol="$(version_of netpol github.com/mattfenwick/cyclonus)-$(sha256sum "$mod/netpol/main.go" | cut -c1-12)"
 minor="${k8s#v1.}"; minor="${minor%%.*}"
 k8s_stamp=""
 for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
@@ -41,6 +43,7 @@ targets=(
   "helm-controller|helm-controller|github.com/k3s-io/helm-controller|$helm_controller| -X github.com/k3s-io/helm-controller/pkg/version.Version=$helm_controller"
   "helm|helm|helm.sh/helm/v4/cmd/helm|$helm| -X helm.sh/helm/v4/internal/version.version=$helm -X helm.sh/helm/v4/internal/version.gitTreeState=clean"
   "metallb-controller|metallb|go.universe.tf/metallb/controller|$metallb|"
+  "netpol-check|netpol|.|$netpol|"
 )
 # The folder's name carries the k8s and etcd versions; the others are stamped.
 built() { [[ -x "$out/$1" ]] && { [[ "$3" == . ]] || [[ "$(cat "$out/.$1.version" 2>/dev/null)" == "$2" ]]; }; }

@@ -212,12 +212,23 @@ async fn a_storage_change_is_refused_by_the_api_server_in_helms_words() {
     assert!(msg.starts_with("helm_failed: Error: UPGRADE FAILED:"), "{msg}");
     assert!(msg.contains("Forbidden: updates to statefulset spec for fields other than"), "{msg}");
     // helm-controller retries with a new Job every few seconds, and each one
-    // completes: its pod restarts after the failed upgrade, finds the release
-    // at another revision than the Job's and does nothing. A completed Job is
-    // not a deployed change: never Ready meanwhile, helm's words all along.
-    let jobs: Api<k8s_openapi::api::batch::v1::Job> = Api::namespaced(host().client().await.unwrap(), "kubebyon-store");
+    // completes: the first's pod restarts after the failed upgrade, finds the
+    // release at another revision than the Job's and does nothing; the later
+    // ones run klipper-helm's `retry` branch, which exits 0 after the failed
+    // upgrade. A completed Job is not a deployed change: never Ready
+    // meanwhile, helm's words all along.
+    never_ready_while_jobs_retry(&env, id, "kubebyon-store", Duration::from_secs(30), "UPGRADE FAILED").await;
+    hand_edit(&env, id, |s| s.resources.storage_gib = 5).await;
+    env.converge(id, "Ready with its size back", ready).await;
+}
+
+/// Watches the cluster for `at_least` and until two of the namespace's
+/// install Jobs have completed (100 ms polls): never Ready, and `words` in
+/// its message all along.
+async fn never_ready_while_jobs_retry(env: &Env, id: i64, ns: &str, at_least: Duration, words: &str) {
+    let jobs: Api<k8s_openapi::api::batch::v1::Job> = Api::namespaced(host().client().await.unwrap(), ns);
     let mut completed = std::collections::BTreeSet::new();
-    let until = std::time::Instant::now() + Duration::from_secs(30);
+    let until = std::time::Instant::now() + at_least;
     while std::time::Instant::now() < until || completed.len() < 2 {
         assert!(std::time::Instant::now() < until + WAIT, "fewer than two Jobs completed: {completed:?}");
         for j in jobs.list(&Default::default()).await.unwrap() {
@@ -229,11 +240,36 @@ async fn a_storage_change_is_refused_by_the_api_server_in_helms_words() {
         let c = env.cluster(id).await;
         let status = &c["status"];
         assert_ne!(status["phase"], "ready", "Ready while helm fails: {c}");
-        assert!(status["message"].as_str().is_some_and(|m| m.contains("UPGRADE FAILED")), "{c}");
+        assert!(status["message"].as_str().is_some_and(|m| m.contains(words)), "{c}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    hand_edit(&env, id, |s| s.resources.storage_gib = 5).await;
-    env.converge(id, "Ready with its size back", ready).await;
+}
+
+/// A first install that fails (an annotation the API server refuses, written
+/// past the settings form as a hand-edited database would): the first Job's
+/// pod restarts and completes (the release at revision 1, the Job made for 0),
+/// each Job after it runs klipper-helm's `retry` branch, which exits 0 after
+/// the failed upgrade. helm-controller replaces them while the newest release
+/// record is not `deployed` with the chart's hash; the console judges by the
+/// same record: never Ready meanwhile, helm's words all along, Ready once the
+/// cause is gone.
+#[tokio::test]
+async fn a_first_install_that_fails_is_never_ready_through_the_retries() {
+    let env = env().await;
+    let pool = env.console.pool.clone();
+    let mut bad = kubebyon::server::db::settings::load(&pool).await.unwrap();
+    bad.load_balancer_annotations.insert("bad key!".into(), "x".into());
+    kubebyon::server::db::settings::save(&pool, &bad).await.unwrap();
+    let lb_ip = host().net.addr(216).to_string();
+    let id =
+        env.create("firstfail", json!({"enabled": true, "mode": "loadbalancer", "control_plane_host": lb_ip})).await;
+    let c = env.converge(id, "helm's words", |s| s["message"].as_str().is_some_and(|m| m.contains("FAILED"))).await;
+    assert!(c["status"]["message"].as_str().unwrap().contains("metadata.annotations"), "{c}");
+    never_ready_while_jobs_retry(&env, id, "kubebyon-firstfail", Duration::from_secs(20), "metadata.annotations").await;
+    bad.load_balancer_annotations.remove("bad key!");
+    kubebyon::server::db::settings::save(&pool, &bad).await.unwrap();
+    env.ctx.wake();
+    env.converge(id, "Ready once the cause is gone", ready).await;
 }
 
 /// klipper-helm's delete: `helm uninstall --wait || true`, so the delete Job
@@ -1728,4 +1764,144 @@ async fn join_tokens() {
     let r = script(id, fresh).await;
     assert_eq!((r.status.as_u16(), r.code()), (429, "join_rate_limited".to_owned()), "{}", r.body);
     assert_eq!(r.headers["retry-after"], "900");
+}
+
+/// The NetworkPolicies as kube-router would judge them (after kube-proxy's
+/// DNAT), by an upstream engine: cyclonus v0.5.6's `pkg/matcher`
+/// (`hostcluster/netpol`, built as `netpol-check`). The policies are
+/// `deploy/networkpolicy.yaml` and the `kubebyon-isolation` the console
+/// applied on the test host; each case's addresses, ports and labels are read
+/// from what the test host made (the cluster's Service and EndpointSlice, its
+/// pods, the install Job and the proxy helm-controller wrote into it). A
+/// needed path denied or a forbidden one allowed fails the test.
+#[tokio::test]
+async fn network_policies_let_through_what_is_needed_and_nothing_else() {
+    use k8s_openapi::api::batch::v1::Job;
+    use k8s_openapi::api::core::v1::{Pod, Service};
+    use k8s_openapi::api::discovery::v1::EndpointSlice;
+    use k8s_openapi::api::networking::v1::NetworkPolicy;
+    let env = env().await;
+    env.create_ready("netpol", json!({"enabled": true, "mode": "nodeport"})).await;
+    let admin = host().client().await.unwrap();
+    let ns = "kubebyon-netpol";
+    // helm-controller runs with HTTPS_PROXY (the chart mirror's), as a host
+    // behind a proxy does: the console learns its port from the Job and
+    // applies the policy again with it.
+    let job = Api::<Job>::namespaced(admin.clone(), ns).get("helm-install-netpol").await.unwrap();
+    let env_of = |name: &str| {
+        job.spec.as_ref()?.template.spec.as_ref()?.containers[0]
+            .env
+            .as_ref()?
+            .iter()
+            .find(|e| e.name == name)
+            .and_then(|e| e.value.clone())
+    };
+    let proxy = env_of("HTTPS_PROXY").expect("helm-controller passes its proxy on");
+    let authority = proxy.trim_start_matches("http://").trim_end_matches('/');
+    let (proxy_ip, proxy_port) = authority.rsplit_once(':').unwrap();
+    let proxy_port: u16 = proxy_port.parse().unwrap();
+    let policies: Api<NetworkPolicy> = Api::namespaced(admin.clone(), ns);
+    let until = std::time::Instant::now() + WAIT;
+    let isolation = loop {
+        let np = policies.get("kubebyon-isolation").await.unwrap();
+        let text = serde_json::to_string(&np.spec).unwrap();
+        if text.contains(&format!("\"port\":{proxy_port}")) {
+            break np;
+        }
+        assert!(std::time::Instant::now() < until, "the proxy port never reached the policy: {text}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    // The cluster's pod behind its Service (the NodePort's target after DNAT).
+    let svc = Api::<Service>::namespaced(admin.clone(), ns).get("netpol").await.unwrap();
+    let https = svc.spec.as_ref().unwrap().ports.as_ref().unwrap().iter().find(|p| p.name.as_deref() == Some("https"));
+    let https = https.expect("the https port").clone();
+    let slices = Api::<EndpointSlice>::namespaced(admin.clone(), ns)
+        .list(&kube::api::ListParams::default().labels("kubernetes.io/service-name=netpol"))
+        .await
+        .unwrap();
+    let slice = slices.items.first().expect("an EndpointSlice");
+    let endpoint = slice.endpoints.iter().flatten().next().expect("an endpoint");
+    let pod_ip = endpoint.addresses[0].clone();
+    let slice_port = slice.ports.iter().flatten().find(|p| p.name == https.name).expect("the slice's https port");
+    let target_port = slice_port.port.expect("a port number");
+    assert_eq!(target_port, 8443, "the vCluster pod's API port");
+    let pod_name = endpoint.target_ref.as_ref().and_then(|r| r.name.clone()).expect("the endpoint's pod");
+    let pods: Api<Pod> = Api::namespaced(admin.clone(), ns);
+    let pod = pods.get(&pod_name).await.unwrap();
+    let job_pod = pods
+        .list(&kube::api::ListParams::default().labels("job-name=helm-install-netpol"))
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .next()
+        .expect("the install Job's pod");
+    let ns_labels = Api::<Namespace>::all(admin.clone()).get(ns).await.unwrap().labels().clone();
+    let internal = |ns: &str, ns_labels: &std::collections::BTreeMap<String, String>, pod: &Pod, ip: &str| json!({"ip": ip, "namespace": ns, "namespaceLabels": ns_labels, "podLabels": pod.labels()});
+    let vc = internal(ns, &ns_labels, &pod, &pod_ip);
+    let helm_job = internal(ns, &ns_labels, &job_pod, "10.42.0.40");
+    // The console's pod, as deploy/ makes it.
+    let console = json!({"ip": "10.42.0.10", "namespace": "kubebyon",
+        "namespaceLabels": {"kubernetes.io/metadata.name": "kubebyon"},
+        "podLabels": {"app.kubernetes.io/name": "kubebyon"}});
+    // Another tenant's pod (synced into its cluster's namespace, under its own isolation).
+    let other_ns = "kubebyon-other";
+    let other = json!({"ip": "10.42.2.9", "namespace": other_ns,
+        "namespaceLabels": {"kubernetes.io/metadata.name": other_ns}, "podLabels": {"app": "web"}});
+    let traefik = json!({"ip": "10.42.0.20", "namespace": "kube-system",
+        "namespaceLabels": {"kubernetes.io/metadata.name": "kube-system"},
+        "podLabels": {"app.kubernetes.io/name": "traefik"}});
+    let kube_dns = json!({"ip": "10.42.0.3", "namespace": "kube-system",
+        "namespaceLabels": {"kubernetes.io/metadata.name": "kube-system"}, "podLabels": {"k8s-app": "kube-dns"}});
+    let outside = |ip: &str| json!({"ip": ip, "external": true});
+    let node = host().net.node().to_string();
+    let case = |name: &str, from: &Value, to: &Value, port: i32, allowed: bool| {
+        (json!({"name": name, "source": from, "destination": to, "port": port, "protocol": "TCP"}), allowed)
+    };
+    let mut cases = vec![
+        case("console -> the vCluster pod's API port (NodePort/LB, after DNAT)", &console, &vc, target_port, true),
+        case("console -> the host API server (6443 after DNAT)", &console, &outside("10.43.0.1"), 6443, true),
+        case("console -> Traefik's websecure pod port (Gateway probe)", &console, &traefik, 8443, true),
+        case("console -> anything else", &console, &outside("192.0.2.1"), 8080, false),
+        case("a client outside -> the public endpoint", &outside(&node), &vc, target_port, true),
+        case("helm's Job -> its proxy", &helm_job, &outside(proxy_ip), i32::from(proxy_port), true),
+        case("helm's Job -> the host API server", &helm_job, &outside("10.43.0.1"), 6443, true),
+        case("helm's Job -> elsewhere", &helm_job, &outside("192.0.2.1"), 8081, false),
+        case("another tenant's pod -> a workload port here", &other, &vc, 10250, false),
+        case("a machine -> konnectivity of a shared-nodes cluster", &outside(&node), &vc, 8132, false),
+        case("the vCluster pod -> its namespace", &vc, &helm_job, 9999, true),
+        case("the vCluster pod -> elsewhere", &vc, &outside("192.0.2.1"), 25, false),
+    ];
+    let mut dns = case("the vCluster pod -> kube-dns", &vc, &kube_dns, 53, true);
+    dns.0["protocol"] = "UDP".into();
+    cases.push(dns);
+    let deploy: Value = serde_yaml::from_str(
+        &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/deploy/networkpolicy.yaml")).unwrap(),
+    )
+    .unwrap();
+    let mut others = serde_json::to_value(&isolation).unwrap();
+    others["metadata"] = json!({"name": "kubebyon-isolation", "namespace": other_ns});
+    let input = json!({
+        "policies": [deploy, serde_json::to_value(&isolation).unwrap(), others],
+        "cases": cases.iter().map(|(c, _)| c.clone()).collect::<Vec<_>>(),
+    });
+    let dir =
+        std::env::var("KUBEBYON_CONTROL_PLANE_DIR").expect("KUBEBYON_CONTROL_PLANE_DIR (scripts/test.sh sets it)");
+    let mut child = std::process::Command::new(format!("{dir}/netpol-check"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("netpol-check (scripts/build-control-plane.sh builds it)");
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(input.to_string().as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "netpol-check failed");
+    let verdicts: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let wrong: Vec<String> = cases
+        .iter()
+        .zip(&verdicts)
+        .filter(|((_, want), got)| got["allowed"] != *want)
+        .map(|((c, want), got)| format!("{}: want allowed={want}, got {got}", c["name"]))
+        .collect();
+    assert!(wrong.is_empty(), "{wrong:#?}");
 }

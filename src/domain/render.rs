@@ -469,10 +469,23 @@ pub(crate) const KONNECTIVITY_PORT: u16 = 8132;
 /// its own nodes konnectivity's port too (the nodes dial it at the same
 /// address); out: DNS to kube-system's kube-dns, and TCP 443 and 6443
 /// anywhere (the host API server, which vCluster syncs to, is no pod a
-/// selector can name, and helm's Job fetches the chart over HTTPS).
+/// selector can name, and helm's Job fetches the chart over HTTPS), and the
+/// ports of the HTTP(S) proxies helm's Job is told to use (`helm_egress`:
+/// helm-controller copies its `HTTP(S)_PROXY` into every Job it makes).
 /// Everything else is denied.
-pub(crate) fn network_policy_object(cluster_id: i64, installation: &str, ns: &str, own_nodes: bool) -> Value {
+pub(crate) fn network_policy_object(
+    cluster_id: i64,
+    installation: &str,
+    ns: &str,
+    own_nodes: bool,
+    helm_egress: &std::collections::BTreeSet<u16>,
+) -> Value {
     let tcp = |port: u16| json!({"protocol": "TCP", "port": port});
+    let out: Vec<Value> = [443, 6443]
+        .into_iter()
+        .chain(helm_egress.iter().copied().filter(|p| ![443, 6443].contains(p)))
+        .map(tcp)
+        .collect();
     let open: Vec<Value> = std::iter::once(API_PORT).chain(own_nodes.then_some(KONNECTIVITY_PORT)).map(tcp).collect();
     json!({
         "apiVersion": "networking.k8s.io/v1",
@@ -494,7 +507,7 @@ pub(crate) fn network_policy_object(cluster_id: i64, installation: &str, ns: &st
                     }],
                     "ports": [{"protocol": "UDP", "port": 53}, tcp(53)],
                 },
-                {"ports": [tcp(443), tcp(6443)]},
+                {"ports": out},
             ],
         },
     })
@@ -573,11 +586,18 @@ mod tests {
         let ns = namespace_object(7, "inst", "kubebyon-demo", PodSecurity::Baseline);
         assert_eq!(ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"], "baseline");
         assert_eq!(ns["metadata"]["labels"][INSTALLATION_LABEL], "inst");
-        let np = network_policy_object(7, "inst", "kubebyon-demo", false);
+        let none = std::collections::BTreeSet::new();
+        let np = network_policy_object(7, "inst", "kubebyon-demo", false, &none);
         assert_eq!(np["metadata"]["namespace"], "kubebyon-demo");
         assert_eq!(np["spec"]["policyTypes"], json!(["Ingress", "Egress"]));
         assert_eq!(np["spec"]["ingress"][1]["ports"], json!([{"protocol": "TCP", "port": 8443}]));
-        let np = network_policy_object(7, "inst", "kubebyon-demo", true);
+        let tcp = |p: u16| json!({"protocol": "TCP", "port": p});
+        assert_eq!(np["spec"]["egress"][2]["ports"], json!([tcp(443), tcp(6443)]));
+        // helm's Job leaves by its proxy's port too (once, whatever is named twice).
+        let proxies = std::collections::BTreeSet::from([3128, 443, 8080]);
+        let np = network_policy_object(7, "inst", "kubebyon-demo", false, &proxies);
+        assert_eq!(np["spec"]["egress"][2]["ports"], json!([tcp(443), tcp(6443), tcp(3128), tcp(8080)]));
+        let np = network_policy_object(7, "inst", "kubebyon-demo", true, &none);
         assert_eq!(
             np["spec"]["ingress"][1]["ports"],
             json!([{"protocol": "TCP", "port": 8443}, {"protocol": "TCP", "port": 8132}]),

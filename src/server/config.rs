@@ -57,6 +57,12 @@ pub struct Config {
     /// machine); on with the simulated host.
     #[arg(long, env = "KUBEBYON_PROBE_LOOPBACK", value_parser = BoolishValueParser::new(), default_value_t = false)]
     pub probe_loopback: bool,
+    /// Ports helm's install Jobs may leave their namespace by besides 443 and
+    /// 6443 (comma-separated): the HTTP(S) proxy's, when helm-controller runs
+    /// with `HTTPS_PROXY` (k3s copies it into every Job). Learnt from the Jobs
+    /// too; set it so the first install does not wait for that.
+    #[arg(long, env = "KUBEBYON_HELM_PROXY_PORTS", value_delimiter = ',')]
+    pub helm_proxy_ports: Vec<u16>,
     /// The chart repositories (`https://` or `oci://`, comma-separated) admins
     /// may choose; empty: the default repository only.
     #[arg(long, env = "KUBEBYON_CHART_REPOS", value_delimiter = ',')]

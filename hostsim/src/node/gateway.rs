@@ -143,7 +143,15 @@ pub fn plan(w: &World<'_>) -> Plan {
         w.gateways.iter().filter(|g| classes.contains(s(&g["spec"]["gatewayClassName"]))).collect();
     // Routes attached per (gateway key, listener name).
     let mut attached: BTreeMap<(String, String), i64> = BTreeMap::new();
-    for r in w.routes {
+    // Several routes for one hostname: the oldest wins, then `{namespace}/{name}`
+    // in alphabetical order (gateway-api v1.6.3 `apis/v1/gateway_types.go`,
+    // the conflict rule its Route types share); routes are read in that order.
+    let mut routes: Vec<&Value> = w.routes.iter().collect();
+    routes.sort_by_key(|r| {
+        let m = &r["metadata"];
+        (s(&m["creationTimestamp"]).to_owned(), s(&m["namespace"]).to_owned(), s(&m["name"]).to_owned())
+    });
+    for r in routes {
         let (rns, rname) = (s(&r["metadata"]["namespace"]), s(&r["metadata"]["name"]));
         let generation = r["metadata"]["generation"].as_i64();
         let hostnames: Vec<&str> = items(&r["spec"]["hostnames"]).iter().map(s).collect();
@@ -319,6 +327,9 @@ pub fn plan(w: &World<'_>) -> Plan {
             }),
         ));
     }
+    // The oldest route holds each (address, hostname).
+    let mut seen = BTreeSet::new();
+    p.sni.retain(|(listen, host, _, _)| seen.insert((*listen, host.clone())));
     p
 }
 
@@ -487,6 +498,41 @@ mod tests {
             .iter()
             .map(|c| format!("{}={}", s(&c["type"]), s(&c["reason"])))
             .collect()
+    }
+
+    /// Two routes for one hostname: the oldest holds it, whichever is listed
+    /// first (and at one creation time, `{namespace}/{name}` alphabetically).
+    #[test]
+    fn the_oldest_route_holds_a_hostname() {
+        let classes = [json!({"metadata": {"name": CLASS, "generation": 1}, "spec": {"controllerName": CONTROLLER}})];
+        let listener = json!({"name": "tls", "port": 443, "protocol": "TLS", "tls": {"mode": "Passthrough"},
+            "allowedRoutes": {"namespaces": {"from": "All"}}});
+        let gateways = [json!({"metadata": {"namespace": "gw", "name": "shared", "generation": 1},
+            "spec": {"gatewayClassName": CLASS, "listeners": [listener]}})];
+        let route = |ns: &str, created: &str| {
+            json!({"metadata": {"namespace": ns, "name": "r", "generation": 1, "creationTimestamp": created},
+                "spec": {"parentRefs": [{"namespace": "gw", "name": "shared"}], "hostnames": ["same.k.test"],
+                         "rules": [{"backendRefs": [{"name": "r", "port": 443}]}]}})
+        };
+        let namespaces = BTreeMap::new();
+        let services: BTreeSet<String> = ["b-newer/r", "c-older/r", "a-tie/r"].iter().map(|s| s.to_string()).collect();
+        let addresses = BTreeMap::from([("gw/shared".to_owned(), Ipv4Addr::new(127, 0, 0, 230))]);
+        for (routes, winner) in [
+            (vec![route("b-newer", "2026-12-03T10:00:00Z"), route("c-older", "2026-12-03T09:00:00Z")], "c-older/r"),
+            (vec![route("c-older", "2026-12-03T09:00:00Z"), route("a-tie", "2026-12-03T09:00:00Z")], "a-tie/r"),
+        ] {
+            let p = plan(&World {
+                classes: &classes,
+                gateways: &gateways,
+                routes: &routes,
+                namespaces: &namespaces,
+                services: &services,
+                addresses: &addresses,
+                now: "2026-12-03T11:00:00Z",
+            });
+            let held: Vec<&str> = p.sni.iter().map(|(_, _, b, _)| b.as_str()).collect();
+            assert_eq!(held, [winner]);
+        }
     }
 
     #[test]

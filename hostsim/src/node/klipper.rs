@@ -270,7 +270,7 @@ impl<'a> Shell<'a> {
     async fn helm_update(&mut self, chart_ref: String, extra: Vec<String>) -> i32 {
         let name = self.var("NAME");
         let target = self.var("TARGET_NAMESPACE");
-        let (installed, mut status, revision) = self.installed(&name, &target).await;
+        let (installed, status, revision) = self.installed(&name, &target).await;
         let mut values = Vec::new();
         if let Some(dir) = self.path("/config") {
             let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
@@ -316,82 +316,218 @@ impl<'a> Shell<'a> {
             a.extend(values.clone());
             a
         };
+        let uninstall = vec!["uninstall".into(), name.clone(), "--namespace".into(), target.clone(), "--wait".into()];
+        // `helm status` read into STATUS and REVISION: empty when there is no release.
         let null = |v: &str| v.is_empty() || v == "null";
-        if args.first().map(String::as_str) == Some("delete") {
-            if null(&installed) {
-                self.term("No helm chart installed; nothing to delete");
-                return 0;
-            }
-            self.term("Uninstalling helm chart");
-            // `helm uninstall ... --wait || true`
-            let _ = self.helm(&["uninstall".into(), name, "--namespace".into(), target, "--wait".into()]).await;
-            return 0;
-        }
-        // A Job made for another revision of the release does nothing.
-        let expected = self.var("EXPECTED_RELEASE_REVISION");
-        if !expected.is_empty() && expected != revision.to_string() {
-            let msg = format!("Current release revision {revision} does not match expected revision {expected}");
-            self.term(&msg);
-            self.log(&format!("{msg}\n"));
-            return 0;
-        }
-        if null(&installed) && null(&status) {
-            self.term("Installing helm chart");
-            return self.helm(&install).await;
-        }
-        if matches!(
-            status.as_str(),
-            "pending-install" | "pending-upgrade" | "pending-rollback" | "superseded" | "uninstalling"
-        ) {
-            self.log(&format!("Previous helm job was interrupted, updating status from {status} to failed\n"));
-            self.term(&format!("Resetting helm release status from '{status}' to 'failed'"));
-            self.log(&format!("+ helm set-status {name} failed --namespace {target}\n"));
-            if let Err(e) = set_status(&self.rt.client, &target, &name, "failed").await {
-                self.log(&format!("Error: {e:#}\n"));
-                return 1;
-            }
-            if matches!(status.as_str(), "pending-upgrade" | "superseded") {
-                self.term("Retrying upgrade of helm chart");
-                self.log(&format!("Retrying upgrade of {name}\n"));
-                return self.helm(&upgrade).await;
-            }
-            status = "failed".into();
-        }
-        if status == "deployed" {
-            self.log(&format!("Already installed {name}\n"));
-            self.term("Upgrading helm chart");
-            self.log(&format!("Upgrading {name}\n"));
-            return self.helm(&upgrade).await;
-        }
-        if matches!(status.as_str(), "deleted" | "failed" | "null" | "unknown") {
-            let policy = self.var("FAILURE_POLICY");
-            if policy.is_empty() || policy == "reinstall" {
-                self.term(&format!("Uninstalling {status} helm chart"));
-                let code = self
-                    .helm(&["uninstall".into(), name.clone(), "--namespace".into(), target.clone(), "--wait".into()])
-                    .await;
-                if code != 0 {
-                    return code;
+        let (status, revision) = match null(&installed) && null(&status) {
+            true => (String::new(), String::new()),
+            false => (status, revision.to_string()),
+        };
+        let read = Found {
+            delete: args.first().map(String::as_str) == Some("delete"),
+            status,
+            revision,
+            expected: self.var("EXPECTED_RELEASE_REVISION"),
+            policy: self.var("FAILURE_POLICY"),
+        };
+        let mut last = 0;
+        let plan = plan(&read, &name);
+        for step in plan.steps {
+            let code = match step {
+                Step::Term(t) => {
+                    self.term(&t);
+                    0
                 }
-                self.log("Deleted\n");
-                self.term("Installing helm chart");
-                return self.helm(&install).await;
+                Step::Echo(t) => {
+                    self.log(&format!("{t}\n"));
+                    0
+                }
+                Step::SetStatusFailed => {
+                    self.log(&format!("+ helm set-status {name} failed --namespace {target}\n"));
+                    match set_status(&self.rt.client, &target, &name, "failed").await {
+                        Ok(()) => 0,
+                        Err(e) => {
+                            self.log(&format!("Error: {e:#}\n"));
+                            1
+                        }
+                    }
+                }
+                Step::Helm(call) => {
+                    let a = match call {
+                        Call::Install => &install,
+                        Call::Upgrade => &upgrade,
+                        Call::Uninstall => &uninstall,
+                    };
+                    self.helm(a).await
+                }
+            };
+            last = code;
+            // `set -e`: on until check_revision turns it off.
+            if code != 0 && plan.errexit {
+                return code;
             }
-            if policy == "retry" {
-                self.term(&format!("Retrying upgrade of {status} helm chart"));
-                self.log(&format!("Retrying upgrade of {name}\n"));
-                return self.helm(&upgrade).await;
-            }
-            let msg = format!(
-                "Release status is '{status}' and failure policy is '{policy}', not 'reinstall'; waiting for operator intervention"
-            );
-            self.term(&msg);
-            self.log(&format!("{msg}\n"));
-            return 1;
         }
-        self.term("Installing helm chart");
-        self.helm(&install).await
+        match plan.exit {
+            Exit::Code(c) => c,
+            Exit::Last => last,
+        }
     }
+}
+
+/// What `helm_update` read before it chose a branch (k3s-io/klipper-helm
+/// `entry` at v0.13.3-build20260727, 09c5242, lines 3-34).
+#[derive(Debug, Clone, Default)]
+pub struct Found {
+    /// `$1 = delete` (the delete Job's args).
+    pub delete: bool,
+    /// `.info.status` of `helm status`: empty with no release.
+    pub status: String,
+    /// `.version`: empty with no release.
+    pub revision: String,
+    /// `EXPECTED_RELEASE_REVISION` (helm-controller writes `0` with no release).
+    pub expected: String,
+    /// `FAILURE_POLICY` (empty: `reinstall`).
+    pub policy: String,
+}
+
+/// One command of a branch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// `echo … >> ${TERM_LOG}`.
+    Term(String),
+    /// `echo …` (the container log).
+    Echo(String),
+    /// `${HELM} set-status --namespace … ${NAME} failed`.
+    SetStatusFailed,
+    Helm(Call),
+}
+
+/// Which helm command a step runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Call {
+    /// `${HELM} "$@" ${NAME_ARG} ${NAME} "${CHART}" …`.
+    Install,
+    /// `${HELM} upgrade "$@" ${NAME} "${CHART}" …` (after `shift 1`).
+    Upgrade,
+    /// `${HELM} uninstall ${NAME} --namespace ${TARGET_NAMESPACE} --wait`.
+    Uninstall,
+}
+
+/// How the branch leaves the script.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// `exit N` (a bare `exit` after an `echo` is `exit 0`).
+    Code(i32),
+    /// A bare `exit` after a command: that command's status.
+    Last,
+}
+
+/// A branch of `helm_update`: its steps, whether `set -e` still holds while
+/// they run (line 213's `set -e` until `check_revision` ends with `set +e`),
+/// and how it exits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    pub steps: Vec<Step>,
+    pub errexit: bool,
+    pub exit: Exit,
+}
+
+/// `check_revision` (lines 149-158): `Some(plan)` when the Job was made for
+/// another revision: its words, then a bare `exit` after `echo` (status 0).
+fn check_revision(r: &Found) -> Option<Plan> {
+    if r.expected.is_empty() || r.expected == r.revision {
+        return None;
+    }
+    let msg = format!("Current release revision {} does not match expected revision {}", r.revision, r.expected);
+    Some(Plan { steps: vec![Step::Term(msg.clone()), Step::Echo(msg)], errexit: true, exit: Exit::Code(0) })
+}
+
+/// `helm_update`'s branches, line by line (entry lines 13-103).
+pub fn plan(r: &Found, name: &str) -> Plan {
+    use Step::{Echo, Helm, Term};
+    let after_check = |steps: Vec<Step>, exit| Plan { steps, errexit: false, exit };
+    if r.delete {
+        // lines 14-25
+        if r.revision.is_empty() {
+            return Plan {
+                steps: vec![Term("No helm chart installed; nothing to delete".into())],
+                errexit: true,
+                exit: Exit::Code(0),
+            };
+        }
+        if let Some(p) = check_revision(r) {
+            return p;
+        }
+        // `${HELM} uninstall … --wait || true` then `exit`: status 0.
+        return after_check(vec![Term("Uninstalling helm chart".into()), Helm(Call::Uninstall)], Exit::Code(0));
+    }
+    // lines 27-32: no release, so no revision check; `set -e` still on.
+    if r.revision.is_empty() && r.status.is_empty() {
+        return Plan { steps: vec![Term("Installing helm chart".into()), Helm(Call::Install)], errexit: true, exit: Exit::Last };
+    }
+    if let Some(p) = check_revision(r) {
+        return p;
+    }
+    let mut steps = Vec::new();
+    let mut status = r.status.as_str();
+    // lines 36-54
+    if matches!(status, "pending-install" | "pending-upgrade" | "pending-rollback" | "superseded" | "uninstalling") {
+        steps.push(Echo(format!("Previous helm job was interrupted, updating status from {status} to failed")));
+        steps.push(Term(format!("Resetting helm release status from '{status}' to 'failed'")));
+        steps.push(Step::SetStatusFailed);
+        if matches!(status, "pending-upgrade" | "superseded") {
+            steps.push(Term("Retrying upgrade of helm chart".into()));
+            steps.push(Echo(format!("Retrying upgrade of {name}")));
+            steps.push(Helm(Call::Upgrade));
+            return after_check(steps, Exit::Last);
+        }
+        status = "failed";
+    }
+    // lines 56-66 (`helm mapkubeapis` is not run: see the module's note)
+    if status == "deployed" {
+        steps.push(Echo(format!("Already installed {name}")));
+        steps.push(Term("Upgrading helm chart".into()));
+        steps.push(Echo(format!("Upgrading {name}")));
+        steps.push(Helm(Call::Upgrade));
+        return after_check(steps, Exit::Last);
+    }
+    // lines 68-99
+    if matches!(status, "deleted" | "failed" | "null" | "unknown") {
+        let policy = if r.policy.is_empty() { "reinstall" } else { r.policy.as_str() };
+        match policy {
+            "abort" => {
+                let msg = format!(
+                    "Release status is '{status}' and failure policy is '{}'; waiting for operator intervention",
+                    r.policy
+                );
+                steps.extend([Term(msg.clone()), Echo(msg)]);
+                return after_check(steps, Exit::Code(1));
+            }
+            "reinstall" => {
+                // `set +e` by now: a failed uninstall does not stop the install.
+                steps.push(Term(format!("Uninstalling {status} helm chart")));
+                steps.push(Helm(Call::Uninstall));
+                steps.push(Echo("Deleted".into()));
+                steps.push(Term("Installing helm chart".into()));
+                steps.push(Helm(Call::Install));
+                return after_check(steps, Exit::Last);
+            }
+            "retry" => {
+                // `exit 0`, whatever the upgrade returned.
+                steps.push(Term(format!("Upgrading {name} from failed state")));
+                steps.push(Helm(Call::Upgrade));
+                return after_check(steps, Exit::Code(0));
+            }
+            _ => {
+                let msg = format!("Unknown failure policy '{}'", r.policy);
+                steps.extend([Term(msg.clone()), Echo(msg)]);
+                return after_check(steps, Exit::Code(1));
+            }
+        }
+    }
+    // lines 101-103
+    steps.extend([Term("Installing helm chart".into()), Helm(Call::Install)]);
+    after_check(steps, Exit::Last)
 }
 
 async fn pump_err(sh: &Shell<'_>, lines: Option<tokio::io::Lines<BufReader<tokio::process::ChildStderr>>>) {
@@ -519,4 +655,71 @@ pub async fn set_status(client: &Client, ns: &str, name: &str, status: &str) -> 
     updated.data.get_or_insert_default().insert("release".into(), k8s_openapi::ByteString(data.into_bytes()));
     api.replace(&latest.name_any(), &PostParams::default(), &updated).await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One row per branch of `helm_update` (entry at v0.13.3-build20260727):
+    /// (line, delete, status, revision, expected, policy) → the helm calls in
+    /// order, whether `set -e` holds, the exit.
+    #[test]
+    fn each_branch_of_entry_runs_what_upstream_runs_and_exits_as_it_does() {
+        use Call::{Install, Upgrade, Uninstall};
+        type Row = (&'static str, bool, &'static str, &'static str, &'static str, &'static str, &'static [Call], bool, Exit);
+        let rows: &[Row] = &[
+            ("15 delete, no release", true, "", "", "3", "retry", &[], true, Exit::Code(0)),
+            ("20 delete, other revision", true, "deployed", "4", "3", "retry", &[], true, Exit::Code(0)),
+            ("23 delete: uninstall || true; exit", true, "deployed", "3", "3", "retry", &[Uninstall], false, Exit::Code(0)),
+            ("28 no release: install, helm's status", false, "", "", "0", "retry", &[Install], true, Exit::Last),
+            ("34 another revision: exit 0", false, "failed", "2", "1", "retry", &[], true, Exit::Code(0)),
+            ("34 first install failed, Job made for 0", false, "failed", "1", "0", "retry", &[], true, Exit::Code(0)),
+            ("45 pending-upgrade: set-status, upgrade", false, "pending-upgrade", "3", "3", "retry", &[Upgrade], false, Exit::Last),
+            ("45 superseded: set-status, upgrade", false, "superseded", "3", "3", "reinstall", &[Upgrade], false, Exit::Last),
+            ("52 pending-install: failed, then retry", false, "pending-install", "1", "1", "retry", &[Upgrade], false, Exit::Code(0)),
+            ("57 deployed: upgrade, helm's status", false, "deployed", "3", "3", "retry", &[Upgrade], false, Exit::Last),
+            ("70 failed, abort: exit 1", false, "failed", "3", "3", "abort", &[], false, Exit::Code(1)),
+            ("76 failed, reinstall (default)", false, "failed", "3", "3", "", &[Uninstall, Install], false, Exit::Last),
+            ("86 failed, retry: upgrade, exit 0", false, "failed", "3", "3", "retry", &[Upgrade], false, Exit::Code(0)),
+            ("86 unknown, retry", false, "unknown", "3", "", "retry", &[Upgrade], false, Exit::Code(0)),
+            ("93 failed, unknown policy: exit 1", false, "failed", "3", "3", "rollback", &[], false, Exit::Code(1)),
+            ("102 another status: install", false, "pending-weird", "3", "3", "retry", &[Install], false, Exit::Last),
+        ];
+        for (line, delete, status, revision, expected, policy, calls, errexit, exit) in rows {
+            let read = Found {
+                delete: *delete,
+                status: (*status).into(),
+                revision: (*revision).into(),
+                expected: (*expected).into(),
+                policy: (*policy).into(),
+            };
+            let p = plan(&read, "demo");
+            let got: Vec<Call> = p.steps.iter().filter_map(|s| if let Step::Helm(c) = s { Some(*c) } else { None }).collect();
+            assert_eq!(&got[..], *calls, "{line}: {p:?}");
+            assert_eq!(p.errexit, *errexit, "{line}");
+            assert_eq!(p.exit, *exit, "{line}");
+        }
+    }
+
+    #[test]
+    fn the_words_are_upstreams() {
+        let read = |status: &str, revision: &str, expected: &str, policy: &str| Found {
+            delete: false,
+            status: status.into(),
+            revision: revision.into(),
+            expected: expected.into(),
+            policy: policy.into(),
+        };
+        let p = plan(&read("failed", "8", "7", "retry"), "demo");
+        assert!(p.steps.contains(&Step::Echo("Current release revision 8 does not match expected revision 7".into())));
+        let p = plan(&read("failed", "3", "3", "abort"), "demo");
+        assert!(p.steps.contains(&Step::Echo(
+            "Release status is 'failed' and failure policy is 'abort'; waiting for operator intervention".into()
+        )));
+        let p = plan(&read("pending-upgrade", "3", "3", "retry"), "demo");
+        assert_eq!(p.steps.iter().filter(|s| **s == Step::SetStatusFailed).count(), 1);
+        let p = plan(&read("failed", "3", "3", "retry"), "demo");
+        assert_eq!(p.steps[0], Step::Term("Upgrading demo from failed state".into()));
+    }
 }

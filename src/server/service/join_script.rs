@@ -124,7 +124,10 @@ async fn exchange(target: &InternalTarget, token: &JoinToken, max_bytes: usize) 
     let tcp = TcpStream::connect(target.addr).await.map_err(|e| Failure::Connect(e.kind().to_string()))?;
     let tls = TlsConnector::from(Arc::new(config)).connect(name, tcp).await.map_err(|e| Failure::Tls(e.to_string()))?;
     let request = http::Request::get(format!("/node/join?token={token}"))
-        .header(http::header::HOST, format!("{}:{}", target.server_name, target.addr.port()))
+        .header(
+            http::header::HOST,
+            target.host.clone().unwrap_or_else(|| format!("{}:{}", target.server_name, target.addr.port())),
+        )
         .header(http::header::ACCEPT, "*/*")
         .body(Empty::<Bytes>::new())
         .map_err(|e| Failure::Http(e.to_string()))?;
@@ -219,7 +222,7 @@ mod tests {
         let der = rustls::pki_types::pem::PemObject::from_pem_slice(ca.pair.cert_pem.as_bytes())
             .map(|c: CertificateDer<'static>| c.to_vec())
             .unwrap();
-        InternalTarget { addr, server_name: "demo.kubebyon-demo".into(), roots: vec![der] }
+        InternalTarget { addr, server_name: "demo.kubebyon-demo".into(), roots: vec![der], host: None }
     }
 
     fn ok(body: &[u8]) -> Vec<u8> {
@@ -247,6 +250,33 @@ mod tests {
         assert_eq!(seen.len(), 1);
         assert!(seen[0].starts_with("GET /node/join?token=abcdef.0123456789abcdef HTTP/1.1\r\n"), "{}", seen[0]);
         assert!(!seen[0].to_ascii_lowercase().contains("authorization"), "no credentials are presented");
+    }
+
+    /// The script is asked for with the public endpoint as `Host` (vCluster
+    /// builds the script's URLs from it), while TLS verifies the internal
+    /// name the certificate carries.
+    #[tokio::test]
+    async fn the_script_is_asked_for_with_the_public_endpoint_as_host() {
+        let ca = Ca::generate("vcluster-ca").unwrap();
+        let (addr, seen) = control_plane(&ca, ok(b"#!/bin/sh"), Duration::ZERO).await;
+        let mut t = target(&ca, addr);
+        t.host = crate::server::controllers::reconciler::endpoint_authority("https://203.0.113.9:31443");
+        fetch(&t, &token(), FAST).await.unwrap();
+        let head = seen.lock().unwrap()[0].to_ascii_lowercase();
+        assert!(head.contains("\r\nhost: 203.0.113.9:31443\r\n"), "{head}");
+        // no endpoint: the internal name, as before
+        let (addr, seen) = control_plane(&ca, ok(b"#!/bin/sh"), Duration::ZERO).await;
+        fetch(&target(&ca, addr), &token(), FAST).await.unwrap();
+        let head = seen.lock().unwrap()[0].to_ascii_lowercase();
+        assert!(head.contains(&format!("\r\nhost: demo.kubebyon-demo:{}\r\n", addr.port())), "{head}");
+        for (endpoint, authority) in [
+            ("https://cp.example.com", Some("cp.example.com:443")),
+            ("https://[2001:db8::1]:6443", Some("[2001:db8::1]:6443")),
+            ("not a url", None),
+        ] {
+            let got = crate::server::controllers::reconciler::endpoint_authority(endpoint);
+            assert_eq!(got.as_deref(), authority, "{endpoint}");
+        }
     }
 
     #[tokio::test]

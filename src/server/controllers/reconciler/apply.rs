@@ -19,6 +19,7 @@ use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, Preconditions};
 use kube::{Client, ResourceExt};
+use std::collections::BTreeSet;
 
 use super::error::{Error, Result, ignore_not_found, kube};
 use crate::domain::cluster::Cluster;
@@ -174,6 +175,8 @@ impl Owner {
 pub(crate) struct Applied {
     /// The HelmChart's spec changed (helm-controller will run a new Job).
     pub changed: bool,
+    /// The NetworkPolicy was looked at (created, applied or deleted).
+    pub policy_applied: bool,
     /// The spec as applied.
     pub spec: serde_json::Value,
     /// The namespace's UID, when it was created or checked in this apply.
@@ -228,11 +231,18 @@ pub(crate) fn network_policy_switch(settings: &SystemSettings, own_nodes: bool) 
 /// The console's NetworkPolicy in the cluster's namespace: created, or kept
 /// as rendered, while the admin's setting is on; deleted (by UID) when off.
 /// One of that name the console did not create is left alone.
-async fn ensure_network_policy(client: &Client, ns: &str, owner: &Owner, wanted: bool, own_nodes: bool) -> Result<()> {
+pub(crate) async fn ensure_network_policy(
+    client: &Client,
+    ns: &str,
+    owner: &Owner,
+    wanted: bool,
+    own_nodes: bool,
+    helm_egress: &BTreeSet<u16>,
+) -> Result<()> {
     let api: Api<NetworkPolicy> = Api::namespaced(client.clone(), ns);
     let name = render::NETWORK_POLICY;
     let current = api.get_opt(name).await.map_err(kube("read NetworkPolicy"))?;
-    let mut body = render::network_policy_object(owner.cluster_id, &owner.installation, ns, own_nodes);
+    let mut body = render::network_policy_object(owner.cluster_id, &owner.installation, ns, own_nodes, helm_egress);
     match current {
         None if wanted => {
             let np: NetworkPolicy =
@@ -271,6 +281,7 @@ pub(crate) async fn apply(
     cached: Option<Option<DynamicObject>>,
     owner: &Owner,
     route_version: Option<RouteVersion>,
+    helm_egress: &BTreeSet<u16>,
 ) -> Result<Applied> {
     let name = cluster.spec.name.as_str();
     let ns = render::namespace(name);
@@ -288,8 +299,9 @@ pub(crate) async fn apply(
     // admin's setting changed since the HelmChart was last applied.
     let switch = network_policy_switch(settings, cluster.spec.own_nodes);
     let last_switch = before.as_ref().and_then(|b| b.annotations().get(NETWORK_POLICY_ANNOTATION).cloned());
-    if namespace_uid.is_some() || last_switch.as_deref() != Some(switch) {
-        ensure_network_policy(client, &ns, owner, settings.network_policy, cluster.spec.own_nodes).await?;
+    let policy_applied = namespace_uid.is_some() || last_switch.as_deref() != Some(switch);
+    if policy_applied {
+        ensure_network_policy(client, &ns, owner, settings.network_policy, cluster.spec.own_nodes, helm_egress).await?;
     }
     // The route is looked at when the cluster wants one or last had one.
     let route = wanted_route(cluster, settings, route_version, &owner.installation);
@@ -326,7 +338,7 @@ pub(crate) async fn apply(
         Some(_) => return Err(Error::Taken(format!("HelmChart {ns}/{name}"))),
     };
     let changed = before.is_none_or(|b| super::gather::spec_digest(&b) != super::gather::spec_digest(&after));
-    Ok(Applied { changed, spec: body["spec"].clone(), namespace_uid, chart_uid: after.uid() })
+    Ok(Applied { changed, policy_applied, spec: body["spec"].clone(), namespace_uid, chart_uid: after.uid() })
 }
 
 /// One step of the uninstall; `Err(NotYet)` while helm-controller or the
@@ -487,7 +499,17 @@ mod tests {
 
         async fn apply_with(settings: SystemSettings, stored: Option<&str>, calls: Vec<Call>) -> Result<Applied> {
             expect(calls, |client| async move {
-                apply(&client, &cluster(), &settings, AddressRequest::MetalLb, None, &owner(stored), None).await
+                apply(
+                    &client,
+                    &cluster(),
+                    &settings,
+                    AddressRequest::MetalLb,
+                    None,
+                    &owner(stored),
+                    None,
+                    &BTreeSet::new(),
+                )
+                .await
             })
             .await
         }

@@ -25,10 +25,11 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetSpec};
-use k8s_openapi::api::batch::v1::{Job, JobCondition, JobStatus};
+use k8s_openapi::api::batch::v1::{Job, JobCondition, JobSpec, JobStatus};
 use k8s_openapi::api::core::v1::{
-    ContainerStatus, Event, Node, NodeCondition, NodeStatus, PersistentVolumeClaim, PersistentVolumeClaimStatus, Pod,
-    PodCondition, PodSpec, PodStatus, Service, ServicePort, ServiceSpec,
+    Container, ContainerState, ContainerStateTerminated, ContainerStateWaiting, ContainerStatus, Event, Node,
+    NodeCondition, NodeStatus, PersistentVolumeClaim, PersistentVolumeClaimStatus, Pod, PodCondition, PodSpec,
+    PodStatus, PodTemplateSpec, Service, ServicePort, ServiceSpec,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, DynamicObject};
@@ -442,7 +443,26 @@ pub(crate) mod slim {
                 .map(|c| JobCondition { type_: c.type_, status: c.status, ..JobCondition::default() })
                 .collect()
         });
-        Job { metadata: meta(j.metadata), spec: None, status: Some(JobStatus { conditions, ..JobStatus::default() }) }
+        // helm-controller's expectation ([`super::super::gather::expected`]) and the proxies it passes on.
+        let spec = j.spec.and_then(|s| s.template.spec).and_then(|s| s.containers.into_iter().next()).map(|c| {
+            let env = c.env.map(|e| {
+                e.into_iter()
+                    .filter(|v| {
+                        let n = v.name.as_str();
+                        super::super::gather::EXPECTED_ENV.contains(&n) || super::super::gather::PROXY_ENV.contains(&n)
+                    })
+                    .collect()
+            });
+            let container = Container { name: c.name, env, ..Container::default() };
+            JobSpec {
+                template: PodTemplateSpec {
+                    spec: Some(PodSpec { containers: vec![container], ..PodSpec::default() }),
+                    ..PodTemplateSpec::default()
+                },
+                ..JobSpec::default()
+            }
+        });
+        Job { metadata: meta(j.metadata), spec, status: Some(JobStatus { conditions, ..JobStatus::default() }) }
     }
 
     /// The node it runs on, phase, conditions (type, status, message) and
@@ -463,11 +483,30 @@ pub(crate) mod slim {
             }),
             container_statuses: s.container_statuses.map(|c| {
                 c.into_iter()
-                    .map(|c| ContainerStatus {
-                        name: c.name,
-                        restart_count: c.restart_count,
-                        ready: c.ready,
-                        ..ContainerStatus::default()
+                    .map(|c| {
+                        // Why it waits, how it last ended (reason, code, message): a
+                        // container in trouble says so in its own words.
+                        let state = c.state.map(|st| ContainerState {
+                            waiting: st.waiting.map(|w| ContainerStateWaiting { reason: w.reason, message: w.message }),
+                            ..ContainerState::default()
+                        });
+                        let last_state = c.last_state.map(|st| ContainerState {
+                            terminated: st.terminated.map(|t| ContainerStateTerminated {
+                                reason: t.reason,
+                                exit_code: t.exit_code,
+                                message: t.message,
+                                ..ContainerStateTerminated::default()
+                            }),
+                            ..ContainerState::default()
+                        });
+                        ContainerStatus {
+                            name: c.name,
+                            restart_count: c.restart_count,
+                            ready: c.ready,
+                            state,
+                            last_state,
+                            ..ContainerStatus::default()
+                        }
                     })
                     .collect()
             }),

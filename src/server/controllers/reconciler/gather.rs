@@ -152,7 +152,34 @@ pub(crate) fn pod_facts(pod: &Pod) -> PodFacts {
             .and_then(|s| s.container_statuses.as_ref())
             .map_or(0, |c| c.iter().map(|c| c.restart_count).sum()),
         unschedulable,
+        container: container_trouble(pod),
     }
+}
+
+/// The first container in trouble: why it waits (an image it cannot pull),
+/// else, while it restarts, how it last ended.
+pub(crate) fn container_trouble(pod: &Pod) -> Option<rollout::ContainerTrouble> {
+    let statuses = pod.status.as_ref()?.container_statuses.as_ref()?;
+    let waiting = statuses.iter().find_map(|c| {
+        let w = c.state.as_ref()?.waiting.as_ref()?;
+        let reason = w.reason.clone()?;
+        (!rollout::ContainerTrouble::QUIET.contains(&reason.as_str())).then(|| rollout::ContainerTrouble {
+            reason,
+            exit_code: None,
+            message: w.message.clone(),
+        })
+    });
+    let terminated = || {
+        statuses.iter().filter(|c| c.restart_count > 0).find_map(|c| {
+            let t = c.last_state.as_ref()?.terminated.as_ref()?;
+            Some(rollout::ContainerTrouble {
+                reason: t.reason.clone().unwrap_or_else(|| "Error".into()),
+                exit_code: Some(t.exit_code),
+                message: t.message.clone(),
+            })
+        })
+    };
+    waiting.or_else(terminated)
 }
 
 /// What the rollout rule needs of the StatefulSet.
@@ -393,7 +420,7 @@ pub(crate) async fn assemble(
             (state, words.or_else(|| helm_runs.last_failure(&ns)))
         }
         // A Job can complete with its change not deployed ([`HelmRuns`]).
-        (Some(j), JobState::Complete) => match helm_runs.undone(client, &ns, j, raw.job_pods.as_deref()).await {
+        (Some(j), JobState::Complete) => match helm_runs.undone(client, &ns, name, j, raw.job_pods).await {
             Some(words) => (JobState::Running, Some(words)),
             None => (JobState::Complete, None),
         },
@@ -544,56 +571,251 @@ async fn helm_error(client: &Client, ns: &str, job: &Job, known: Option<Vec<Pod>
 /// than the one it was made for, and does nothing (klipper-helm `entry`).
 const REVISION_MISMATCH: &str = "does not match expected revision";
 
-/// A Job can complete with its change not deployed. klipper-helm's pod
-/// restarts after a failed upgrade (the Job's `restartPolicy: OnFailure`);
-/// helm recorded the failed revision, so the restarted container finds the
-/// release at another revision than the Job's `EXPECTED_RELEASE_REVISION`,
-/// does nothing and exits 0; helm-controller sees the release failed and
-/// replaces the Job, again and again (k3s-io/helm-controller v0.17
-/// `pkg/controllers/chart/chart.go`, klipper-helm `entry`). Per namespace:
-/// the last completed pod that restarted, and helm's words if its change did
-/// not deploy, kept until a Job completes without restarting or the chart is
-/// applied again, so the words stay while helm-controller retries.
+/// The label helm-controller has klipper-helm put on each release record it
+/// writes (`--labels`), and reads back (helm-controller v0.17.9
+/// `pkg/controllers/chart/chart.go` `KeyConfigHash`).
+pub(crate) const CONFIG_HASH_LABEL: &str = "helmcharts.helm.cattle.io/configHash";
+
+/// What helm-controller wrote into the install Job it made (chart.go, the env
+/// after the hash: `EXPECTED_RELEASE_REVISION`, `CONFIG_HASH`): the release's
+/// newest revision then (0: none) and the chart's config hash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Expected {
+    pub revision: u64,
+    pub hash: String,
+}
+
+/// The names of the env that [`Expected`] is read from.
+pub(crate) const EXPECTED_ENV: [&str; 2] = ["EXPECTED_RELEASE_REVISION", "CONFIG_HASH"];
+
+/// [`Expected`] from the Job's first container; `None` for a Job that does
+/// not carry it.
+pub(crate) fn expected(job: &Job) -> Option<Expected> {
+    let env = job.spec.as_ref()?.template.spec.as_ref()?.containers.first()?.env.as_ref()?;
+    let var = |n: &str| env.iter().find(|e| e.name == n).and_then(|e| e.value.clone());
+    Some(Expected { revision: var(EXPECTED_ENV[0])?.parse().ok()?, hash: var(EXPECTED_ENV[1])? })
+}
+
+/// The proxy env helm-controller copies from its own into every Job it makes
+/// (chart.go `setProxyEnv`; `NO_PROXY` names no port).
+pub(crate) const PROXY_ENV: [&str; 6] =
+    ["all_proxy", "ALL_PROXY", "http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY"];
+
+/// The port of a proxy URL as Go's `http.ProxyFromEnvironment` reads it (a
+/// value without a scheme is taken as `http://`; no port: the scheme's).
+pub(crate) fn proxy_port(value: &str) -> Option<u16> {
+    let value = value.trim();
+    if value.is_empty() {
+        return None;
+    }
+    let (scheme, rest) = value.split_once("://").unwrap_or(("http", value));
+    let authority = rest.split(['/', '?', '#']).next()?.rsplit('@').next()?;
+    let port = match authority.rsplit_once(':') {
+        // `[v6]` alone has colons but no port after the bracket
+        Some((host, port)) if !host.is_empty() && !port.contains(']') => Some(port.parse().ok()?),
+        _ => None,
+    };
+    port.or(match scheme {
+        "http" => Some(80),
+        "https" => Some(443),
+        "socks5" | "socks5h" => Some(1080),
+        _ => None,
+    })
+}
+
+/// The ports of the proxies the Job's container is told to use.
+pub(crate) fn proxy_ports(job: &Job) -> Vec<u16> {
+    let env = job.spec.as_ref().and_then(|s| s.template.spec.as_ref()).and_then(|s| s.containers.first());
+    env.and_then(|c| c.env.as_ref())
+        .into_iter()
+        .flatten()
+        .filter(|e| PROXY_ENV.contains(&e.name.as_str()))
+        .filter_map(|e| proxy_port(e.value.as_deref()?))
+        .collect()
+}
+
+/// helm's release record of `release` at `revision` (helm's secrets driver).
+pub(crate) fn release_record(release: &str, revision: u64) -> String {
+    format!("sh.helm.release.v1.{release}.v{revision}")
+}
+
+/// helm-controller's own test that a chart is installed (chart.go: the newest
+/// release's `status` label is `deployed` and its config hash label is the
+/// chart's).
+pub(crate) fn deploys(labels: &BTreeMap<String, String>, hash: &str) -> bool {
+    labels.get("status").map(String::as_str) == Some("deployed")
+        && labels.get(CONFIG_HASH_LABEL).map(String::as_str) == Some(hash)
+}
+
+/// The newest release record's revision and labels, read by name (the
+/// console may `get` Secrets, never list them). An install Job writes at most
+/// one record, `expected + 1` (a failed run's restart finds the release at
+/// another revision and does nothing); later ones come from later Jobs, so
+/// the next are looked for only when that one does not deploy. None written:
+/// the release is where the Job found it.
+async fn newest_record(
+    secrets: &Api<Secret>,
+    release: &str,
+    exp: &Expected,
+) -> kube::Result<Option<(u64, BTreeMap<String, String>)>> {
+    let labels = |revision: u64| record_labels(secrets, release, revision);
+    let mut revision = exp.revision + 1;
+    let Some(mut newest) = labels(revision).await? else {
+        return Ok(match exp.revision {
+            0 => None,
+            r => labels(r).await?.map(|l| (r, l)),
+        });
+    };
+    if !deploys(&newest, &exp.hash) {
+        // Bounded: helm-controller makes one Job at a time.
+        for _ in 0..16 {
+            match labels(revision + 1).await? {
+                Some(l) => {
+                    revision += 1;
+                    newest = l;
+                }
+                None => break,
+            }
+        }
+    }
+    Ok(Some((revision, newest)))
+}
+
+/// The labels of the release record at `revision` (metadata only); `None` when there is none.
+async fn record_labels(
+    secrets: &Api<Secret>,
+    release: &str,
+    revision: u64,
+) -> kube::Result<Option<BTreeMap<String, String>>> {
+    let meta = secrets.get_metadata_opt(&release_record(release, revision)).await?;
+    Ok(meta.map(|m| m.metadata.labels.unwrap_or_default()))
+}
+
+/// The largest release record the console decodes (its JSON holds the
+/// rendered manifests; the vCluster chart's is well under this).
+const RELEASE_RECORD_LIMIT: u64 = 8 << 20;
+
+/// `info.description` of a release record (`release`: base64 of gzipped
+/// JSON, helm's secrets driver): helm's words for a failed run.
+pub(crate) fn record_description(s: &Secret) -> Option<String> {
+    use base64::Engine;
+    use std::io::Read;
+    let raw = s.data.as_ref()?.get("release")?;
+    let gz = base64::engine::general_purpose::STANDARD.decode(&raw.0).ok()?;
+    let mut json = Vec::new();
+    flate2::read::GzDecoder::new(&gz[..]).take(RELEASE_RECORD_LIMIT).read_to_end(&mut json).ok()?;
+    let release: serde_json::Value = serde_json::from_slice(&json).ok()?;
+    release["info"]["description"].as_str().filter(|d| !d.is_empty()).map(str::to_owned)
+}
+
+/// Whether a completed install Job deployed its change, as helm-controller
+/// decides it (k3s-io/helm-controller v0.17.9 `pkg/controllers/chart/chart.go`:
+/// the newest release record `deployed` with the chart's config hash, or a new
+/// Job). A Job's completion says nothing: klipper-helm's `retry` branch exits 0
+/// whatever the upgrade returned, and after a failed run the restarted
+/// container finds another revision than `EXPECTED_RELEASE_REVISION` and
+/// exits 0 (klipper-helm `entry` at v0.13.3-build20260727), so helm-controller
+/// replaces a Job that completed, again and again. Per namespace: the Job the
+/// verdict is for and helm's words if it did not deploy, kept until a Job
+/// deploys or the chart is applied again, so the words stay while
+/// helm-controller retries. One metadata GET per completed Job when it
+/// deployed; logs (or the record) only when it did not.
 #[derive(Default)]
 pub(crate) struct HelmRuns(Mutex<HashMap<String, HelmRun>>);
 
 #[derive(Default)]
 struct HelmRun {
-    /// The completed pod whose logs were read (none: words from a running Job).
-    pod_uid: Option<String>,
+    /// The completed Job judged (none: words from a running Job).
+    job_uid: Option<String>,
     failure: Option<String>,
 }
 
 impl HelmRuns {
-    /// helm's words when the completed `job` did not deploy its change. Reads
-    /// the pod's logs once per pod, and only when the pod restarted; the pods
-    /// come from the watches (`known`): without them, none.
-    async fn undone(&self, client: &Client, ns: &str, job: &Job, known: Option<&[Pod]>) -> Option<String> {
-        let pod = job_pod(known?, &job.uid()?)?;
-        if restarts(pod) == 0 {
-            self.forget(ns);
-            return None;
-        }
-        let pod_uid = Some(pod.uid()?);
-        if let Some(run) = self.0.lock().ok()?.get(ns).filter(|r| r.pod_uid == pod_uid) {
+    /// helm's words when the completed `job` did not deploy its change.
+    async fn undone(
+        &self,
+        client: &Client,
+        ns: &str,
+        release: &str,
+        job: &Job,
+        known: Option<Vec<Pod>>,
+    ) -> Option<String> {
+        let job_uid = job.uid()?;
+        if let Some(run) = self.0.lock().ok()?.get(ns).filter(|r| r.job_uid.as_deref() == Some(job_uid.as_str())) {
             return run.failure.clone();
         }
-        let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
-        let log = pod_log(&pods, pod, false).await?;
-        // helm's words: the failed container's, else the last ones seen
-        // (its log may have none: a container stopped mid-run), else klipper-helm's.
-        let failure = match log.lines().find(|l| l.contains(REVISION_MISMATCH)) {
-            Some(mismatch) => {
-                let previous = pod_log(&pods, pod, true).await.unwrap_or_default();
-                let words = last_error(&previous).or_else(|| self.last_failure(ns));
-                Some(words.unwrap_or_else(|| mismatch.to_owned()))
-            }
-            None => None,
+        // A Job helm-controller did not make (none of its env): its completion is all there is.
+        let exp = expected(job)?;
+        let secrets: Api<Secret> = Api::namespaced(client.clone(), ns);
+        let newest = match newest_record(&secrets, release, &exp).await {
+            Ok(newest) => newest,
+            // Not known: not taken for deployed, and judged again on the next pass.
+            Err(e) => return Some(self.last_failure(ns).unwrap_or_else(|| format!("read helm's release record: {e}"))),
+        };
+        let failure = match &newest {
+            Some((_, labels)) if deploys(labels, &exp.hash) => None,
+            _ => Some(self.words(client, ns, release, job, known, newest).await),
         };
         if let Ok(mut m) = self.0.lock() {
-            m.insert(ns.to_owned(), HelmRun { pod_uid, failure: failure.clone() });
+            m.insert(ns.to_owned(), HelmRun { job_uid: Some(job_uid), failure: failure.clone() });
         }
         failure
+    }
+
+    /// helm's words for a Job that did not deploy: the failed run's log (this
+    /// container's, else the one before a restart), else the last words seen
+    /// (a container stopped mid-run leaves none), else the release record's
+    /// description, else what klipper-helm or the record says.
+    async fn words(
+        &self,
+        client: &Client,
+        ns: &str,
+        release: &str,
+        job: &Job,
+        known: Option<Vec<Pod>>,
+        newest: Option<(u64, BTreeMap<String, String>)>,
+    ) -> String {
+        let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+        let pod = match (known, job.uid()) {
+            (Some(list), Some(uid)) => job_pod(&list, &uid).cloned(),
+            (None, Some(uid)) => {
+                let lp = ListParams::default().labels(&format!("{JOB_UID_LABEL}={uid}"));
+                pods.list(&lp).await.ok().and_then(|l| l.items.into_iter().next())
+            }
+            _ => None,
+        };
+        let mut mismatch = None;
+        if let Some(pod) = &pod {
+            let log = pod_log(&pods, pod, false).await.unwrap_or_default();
+            if let Some(words) = last_error(&log) {
+                return words;
+            }
+            mismatch = log.lines().find(|l| l.contains(REVISION_MISMATCH)).map(str::to_owned);
+            if restarts(pod) > 0
+                && let Some(words) = pod_log(&pods, pod, true).await.as_deref().and_then(last_error)
+            {
+                return words;
+            }
+        }
+        if let Some(words) = self.last_failure(ns) {
+            return words;
+        }
+        let Some((revision, labels)) = newest else {
+            return mismatch.unwrap_or_else(|| format!("no release record of {release}"));
+        };
+        let secrets: Api<Secret> = Api::namespaced(client.clone(), ns);
+        if let Some(d) = secrets
+            .get_opt(&release_record(release, revision))
+            .await
+            .ok()
+            .flatten()
+            .as_ref()
+            .and_then(record_description)
+        {
+            return d;
+        }
+        let status = labels.get("status").map_or("unknown", String::as_str);
+        mismatch.unwrap_or_else(|| format!("release {release} revision {revision} is {status}"))
     }
 
     /// helm's words from a running Job's pod: kept for the Jobs that follow.
@@ -603,12 +825,12 @@ impl HelmRuns {
         }
     }
 
-    /// helm's words from the namespace's last Job that completed undeployed.
+    /// helm's words from the namespace's last Job that did not deploy.
     fn last_failure(&self, ns: &str) -> Option<String> {
         self.0.lock().ok()?.get(ns).and_then(|r| r.failure.clone())
     }
 
-    /// A change deployed, or new values applied: the old words no longer hold.
+    /// New values applied: the old words no longer hold.
     pub(crate) fn forget(&self, ns: &str) {
         if let Ok(mut m) = self.0.lock() {
             m.remove(ns);
@@ -639,5 +861,100 @@ mod tests {
         assert_eq!(last_error("NAME: x\nSTATUS: deployed\n"), None);
         let abort = "Release status is 'failed' and failure policy is 'abort'; waiting for operator intervention\n";
         assert!(last_error(abort).unwrap().contains("abort"));
+    }
+
+    /// helm-controller's test, row by row (chart.go: `release.status ==
+    /// "deployed" && release.hash == configHash`).
+    #[test]
+    fn only_a_deployed_record_with_the_charts_hash_deploys() {
+        let labels = |status: &str, hash: Option<&str>| {
+            let mut l = BTreeMap::from([("status".to_owned(), status.to_owned())]);
+            if let Some(h) = hash {
+                l.insert(CONFIG_HASH_LABEL.to_owned(), h.to_owned());
+            }
+            l
+        };
+        for (status, hash, deployed) in [
+            ("deployed", Some("abc"), true),
+            ("deployed", Some("old"), false),
+            ("deployed", None, false),
+            ("failed", Some("abc"), false),
+            ("superseded", Some("abc"), false),
+            ("pending-upgrade", Some("abc"), false),
+        ] {
+            assert_eq!(deploys(&labels(status, hash), "abc"), deployed, "{status} {hash:?}");
+        }
+        assert_eq!(release_record("demo", 7), "sh.helm.release.v1.demo.v7");
+    }
+
+    #[test]
+    fn the_jobs_expectation_is_read_from_its_env() {
+        let job: Job = serde_json::from_value(serde_json::json!({
+            "spec": {"template": {"spec": {"containers": [{"name": "helm", "env": [
+                {"name": "NAME", "value": "demo"},
+                {"name": "EXPECTED_RELEASE_REVISION", "value": "3"},
+                {"name": "CONFIG_HASH", "value": "abc"}
+            ]}]}}}
+        }))
+        .unwrap();
+        assert_eq!(expected(&job), Some(Expected { revision: 3, hash: "abc".into() }));
+        // the watch cache keeps exactly these
+        let slim = super::super::cache::slim::job(job);
+        assert_eq!(expected(&slim), Some(Expected { revision: 3, hash: "abc".into() }));
+        let env = &slim.spec.unwrap().template.spec.unwrap().containers[0].env;
+        assert_eq!(env.as_ref().map(Vec::len), Some(2));
+        assert_eq!(expected(&Job::default()), None);
+    }
+
+    #[test]
+    fn proxy_ports_are_read_as_go_reads_proxy_urls() {
+        for (value, port) in [
+            ("http://proxy.internal:3128", Some(3128)),
+            ("https://proxy.internal", Some(443)),
+            ("http://proxy.internal/", Some(80)),
+            ("proxy.internal:8080", Some(8080)),
+            ("http://user:secret@proxy.internal:3129", Some(3129)),
+            ("socks5://10.0.0.1:1081", Some(1081)),
+            ("http://[fd00::1]:3128", Some(3128)),
+            ("http://[fd00::1]", Some(80)),
+            ("http://proxy:notaport", None),
+            ("", None),
+        ] {
+            assert_eq!(proxy_port(value), port, "{value}");
+        }
+        let job: Job = serde_json::from_value(serde_json::json!({
+            "spec": {"template": {"spec": {"containers": [{"name": "helm", "env": [
+                {"name": "HTTPS_PROXY", "value": "http://proxy:3128"},
+                {"name": "NO_PROXY", "value": "10.0.0.0/8"},
+                {"name": "http_proxy", "value": "http://proxy:3129"}
+            ]}]}}}
+        }))
+        .unwrap();
+        assert_eq!(proxy_ports(&job), [3128, 3129]);
+        // the watch cache keeps them
+        assert_eq!(proxy_ports(&super::super::cache::slim::job(job)), [3128, 3129]);
+    }
+
+    #[test]
+    fn a_release_records_description_is_helms_words() {
+        use base64::Engine;
+        use std::io::Write;
+        let record = |json: &str| {
+            let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            gz.write_all(json.as_bytes()).unwrap();
+            let text = base64::engine::general_purpose::STANDARD.encode(gz.finish().unwrap());
+            Secret {
+                data: Some(BTreeMap::from([("release".to_owned(), k8s_openapi::ByteString(text.into_bytes()))])),
+                ..Secret::default()
+            }
+        };
+        let failed =
+            r#"{"info":{"status":"failed","description":"Upgrade \"demo\" failed: namespaces \"x\" not found"}}"#;
+        assert_eq!(
+            record_description(&record(failed)).as_deref(),
+            Some("Upgrade \"demo\" failed: namespaces \"x\" not found")
+        );
+        assert_eq!(record_description(&record(r#"{"info":{}}"#)), None);
+        assert_eq!(record_description(&Secret::default()), None);
     }
 }

@@ -105,6 +105,13 @@ pub struct Context {
     /// Whether k3s's ServiceLB was seen serving one of the console's
     /// LoadBalancer Services (its finalizer on the Service).
     servicelb: std::sync::atomic::AtomicBool,
+    /// The ports helm's Jobs leave by besides 443/6443: their HTTP(S)
+    /// proxies', from the operator (`KUBEBYON_HELM_PROXY_PORTS`) and from the
+    /// proxy env helm-controller writes into each Job it makes.
+    helm_egress: Mutex<BTreeSet<u16>>,
+    /// The ports each cluster's NetworkPolicy was last applied with by this
+    /// process (a port learnt later: applied again, the policy alone).
+    policy_egress: Mutex<BTreeMap<i64, BTreeSet<u16>>>,
     /// Kubernetes Events on the objects the console owns.
     pub(crate) events: events::Recorder,
     /// The `TLSRoute` version the host serves (none: not served), detected
@@ -145,6 +152,8 @@ impl Context {
             leader_lease: DEFAULT_LEADER_LEASE,
             probes: probes::Probes::new(wake.clone()),
             servicelb: std::sync::atomic::AtomicBool::new(false),
+            helm_egress: Mutex::default(),
+            policy_egress: Mutex::default(),
             wake,
             observing: std::sync::atomic::AtomicBool::new(false),
             full_requested: std::sync::atomic::AtomicBool::new(false),
@@ -245,6 +254,28 @@ impl Context {
     /// The `TLSRoute` version the host was last seen serving.
     pub(crate) fn route_version(&self) -> Option<RouteVersion> {
         self.route_version.lock().ok().and_then(|v| *v)
+    }
+
+    /// The ports helm's Jobs leave by besides 443/6443 ([`Context::helm_egress`]).
+    pub(crate) fn helm_egress(&self) -> BTreeSet<u16> {
+        self.helm_egress.lock().map(|p| p.clone()).unwrap_or_default()
+    }
+
+    /// Adds ports helm's Jobs leave by; whether one was new (each cluster's
+    /// NetworkPolicy is then applied again on its next pass).
+    pub fn allow_helm_egress(&self, ports: impl IntoIterator<Item = u16>) -> bool {
+        let Ok(mut known) = self.helm_egress.lock() else { return false };
+        let mut added = false;
+        for p in ports {
+            if known.insert(p) {
+                tracing::info!(
+                    port = p,
+                    "helm's Jobs leave by this proxy port: the clusters' NetworkPolicies allow it"
+                );
+                added = true;
+            }
+        }
+        added
     }
 
     /// Gateway API on the host as the settings page shows it: the group's
@@ -557,7 +588,9 @@ async fn apply_tracked(ctx: &Context, cluster: &Cluster, settings: &crate::domai
     let cached = ctx.caches.get().map(|c| c.raw(cluster.spec.name.as_str()).chart);
     let owner = ctx.owner(cluster.id).await?;
     let request = ctx.address_request(settings);
-    let applied = apply::apply(&ctx.client, cluster, settings, request, cached, &owner, ctx.route_version()).await?;
+    let egress = ctx.helm_egress();
+    let applied =
+        apply::apply(&ctx.client, cluster, settings, request, cached, &owner, ctx.route_version(), &egress).await?;
     if let Some(uid) = &applied.namespace_uid
         && owner.record.namespace_uid.as_ref() != Some(uid)
     {
@@ -569,6 +602,11 @@ async fn apply_tracked(ctx: &Context, cluster: &Cluster, settings: &crate::domai
     }
     if let Ok(mut m) = ctx.applied.lock() {
         m.insert(cluster.id, gather::digest(&applied.spec));
+    }
+    if applied.policy_applied
+        && let Ok(mut m) = ctx.policy_egress.lock()
+    {
+        m.insert(cluster.id, egress);
     }
     if applied.changed
         && let (Some(uid), Ok(mut map)) = (stale, ctx.stale_jobs.lock())
@@ -585,6 +623,25 @@ async fn apply_tracked(ctx: &Context, cluster: &Cluster, settings: &crate::domai
             cluster.owner
         );
         ctx.events.on_helm_chart(cluster.spec.name.as_str(), applied.chart_uid.clone(), events::APPLIED, note).await;
+    }
+    Ok(())
+}
+
+/// The cluster's NetworkPolicy applied again, alone, when helm's Jobs leave
+/// by a port it was not applied with (a proxy learnt since, or this process
+/// has not applied it yet while ports are known). Nothing while none is known.
+async fn ensure_policy_egress(ctx: &Context, cluster: &Cluster) -> Result<()> {
+    let egress = ctx.helm_egress();
+    let done = ctx.policy_egress.lock().ok().and_then(|m| m.get(&cluster.id).cloned());
+    if egress.is_empty() || done.as_ref() == Some(&egress) {
+        return Ok(());
+    }
+    let owner = ctx.owner(cluster.id).await?;
+    let ns = crate::domain::render::namespace(cluster.spec.name.as_str());
+    apply::ensure_network_policy(&ctx.client, &ns, &owner, true, cluster.spec.own_nodes, &egress).await?;
+    tracing::info!(cluster = %cluster.spec.name.as_str(), ports = ?egress, "NetworkPolicy applied again: helm's Jobs leave by these ports too");
+    if let Ok(mut m) = ctx.policy_egress.lock() {
+        m.insert(cluster.id, egress);
     }
     Ok(())
 }
@@ -819,11 +876,20 @@ async fn observe_one(
     if raw.service.as_ref().is_some_and(gather::served_by_servicelb) {
         ctx.servicelb.store(true, std::sync::atomic::Ordering::Relaxed);
     }
+    // helm's Job was told to use a proxy: its port is allowed out.
+    if let Some(job) = &raw.job
+        && ctx.allow_helm_egress(gather::proxy_ports(job))
+    {
+        ctx.wake();
+    }
     // The admin switched the namespace's NetworkPolicy on or off since the
     // HelmChart was applied.
     let policy_switched =
         raw.chart.as_ref().and_then(|h| h.annotations().get(apply::NETWORK_POLICY_ANNOTATION)).map(String::as_str)
             != Some(apply::network_policy_switch(settings, cluster.spec.own_nodes));
+    if !policy_switched && settings.network_policy {
+        ensure_policy_egress(ctx, cluster).await?;
+    }
     let mut g = gather::assemble(&ctx.client, &ctx.workloads, &ctx.helm_runs, name, raw, &stale).await;
     if g.chart_generation != Some(cluster.generation) {
         return Err(Error::NotYet("the HelmChart is not rendered from the current spec yet"));
@@ -1039,9 +1105,22 @@ pub(crate) async fn virtual_client(ctx: &Context, cluster: &Cluster) -> Result<O
 #[derive(Debug, Clone)]
 pub(crate) struct InternalTarget {
     pub addr: std::net::SocketAddr,
+    /// The name TLS verifies (the Service's, in vCluster's certificate).
     pub server_name: String,
     /// DER certificates.
     pub roots: Vec<Vec<u8>>,
+    /// The `Host` the request carries: the cluster's public endpoint
+    /// (`host:port`), which vCluster writes into the script it serves (as
+    /// `vcluster token create` prints a curl against the control plane
+    /// endpoint); without one, the internal name (machines cannot resolve it).
+    pub host: Option<String>,
+}
+
+/// `host:port` of an endpoint URL (`https://<host>:<port>`).
+pub(crate) fn endpoint_authority(endpoint: &str) -> Option<String> {
+    let uri: http::Uri = endpoint.parse().ok()?;
+    let authority = uri.authority()?;
+    Some(format!("{}:{}", authority.host(), authority.port_u16().unwrap_or(443)))
 }
 
 /// A client for the virtual cluster's API server and, from the same read of
@@ -1057,7 +1136,8 @@ pub(crate) async fn virtual_client_and_target(
         return Ok(None);
     };
     let client = Client::try_from(cfg).map_err(|_| Error::NotYet("no client for the virtual cluster"))?;
-    Ok(Some((client, InternalTarget { addr, server_name, roots })))
+    let host = cluster.status.api_endpoint.as_deref().and_then(endpoint_authority);
+    Ok(Some((client, InternalTarget { addr, server_name, roots, host })))
 }
 
 /// The host cluster's client: `KUBECONFIG` (or `~/.kube/config`), else the

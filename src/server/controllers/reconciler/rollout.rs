@@ -66,6 +66,43 @@ pub(crate) struct PodFacts {
     /// The `PodScheduled=False` condition's message (the scheduler writes the
     /// same words as its Event).
     pub unschedulable: Option<String>,
+    /// What a container's status says of why it does not run: the last
+    /// termination (reason, exit code, termination message) while it
+    /// restarts, or why it waits (`ErrImagePull`, with the kubelet's words).
+    pub container: Option<ContainerTrouble>,
+}
+
+/// A container's own account of its trouble (kubelet's container status).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct ContainerTrouble {
+    /// `lastState.terminated.reason` (`Error`, `OOMKilled`) or `state.waiting.reason`.
+    pub reason: String,
+    pub exit_code: Option<i32>,
+    /// The termination message (the container's `/dev/termination-log`, or
+    /// its log's tail with `FallbackToLogsOnError`) or the waiting message.
+    pub message: Option<String>,
+}
+
+impl ContainerTrouble {
+    /// Waiting reasons that say nothing by themselves (the last termination does).
+    pub(crate) const QUIET: [&'static str; 3] = ["CrashLoopBackOff", "ContainerCreating", "PodInitializing"];
+    /// How much of a message is shown.
+    const MESSAGE_CHARS: usize = 1024;
+
+    /// In words: `OOMKilled (exit code 137)`, `Error (exit code 1): <message>`,
+    /// `ErrImagePull: <message>`.
+    pub(crate) fn words(&self) -> String {
+        let head = match self.exit_code {
+            Some(code) => format!("{} (exit code {code})", self.reason),
+            None => self.reason.clone(),
+        };
+        match self.message.as_deref().map(str::trim).filter(|m| !m.is_empty()) {
+            // A termination message is at most 4 KiB (the kubelet's cap); a line or two says why.
+            Some(m) => format!("{head}: {}", m.chars().take(Self::MESSAGE_CHARS).collect::<String>()),
+            None if self.reason == "OOMKilled" => format!("{head}: the container went over its memory limit"),
+            None => head,
+        }
+    }
 }
 
 /// One Event of the cluster's namespace, as much as the rule needs.
@@ -108,7 +145,7 @@ pub(crate) fn worth_reading(pod: Option<&PodFacts>, since: Duration) -> bool {
     match pod {
         None => since >= QUIET_MISSING,
         Some(p) if !p.scheduled => p.unschedulable.is_some() || since >= QUIET_MISSING,
-        Some(p) if !p.ready => p.restarts > 0 || since >= QUIET_STARTING,
+        Some(p) if !p.ready => p.restarts > 0 || p.container.is_some() || since >= QUIET_STARTING,
         Some(_) => false,
     }
 }
@@ -130,11 +167,21 @@ pub(crate) fn blocker(w: &Workload<'_>) -> Option<String> {
             let parts: Vec<&str> = [scheduler, claim].into_iter().flatten().collect();
             (!parts.is_empty()).then(|| parts.join("; "))
         }
-        Some(pod) if !pod.ready => newest(w.events, |e| {
-            // Once bound, the scheduler's old words no longer apply.
-            e.uid == pod.uid && e.warning && e.reason != "FailedScheduling"
-        })
-        .map(str::to_owned),
+        Some(pod) if !pod.ready => {
+            // The container's own words first (its termination message, the
+            // image it cannot pull), then the kubelet's Events about the pod
+            // (`Unhealthy`: the readiness probe's answer); the kubelet's
+            // `BackOff` says only that it restarts.
+            let own = pod.container.as_ref().filter(|c| !ContainerTrouble::QUIET.contains(&c.reason.as_str()));
+            let event = newest(w.events, |e| {
+                // Once bound, the scheduler's old words no longer apply.
+                e.uid == pod.uid
+                    && e.warning
+                    && e.reason != "FailedScheduling"
+                    && (own.is_none() || e.reason != "BackOff")
+            });
+            own.map(ContainerTrouble::words).or_else(|| event.map(str::to_owned))
+        }
         Some(_) => None,
         None => {
             let sts = w.stateful_set_uid?;
@@ -177,6 +224,53 @@ mod tests {
         }
     }
 
+    /// A scheduled pod that is not ready: the container's own words (its
+    /// termination while it restarts, the image it cannot pull) before the
+    /// kubelet's `BackOff`; the readiness probe's `Unhealthy` when it runs.
+    #[test]
+    fn a_started_pod_that_is_not_ready_says_why_in_the_containers_words() {
+        let pod = |container: Option<ContainerTrouble>| PodFacts {
+            uid: "p".into(),
+            scheduled: true,
+            restarts: 3,
+            container,
+            ..PodFacts::default()
+        };
+        let trouble = |reason: &str, exit_code: Option<i32>, message: Option<&str>| {
+            Some(ContainerTrouble { reason: reason.into(), exit_code, message: message.map(Into::into) })
+        };
+        let backoff = ev("p", true, "BackOff", "Back-off restarting failed container syncer in pod demo-0_ns(p)", 9);
+        let unhealthy = ev("p", true, "Unhealthy", "Readiness probe failed: HTTP probe failed with statuscode: 500", 8);
+        for (container, events, want) in [
+            (
+                trouble("Error", Some(1), Some("fatal: license: no access key in secret licences/vcluster-key")),
+                vec![backoff.clone()],
+                Some("Error (exit code 1): fatal: license: no access key in secret licences/vcluster-key"),
+            ),
+            (
+                trouble("OOMKilled", Some(137), None),
+                vec![backoff.clone()],
+                Some("OOMKilled (exit code 137): the container went over its memory limit"),
+            ),
+            (
+                trouble("ErrImagePull", None, Some("rpc error: not found")),
+                vec![],
+                Some("ErrImagePull: rpc error: not found"),
+            ),
+            (
+                trouble("CrashLoopBackOff", None, Some("back-off 40s")),
+                vec![backoff.clone()],
+                Some(backoff.message.as_str()),
+            ),
+            (None, vec![unhealthy.clone()], Some(unhealthy.message.as_str())),
+            (None, vec![], None),
+        ] {
+            let p = pod(container.clone());
+            let w = Workload { pod: Some(&p), events: &events, ..Workload::default() };
+            assert_eq!(blocker(&w).as_deref(), want, "{container:?}");
+        }
+    }
+
     #[test]
     fn rollout_status_as_kubectl_reads_it() {
         let done = StatefulSetFacts {
@@ -212,6 +306,7 @@ mod tests {
             ready: false,
             restarts: 0,
             unschedulable: Some("0/2 nodes are available: 2 Insufficient cpu.".into()),
+            container: None,
         };
         let starting = PodFacts { scheduled: true, unschedulable: None, ..unscheduled.clone() };
         let running = PodFacts { ready: true, ..starting.clone() };
