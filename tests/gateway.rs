@@ -183,6 +183,26 @@ async fn gateway_clusters_are_reached_by_name_through_one_address() {
     env.ctx.wake();
     env.converge(a, "a Ready again", ready).await;
 
+    // The Gateway publishes a name (type Hostname), as a cloud load
+    // balancer's implementation does: while the name does not resolve, the
+    // cluster waits for the Gateway's address; once it does, the probe goes
+    // through what it resolves to, and the page says where DNS must point.
+    let gateways: Api<DynamicObject> =
+        Api::namespaced_with(host.client().await.unwrap(), "gateway-system", &gateway_resource());
+    let named = |name: Option<&str>| {
+        Patch::Merge(json!({"metadata": {"annotations": {hostsim::node::gateway::ADDRESS_HOSTNAME: name}}}))
+    };
+    gateways.patch("shared", &PatchParams::default(), &named(Some("gw-lb.invalid"))).await.unwrap();
+    env.ctx.wake();
+    env.converge(a, "waiting while the Gateway's name does not resolve", |s| s["message"] == "gateway_pending").await;
+    env.ctx.resolver.insert("gw-lb.invalid", gateway_ip(host.net));
+    env.ctx.wake();
+    env.converge(a, "a Ready through the Gateway's name", ready).await;
+    let page = env.console.get(&format!("/clusters/{a}"), Some(&env.cookie)).await.body;
+    assert!(page.contains("a.k.test → gw-lb.invalid"), "the detail page names the Gateway's name");
+    gateways.patch("shared", &PatchParams::default(), &named(None)).await.unwrap();
+    env.ctx.wake();
+
     // gateway → LoadBalancer → gateway.
     let lb_ip = host.net.addr(227).to_string();
     env.patch(a, json!({"enabled": true, "mode": "loadbalancer", "control_plane_host": lb_ip})).await;

@@ -185,6 +185,41 @@ async fn a_pod_refused_by_pod_security_says_why() {
     env.converge(id, "Ready again", ready).await;
 }
 
+/// A control plane the kubelet fails (the test host's kubelet, told by a
+/// namespace annotation, reports what a kubelet would): the page says why in
+/// the container's own words — its exit code and termination message while it
+/// crash-loops (how vCluster's syncer says it has no licence), `OOMKilled`,
+/// the image it cannot pull, the readiness probe's answer — and Ready once
+/// the pod runs again.
+#[tokio::test]
+async fn a_control_plane_the_kubelet_fails_says_why_in_its_own_words() {
+    let env = env().await;
+    let id = env.create_ready("faulty", json!({"enabled": false})).await;
+    let admin = host().client().await.unwrap();
+    let namespaces: Api<Namespace> = Api::all(admin.clone());
+    let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(admin.clone(), "kubebyon-faulty");
+    let fault = |value: Option<&str>| {
+        kube::api::Patch::Merge(json!({"metadata": {"annotations": {hostsim::node::faults::ANNOTATION: value}}}))
+    };
+    for (value, words) in [
+        (
+            "exit:1:fatal: platform secret licences/vcluster-key has no accessKey",
+            "Error (exit code 1): fatal: platform secret licences/vcluster-key has no accessKey",
+        ),
+        ("oom", "OOMKilled (exit code 137)"),
+        ("image-pull", "ErrImagePull"),
+        ("unready", "Readiness probe failed"),
+    ] {
+        namespaces.patch("kubebyon-faulty", &kube::api::PatchParams::default(), &fault(Some(value))).await.unwrap();
+        pods.delete("faulty-0", &kube::api::DeleteParams::default()).await.unwrap();
+        let msg = env.converge_message(id, "not_starting", words).await;
+        assert!(!msg.contains("Back-off restarting"), "the container's words, not the kubelet's back-off: {msg}");
+    }
+    namespaces.patch("kubebyon-faulty", &kube::api::PatchParams::default(), &fault(None)).await.unwrap();
+    pods.delete("faulty-0", &kube::api::DeleteParams::default()).await.unwrap();
+    env.converge(id, "Ready again", ready).await;
+}
+
 /// Writes `spec` as a hand-edited database would (past the service's checks,
 /// e.g. a storage change, which the API refuses): a new generation and its
 /// update operation.

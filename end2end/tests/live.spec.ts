@@ -338,7 +338,7 @@ test('join page: a token, the command copied and fetched, revoked; others get 40
     await expect(row).toContainText('v1.36.3');
     await expect(row).toContainText('10.9.0.11');
     await expectSameDocument(page);
-    await expect(page.getByText('kubeadm reset --force')).toBeVisible();
+    await expect(page.getByText('| sh -s -- --reset-only')).toBeVisible();
     await shot(page, 'join-node-en');
     // Deleting the cluster would cut the machine off: its page says so.
     await page.goto(detailUrl);

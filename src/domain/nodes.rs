@@ -158,9 +158,13 @@ pub(crate) fn join_warnings(cluster: &crate::domain::cluster::Cluster, control_p
     out
 }
 
-/// What undoes a join on the machine itself once its node is removed (the
-/// join script runs `kubeadm join`; kubeadm's documented revert).
-pub(crate) const RESET_COMMAND: &str = "kubeadm reset --force";
+/// What undoes a join on the machine itself once its node is removed: the
+/// join script's own clean-up (`--reset-only`, vCluster's documented way; it
+/// also removes what the script installed, which `kubeadm reset` leaves),
+/// fetched with a new token (`<token>`: the page shows no live one).
+pub(crate) fn reset_command(console_url: &str, cluster_id: i64) -> String {
+    join_command(console_url, cluster_id, "<token>").replace("| sh -", "| sh -s -- --reset-only")
+}
 
 /// `name` when it can be a Node's name (a DNS subdomain: lowercase letters,
 /// digits, `-` and `.`, at most 253, alphanumeric at both ends).
@@ -197,6 +201,10 @@ mod tests {
         assert_eq!(
             join_command("https://console.example.com/", 7, "abcdef.0123456789abcdef"),
             "curl -fsSL \"https://console.example.com/api/join/clusters/7/script?token=abcdef.0123456789abcdef\" | sh -"
+        );
+        assert_eq!(
+            reset_command("https://console.example.com", 7),
+            "curl -fsSL \"https://console.example.com/api/join/clusters/7/script?token=<token>\" | sh -s -- --reset-only"
         );
         for (expires, now, want) in [
             (100, 100, None),

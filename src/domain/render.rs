@@ -332,6 +332,11 @@ pub fn values(
             resource_quota: ResourceQuota { enabled: true, quota: namespace_quota(r) },
             limit_range: Enabled { enabled: true },
         },
+        // Node upgrades stay the owner's to start: vCluster v0.30's auto-upgrade
+        // takes the bundle from the control plane (not the internet, as an
+        // earlier note here said) but drains and restarts kubelet on the
+        // user's machines whenever a chart upgrade moves Kubernetes
+        // (docs/runbooks/own-nodes.md, "Upgrades").
         private_nodes: private_nodes
             .then_some(PrivateNodes { enabled: true, auto_upgrade: Enabled { enabled: false } }),
         external: settings.platform_api_key.as_ref().filter(|_| private_nodes).map(|key| External {

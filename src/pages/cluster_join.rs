@@ -16,7 +16,7 @@ use crate::components::cluster_overview::Time;
 use crate::components::error_text::error_text;
 use crate::components::islands::live_region::LiveRegion;
 use crate::components::layout::Layout;
-use crate::domain::nodes::{JoinWarning, RESET_COMMAND, join_command, remaining};
+use crate::domain::nodes::{JoinWarning, join_command, remaining, reset_command};
 use crate::domain::{AppError, ErrorCode};
 use crate::i18n::*;
 
@@ -301,7 +301,7 @@ fn Live(page: JoinPage, revoke_error: Option<AppError>) -> impl IntoView {
                                         <tbody>{nodes}</tbody>
                                     </table>
                                     <p class="field-hint mt-3">{t!(i18n, join.remove_hint)}</p>
-                                    <pre class="code-block mt-1">{RESET_COMMAND}</pre>
+                                    <pre class="code-block mt-1">{reset_command(&page.console_url, id)}</pre>
                                 }
                                     .into_any()
                             }}

@@ -45,6 +45,10 @@ pub const CONTROLLER: &str = "kubebyon.io/hostsim-gateway";
 pub const CLASS: &str = "hostsim";
 pub const GROUP: &str = "gateway.networking.k8s.io";
 
+/// A Gateway annotation: publish this name as the Gateway's address (type
+/// `Hostname`) instead of its IP; the data path still listens on the IP.
+pub const ADDRESS_HOSTNAME: &str = "hostsim.kubebyon.io/address-hostname";
+
 fn s(v: &Value) -> &str {
     v.as_str().unwrap_or_default()
 }
@@ -309,8 +313,14 @@ pub fn plan(w: &World<'_>) -> Plan {
                 })
             })
             .collect();
-        let addresses: Vec<Value> =
-            address.iter().map(|ip| json!({"type": "IPAddress", "value": ip.to_string()})).collect();
+        // Some implementations publish a name, not an IP (a cloud load
+        // balancer's; gateway-api v1.6 `AddressType` `Hostname`): on demand,
+        // once the address is there, that name instead.
+        let named = g["metadata"]["annotations"][ADDRESS_HOSTNAME].as_str();
+        let addresses: Vec<Value> = match (address, named) {
+            (Some(_), Some(name)) => vec![json!({"type": "Hostname", "value": name})],
+            _ => address.iter().map(|ip| json!({"type": "IPAddress", "value": ip.to_string()})).collect(),
+        };
         p.gateway_status.push((
             ns.to_owned(),
             name.to_owned(),

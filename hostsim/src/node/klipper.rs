@@ -463,7 +463,11 @@ pub fn plan(r: &Found, name: &str) -> Plan {
     }
     // lines 27-32: no release, so no revision check; `set -e` still on.
     if r.revision.is_empty() && r.status.is_empty() {
-        return Plan { steps: vec![Term("Installing helm chart".into()), Helm(Call::Install)], errexit: true, exit: Exit::Last };
+        return Plan {
+            steps: vec![Term("Installing helm chart".into()), Helm(Call::Install)],
+            errexit: true,
+            exit: Exit::Last,
+        };
     }
     if let Some(p) = check_revision(r) {
         return p;
@@ -666,19 +670,20 @@ mod tests {
     /// order, whether `set -e` holds, the exit.
     #[test]
     fn each_branch_of_entry_runs_what_upstream_runs_and_exits_as_it_does() {
-        use Call::{Install, Upgrade, Uninstall};
-        type Row = (&'static str, bool, &'static str, &'static str, &'static str, &'static str, &'static [Call], bool, Exit);
+        use Call::{Install, Uninstall, Upgrade};
+        type Row =
+            (&'static str, bool, &'static str, &'static str, &'static str, &'static str, &'static [Call], bool, Exit);
         let rows: &[Row] = &[
             ("15 delete, no release", true, "", "", "3", "retry", &[], true, Exit::Code(0)),
             ("20 delete, other revision", true, "deployed", "4", "3", "retry", &[], true, Exit::Code(0)),
-            ("23 delete: uninstall || true; exit", true, "deployed", "3", "3", "retry", &[Uninstall], false, Exit::Code(0)),
+            ("23 delete: uninstall || true", true, "deployed", "3", "3", "retry", &[Uninstall], false, Exit::Code(0)),
             ("28 no release: install, helm's status", false, "", "", "0", "retry", &[Install], true, Exit::Last),
             ("34 another revision: exit 0", false, "failed", "2", "1", "retry", &[], true, Exit::Code(0)),
             ("34 first install failed, Job made for 0", false, "failed", "1", "0", "retry", &[], true, Exit::Code(0)),
-            ("45 pending-upgrade: set-status, upgrade", false, "pending-upgrade", "3", "3", "retry", &[Upgrade], false, Exit::Last),
-            ("45 superseded: set-status, upgrade", false, "superseded", "3", "3", "reinstall", &[Upgrade], false, Exit::Last),
-            ("52 pending-install: failed, then retry", false, "pending-install", "1", "1", "retry", &[Upgrade], false, Exit::Code(0)),
-            ("57 deployed: upgrade, helm's status", false, "deployed", "3", "3", "retry", &[Upgrade], false, Exit::Last),
+            ("45 pending-upgrade", false, "pending-upgrade", "3", "3", "retry", &[Upgrade], false, Exit::Last),
+            ("45 superseded", false, "superseded", "3", "3", "reinstall", &[Upgrade], false, Exit::Last),
+            ("52 pending-install", false, "pending-install", "1", "1", "retry", &[Upgrade], false, Exit::Code(0)),
+            ("57 deployed", false, "deployed", "3", "3", "retry", &[Upgrade], false, Exit::Last),
             ("70 failed, abort: exit 1", false, "failed", "3", "3", "abort", &[], false, Exit::Code(1)),
             ("76 failed, reinstall (default)", false, "failed", "3", "3", "", &[Uninstall, Install], false, Exit::Last),
             ("86 failed, retry: upgrade, exit 0", false, "failed", "3", "3", "retry", &[Upgrade], false, Exit::Code(0)),
@@ -695,7 +700,8 @@ mod tests {
                 policy: (*policy).into(),
             };
             let p = plan(&read, "demo");
-            let got: Vec<Call> = p.steps.iter().filter_map(|s| if let Step::Helm(c) = s { Some(*c) } else { None }).collect();
+            let got: Vec<Call> =
+                p.steps.iter().filter_map(|s| if let Step::Helm(c) = s { Some(*c) } else { None }).collect();
             assert_eq!(&got[..], *calls, "{line}: {p:?}");
             assert_eq!(p.errexit, *errexit, "{line}");
             assert_eq!(p.exit, *exit, "{line}");

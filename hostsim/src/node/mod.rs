@@ -15,6 +15,7 @@
 //! - the chart repository, through an HTTPS proxy ([`repo`]).
 
 pub mod apiserver;
+pub mod faults;
 pub mod gateway;
 pub mod joinfront;
 pub mod klipper;
@@ -78,7 +79,12 @@ pub struct Config {
 
 enum Container {
     Klipper(JoinHandle<()>),
-    VCluster { vc: Box<VCluster>, ready: bool },
+    /// A pod failing as a test asked ([`faults`]).
+    Faulty(JoinHandle<()>),
+    VCluster {
+        vc: Box<VCluster>,
+        ready: bool,
+    },
     Plain,
 }
 
@@ -274,7 +280,7 @@ impl Node {
 
     fn stop(&mut self, uid: &str) {
         if let Some(run) = self.pods.remove(uid) {
-            if let Container::Klipper(task) = run.container {
+            if let Container::Klipper(task) | Container::Faulty(task) = run.container {
                 task.abort();
             }
             self.free_ips.extend(run.ip);
@@ -377,6 +383,14 @@ impl Node {
                 wake.notify_one();
             })));
         }
+        if let Some(fault) = self.fault(pod).await {
+            tracing::info!(pod = %name, ?fault, "kubelet: failing the pod as the test asked");
+            let ns = pod.namespace().unwrap_or_default();
+            let (pods, events) = (api.clone(), Api::namespaced(self.client.clone(), &ns));
+            let node = nodes::node_name(node_ip);
+            let task = tokio::spawn(faults::run(pods, events, pod.clone(), node, fault, self.cfg.latency));
+            return Ok(Container::Faulty(task));
+        }
         if image.contains("vcluster") {
             let ns = pod.namespace().unwrap_or_default();
             let release = pod.labels().get("release").cloned().unwrap_or_default();
@@ -397,6 +411,14 @@ impl Node {
         patch_status(api, &name, container_status(pod, true, json!({"running": {"startedAt": now()}}), 0), true)
             .await?;
         Ok(Container::Plain)
+    }
+
+    /// The fault a test asked for in the pod's namespace ([`faults::ANNOTATION`]).
+    async fn fault(&self, pod: &Pod) -> Option<faults::Fault> {
+        let ns = pod.namespace()?;
+        let api: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(self.client.clone());
+        let namespace = api.get_opt(&ns).await.ok().flatten()?;
+        faults::Fault::parse(namespace.annotations().get(faults::ANNOTATION)?)
     }
 
     /// From the config the pod mounts (`vc-config-<release>`):

@@ -231,9 +231,7 @@ pub(crate) async fn gateway_address(
     offer: Option<&crate::domain::gateway::GatewayOffer>,
 ) -> Option<String> {
     match (&cluster.spec.public_access, host, offer) {
-        (PublicAccess::Gateway { .. }, Some(h), Some(offer)) => {
-            h.gateway_address(&offer.gateway).await.map(|ip| ip.to_string())
-        }
+        (PublicAccess::Gateway { .. }, Some(h), Some(offer)) => h.gateway_address(&offer.gateway).await,
         _ => None,
     }
 }

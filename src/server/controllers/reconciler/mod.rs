@@ -118,7 +118,7 @@ pub struct Context {
     /// on every periodic pass before its work.
     route_version: Mutex<Option<RouteVersion>>,
     /// The admin's Gateway (`namespace/name`) and the address it was last seen with.
-    gateway_seen: Mutex<Option<(String, std::net::IpAddr)>>,
+    gateway_seen: Mutex<Option<(String, String)>>,
     /// The clusters the observer works on, kept current from what changed.
     roster: tokio::sync::Mutex<roster::Roster>,
     /// Read the whole table on the next pass (the observer lease was taken).
@@ -311,17 +311,15 @@ impl Context {
         self.for_request(calls).await
     }
 
-    /// Where DNS must point for gateway clusters: the address of `gateway`,
-    /// as the observer last saw it, else read now (bounded); `None` while it has none.
-    pub(crate) async fn gateway_address(
-        &self,
-        gateway: &crate::domain::gateway::GatewayRef,
-    ) -> Option<std::net::IpAddr> {
+    /// Where DNS must point for gateway clusters: the address of `gateway`
+    /// (an IP, or a name for a CNAME), as the observer last saw it, else read
+    /// now (bounded); `None` while it has none.
+    pub(crate) async fn gateway_address(&self, gateway: &crate::domain::gateway::GatewayRef) -> Option<String> {
         let seen = self.gateway_seen.lock().ok().and_then(|g| g.clone());
-        if let Some((_, ip)) = seen.filter(|(key, _)| *key == gateway.key()) {
-            return Some(ip);
+        if let Some((_, address)) = seen.filter(|(key, _)| *key == gateway.key()) {
+            return Some(address);
         }
-        let read = async { Ok(read_gateway(self, gateway).await?.as_ref().and_then(gateway_ip)) };
+        let read = async { Ok(read_gateway(self, gateway).await?.as_ref().and_then(gateway_address_of)) };
         self.for_request(read).await.ok().flatten()
     }
 
@@ -396,10 +394,32 @@ pub(crate) fn gateways_resource() -> kube::api::ApiResource {
     }
 }
 
-/// A Gateway's first address (`status.addresses`).
-fn gateway_ip(g: &kube::api::DynamicObject) -> Option<std::net::IpAddr> {
+/// A Gateway's first usable address (`status.addresses`): an `IPAddress`
+/// (the default type), or a `Hostname` as some implementations publish (a
+/// cloud load balancer's name; gateway-api v1.6 `gateway_types.go`
+/// `AddressType`). Other types are skipped.
+pub(crate) fn gateway_address_of(g: &kube::api::DynamicObject) -> Option<String> {
     let addresses = g.data["status"]["addresses"].as_array()?;
-    addresses.iter().find_map(|a| a["value"].as_str()?.parse().ok())
+    addresses.iter().find_map(|a| {
+        let value = a["value"].as_str()?.trim();
+        match a["type"].as_str().unwrap_or("IPAddress") {
+            "IPAddress" => value.parse::<std::net::IpAddr>().ok().map(|ip| ip.to_string()),
+            "Hostname" => match crate::domain::Host::parse(value).ok()? {
+                crate::domain::Host::Dns(name) => Some(name),
+                _ => None,
+            },
+            _ => None,
+        }
+    })
+}
+
+/// Where the probe connects for a Gateway address: the IP, or what its name
+/// resolves to now (through the probe's resolver, bounded like the probe).
+async fn gateway_ip(ctx: &Context, address: &str) -> Option<std::net::IpAddr> {
+    if let Ok(ip) = address.parse() {
+        return Some(ip);
+    }
+    ctx.resolver.resolve(address, 443).await?.first().map(std::net::SocketAddr::ip)
 }
 
 /// The newest version the host serves `tlsroutes` in; `None` when the host
@@ -998,9 +1018,13 @@ async fn gateway_facts(
         None => read_gateway(ctx, gw).await?,
     };
     facts.gateway_found = found.is_some();
-    facts.address = found.as_ref().and_then(gateway_ip);
-    if let (Some(ip), Ok(mut seen)) = (facts.address, ctx.gateway_seen.lock()) {
-        *seen = Some((gw.key(), ip));
+    let address = found.as_ref().and_then(gateway_address_of);
+    facts.address = match &address {
+        Some(a) => gateway_ip(ctx, a).await,
+        None => None,
+    };
+    if let (Some(a), Ok(mut seen)) = (address, ctx.gateway_seen.lock()) {
+        *seen = Some((gw.key(), a));
     }
     Ok((facts, false))
 }
@@ -1163,6 +1187,36 @@ pub(crate) async fn probe_now(ctx: &Context, cluster: &Cluster) -> Result<Option
     let Some(report) = report else { return Ok(None) };
     crate::server::metrics::global().record_probe(report.status.as_str());
     Ok(Some(report))
+}
+
+#[cfg(test)]
+mod gateway_address_tests {
+    use super::gateway_address_of;
+
+    /// `status.addresses` as implementations publish them: the first usable
+    /// one, an IP or a name (for a CNAME; the probe resolves it).
+    #[test]
+    fn a_gateways_address_is_an_ip_or_a_name() {
+        let gw = |addresses: serde_json::Value| kube::api::DynamicObject {
+            types: None,
+            metadata: Default::default(),
+            data: serde_json::json!({"status": {"addresses": addresses}}),
+        };
+        for (addresses, want) in [
+            (serde_json::json!([{"type": "IPAddress", "value": "203.0.113.7"}]), Some("203.0.113.7")),
+            (serde_json::json!([{"value": "2001:db8::7"}]), Some("2001:db8::7")),
+            (serde_json::json!([{"type": "Hostname", "value": "LB-1.Elb.Example.com"}]), Some("lb-1.elb.example.com")),
+            (
+                serde_json::json!([{"type": "example.com/custom", "value": "x"}, {"type": "Hostname", "value": "gw.example"}]),
+                Some("gw.example"),
+            ),
+            (serde_json::json!([{"type": "Hostname", "value": "not a name!"}]), None),
+            (serde_json::json!([{"type": "IPAddress", "value": "gw.example"}]), None),
+            (serde_json::json!([]), None),
+        ] {
+            assert_eq!(gateway_address_of(&gw(addresses.clone())).as_deref(), want, "{addresses}");
+        }
+    }
 }
 
 #[cfg(test)]

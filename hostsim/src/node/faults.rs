@@ -1,0 +1,205 @@
+//! Pods that fail as a kubelet fails them, chosen per test: a namespace
+//! annotated [`ANNOTATION`] has every pod the node starts there (but
+//! klipper-helm's) fail that way, with the container statuses and Events the
+//! kubelet writes (kubernetes v1.36 `pkg/kubelet/images/image_manager.go`:
+//! `Failed`/`BackOff` on pulls; `pkg/kubelet/kuberuntime/kuberuntime_container.go`
+//! and `pod_workers.go`: `lastState.terminated` with the termination message,
+//! `CrashLoopBackOff` and the `BackOff` Event; `pkg/kubelet/prober`: `Unhealthy`).
+//! The test host has no images to pull nor memory to run out of: the failure
+//! is what a kubelet would report, not its cause.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Event, Pod};
+use kube::ResourceExt;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use serde_json::json;
+
+use crate::latency::Latency;
+
+/// The namespace annotation that picks a [`Fault`].
+pub const ANNOTATION: &str = "hostsim.kubebyon.io/kubelet-fault";
+
+/// How the kubelet fails a pod.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// `image-pull`: the image cannot be pulled (`ErrImagePull`, then `ImagePullBackOff`).
+    ImagePull,
+    /// `exit:<code>:<message>`: the container exits with that code and
+    /// termination message, and restarts with back-off.
+    Exit { code: i32, message: String },
+    /// `oom`: killed at its memory limit (`OOMKilled`, exit code 137), restarts.
+    OomKilled,
+    /// `unready`: runs, but its readiness probe fails (`Unhealthy`).
+    Unready,
+}
+
+impl Fault {
+    pub fn parse(value: &str) -> Option<Self> {
+        match value.trim() {
+            "image-pull" => Some(Self::ImagePull),
+            "oom" => Some(Self::OomKilled),
+            "unready" => Some(Self::Unready),
+            other => {
+                let (code, message) = other.strip_prefix("exit:")?.split_once(':')?;
+                Some(Self::Exit { code: code.parse().ok().filter(|c| *c != 0)?, message: message.to_owned() })
+            }
+        }
+    }
+}
+
+fn now() -> String {
+    k8s_openapi::jiff::Timestamp::now().to_string()
+}
+
+fn container(pod: &Pod) -> (String, String) {
+    let c = pod.spec.as_ref().and_then(|s| s.containers.first());
+    (c.map(|c| c.name.clone()).unwrap_or_default(), c.and_then(|c| c.image.clone()).unwrap_or_default())
+}
+
+/// A kubelet Event about the pod's container.
+async fn event(events: &Api<Event>, pod: &Pod, node: &str, warning: bool, reason: &str, message: &str) {
+    let (name, _) = container(pod);
+    let t = now();
+    let body: Result<Event, _> = serde_json::from_value(json!({
+        "metadata": {"generateName": format!("{}.", pod.name_any()), "namespace": pod.namespace()},
+        "involvedObject": {"kind": "Pod", "apiVersion": "v1", "namespace": pod.namespace(), "name": pod.name_any(),
+            "uid": pod.uid(), "fieldPath": format!("spec.containers{{{name}}}")},
+        "reason": reason, "message": message, "type": if warning { "Warning" } else { "Normal" },
+        "source": {"component": "kubelet", "host": node}, "reportingComponent": "kubelet", "reportingInstance": node,
+        "firstTimestamp": t, "lastTimestamp": t, "count": 1,
+    }));
+    if let Ok(body) = body
+        && let Err(e) = events.create(&PostParams::default(), &body).await
+    {
+        tracing::debug!(error = %e, "kubelet event");
+    }
+}
+
+async fn status(
+    pods: &Api<Pod>,
+    pod: &Pod,
+    phase: &str,
+    state: serde_json::Value,
+    last: serde_json::Value,
+    restarts: i32,
+) {
+    let (name, image) = container(pod);
+    let t = now();
+    let patch = json!({"status": {
+        "phase": phase,
+        "conditions": [
+            {"type": "PodReadyToStartContainers", "status": "True", "lastTransitionTime": t},
+            {"type": "Initialized", "status": "True", "lastTransitionTime": t},
+            {"type": "ContainersReady", "status": "False", "reason": "ContainersNotReady", "lastTransitionTime": t,
+             "message": format!("containers with unready status: [{name}]")},
+            {"type": "Ready", "status": "False", "reason": "ContainersNotReady", "lastTransitionTime": t,
+             "message": format!("containers with unready status: [{name}]")},
+            {"type": "PodScheduled", "status": "True", "lastTransitionTime": t},
+        ],
+        "containerStatuses": [{"name": name, "image": image, "imageID": "", "ready": false,
+            "started": state.get("running").is_some(), "restartCount": restarts, "state": state, "lastState": last}],
+    }});
+    if let Err(e) = pods.patch_status(&pod.name_any(), &PatchParams::default(), &Patch::Merge(patch)).await {
+        tracing::debug!(error = %e, "kubelet status");
+    }
+}
+
+/// Plays `fault` on the pod until the task is aborted (the pod stopped).
+pub async fn run(pods: Api<Pod>, events: Api<Event>, pod: Pod, node: String, fault: Fault, latency: Latency) {
+    let (name, image) = container(&pod);
+    let none = json!({});
+    let mut n: i32 = 0;
+    loop {
+        n += 1;
+        let wait = latency.retry_after(u32::try_from(n).unwrap_or(1));
+        match &fault {
+            Fault::ImagePull => {
+                let why = format!(
+                    "rpc error: code = NotFound desc = failed to pull and unpack image \"{image}\": failed to resolve reference \"{image}\": {image}: not found"
+                );
+                let (reason, message) = if n == 1 {
+                    ("ErrImagePull", why.clone())
+                } else {
+                    ("ImagePullBackOff", format!("Back-off pulling image \"{image}\": ErrImagePull: {why}"))
+                };
+                status(
+                    &pods,
+                    &pod,
+                    "Pending",
+                    json!({"waiting": {"reason": reason, "message": message}}),
+                    none.clone(),
+                    0,
+                )
+                .await;
+                if n == 1 {
+                    event(&events, &pod, &node, true, "Failed", &format!("Failed to pull image \"{image}\": {why}"))
+                        .await;
+                    event(&events, &pod, &node, true, "Failed", "Error: ErrImagePull").await;
+                } else {
+                    event(&events, &pod, &node, false, "BackOff", &format!("Back-off pulling image \"{image}\"")).await;
+                    event(&events, &pod, &node, true, "Failed", "Error: ImagePullBackOff").await;
+                }
+            }
+            Fault::Exit { .. } | Fault::OomKilled => {
+                let (code, reason, message) = match &fault {
+                    Fault::Exit { code, message } => (*code, "Error", Some(message.clone())),
+                    _ => (137, "OOMKilled", None),
+                };
+                let started = now();
+                status(&pods, &pod, "Running", json!({"running": {"startedAt": started}}), none.clone(), n - 1).await;
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                let mut terminated =
+                    json!({"exitCode": code, "reason": reason, "startedAt": started, "finishedAt": now()});
+                if let Some(m) = message {
+                    terminated["message"] = m.into();
+                }
+                let waiting = json!({"waiting": {"reason": "CrashLoopBackOff",
+                    "message": format!("back-off {}s restarting failed container={name} pod={}_{}({})",
+                        wait.as_secs().max(10), pod.name_any(), pod.namespace().unwrap_or_default(), pod.uid().unwrap_or_default())}});
+                status(&pods, &pod, "Running", waiting, json!({"terminated": terminated}), n).await;
+                let msg = format!(
+                    "Back-off restarting failed container {name} in pod {}_{}({})",
+                    pod.name_any(),
+                    pod.namespace().unwrap_or_default(),
+                    pod.uid().unwrap_or_default()
+                );
+                event(&events, &pod, &node, true, "BackOff", &msg).await;
+            }
+            Fault::Unready => {
+                if n == 1 {
+                    status(&pods, &pod, "Running", json!({"running": {"startedAt": now()}}), none.clone(), 0).await;
+                }
+                let ip = pod.status.as_ref().and_then(|s| s.pod_ip.clone()).unwrap_or_default();
+                let msg = format!(
+                    "Readiness probe failed: Get \"https://{ip}:8443/readyz\": dial tcp {ip}:8443: connect: connection refused"
+                );
+                event(&events, &pod, &node, true, "Unhealthy", &msg).await;
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                continue;
+            }
+        }
+        tokio::time::sleep(wait).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn faults_are_named_as_tests_name_them() {
+        for (value, fault) in [
+            ("image-pull", Some(Fault::ImagePull)),
+            ("oom", Some(Fault::OomKilled)),
+            ("unready", Some(Fault::Unready)),
+            ("exit:1:fatal: no licence", Some(Fault::Exit { code: 1, message: "fatal: no licence".into() })),
+            ("exit:2:", Some(Fault::Exit { code: 2, message: String::new() })),
+            ("exit:0:fine", None),
+            ("exit:x:y", None),
+            ("crash", None),
+        ] {
+            assert_eq!(Fault::parse(value), fault, "{value}");
+        }
+    }
+}
