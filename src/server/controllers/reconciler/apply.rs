@@ -269,6 +269,17 @@ pub(crate) async fn ensure_network_policy(
     }
 }
 
+/// What the console found out about the host that an apply renders from.
+#[derive(Clone, Copy)]
+pub(crate) struct HostFacts<'a> {
+    /// How the LoadBalancer provider is asked for an address.
+    pub request: AddressRequest,
+    /// The `TLSRoute` version the host serves.
+    pub route_version: Option<RouteVersion>,
+    /// The ports helm's Jobs leave by besides 443/6443 (their proxies').
+    pub helm_egress: &'a BTreeSet<u16>,
+}
+
 /// Creates or updates the namespace and the HelmChart for the cluster's
 /// current spec. `cached` is the HelmChart as the watch cache holds it (else
 /// it is read). While a HelmChart of ours exists in the namespace whose UID
@@ -277,12 +288,11 @@ pub(crate) async fn apply(
     client: &Client,
     cluster: &Cluster,
     settings: &SystemSettings,
-    request: AddressRequest,
     cached: Option<Option<DynamicObject>>,
     owner: &Owner,
-    route_version: Option<RouteVersion>,
-    helm_egress: &BTreeSet<u16>,
+    host: &HostFacts<'_>,
 ) -> Result<Applied> {
+    let HostFacts { request, route_version, helm_egress } = *host;
     let name = cluster.spec.name.as_str();
     let ns = render::namespace(name);
     let api = helm_charts(client, &ns);
@@ -499,17 +509,9 @@ mod tests {
 
         async fn apply_with(settings: SystemSettings, stored: Option<&str>, calls: Vec<Call>) -> Result<Applied> {
             expect(calls, |client| async move {
-                apply(
-                    &client,
-                    &cluster(),
-                    &settings,
-                    AddressRequest::MetalLb,
-                    None,
-                    &owner(stored),
-                    None,
-                    &BTreeSet::new(),
-                )
-                .await
+                let egress = BTreeSet::new();
+                let host = HostFacts { request: AddressRequest::MetalLb, route_version: None, helm_egress: &egress };
+                apply(&client, &cluster(), &settings, None, &owner(stored), &host).await
             })
             .await
         }

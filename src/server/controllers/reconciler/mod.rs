@@ -609,8 +609,8 @@ async fn apply_tracked(ctx: &Context, cluster: &Cluster, settings: &crate::domai
     let owner = ctx.owner(cluster.id).await?;
     let request = ctx.address_request(settings);
     let egress = ctx.helm_egress();
-    let applied =
-        apply::apply(&ctx.client, cluster, settings, request, cached, &owner, ctx.route_version(), &egress).await?;
+    let host = apply::HostFacts { request, route_version: ctx.route_version(), helm_egress: &egress };
+    let applied = apply::apply(&ctx.client, cluster, settings, cached, &owner, &host).await?;
     if let Some(uid) = &applied.namespace_uid
         && owner.record.namespace_uid.as_ref() != Some(uid)
     {
