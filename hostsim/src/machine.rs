@@ -124,8 +124,11 @@ pub fn jws_valid(jws: &str, payload: &str, key: &str) -> bool {
     ring::hmac::verify(&key, input.as_bytes(), &signature).is_ok()
 }
 
-/// Discovery: the CA, once the signed cluster-info and the hash agree.
-async fn discover(script: &Script, addr: SocketAddr) -> Result<String> {
+/// Discovery: the CA and the API server's address (`host:port`), once the
+/// signed cluster-info and the hash agree. kubeadm's token discovery then
+/// bootstraps against the server cluster-info names, not the address it was
+/// given (kubernetes `cmd/kubeadm/app/discovery/token/token.go`).
+async fn discover(script: &Script, addr: SocketAddr) -> Result<(String, String)> {
     let anonymous = client(script, addr, None, Default::default())?;
     let maps: Api<ConfigMap> = Api::namespaced(anonymous, "kube-public");
     let id = script.token.split('.').next().unwrap_or_default();
@@ -140,24 +143,41 @@ async fn discover(script: &Script, addr: SocketAddr) -> Result<String> {
         bail!("cluster-info's signature does not verify with the token");
     }
     let kc: kube::config::Kubeconfig = serde_yaml::from_str(&kubeconfig)?;
-    let data = kc
-        .clusters
-        .first()
-        .and_then(|c| c.cluster.as_ref())
-        .and_then(|c| c.certificate_authority_data.clone())
-        .context("cluster-info names no CA")?;
+    let cluster = kc.clusters.first().and_then(|c| c.cluster.as_ref()).context("cluster-info names no cluster")?;
+    let server = cluster.server.as_deref().context("cluster-info names no server")?;
+    let server = server_authority(server).with_context(|| format!("cluster-info's server {server:?}"))?;
+    let data = cluster.certificate_authority_data.clone().context("cluster-info names no CA")?;
     let ca_pem = String::from_utf8(base64::engine::general_purpose::STANDARD.decode(data)?)?;
     let hash = crate::pki::ca_cert_hash(&ca_pem)?;
     if hash != script.ca_hash {
         bail!("the CA's hash {hash} is not the script's {}", script.ca_hash);
     }
-    Ok(ca_pem)
+    Ok((ca_pem, server))
+}
+
+/// `host:port` of a kubeconfig server URL (`https://host[:port]`).
+pub fn server_authority(server: &str) -> Option<String> {
+    let rest = server.strip_prefix("https://")?.trim_end_matches('/');
+    let authority = rest.split('/').next()?;
+    let has_port =
+        authority.rsplit_once(':').is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok() && !p.contains(']'));
+    Some(if has_port { authority.to_owned() } else { format!("{authority}:443") })
 }
 
 /// Joins as node `name` (internal IP `ip`) through the endpoint, reached at `addr`.
 pub async fn join(script_text: &str, name: &str, ip: &str, addr: SocketAddr) -> Result<Machine> {
     let script = Script::parse(script_text).context("not a join script")?;
-    let ca_pem = discover(&script, addr).await?;
+    let (ca_pem, server) = discover(&script, addr).await?;
+    // From here on the machine talks to cluster-info's server; it reaches
+    // only the endpoint it was given (no other name resolves on the test
+    // host), so another server fails the join as it would a machine that
+    // cannot reach it.
+    if server != script.endpoint {
+        bail!(
+            "cluster-info names the API server {server}, not the endpoint the join script gave ({}): kubeadm would bootstrap against {server}, which this machine does not reach",
+            script.endpoint
+        );
+    }
     // TLS bootstrap with the token.
     let bootstrap = kube::config::AuthInfo { token: Some(script.token.clone().into()), ..Default::default() };
     let csrs: Api<CertificateSigningRequest> = Api::all(client(&script, addr, Some(&ca_pem), bootstrap)?);
@@ -256,6 +276,19 @@ mod tests {
             })
         );
         assert_eq!(Script::parse("#!/bin/sh\necho hi\n"), None);
+    }
+
+    #[test]
+    fn cluster_infos_server_is_read_as_host_and_port() {
+        for (server, want) in [
+            ("https://join.example.com:443", Some("join.example.com:443")),
+            ("https://join.example.com", Some("join.example.com:443")),
+            ("https://10.0.0.7:6443/", Some("10.0.0.7:6443")),
+            ("https://[2001:db8::1]:443", Some("[2001:db8::1]:443")),
+            ("http://join.example.com", None),
+        ] {
+            assert_eq!(server_authority(server).as_deref(), want, "{server}");
+        }
     }
 
     #[test]
