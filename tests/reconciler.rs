@@ -206,6 +206,11 @@ async fn a_control_plane_the_kubelet_fails_says_why_in_its_own_words() {
             "exit:1:fatal: platform secret licences/vcluster-key has no accessKey",
             "Error (exit code 1): fatal: platform secret licences/vcluster-key has no accessKey",
         ),
+        // The syncer writes no termination message: the tail of its log says why.
+        (
+            "exit-log:255:fatal: vcluster pro: no valid licence",
+            "Error (exit code 255): starting the control plane\nfatal: vcluster pro: no valid licence",
+        ),
         ("oom", "OOMKilled (exit code 137)"),
         ("image-pull", "ErrImagePull"),
         ("unready", "Readiness probe failed"),

@@ -26,8 +26,11 @@ pub enum Fault {
     /// `image-pull`: the image cannot be pulled (`ErrImagePull`, then `ImagePullBackOff`).
     ImagePull,
     /// `exit:<code>:<message>`: the container exits with that code and
-    /// termination message, and restarts with back-off.
-    Exit { code: i32, message: String },
+    /// termination message, and restarts with back-off; `exit-log:…` writes
+    /// the message to its log only, as a container whose
+    /// `terminationMessagePolicy` is `File` and that writes no termination
+    /// log does (vCluster's syncer: the chart sets no policy).
+    Exit { code: i32, message: String, termination_log: bool },
     /// `oom`: killed at its memory limit (`OOMKilled`, exit code 137), restarts.
     OomKilled,
     /// `unready`: runs, but its readiness probe fails (`Unhealthy`).
@@ -41,8 +44,13 @@ impl Fault {
             "oom" => Some(Self::OomKilled),
             "unready" => Some(Self::Unready),
             other => {
-                let (code, message) = other.strip_prefix("exit:")?.split_once(':')?;
-                Some(Self::Exit { code: code.parse().ok().filter(|c| *c != 0)?, message: message.to_owned() })
+                let (rest, termination_log) = match other.strip_prefix("exit-log:") {
+                    Some(rest) => (rest, false),
+                    None => (other.strip_prefix("exit:")?, true),
+                };
+                let (code, message) = rest.split_once(':')?;
+                let code = code.parse().ok().filter(|c| *c != 0)?;
+                Some(Self::Exit { code, message: message.to_owned(), termination_log })
             }
         }
     }
@@ -106,8 +114,17 @@ async fn status(
 }
 
 /// Plays `fault` on the pod until the task is aborted (the pod stopped).
-pub async fn run(pods: Api<Pod>, events: Api<Event>, pod: Pod, node: String, fault: Fault, latency: Latency) {
+pub async fn run(
+    pods: Api<Pod>,
+    events: Api<Event>,
+    logs: crate::kubelet::Logs,
+    pod: Pod,
+    node: String,
+    fault: Fault,
+    latency: Latency,
+) {
     let (name, image) = container(&pod);
+    let (ns, pod_name) = (pod.namespace().unwrap_or_default(), pod.name_any());
     let none = json!({});
     let mut n: i32 = 0;
     loop {
@@ -143,12 +160,20 @@ pub async fn run(pods: Api<Pod>, events: Api<Event>, pod: Pod, node: String, fau
             }
             Fault::Exit { .. } | Fault::OomKilled => {
                 let (code, reason, message) = match &fault {
-                    Fault::Exit { code, message } => (*code, "Error", Some(message.clone())),
+                    Fault::Exit { code, message, termination_log } => {
+                        (*code, "Error", Some(message.clone()).filter(|_| *termination_log))
+                    }
                     _ => (137, "OOMKilled", None),
                 };
                 let started = now();
                 status(&pods, &pod, "Running", json!({"running": {"startedAt": started}}), none.clone(), n - 1).await;
+                if let Fault::Exit { message, .. } = &fault {
+                    logs.append(&ns, &pod_name, &name, &format!("starting the control plane\n{message}\n"));
+                }
                 tokio::time::sleep(Duration::from_millis(200)).await;
+                // Exited: its log is `--previous` from now until the next start.
+                logs.end(&ns, &pod_name, &name);
+                logs.restart(&ns, &pod_name, &name);
                 let mut terminated =
                     json!({"exitCode": code, "reason": reason, "startedAt": started, "finishedAt": now()});
                 if let Some(m) = message {
@@ -193,8 +218,12 @@ mod tests {
             ("image-pull", Some(Fault::ImagePull)),
             ("oom", Some(Fault::OomKilled)),
             ("unready", Some(Fault::Unready)),
-            ("exit:1:fatal: no licence", Some(Fault::Exit { code: 1, message: "fatal: no licence".into() })),
-            ("exit:2:", Some(Fault::Exit { code: 2, message: String::new() })),
+            (
+                "exit:1:fatal: no licence",
+                Some(Fault::Exit { code: 1, message: "fatal: no licence".into(), termination_log: true }),
+            ),
+            ("exit:2:", Some(Fault::Exit { code: 2, message: String::new(), termination_log: true })),
+            ("exit-log:1:a:b", Some(Fault::Exit { code: 1, message: "a:b".into(), termination_log: false })),
             ("exit:0:fine", None),
             ("exit:x:y", None),
             ("crash", None),

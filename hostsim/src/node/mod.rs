@@ -388,7 +388,8 @@ impl Node {
             let ns = pod.namespace().unwrap_or_default();
             let (pods, events) = (api.clone(), Api::namespaced(self.client.clone(), &ns));
             let node = nodes::node_name(node_ip);
-            let task = tokio::spawn(faults::run(pods, events, pod.clone(), node, fault, self.cfg.latency));
+            let logs = self.klipper.logs.clone();
+            let task = tokio::spawn(faults::run(pods, events, logs, pod.clone(), node, fault, self.cfg.latency));
             return Ok(Container::Faulty(task));
         }
         if image.contains("vcluster") {

@@ -164,6 +164,7 @@ pub(crate) fn container_trouble(pod: &Pod) -> Option<rollout::ContainerTrouble> 
         let w = c.state.as_ref()?.waiting.as_ref()?;
         let reason = w.reason.clone()?;
         (!rollout::ContainerTrouble::QUIET.contains(&reason.as_str())).then(|| rollout::ContainerTrouble {
+            container: c.name.clone(),
             reason,
             exit_code: None,
             message: w.message.clone(),
@@ -173,9 +174,10 @@ pub(crate) fn container_trouble(pod: &Pod) -> Option<rollout::ContainerTrouble> 
         statuses.iter().filter(|c| c.restart_count > 0).find_map(|c| {
             let t = c.last_state.as_ref()?.terminated.as_ref()?;
             Some(rollout::ContainerTrouble {
+                container: c.name.clone(),
                 reason: t.reason.clone().unwrap_or_else(|| "Error".into()),
                 exit_code: Some(t.exit_code),
-                message: t.message.clone(),
+                message: t.message.clone().filter(|m| !m.trim().is_empty()),
             })
         })
     };
@@ -233,12 +235,25 @@ pub(crate) struct Workloads(Mutex<HashMap<String, Rolling>>);
 struct Rolling {
     since: Instant,
     listed: Option<(Instant, Listed)>,
+    /// The tail of a restarting container's log, per (pod UID, restarts):
+    /// read once per restart.
+    log_tail: Option<((String, i32), Option<String>)>,
 }
 
 impl Rolling {
     fn new() -> Self {
-        Self { since: Instant::now(), listed: None }
+        Self { since: Instant::now(), listed: None, log_tail: None }
     }
+}
+
+/// How many of the log's last lines say why a container exited.
+const LOG_TAIL_LINES: usize = 3;
+
+/// The last non-empty lines of a log (at most [`LOG_TAIL_LINES`]).
+pub(crate) fn log_tail(log: &str) -> Option<String> {
+    let lines: Vec<&str> = log.lines().map(str::trim_end).filter(|l| !l.trim().is_empty()).collect();
+    let tail = &lines[lines.len().saturating_sub(LOG_TAIL_LINES)..];
+    (!tail.is_empty()).then(|| tail.join("\n"))
 }
 
 /// What [`rollout::blocker`] needs of a namespace's Events and claims.
@@ -298,6 +313,40 @@ impl Workloads {
             r.listed = Some((Instant::now(), listed.clone()));
         }
         Some(listed)
+    }
+
+    /// A container that exited with an error and no termination message
+    /// (its `terminationMessagePolicy` is `File` and it wrote none, as
+    /// vCluster's syncer): the tail of its previous run's log stands for it,
+    /// read once per restart (`kubectl logs --previous --tail`).
+    async fn words_from_log(&self, client: &Client, ns: &str, pod: &Pod, facts: &mut PodFacts) {
+        let Some(trouble) = facts.container.as_mut() else { return };
+        if trouble.exit_code.is_none() || trouble.message.is_some() || trouble.reason == "OOMKilled" {
+            return;
+        }
+        let key = (facts.uid.clone(), facts.restarts);
+        let known = self.0.lock().ok().and_then(|m| {
+            m.get(ns).and_then(|r| r.log_tail.as_ref()).filter(|(k, _)| *k == key).map(|(_, t)| t.clone())
+        });
+        let tail = match known {
+            Some(tail) => tail,
+            None => {
+                let params = LogParams {
+                    container: Some(trouble.container.clone()),
+                    previous: true,
+                    tail_lines: Some(20),
+                    limit_bytes: Some(16 * 1024),
+                    ..LogParams::default()
+                };
+                let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+                let tail = pods.logs(&pod.name_any(), &params).await.ok().as_deref().and_then(log_tail);
+                if let Ok(mut m) = self.0.lock() {
+                    m.entry(ns.to_owned()).or_insert_with(Rolling::new).log_tail = Some((key, tail.clone()));
+                }
+                tail
+            }
+        };
+        trouble.message = tail;
     }
 
     /// The rollout is done (or the cluster gone): nothing to keep.
@@ -438,9 +487,12 @@ pub(crate) async fn assemble(
     let vcluster_config = secret.as_ref().and_then(|s| text(s, "config"));
     let pod = current_pod(raw.control_plane_pods.iter(), name);
     let rollout = raw.stateful_set.as_ref().map_or(Rollout::Missing, |s| stateful_set_facts(s).rollout());
-    let facts = pod.map(pod_facts);
+    let mut facts = pod.map(pod_facts);
     let blocked = match (&job_state, rollout) {
         (JobState::Complete, Rollout::Missing | Rollout::InProgress) => {
+            if let (Some(pod), Some(f)) = (pod, facts.as_mut()) {
+                workloads.words_from_log(client, &ns, pod, f).await;
+            }
             blocked(client, workloads, &ns, raw.stateful_set.as_ref(), facts.as_ref(), raw.workload).await
         }
         _ => {
@@ -850,6 +902,13 @@ pub(crate) fn last_error(log: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_logs_last_lines_stand_for_a_missing_termination_message() {
+        assert_eq!(log_tail("a\nb\n\nc\nfatal: no licence\n\n").as_deref(), Some("b\nc\nfatal: no licence"));
+        assert_eq!(log_tail("only\n").as_deref(), Some("only"));
+        assert_eq!(log_tail("\n  \n"), None);
+    }
 
     #[test]
     fn helm_errors_are_cut_from_the_log() {

@@ -75,6 +75,8 @@ pub(crate) struct PodFacts {
 /// A container's own account of its trouble (kubelet's container status).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct ContainerTrouble {
+    /// The container's name (its log is read by it).
+    pub container: String,
     /// `lastState.terminated.reason` (`Error`, `OOMKilled`) or `state.waiting.reason`.
     pub reason: String,
     pub exit_code: Option<i32>,
@@ -237,7 +239,12 @@ mod tests {
             ..PodFacts::default()
         };
         let trouble = |reason: &str, exit_code: Option<i32>, message: Option<&str>| {
-            Some(ContainerTrouble { reason: reason.into(), exit_code, message: message.map(Into::into) })
+            Some(ContainerTrouble {
+                container: "syncer".into(),
+                reason: reason.into(),
+                exit_code,
+                message: message.map(Into::into),
+            })
         };
         let backoff = ev("p", true, "BackOff", "Back-off restarting failed container syncer in pod demo-0_ns(p)", 9);
         let unhealthy = ev("p", true, "Unhealthy", "Readiness probe failed: HTTP probe failed with statuscode: 500", 8);
