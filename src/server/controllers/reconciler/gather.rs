@@ -643,9 +643,18 @@ pub(crate) const EXPECTED_ENV: [&str; 2] = ["EXPECTED_RELEASE_REVISION", "CONFIG
 /// [`Expected`] from the Job's first container; `None` for a Job that does
 /// not carry it.
 pub(crate) fn expected(job: &Job) -> Option<Expected> {
-    let env = job.spec.as_ref()?.template.spec.as_ref()?.containers.first()?.env.as_ref()?;
-    let var = |n: &str| env.iter().find(|e| e.name == n).and_then(|e| e.value.clone());
+    let var = |n: &str| job_env(job).find(|(name, _)| *name == n).map(|(_, v)| v.to_owned());
     Some(Expected { revision: var(EXPECTED_ENV[0])?.parse().ok()?, hash: var(EXPECTED_ENV[1])? })
+}
+
+/// The env values of the Job's first container (helm-controller's one), by name.
+fn job_env(job: &Job) -> impl Iterator<Item = (&str, &str)> {
+    let container = job.spec.as_ref().and_then(|s| s.template.spec.as_ref()).and_then(|s| s.containers.first());
+    container
+        .and_then(|c| c.env.as_ref())
+        .into_iter()
+        .flatten()
+        .filter_map(|e| Some((e.name.as_str(), e.value.as_deref()?)))
 }
 
 /// The proxy env helm-controller copies from its own into every Job it makes
@@ -677,13 +686,7 @@ pub(crate) fn proxy_port(value: &str) -> Option<u16> {
 
 /// The ports of the proxies the Job's container is told to use.
 pub(crate) fn proxy_ports(job: &Job) -> Vec<u16> {
-    let env = job.spec.as_ref().and_then(|s| s.template.spec.as_ref()).and_then(|s| s.containers.first());
-    env.and_then(|c| c.env.as_ref())
-        .into_iter()
-        .flatten()
-        .filter(|e| PROXY_ENV.contains(&e.name.as_str()))
-        .filter_map(|e| proxy_port(e.value.as_deref()?))
-        .collect()
+    job_env(job).filter(|(name, _)| PROXY_ENV.contains(name)).filter_map(|(_, v)| proxy_port(v)).collect()
 }
 
 /// helm's release record of `release` at `revision` (helm's secrets driver).
@@ -946,16 +949,16 @@ mod tests {
         assert_eq!(release_record("demo", 7), "sh.helm.release.v1.demo.v7");
     }
 
+    /// A Job whose one container has this env, as helm-controller makes it.
+    fn job_with_env(env: &[(&str, &str)]) -> Job {
+        let env: Vec<_> = env.iter().map(|(name, value)| serde_json::json!({"name": name, "value": value})).collect();
+        let job = serde_json::json!({"spec": {"template": {"spec": {"containers": [{"name": "helm", "env": env}]}}}});
+        serde_json::from_value(job).unwrap()
+    }
+
     #[test]
     fn the_jobs_expectation_is_read_from_its_env() {
-        let job: Job = serde_json::from_value(serde_json::json!({
-            "spec": {"template": {"spec": {"containers": [{"name": "helm", "env": [
-                {"name": "NAME", "value": "demo"},
-                {"name": "EXPECTED_RELEASE_REVISION", "value": "3"},
-                {"name": "CONFIG_HASH", "value": "abc"}
-            ]}]}}}
-        }))
-        .unwrap();
+        let job = job_with_env(&[("NAME", "demo"), ("EXPECTED_RELEASE_REVISION", "3"), ("CONFIG_HASH", "abc")]);
         assert_eq!(expected(&job), Some(Expected { revision: 3, hash: "abc".into() }));
         // the watch cache keeps exactly these
         let slim = super::super::cache::slim::job(job);
@@ -981,14 +984,11 @@ mod tests {
         ] {
             assert_eq!(proxy_port(value), port, "{value}");
         }
-        let job: Job = serde_json::from_value(serde_json::json!({
-            "spec": {"template": {"spec": {"containers": [{"name": "helm", "env": [
-                {"name": "HTTPS_PROXY", "value": "http://proxy:3128"},
-                {"name": "NO_PROXY", "value": "10.0.0.0/8"},
-                {"name": "http_proxy", "value": "http://proxy:3129"}
-            ]}]}}}
-        }))
-        .unwrap();
+        let job = job_with_env(&[
+            ("HTTPS_PROXY", "http://proxy:3128"),
+            ("NO_PROXY", "10.0.0.0/8"),
+            ("http_proxy", "http://proxy:3129"),
+        ]);
         assert_eq!(proxy_ports(&job), [3128, 3129]);
         // the watch cache keeps them
         assert_eq!(proxy_ports(&super::super::cache::slim::job(job)), [3128, 3129]);
