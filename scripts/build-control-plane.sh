@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the test host's upstream parts from the versions pinned in hostcluster/**/go.mod
 # (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, helm-controller,
-# helm, MetalLB's controller, and netpol-check: NetworkPolicy verdicts from cyclonus's matcher)
+# helm, MetalLB's controller, vCluster's OSS syncer and kine, and netpol-check:
+# NetworkPolicy verdicts from cyclonus's matcher)
 # into ~/.cache/kubebyon/control-plane/<k8s>-etcd<etcd>/ (outside the clone) and
 # prints that folder. Skips the build when all binaries are already there.
 # Needs Go and the Go module proxy; no release downloads, no container runtime.
@@ -22,11 +23,14 @@ out="${KUBEBYON_CONTROL_PLANE_DIR:-$CONTROL_PLANE_ROOT/$k8s-etcd$etcd}"
 
 # Each target: binary name, module folder (under hostcluster/), package, the version
 # that module pins (recorded beside the binary in .<name>.version so a bumped pin
-# rebuilds just that binary), and the version stamp upstream's own Makefile sets.
+# rebuilds just that binary), the version stamp upstream's own Makefile sets, and
+# optionally the build tags and CGO_ENABLED upstream's build uses.
 version_of() { awk -v m="$2" '$1 == m && $2 ~ /^v/ { print $2; exit }' "$mod/$1/go.mod"; }
 helm_controller="$(version_of helm-controller github.com/k3s-io/helm-controller)"
 helm="$(version_of helm helm.sh/helm/v4)"
 metallb="$(version_of metallb go.universe.tf/metallb)"
+vcluster="$(version_of vcluster github.com/loft-sh/vcluster)"
+kine="$(version_of kine github.com/k3s-io/kine)"
 # Our own small main over cyclonus's matcher: its source's digest joins the pin.
 netpol="$(version_of netpol github.com/mattfenwick/cyclonus)-$(sha256sum "$mod/netpol/main.go" | cut -c1-12)"
 minor="${k8s#v1.}"; minor="${minor%%.*}"
@@ -44,12 +48,16 @@ targets=(
   "helm|helm|helm.sh/helm/v4/cmd/helm|$helm| -X helm.sh/helm/v4/internal/version.version=$helm -X helm.sh/helm/v4/internal/version.gitTreeState=clean"
   "metallb-controller|metallb|go.universe.tf/metallb/controller|$metallb|"
   "netpol-check|netpol|.|$netpol|"
+  # vCluster's Dockerfile: CGO off, the version stamp (its telemetry finds no route out of the sandbox).
+  "vcluster|vcluster|github.com/loft-sh/vcluster/cmd/vcluster|$vcluster| -X github.com/loft-sh/vcluster/pkg/telemetry.SyncerVersion=${vcluster#v}||0"
+  # kine's scripts/build: CGO (SQLite) and its tags.
+  "kine|kine|github.com/k3s-io/kine|$kine| -X github.com/k3s-io/kine/pkg/version.Version=$kine|nats,sqlite_unlock_notify,sqlite_vtable,sqlite_stat4,sqlite_preupdate_hook,sqlite_math_functions,sqlite_dbstat,sqlite_column_metadata|1"
 )
 # The folder's name carries the k8s and etcd versions; the others are stamped.
 built() { [[ -x "$out/$1" ]] && { [[ "$3" == . ]] || [[ "$(cat "$out/.$1.version" 2>/dev/null)" == "$2" ]]; }; }
 todo=()
 for t in "${targets[@]}"; do
-  IFS='|' read -r name dir pkg version stamp <<<"$t"
+  IFS='|' read -r name dir pkg version stamp _ _ <<<"$t"
   if [[ -z "$version" ]]; then
     echo "build-control-plane: no pinned version for $name in $mod/$dir/go.mod" >&2
     exit 1
@@ -87,10 +95,11 @@ start=$SECONDS
 # Stamp the release into each binary so it reports its version (upstream does this
 # in its Makefile or hack/lib/version.sh); without it kube-apiserver says v0.0.0-master.
 for t in "${todo[@]}"; do
-  IFS='|' read -r name dir pkg version stamp <<<"$t"
+  IFS='|' read -r name dir pkg version stamp tags cgo <<<"$t"
   echo "build-control-plane: building $name $version into $out" >&2
   one=$SECONDS
-  (cd "$mod/$dir" && nice -n 10 go build -mod=readonly -trimpath -buildvcs=false -ldflags="-s -w$stamp" -o "$out/$name.tmp" "$pkg")
+  (cd "$mod/$dir" && CGO_ENABLED="${cgo:-$(go env CGO_ENABLED)}" nice -n 10 go build -mod=readonly -trimpath -buildvcs=false \
+    ${tags:+-tags="$tags"} -ldflags="-s -w$stamp" -o "$out/$name.tmp" "$pkg")
   mv "$out/$name.tmp" "$out/$name"
   echo "$version" >"$out/.$name.version"
   echo "build-control-plane: $name took $((SECONDS - one)) s" >&2

@@ -71,6 +71,9 @@ if [ "${1:-}" = "--test" ]; then
   command -v chromium >/dev/null || missing+=(chromium)
   [ -d /usr/share/fonts/opentype/noto ] || missing+=(fonts-noto-cjk)
   pg_bin >/dev/null 2>&1 || missing+=(postgresql)
+  # The test host's syncer pods: `ip` sets up their network namespaces
+  # (`unshare`, `mount` and `chroot` are util-linux and coreutils, always there).
+  command -v ip >/dev/null || missing+=(iproute2)
   if [ ${#missing[@]} -gt 0 ]; then
     log "installing Debian packages: ${missing[*]}"
     sudo=""

@@ -38,7 +38,17 @@ control_plane_pid=$!
 bash scripts/install-tools.sh --test
 bash scripts/lint.sh
 
-step "host cluster parts and kubectl (built once from hostcluster/go.mod)"
+step "PostgreSQL for the storage tests"
+KUBEBYON_TEST_POSTGRES_URL=$(bash scripts/test-postgres.sh start "$work/pg")
+export KUBEBYON_TEST_POSTGRES_URL
+export KUBEBYON_REQUIRE_POSTGRES=1
+
+step "Rust tests, the release build beside them"
+# Built while the Go parts may still build (a fresh machine's vCluster syncer
+# outlasts the tools and the lints).
+cargo test --features ssr --no-run
+
+step "host cluster parts and kubectl (built once from hostcluster/**/go.mod)"
 if ! wait "$control_plane_pid"; then
   control_plane_pid=""
   cat "$work/control-plane.log" >&2
@@ -49,14 +59,6 @@ KUBEBYON_CONTROL_PLANE_DIR=$(tail -n 1 "$work/control-plane.out")
 export KUBEBYON_CONTROL_PLANE_DIR
 # The tests' kubectl is the pinned release's, not whatever the machine has.
 export PATH="$KUBEBYON_CONTROL_PLANE_DIR:$PATH"
-
-step "PostgreSQL for the storage tests"
-KUBEBYON_TEST_POSTGRES_URL=$(bash scripts/test-postgres.sh start "$work/pg")
-export KUBEBYON_TEST_POSTGRES_URL
-export KUBEBYON_REQUIRE_POSTGRES=1
-
-step "Rust tests, the release build beside them"
-cargo test --features ssr --no-run
 # The tests mostly wait on their host: the release build (server + wasm) takes
 # the idle CPU, niced, in its own process group (stopped on exit).
 setsid nice -n 19 bash scripts/build-console.sh >"$work/site.out" 2>"$work/site.log" &

@@ -106,7 +106,7 @@ fn through(kubeconfig: &str, proxy: SocketAddr) -> String {
 fn proxy(host: &TestHost) -> SocketAddr {
     let listen = SocketAddr::from((host.net.addr(251), 0));
     let mut names: BTreeMap<String, IpAddr> =
-        ["a.k.test", "b.k.test", "old.k.test"].map(|n| (n.to_owned(), gateway_ip(host.net))).into();
+        ["a.k.test", "b.k.test", "old.k.test", "none.k.test"].map(|n| (n.to_owned(), gateway_ip(host.net))).into();
     names.extend((0..20).map(|i| (format!("gw{i:02}.k.test"), gateway_ip(host.net))));
     ts::connect_proxy(listen, names).unwrap()
 }
@@ -169,6 +169,11 @@ async fn gateway_clusters_are_reached_by_name_through_one_address() {
     let err =
         kubectl_get_ns_on(host, &through(&crossed, proxy_at), "gw-crossed").expect_err("a crossed kubeconfig fails");
     assert!(err.contains("certificate") || err.contains("x509"), "{err}");
+    // A name no route holds: the Gateway's own default certificate (k3s's
+    // Traefik), not a closed connection.
+    let unrouted = kc_a.replace("https://a.k.test:443", "https://none.k.test:443");
+    let err = kubectl_get_ns_on(host, &through(&unrouted, proxy_at), "gw-none").expect_err("no route for the name");
+    assert!(err.contains("x509") || err.contains("certificate"), "the Gateway's default certificate: {err}");
 
     // The admin names a Gateway whose listener admits only its own
     // namespace: the routes follow it, and say why they are not accepted,

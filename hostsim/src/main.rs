@@ -78,7 +78,8 @@ struct Up {
     /// How a running vCluster answers: `real` gives each its own
     /// kube-apiserver (on this host's etcd, its own prefix and certificates:
     /// `kubectl` sees the virtual cluster's own namespaces; no syncer);
-    /// `relay` forwards to this host's API server (hundreds of clusters).
+    /// `relay` forwards to this host's API server (hundreds of clusters);
+    /// `syncer` runs upstream's vCluster v0.30.0 (needs root: namespaces).
     #[arg(long, value_enum, default_value = "real")]
     vcluster_api: ApiMode,
     /// With `real`: at most this many API servers at once (each ~260 MB);
@@ -109,6 +110,9 @@ struct Up {
 #[derive(Clone, Copy, clap::ValueEnum)]
 enum ApiMode {
     Real,
+    /// Upstream's vCluster syncer (`hostcluster/vcluster`) in its own
+    /// namespaces, for shared-node clusters; own-nodes clusters get `real`'s stand-in.
+    Syncer,
     Relay,
 }
 
@@ -208,6 +212,15 @@ async fn up(args: Up) -> Result<()> {
         ApiMode::Real => {
             let only: Vec<&str> = vcluster_api_releases.iter().map(String::as_str).collect();
             node::apiserver::VClusterApi::Real(node::apiserver::RealApi::for_releases(vcluster_api_cap, &only))
+        }
+        ApiMode::Syncer => {
+            let only: Vec<&str> = vcluster_api_releases.iter().map(String::as_str).collect();
+            let real = if only.is_empty() {
+                node::apiserver::RealApi::new(vcluster_api_cap)
+            } else {
+                node::apiserver::RealApi::for_releases(vcluster_api_cap, &only)
+            };
+            node::apiserver::VClusterApi::Syncer(real)
         }
         ApiMode::Relay => node::apiserver::VClusterApi::Relay,
     };

@@ -142,6 +142,40 @@ pub async fn vc_kubeconfig(client: &Client, ns: &str, name: &str, timeout: Durat
     .await
 }
 
+/// `vc-<release>`'s kubeconfig pointed at the Service's `https` node port on the
+/// node its pod `<release>-0` runs on (as a downloaded NodePort kubeconfig
+/// goes), written into `dir`; then `kubectl get ns -o name` through it, once
+/// the virtual cluster answers.
+pub async fn node_port_namespaces(
+    client: &Client,
+    ns: &str,
+    release: &str,
+    dir: &Path,
+    timeout: Duration,
+) -> Result<(PathBuf, String)> {
+    let config = vc_kubeconfig(client, ns, release, timeout).await?;
+    let services: Api<Service> = Api::namespaced(client.clone(), ns);
+    let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(client.clone(), ns);
+    let svc = services.get(release).await?;
+    let port = svc
+        .spec
+        .and_then(|s| s.ports)
+        .and_then(|ports| ports.into_iter().find(|p| p.name.as_deref() == Some("https")))
+        .and_then(|p| p.node_port)
+        .context("no https node port")?;
+    let pod = format!("{release}-0");
+    let node_ip =
+        eventually("the pod's node", timeout, || async { pods.get(&pod).await.ok()?.status?.host_ip }).await?;
+    let config = with_server(&config, &format!("https://{node_ip}:{port}"))?;
+    let path = write_kubeconfig(dir, &config, release)?;
+    let listed = eventually("the virtual cluster answers", timeout, || async {
+        let out = kubectl(&path, &["get", "ns", "-o", "name"]).ok()?;
+        out.status.success().then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+    })
+    .await?;
+    Ok((path, listed))
+}
+
 /// The kubeconfig with its server replaced, as the console does for the endpoint.
 pub fn with_server(kubeconfig: &str, server: &str) -> Result<String> {
     let mut doc: serde_yaml::Value = serde_yaml::from_str(kubeconfig)?;

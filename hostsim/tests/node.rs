@@ -100,23 +100,8 @@ async fn a_real_vcluster_api_server_shows_the_virtual_clusters_own_namespaces() 
     let ns = host.namespace(&client, "inside").await.unwrap();
     let values = "controlPlane:\n  service:\n    spec:\n      type: NodePort\n";
     ts::apply_chart(&client, &ns, "inside", values, json!({})).await.unwrap();
-    let config = ts::vc_kubeconfig(&client, &ns, "inside", WAIT).await.unwrap();
-    let services: kube::Api<k8s_openapi::api::core::v1::Service> = kube::Api::namespaced(client.clone(), &ns);
-    let pods: kube::Api<k8s_openapi::api::core::v1::Pod> = kube::Api::namespaced(client.clone(), &ns);
-    let svc = services.get("inside").await.unwrap();
-    let port = svc.spec.unwrap().ports.unwrap().iter().find(|p| p.name.as_deref() == Some("https")).unwrap().node_port;
-    let node_ip = ts::eventually("the pod's node", WAIT, || async { pods.get("inside-0").await.ok()?.status?.host_ip })
-        .await
-        .unwrap();
-    let config = ts::with_server(&config, &format!("https://{node_ip}:{}", port.unwrap())).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let path = ts::write_kubeconfig(dir.path(), &config, "inside").unwrap();
-    let listed = ts::eventually("the virtual cluster answers", WAIT, || async {
-        let out = ts::kubectl(&path, &["get", "ns", "-o", "name"]).ok()?;
-        out.status.success().then(|| String::from_utf8_lossy(&out.stdout).into_owned())
-    })
-    .await
-    .unwrap();
+    let (path, listed) = ts::node_port_namespaces(&client, &ns, "inside", dir.path(), WAIT).await.unwrap();
     for own in ["namespace/default", "namespace/kube-system", "namespace/kube-public"] {
         assert!(listed.contains(own), "{own} in {listed}");
     }

@@ -31,6 +31,9 @@ pub enum VClusterApi {
     #[default]
     Relay,
     Real(RealApi),
+    /// Upstream's own syncer runs the pod ([`super::syncer`]); releases it does
+    /// not serve, and those beyond its cap, relay.
+    Syncer(RealApi),
 }
 
 /// What a real vCluster API server needs, and the cap on how many run.

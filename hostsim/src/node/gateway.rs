@@ -27,9 +27,12 @@
 //! - the data path: on the Gateway's address and each TLS `Passthrough`
 //!   listener's port, the ClientHello's SNI picks the attached route whose
 //!   hostname matches, and the TLS stream goes untouched to the backend
-//!   Service's ready endpoint (as kube-proxy resolves it). No route: the
-//!   connection is closed. Route changes apply in place: a listener is never
-//!   closed or rebound while its address is wanted.
+//!   Service's ready endpoint (as kube-proxy resolves it); a wildcard
+//!   hostname routes the names under it ([`hostname_intersection`],
+//!   [`route_for`]). No route for the name: k3s's Traefik's answer, its
+//!   default certificate and a 404 ([`default_certificate`]). Route changes
+//!   apply in place: a listener is never closed or rebound while its address
+//!   is wanted.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{Ipv4Addr, SocketAddr};
@@ -70,9 +73,36 @@ pub fn hostname_matches(listener: Option<&str>, host: &str) -> bool {
     match listener {
         None => true,
         Some(l) => match l.strip_prefix("*.") {
-            Some(suffix) => host.strip_suffix(suffix).is_some_and(|head| head.len() > 1 && head.ends_with('.')),
+            Some(suffix) => {
+                let host = host.to_ascii_lowercase();
+                host.strip_suffix(&suffix.to_ascii_lowercase())
+                    .is_some_and(|head| head.len() > 1 && head.ends_with('.'))
+            }
             None => l.eq_ignore_ascii_case(host),
         },
+    }
+}
+
+/// The names a listener's hostname and a route's hostname both cover, as the
+/// most specific of the two (gateway-api v1.6.3 `apis/v1/tlsroute_types.go`
+/// `Hostnames` and `apis/v1/gateway_types.go` `Listener.Hostname`: a listener
+/// `test.example.com` admits a route naming `test.example.com` or
+/// `*.example.com`; a listener `*.example.com` admits `test.example.com` and
+/// `*.example.com`; wildcards intersect when one's suffix holds the other's).
+/// `None`: they do not intersect. No listener hostname admits every name.
+pub fn hostname_intersection(listener: Option<&str>, route: &str) -> Option<String> {
+    let route = route.to_ascii_lowercase();
+    let Some(listener) = listener.map(str::to_ascii_lowercase) else { return Some(route) };
+    let covers = |wild: &str, name: &str| hostname_matches(Some(wild), name.trim_start_matches("*."));
+    match (listener.starts_with("*."), route.starts_with("*.")) {
+        (false, false) => (listener == route).then_some(route),
+        (true, false) => hostname_matches(Some(&listener), &route).then_some(route),
+        (false, true) => hostname_matches(Some(&route), &listener).then_some(listener),
+        // `*.a.k.test` within `*.k.test`: the narrower one.
+        (true, true) if listener == route => Some(route),
+        (true, true) if covers(&listener, &route) => Some(route),
+        (true, true) if covers(&route, &listener) => Some(listener),
+        (true, true) => None,
     }
 }
 
@@ -191,13 +221,15 @@ pub fn plan(w: &World<'_>) -> Plan {
                 l["protocol"] == "TLS" && l["tls"]["mode"] == "Passthrough" && ns_ok && kind_ok
             };
             let allowed: Vec<&&Value> = listeners.iter().filter(admits).collect();
-            let matching: Vec<&&Value> = allowed
-                .iter()
-                .copied()
-                .filter(|l| {
-                    hostnames.is_empty() || hostnames.iter().any(|h| hostname_matches(l["hostname"].as_str(), h))
-                })
-                .collect();
+            // Per listener, the names it serves this route by (none: no intersection).
+            let served = |l: &Value| -> Vec<String> {
+                let lh = l["hostname"].as_str();
+                if hostnames.is_empty() {
+                    return vec![lh.unwrap_or("*").to_ascii_lowercase()];
+                }
+                hostnames.iter().filter_map(|h| hostname_intersection(lh, h)).collect()
+            };
+            let matching: Vec<&&Value> = allowed.iter().copied().filter(|l| !served(l).is_empty()).collect();
             let accepted = match (listeners.is_empty(), allowed.is_empty(), matching.is_empty()) {
                 (true, _, _) => condition(
                     "Accepted",
@@ -253,10 +285,10 @@ pub fn plan(w: &World<'_>) -> Plan {
                     ) else {
                         continue;
                     };
-                    for h in &hostnames {
+                    for h in served(l) {
                         p.sni.push((
                             SocketAddr::from((*ip, port)),
-                            h.to_ascii_lowercase(),
+                            h,
                             format!("{rns}/{}", s(&b["name"])),
                             b["port"].as_i64().unwrap_or(443),
                         ));
@@ -435,6 +467,60 @@ impl Drop for SniProxy {
     }
 }
 
+/// The backend for a server name: the exact name, else the narrowest wildcard
+/// (`*.a.k.test` before `*.k.test`), else a route for any name (`*`).
+pub fn route_for(routes: &BTreeMap<String, SocketAddr>, host: Option<&str>) -> Option<SocketAddr> {
+    if let Some(host) = host {
+        if let Some(b) = routes.get(host) {
+            return Some(*b);
+        }
+        let mut rest = host;
+        while let Some((_, parent)) = rest.split_once('.') {
+            if let Some(b) = routes.get(&format!("*.{parent}")) {
+                return Some(*b);
+            }
+            rest = parent;
+        }
+    }
+    routes.get("*").copied()
+}
+
+/// What k3s's Traefik does with a TLS connection no passthrough route takes:
+/// its HTTPS entry point terminates it with Traefik's self-signed default
+/// certificate (`CN=TRAEFIK DEFAULT CERT`, `pkg/tls/generate/generate.go`)
+/// and answers `404 page not found` (no router matches).
+async fn default_certificate(inbound: TcpStream) {
+    static DEFAULT: std::sync::OnceLock<Option<std::sync::Arc<rustls::ServerConfig>>> = std::sync::OnceLock::new();
+    let config = DEFAULT.get_or_init(|| {
+        let ca = crate::pki::Ca::generate("TRAEFIK DEFAULT CERT").ok()?;
+        let name = format!("{:x}.traefik.default", fastrand::u64(..));
+        let pair = ca.issue_server("TRAEFIK DEFAULT CERT", &[name]).ok()?;
+        crate::tls::server_config(&pair, &ca.pair.cert_pem).ok().map(|t| t.config)
+    });
+    let Some(config) = config.clone() else { return };
+    let Ok(Ok(mut tls)) = tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        tokio_rustls::TlsAcceptor::from(config).accept(inbound),
+    )
+    .await
+    else {
+        return;
+    };
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut buf = [0u8; 4096];
+    if let Ok(Ok(n)) = tokio::time::timeout(std::time::Duration::from_secs(5), tls.read(&mut buf)).await
+        && n > 0
+    {
+        let body = "404 page not found\n";
+        let head = format!(
+            "HTTP/1.1 404 Not Found\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        );
+        let _ = tls.write_all(format!("{head}{body}").as_bytes()).await;
+    }
+    let _ = tls.shutdown().await;
+}
+
 async fn serve(listener: TcpListener, routes: Routes) {
     // Dropping the set (the address no longer wanted) closes its connections.
     let mut conns = JoinSet::new();
@@ -454,8 +540,11 @@ async fn serve(listener: TcpListener, routes: Routes) {
                         if host.is_some() || n >= 5 && n >= 5 + usize::from(u16::from_be_bytes([buf[3], buf[4]])) { break; }
                         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
                     }
-                    let backend = host.and_then(|h| routes.read().ok()?.get(&h).copied());
-                    let Some(backend) = backend else { return };
+                    let backend = routes.read().ok().and_then(|r| route_for(&r, host.as_deref()));
+                    let Some(backend) = backend else {
+                        default_certificate(inbound).await;
+                        return;
+                    };
                     if let Ok(mut outbound) = TcpStream::connect(backend).await {
                         let _ = copy_bidirectional(&mut inbound, &mut outbound).await;
                     }
@@ -477,6 +566,47 @@ mod tests {
         assert!(!hostname_matches(Some("*.k.test"), "k.test"));
         assert!(hostname_matches(Some("a.k.test"), "A.k.test"));
         assert!(hostname_matches(None, "x.example"));
+    }
+
+    /// Listener × route hostnames, as gateway-api v1.6.3's `Hostnames` docs list them.
+    #[test]
+    fn listener_and_route_hostnames_intersect_as_the_spec_says() {
+        let cases: [(Option<&str>, &str, Option<&str>); 11] = [
+            (Some("test.example.com"), "test.example.com", Some("test.example.com")),
+            (Some("test.example.com"), "*.example.com", Some("test.example.com")),
+            (Some("test.example.com"), "other.example.com", None),
+            (Some("test.example.com"), "*.example.net", None),
+            (Some("*.example.com"), "test.example.com", Some("test.example.com")),
+            (Some("*.example.com"), "*.example.com", Some("*.example.com")),
+            (Some("*.example.com"), "example.com", None),
+            (Some("*.example.com"), "test.example.net", None),
+            (Some("*.example.com"), "*.a.example.com", Some("*.a.example.com")),
+            (Some("*.a.example.com"), "*.example.com", Some("*.a.example.com")),
+            (None, "Any.Example.com", Some("any.example.com")),
+        ];
+        for (listener, route, want) in cases {
+            assert_eq!(hostname_intersection(listener, route).as_deref(), want, "{listener:?} × {route}");
+        }
+    }
+
+    #[test]
+    fn a_server_name_finds_its_exact_route_then_the_narrowest_wildcard() {
+        let at = |port: u16| SocketAddr::from(([127, 0, 0, 1], port));
+        let routes: BTreeMap<String, SocketAddr> =
+            [("a.k.test", 1), ("*.k.test", 2), ("*.b.k.test", 3)].map(|(h, p)| (h.to_owned(), at(p))).into();
+        let cases = [
+            (Some("a.k.test"), Some(1)),
+            (Some("x.k.test"), Some(2)),
+            (Some("x.b.k.test"), Some(3)),
+            (Some("k.test"), None),
+            (Some("a.other"), None),
+            (None, None),
+        ];
+        for (host, want) in cases {
+            assert_eq!(route_for(&routes, host), want.map(at), "{host:?}");
+        }
+        let any: BTreeMap<String, SocketAddr> = [("*".to_owned(), at(9))].into();
+        assert_eq!(route_for(&any, Some("z.example")), Some(at(9)));
     }
 
     fn world_plan(listener: Value, route_ns_labels: &[(&str, &str)], services: &[&str]) -> Plan {

@@ -24,6 +24,7 @@ pub mod network;
 pub mod nodes;
 pub mod repo;
 pub mod storage;
+pub mod syncer;
 pub mod vcluster;
 
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -81,6 +82,8 @@ enum Container {
     Klipper(JoinHandle<()>),
     /// A pod failing as a test asked ([`faults`]).
     Faulty(JoinHandle<()>),
+    /// vCluster's own syncer ([`syncer`]).
+    Syncer(JoinHandle<()>),
     VCluster {
         vc: Box<VCluster>,
         ready: bool,
@@ -101,6 +104,7 @@ struct Node {
     cfg: Config,
     upstream: Arc<Upstream>,
     klipper: klipper::Runtime,
+    syncer: syncer::Runtime,
     free_ips: BTreeSet<Ipv4Addr>,
     pods: HashMap<String, Running>,
     proxy: Proxy,
@@ -127,7 +131,7 @@ fn metallb(kind: &str, plural: &str) -> ApiResource {
 /// Runs until the process ends; `on_ready` is called after the first pass.
 pub async fn run(client: Client, creds: Credentials, mut cfg: Config, on_ready: impl FnOnce()) -> Result<()> {
     std::fs::create_dir_all(cfg.state_dir.join("pods"))?;
-    if let apiserver::VClusterApi::Real(real) = &mut cfg.vcluster_api {
+    if let apiserver::VClusterApi::Real(real) | apiserver::VClusterApi::Syncer(real) = &mut cfg.vcluster_api {
         real.etcd = cfg.etcd.clone();
         real.bin = cfg.bin_dir.join("kube-apiserver");
         real.dir = cfg.state_dir.join("vclusters");
@@ -146,7 +150,23 @@ pub async fn run(client: Client, creds: Credentials, mut cfg: Config, on_ready: 
     std::fs::write(&ca_file, &creds.ca_pem)?;
     let mirror = repo::Mirror::start(cfg.mirror, &cfg.bin_dir.join("charts"), &cfg.state_dir).await?;
     let wake = Arc::new(Notify::new());
+    let host_api = creds
+        .server
+        .trim_start_matches("https://")
+        .parse()
+        .map_err(|e| anyhow::anyhow!("the host's server {}: {e}", creds.server))?;
     let mut node = Node {
+        syncer: syncer::Runtime {
+            client: client.clone(),
+            vcluster: cfg.bin_dir.join("vcluster"),
+            kine: cfg.bin_dir.join("kine"),
+            binaries: cfg.bin_dir.clone(),
+            host_api,
+            host_ca_pem: creds.ca_pem.clone(),
+            root: cfg.state_dir.join("pods"),
+            logs: logs.clone(),
+            latency: cfg.latency,
+        },
         klipper: klipper::Runtime {
             client: client.clone(),
             helm: cfg.bin_dir.join("helm"),
@@ -280,7 +300,7 @@ impl Node {
 
     fn stop(&mut self, uid: &str) {
         if let Some(run) = self.pods.remove(uid) {
-            if let Container::Klipper(task) | Container::Faulty(task) = run.container {
+            if let Container::Klipper(task) | Container::Faulty(task) | Container::Syncer(task) = run.container {
                 task.abort();
             }
             self.free_ips.extend(run.ip);
@@ -396,6 +416,21 @@ impl Node {
             let ns = pod.namespace().unwrap_or_default();
             let release = pod.labels().get("release").cloned().unwrap_or_default();
             let (extra_sans, join_endpoint) = self.pod_config(&ns, &release).await;
+            // Upstream's syncer, for shared-node clusters (private nodes need
+            // the Pro image: they keep the stand-in).
+            if let apiserver::VClusterApi::Syncer(real) = &self.cfg.vcluster_api
+                && join_endpoint.is_none()
+                && real.serves(&release)
+            {
+                if let Some(slot) = real.slot() {
+                    let (rt, api, pod, wake) = (self.syncer.clone(), api.clone(), pod.clone(), self.wake.clone());
+                    return Ok(Container::Syncer(tokio::spawn(async move {
+                        syncer::run(rt, api, pod, ip, slot).await;
+                        wake.notify_one();
+                    })));
+                }
+                tracing::warn!(%release, cap = real.cap, "vcluster syncer: cap reached; relaying");
+            }
             let waiting = json!({"running": {"startedAt": now()}});
             patch_status(api, &name, container_status(pod, false, waiting, 0), false).await?;
             let vc = VCluster::new(

@@ -120,16 +120,24 @@ impl VCluster {
             // serving certificate is not kept).
             let sans = wanted.clone();
             let serving = ca.issue_server("kube-apiserver", &sans)?;
-            let slot = match &self.api {
-                VClusterApi::Real(real) if !real.serves(&self.release) => None,
-                VClusterApi::Real(real) => match real.slot() {
+            // With `syncer`, an own-nodes cluster gets the stand-in (the Pro
+            // image is closed); a shared-node one here was past the syncer's
+            // cap or not chosen, and relays.
+            let real = match &self.api {
+                VClusterApi::Real(real) => Some(real),
+                VClusterApi::Syncer(real) if self.join_endpoint.is_some() => Some(real),
+                VClusterApi::Relay | VClusterApi::Syncer(_) => None,
+            };
+            let slot = match real {
+                Some(real) if !real.serves(&self.release) => None,
+                Some(real) => match real.slot() {
                     Some(slot) => Some((real.clone(), slot)),
                     None => {
                         tracing::warn!(release = %self.release, cap = real.cap, "vcluster api: cap of real API servers reached; relaying");
                         None
                     }
                 },
-                VClusterApi::Relay => None,
+                None => None,
             };
             let started = match slot {
                 Some((real, slot)) => {
@@ -165,7 +173,9 @@ impl VCluster {
             if !VirtualApiServer::ready(backend, ca, admin).await {
                 return Ok(Some(now + Duration::from_millis(300)));
             }
-            if let (Some(endpoint), VClusterApi::Real(real)) = (&self.join_endpoint, &self.api) {
+            if let (Some(endpoint), VClusterApi::Real(real) | VClusterApi::Syncer(real)) =
+                (&self.join_endpoint, &self.api)
+            {
                 // Private nodes: what kubeadm init sets up, and the controllers a join needs.
                 let client = VirtualApiServer::client(backend, ca, admin).await.context("a client for the vCluster")?;
                 kubeadm::bootstrap(&client, endpoint, &ca.pair.cert_pem).await?;

@@ -651,11 +651,14 @@ async fn apply_tracked(ctx: &Context, cluster: &Cluster, settings: &crate::domai
 /// by a port it was not applied with (a proxy learnt since, or this process
 /// has not applied it yet while ports are known). Nothing while none is known.
 async fn ensure_policy_egress(ctx: &Context, cluster: &Cluster) -> Result<()> {
-    let egress = ctx.helm_egress();
-    let done = ctx.policy_egress.lock().ok().and_then(|m| m.get(&cluster.id).cloned());
-    if egress.is_empty() || done.as_ref() == Some(&egress) {
-        return Ok(());
-    }
+    // Compared under the locks: a pass over settled clusters copies nothing.
+    let egress = {
+        let (Ok(known), Ok(done)) = (ctx.helm_egress.lock(), ctx.policy_egress.lock()) else { return Ok(()) };
+        if known.is_empty() || done.get(&cluster.id) == Some(&*known) {
+            return Ok(());
+        }
+        known.clone()
+    };
     let owner = ctx.owner(cluster.id).await?;
     let ns = crate::domain::render::namespace(cluster.spec.name.as_str());
     apply::ensure_network_policy(&ctx.client, &ns, &owner, true, cluster.spec.own_nodes, &egress).await?;
@@ -815,13 +818,14 @@ async fn observe_all(ctx: &Context, full: bool) -> Result<()> {
         return Ok(());
     }
     let settings = db::settings::load(&ctx.pool).await?;
-    // The admin's Gateway, read once for the pass (not per gateway cluster);
-    // a failed read leaves each gateway cluster to read it (and say why).
+    // The admin's Gateway, read (and a `Hostname` address resolved) once for
+    // the pass, not per gateway cluster; a failed read leaves each gateway
+    // cluster to read it (and say why).
     let gateway = match settings.gateway.as_ref() {
         Some(gw)
             if observed.iter().any(|c| matches!(c.spec.public_access, crate::domain::PublicAccess::Gateway { .. })) =>
         {
-            read_gateway(ctx, gw).await.ok()
+            gateway_view(ctx, gw).await.ok()
         }
         _ => None,
     };
@@ -860,7 +864,7 @@ async fn observe_one(
     cluster: &Cluster,
     settings: &crate::domain::SystemSettings,
     nodes: &[observe::NodeAddresses],
-    gateway: Option<&Option<kube::api::DynamicObject>>,
+    gateway: Option<&GatewayView>,
 ) -> Result<()> {
     let stale = ctx.stale_jobs.lock().map(|m| m.get(&cluster.id).cloned().unwrap_or_default()).unwrap_or_default();
     let name = cluster.spec.name.as_str();
@@ -972,7 +976,7 @@ async fn gateway_facts(
     ctx: &Context,
     cluster: &Cluster,
     settings: &crate::domain::SystemSettings,
-    read_for_pass: Option<&Option<kube::api::DynamicObject>>,
+    read_for_pass: Option<&GatewayView>,
 ) -> Result<(observe::GatewayFacts, bool)> {
     use crate::domain::gateway::{Condition, RouteFacts};
     let version = ctx.route_version();
@@ -1013,20 +1017,36 @@ async fn gateway_facts(
             parent: parent.map(|p| Condition::list(p.get("conditions"))),
         };
     }
-    let found = match read_for_pass {
-        Some(found) => found.clone(),
-        None => read_gateway(ctx, gw).await?,
+    let view = match read_for_pass {
+        Some(view) => view.clone(),
+        None => gateway_view(ctx, gw).await?,
     };
-    facts.gateway_found = found.is_some();
-    let address = found.as_ref().and_then(gateway_address_of);
-    facts.address = match &address {
-        Some(a) => gateway_ip(ctx, a).await,
-        None => None,
-    };
-    if let (Some(a), Ok(mut seen)) = (address, ctx.gateway_seen.lock()) {
+    facts.gateway_found = view.found;
+    facts.address = view.ip;
+    if let (Some(a), Ok(mut seen)) = (view.address, ctx.gateway_seen.lock()) {
         *seen = Some((gw.key(), a));
     }
     Ok((facts, false))
+}
+
+/// The admin's Gateway as the observer sees it: found or not, its first usable
+/// address ([`gateway_address_of`]), and where the probe connects for it.
+#[derive(Clone, Debug, Default)]
+struct GatewayView {
+    found: bool,
+    address: Option<String>,
+    ip: Option<std::net::IpAddr>,
+}
+
+/// The admin's Gateway read now, its address resolved now.
+async fn gateway_view(ctx: &Context, gw: &crate::domain::gateway::GatewayRef) -> Result<GatewayView> {
+    let found = read_gateway(ctx, gw).await?;
+    let address = found.as_ref().and_then(gateway_address_of);
+    let ip = match &address {
+        Some(a) => gateway_ip(ctx, a).await,
+        None => None,
+    };
+    Ok(GatewayView { found: found.is_some(), address, ip })
 }
 
 /// The admin's Gateway, read now (`None`: not found).

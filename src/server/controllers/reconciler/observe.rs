@@ -205,6 +205,10 @@ pub(crate) fn status(
             status.reason = if from_node { Reason::NodeAddress } else { Reason::None };
         }
         ConnectionStatus::Unknown => status.reason = Reason::Starting,
+        // Through a Gateway, a certificate the kubeconfig does not trust is the
+        // Gateway's own default one (k3s's Traefik answers an SNI it has no
+        // route for with it): its data plane routes nothing for this name yet.
+        ConnectionStatus::CertificateUntrusted if obs.gateway.is_some() => status.reason = Reason::RouteWaiting,
         other => status.reason = Reason::ProbeFailed(other),
     }
     status
@@ -277,6 +281,8 @@ mod tests {
                 Phase::Provisioning,
                 "probe_failed: certificate_host_mismatch",
             ),
+            // Attached, but the Gateway answers with its default certificate.
+            (facts(&|_| {}), Some(ConnectionStatus::CertificateUntrusted), Phase::Provisioning, "route_waiting"),
         ];
         let clusterip = ServiceObservation { https_node_port: None, ingress: vec![] };
         for (i, (g, probe, phase, reason)) in cases.into_iter().enumerate() {
