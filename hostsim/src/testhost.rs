@@ -278,6 +278,15 @@ impl TestHost {
         let ns = api.create(&PostParams::default(), &body).await?;
         ns.metadata.name.context("created namespace has no name")
     }
+
+    /// A fresh namespace with the vCluster chart applied in it as `release`
+    /// (`values`: its `valuesContent`); the client and the namespace.
+    pub async fn install(&self, release: &str, values: &str) -> Result<(Client, String)> {
+        let client = self.client().await?;
+        let ns = self.namespace(&client, release).await?;
+        crate::testsupport::apply_chart(&client, &ns, release, values, json!({})).await?;
+        Ok((client, ns))
+    }
 }
 
 /// Waits (≤ 30 s) for the in-process node's first full sync.

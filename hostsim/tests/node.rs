@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use hostsim::testhost::{Net, Simulator, TestHost};
 use hostsim::testsupport as ts;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// `--vcluster-api real`, at most two at once.
 fn host() -> &'static TestHost {
@@ -31,10 +31,8 @@ fn kubectl_json(args: &[&str]) -> Value {
 #[tokio::test]
 async fn a_vcluster_chart_makes_what_kubectl_shows_on_a_k3s_host() {
     let host = host();
-    let client = host.client().await.unwrap();
-    let ns = host.namespace(&client, "real").await.unwrap();
-    let values = "controlPlane:\n  service:\n    spec:\n      type: NodePort\n";
-    ts::apply_chart(&client, &ns, "real", values, json!({})).await.unwrap();
+    let (client, ns) =
+        host.install("real", "controlPlane:\n  service:\n    spec:\n      type: NodePort\n").await.unwrap();
 
     // `kubectl logs -f` once the install pod runs: it ends by itself when helm's run does.
     let pods: kube::Api<k8s_openapi::api::core::v1::Pod> = kube::Api::namespaced(client.clone(), &ns);
@@ -96,10 +94,8 @@ async fn a_vcluster_chart_makes_what_kubectl_shows_on_a_k3s_host() {
 #[tokio::test]
 async fn a_real_vcluster_api_server_shows_the_virtual_clusters_own_namespaces() {
     let host = host();
-    let client = host.client().await.unwrap();
-    let ns = host.namespace(&client, "inside").await.unwrap();
-    let values = "controlPlane:\n  service:\n    spec:\n      type: NodePort\n";
-    ts::apply_chart(&client, &ns, "inside", values, json!({})).await.unwrap();
+    let (client, ns) =
+        host.install("inside", "controlPlane:\n  service:\n    spec:\n      type: NodePort\n").await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let (path, listed) = ts::node_port_namespaces(&client, &ns, "inside", dir.path(), WAIT).await.unwrap();
     for own in ["namespace/default", "namespace/kube-system", "namespace/kube-public"] {

@@ -12,7 +12,6 @@ use hostsim::testsupport as ts;
 use k8s_openapi::api::core::v1::{Pod, Secret};
 use kube::Api;
 use kube::api::ListParams;
-use serde_json::json;
 
 /// At most two syncers at once (each runs kine, kube-apiserver and
 /// kube-controller-manager: ~400 MB).
@@ -29,10 +28,8 @@ const START: Duration = Duration::from_secs(180);
 #[tokio::test]
 async fn upstreams_syncer_serves_the_virtual_cluster_and_syncs_its_pods_to_the_host() {
     let host = host();
-    let client = host.client().await.unwrap();
-    let ns = host.namespace(&client, "synced").await.unwrap();
-    let values = "controlPlane:\n  service:\n    spec:\n      type: NodePort\n";
-    ts::apply_chart(&client, &ns, "synced", values, json!({})).await.unwrap();
+    let (client, ns) =
+        host.install("synced", "controlPlane:\n  service:\n    spec:\n      type: NodePort\n").await.unwrap();
 
     // vCluster's own log: the real binary, at its version.
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
@@ -76,11 +73,7 @@ async fn upstreams_syncer_serves_the_virtual_cluster_and_syncs_its_pods_to_the_h
 /// reason in its log and the pod crash-loops — which the stand-in never did.
 #[tokio::test]
 async fn values_vclusters_validation_refuses_crash_loop_the_syncer_with_its_reason() {
-    let host = host();
-    let client = host.client().await.unwrap();
-    let ns = host.namespace(&client, "refused").await.unwrap();
-    let values = "policies:\n  podSecurityStandard: strict\n";
-    ts::apply_chart(&client, &ns, "refused", values, json!({})).await.unwrap();
+    let (client, ns) = host().install("refused", "policies:\n  podSecurityStandard: strict\n").await.unwrap();
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
     let status = ts::eventually("the syncer crash-loops", START, || async {
         let pod = pods.get("refused-0").await.ok()?;
