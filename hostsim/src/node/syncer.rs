@@ -58,6 +58,8 @@ pub const KUBERNETES_SERVICE: Ipv4Addr = Ipv4Addr::new(10, 43, 0, 1);
 const CLUSTER_DNS: &str = "10.43.0.10";
 /// The port the chart's probes and Service reach.
 const PROXY_PORT: u16 = 8443;
+/// A projected token's life when the pod names none (the admission plugin's 3607 s).
+const DEFAULT_TOKEN_SECONDS: i64 = 3607;
 /// vCluster's image entrypoint (`ENTRYPOINT ["/vcluster", "start"]`).
 const ENTRYPOINT: [&str; 2] = ["/vcluster", "start"];
 /// What the chart's `kubernetes` init container copies (`/kubernetes/.`).
@@ -92,6 +94,16 @@ struct Spec {
     mounts: Vec<(PathBuf, String, bool)>,
     pod_ip: Ipv4Addr,
     dir: PathBuf,
+    /// The projected ServiceAccount tokens, renewed as the kubelet renews them.
+    tokens: Vec<Token>,
+}
+
+/// A projected `serviceAccountToken` file.
+#[derive(Debug)]
+struct Token {
+    file: PathBuf,
+    audience: Option<String>,
+    expiry: i64,
 }
 
 /// Runs the pod's syncer container until the pod goes (the task is aborted),
@@ -170,6 +182,7 @@ async fn run_once(rt: &Runtime, api: &Api<Pod>, pod: &Pod, spec: &Spec, local: I
         if let Some(status) = sandbox.child.try_wait()? {
             return Ok(status.code().unwrap_or(137));
         }
+        renew_tokens(rt, pod, spec).await;
         if !ready
             && let Some(ca) = &ca
             && probe_ready(local, ca).await
@@ -181,6 +194,35 @@ async fn run_once(rt: &Runtime, api: &Api<Pod>, pod: &Pod, spec: &Spec, local: I
         }
         tokio::time::sleep(Duration::from_millis(if ready { 1000 } else { 300 })).await;
     }
+}
+
+/// The kubelet renews a projected token once 80 % of its life has passed
+/// (`pkg/kubelet/token/token_manager.go` `requiresRefresh`), writing the file
+/// anew (here: aside, then renamed over, as its atomic writer swaps it).
+async fn renew_tokens(rt: &Runtime, pod: &Pod, spec: &Spec) {
+    let ns = pod.namespace().unwrap_or_default();
+    for t in &spec.tokens {
+        let age = std::fs::metadata(&t.file).and_then(|m| m.modified()).ok().and_then(|m| m.elapsed().ok());
+        if !renewal_due(age, t.expiry) {
+            continue;
+        }
+        match rt.token(pod, &ns, t.audience.clone(), t.expiry).await {
+            Ok(token) => {
+                let tmp = t.file.with_extension("new");
+                if std::fs::write(&tmp, token).and_then(|_| std::fs::rename(&tmp, &t.file)).is_err() {
+                    tracing::warn!(pod = %pod.name_any(), "syncer: cannot write the renewed token");
+                }
+            }
+            Err(e) => tracing::warn!(pod = %pod.name_any(), error = %format!("{e:#}"), "syncer: token renewal failed"),
+        }
+    }
+}
+
+/// Whether a token written `age` ago (`None`: unknown) with a life of
+/// `expiry` seconds is due for renewal: past 80 % of its life.
+fn renewal_due(age: Option<Duration>, expiry: i64) -> bool {
+    let due = Duration::from_secs(u64::try_from(expiry).unwrap_or(0) * 8 / 10);
+    age.is_none_or(|age| age >= due)
 }
 
 struct AbortOnDrop(Vec<tokio::task::JoinHandle<()>>);
@@ -430,9 +472,9 @@ impl Spec {
             ),
         )?;
         let fields = fields(pod, pod_ip);
-        let mut volumes = BTreeMap::new();
+        let (mut volumes, mut tokens) = (BTreeMap::new(), Vec::new());
         for v in spec.volumes.iter().flatten() {
-            volumes.insert(v.name.clone(), rt.volume(pod, &ns, &dir, v, &fields).await?);
+            volumes.insert(v.name.clone(), rt.volume(pod, &ns, &dir, v, &fields, &mut tokens).await?);
         }
         for init in spec.init_containers.iter().flatten() {
             init_container(rt, init, &volumes)?;
@@ -469,7 +511,7 @@ impl Spec {
             env.push((e.name.clone(), value));
         }
         let argv = argv(container);
-        Ok(Self { name: container.name.clone(), argv, env, mounts, pod_ip, dir })
+        Ok(Self { name: container.name.clone(), argv, env, mounts, pod_ip, dir, tokens })
     }
 }
 
@@ -550,6 +592,7 @@ impl Runtime {
         dir: &Path,
         v: &Volume,
         fields: &BTreeMap<&'static str, String>,
+        tokens: &mut Vec<Token>,
     ) -> Result<PathBuf> {
         let at = dir.join("volumes").join(&v.name);
         if v.empty_dir.is_some() {
@@ -570,7 +613,9 @@ impl Runtime {
             let mut files = Vec::new();
             for source in projected.sources.iter().flatten() {
                 if let Some(t) = &source.service_account_token {
-                    files.push((t.path.clone(), self.token(pod, ns, t.audience.clone(), t.expiration_seconds).await?));
+                    let expiry = t.expiration_seconds.unwrap_or(DEFAULT_TOKEN_SECONDS);
+                    files.push((t.path.clone(), self.token(pod, ns, t.audience.clone(), expiry).await?));
+                    tokens.push(Token { file: at.join(&t.path), audience: t.audience.clone(), expiry });
                 } else if let Some(cm) = &source.config_map {
                     let data = match Api::<ConfigMap>::namespaced(self.client.clone(), ns).get_opt(&cm.name).await? {
                         Some(c) => c.data.unwrap_or_default(),
@@ -604,12 +649,12 @@ impl Runtime {
     }
 
     /// A token for the pod's ServiceAccount, bound to the pod (TokenRequest).
-    async fn token(&self, pod: &Pod, ns: &str, audience: Option<String>, expiry: Option<i64>) -> Result<Vec<u8>> {
+    async fn token(&self, pod: &Pod, ns: &str, audience: Option<String>, expiry: i64) -> Result<Vec<u8>> {
         let sa = pod.spec.as_ref().and_then(|s| s.service_account_name.clone()).unwrap_or_else(|| "default".into());
         let request = TokenRequest {
             spec: Some(TokenRequestSpec {
                 audiences: audience.map(|a| vec![a]),
-                expiration_seconds: Some(expiry.unwrap_or(3607)),
+                expiration_seconds: Some(expiry),
                 bound_object_ref: Some(BoundObjectReference {
                     api_version: Some("v1".into()),
                     kind: Some("Pod".into()),
@@ -644,6 +689,22 @@ mod tests {
         ];
         for (container, want) in cases {
             assert_eq!(argv(&container), want);
+        }
+    }
+
+    #[test]
+    fn tokens_are_renewed_past_eighty_percent_of_their_life() {
+        let s = Duration::from_secs;
+        let cases = [
+            (Some(s(0)), 3607, false),
+            (Some(s(2884)), 3607, false),
+            (Some(s(2885)), 3607, true),
+            (Some(s(10_000)), 3607, true),
+            (None, 3607, true),
+            (Some(s(1)), 0, true),
+        ];
+        for (age, expiry, want) in cases {
+            assert_eq!(renewal_due(age, expiry), want, "{age:?} of {expiry} s");
         }
     }
 
