@@ -66,6 +66,23 @@ impl Logs {
         EndsOnDrop { logs: self.clone(), key: (ns.into(), pod.into(), container.into()) }
     }
 
+    /// A new pod's container starts: a pod of the same name before it (a
+    /// StatefulSet's `<name>-0` made again) leaves it nothing.
+    pub fn fresh(&self, ns: &str, pod: &str, container: &str) {
+        self.with(ns, pod, container, |log| *log = ContainerLog::default());
+    }
+
+    /// The container's run ended and it waits to restart (CrashLoopBackOff):
+    /// the kubelet then reads `lastState.terminated` for a plain read and for
+    /// `--previous` alike (kubernetes v1.36 `pkg/kubelet/kubelet_pods.go`
+    /// `validateContainerLogStatus`), so both give this run until the next start.
+    pub fn crashed(&self, ns: &str, pod: &str, container: &str) {
+        self.with(ns, pod, container, |log| {
+            log.ended = true;
+            log.previous = Some(log.current.clone());
+        });
+    }
+
     /// The container restarted: its log so far becomes `--previous`.
     pub fn restart(&self, ns: &str, pod: &str, container: &str) {
         self.with(ns, pod, container, |log| {
@@ -271,6 +288,27 @@ mod tests {
         logs.append("ns", "p", "helm", "d\n");
         assert!(respond("/containerLogs/ns/p/helm", &logs).ends_with("\r\n\r\nd\n"));
         assert!(respond("/containerLogs/ns/p/helm?previous=true", &logs).ends_with("\r\n\r\na\nb\nc\n"));
+    }
+
+    /// While a crashed container waits to restart, a plain read and
+    /// `--previous` both give its last run; once it runs again, `--previous`
+    /// is that run and a plain read the new one.
+    #[test]
+    fn a_crashed_run_is_both_reads_until_the_next_start() {
+        let logs = Logs::default();
+        let read = |previous| logs.get("ns", "p", "c", previous);
+        logs.append("ns", "p", "c", "run 1\n");
+        assert_eq!(read(true), None, "no previous run yet");
+        logs.crashed("ns", "p", "c");
+        assert_eq!((read(false), read(true)), (Some("run 1\n".into()), Some("run 1\n".into())));
+        logs.restart("ns", "p", "c");
+        logs.append("ns", "p", "c", "run 2\n");
+        assert_eq!((read(false), read(true)), (Some("run 2\n".into()), Some("run 1\n".into())));
+        logs.crashed("ns", "p", "c");
+        assert_eq!((read(false), read(true)), (Some("run 2\n".into()), Some("run 2\n".into())));
+        // The pod made again under its name: a new log.
+        logs.fresh("ns", "p", "c");
+        assert_eq!((read(false), read(true)), (Some(String::new()), None));
     }
 
     async fn read_until(theirs: &mut tokio::io::DuplexStream, got: &mut Vec<u8>, want: &str) -> String {

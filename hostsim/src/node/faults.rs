@@ -166,14 +166,19 @@ pub async fn run(
                     _ => (137, "OOMKilled", None),
                 };
                 let started = now();
+                if n > 1 {
+                    // The next run: the one before is `--previous`.
+                    logs.restart(&ns, &pod_name, &name);
+                } else {
+                    logs.fresh(&ns, &pod_name, &name);
+                }
                 status(&pods, &pod, "Running", json!({"running": {"startedAt": started}}), none.clone(), n - 1).await;
                 if let Fault::Exit { message, .. } = &fault {
                     logs.append(&ns, &pod_name, &name, &format!("starting the control plane\n{message}\n"));
                 }
                 tokio::time::sleep(Duration::from_millis(200)).await;
-                // Exited: its log is `--previous` from now until the next start.
-                logs.end(&ns, &pod_name, &name);
-                logs.restart(&ns, &pod_name, &name);
+                // Exited: this run is what a plain and a `--previous` read give until the next start.
+                logs.crashed(&ns, &pod_name, &name);
                 let mut terminated =
                     json!({"exitCode": code, "reason": reason, "startedAt": started, "finishedAt": now()});
                 if let Some(m) = message {

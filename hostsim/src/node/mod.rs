@@ -696,6 +696,7 @@ async fn run_klipper(rt: klipper::Runtime, api: Api<Pod>, pod: Pod, latency: Lat
                 .await;
             return;
         }
+        rt.logs.crashed(&ns, &name, "helm");
         restarts += 1;
         let waiting = json!({"waiting": {"reason": "CrashLoopBackOff",
             "message": format!("back-off restarting failed container helm in pod {name}_{ns}")}});

@@ -122,9 +122,14 @@ pub async fn run(rt: Runtime, api: Api<Pod>, pod: Pod, local: Ipv4Addr, _slot: O
             return;
         }
     };
+    rt.logs.fresh(&ns, &name, &spec.name);
     let _ended = rt.logs.ends_on_drop(&ns, &name, &spec.name);
     let mut restarts = 0;
     loop {
+        if restarts > 0 {
+            // The next run: the one before is `--previous`.
+            rt.logs.restart(&ns, &name, &spec.name);
+        }
         let started = super::now();
         let code = match run_once(&rt, &api, &pod, &spec, local, restarts).await {
             Ok(code) => code,
@@ -134,9 +139,7 @@ pub async fn run(rt: Runtime, api: Api<Pod>, pod: Pod, local: Ipv4Addr, _slot: O
                 128
             }
         };
-        rt.logs.end(&ns, &name, &spec.name);
-        // Exited: its log is `--previous` from now until the next start.
-        rt.logs.restart(&ns, &name, &spec.name);
+        rt.logs.crashed(&ns, &name, &spec.name);
         tracing::info!(pod = %name, code, "syncer: container exited");
         let terminated = json!({"terminated": {"exitCode": code, "reason": "Error",
             "startedAt": started, "finishedAt": super::now()}});
@@ -169,17 +172,34 @@ async fn run_once(rt: &Runtime, api: &Api<Pod>, pod: &Pod, spec: &Spec, local: I
     let (logs, key) = (rt.logs.clone(), (ns.clone(), name.clone(), spec.name.clone()));
     let file = spec.dir.join("syncer.log");
     let (out, err) = (sandbox.child.stdout.take(), sandbox.child.stderr.take());
+    let (copied_tx, copied) = mpsc::channel::<()>();
+    let mut copiers = 0;
     for stream in [out.map(|o| Box::new(o) as Box<dyn Read + Send>), err.map(|e| Box::new(e) as Box<dyn Read + Send>)]
         .into_iter()
         .flatten()
     {
-        let (logs, key, file) = (logs.clone(), key.clone(), file.clone());
-        std::thread::spawn(move || copy_log(stream, &logs, &key, &file));
+        let (logs, key, file, done) = (logs.clone(), key.clone(), file.clone(), copied_tx.clone());
+        copiers += 1;
+        std::thread::spawn(move || {
+            copy_log(stream, &logs, &key, &file);
+            let _ = done.send(());
+        });
     }
+    drop(copied_tx);
     let ca = spec.mounts.iter().find(|(_, path, _)| path == "/data").map(|(dir, ..)| dir.join("pki/ca.crt"));
     let mut ready = false;
     loop {
         if let Some(status) = sandbox.child.try_wait()? {
+            // Its last words reach the log before the exit is reported (the
+            // pipes close once every process of its PID namespace is gone).
+            let _ = tokio::task::spawn_blocking(move || {
+                for _ in 0..copiers {
+                    if copied.recv_timeout(Duration::from_secs(2)).is_err() {
+                        break;
+                    }
+                }
+            })
+            .await;
             return Ok(status.code().unwrap_or(137));
         }
         renew_tokens(rt, pod, spec).await;
