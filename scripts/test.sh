@@ -111,12 +111,12 @@ fi
 step "a simulated host cluster and a console connected to it (live pages)"
 # --test-net: a 127.A.B.0/24 of its own, claimed by hostsim with the Rust test
 # hosts' lock (hostsim::testhost::Net) and held while it runs, so nothing shares
-# an address or port 443. The LoadBalancer walk-through's cluster (`live-*`)
-# runs on upstream's vCluster syncer, the join page's (`e2e-join*`, own nodes)
-# on the stand-in with its own API server; the others relay (no process per cluster).
+# an address or port 443. Only the join page's clusters (`e2e-join*`) read
+# inside the virtual cluster and get their own API server; the others relay
+# (no API server process per cluster).
 host_kubeconfig=$(KUBEBYON_HOST_DIR="$work/host" KUBEBYON_HOST_API_PORT=$(free_port) \
   bash scripts/host-up.sh --test-latency --test-net --node-cpu 32 --node-memory 128Gi --node-ephemeral-storage 2Ti \
-    --vcluster-api syncer --vcluster-api-cap 2 --vcluster-api-releases 'e2e-join*,live-*' | tail -n 1)
+    --vcluster-api real --vcluster-api-cap 2 --vcluster-api-releases 'e2e-join*' | tail -n 1)
 host_net=$(cat "$work/host/net")
 host_port=$(free_port)
 # This one logs as production does (JSON on standard error), checked below.
