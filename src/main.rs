@@ -187,6 +187,14 @@ async fn serve(pool: AnyPool, db_shown: String, config: Config) -> anyhow::Resul
             move_driver::drive(pool.clone(), std::time::Duration::from_secs(2), timeout)
         }));
     }
+    // Removes joined nodes step by step (all state in the database).
+    if let Some(host) = state.host.clone() {
+        use kubebyon::server::controllers::node_removal;
+        let pool = pool.clone();
+        tokio::spawn(supervise("node_removal", move || {
+            node_removal::drive(pool.clone(), host.clone(), std::time::Duration::from_secs(2))
+        }));
+    }
     tokio::spawn(supervise("session_expiry", move || expire_sessions(pool.clone())));
     let limits = http::serve::Limits {
         max_connections: state.config.max_connections,

@@ -1713,23 +1713,20 @@ async fn join_tokens() {
         assert_eq!((r.status.as_u16(), r.code()), (404, "not_found".to_owned()), "{why}: {}", r.body);
     }
 
+    let admin = kube::Client::try_from(admin_cfg.clone()).unwrap();
+    Box::pin(hold_cni_and_deploy_web(admin.clone())).await;
     // A machine follows the script: discovery (cluster-info signed by the
     // vCluster's own kube-controller-manager with this token, the CA hash),
-    // a CSR approved and signed there, its Node registered and kept Ready.
+    // a CSR approved and signed there, its Node registered — not Ready
+    // while it has no pod network, and its pods wait.
     let addr = std::net::SocketAddr::new(ip, 443);
     let machine = hostsim::machine::join(&r.body, "byo-1", "192.168.50.11", addr).await.expect("the machine joins");
     let nodes = format!("/api/console/clusters/{id}/nodes");
-    let node = ts::eventually("the joined node listed Ready", WAIT, || async {
-        let list = env.console.get(&nodes, Some(&env.cookie)).await.json();
-        list.as_array().and_then(|a| a.iter().find(|n| n["name"] == "byo-1" && n["ready"] == true).cloned())
-    })
-    .await
-    .expect("the node is Ready");
+    let node = Box::pin(network_then_workload(&env, &admin, &nodes)).await;
     assert_eq!(
         (node["kubelet_version"].as_str(), node["internal_ip"].as_str()),
         (Some("v1.36.3"), Some("192.168.50.11"))
     );
-    let admin = kube::Client::try_from(admin_cfg.clone()).unwrap();
     let csrs: Api<k8s_openapi::api::certificates::v1::CertificateSigningRequest> = Api::all(admin.clone());
     let by_token = csrs
         .list(&Default::default())
@@ -1741,7 +1738,7 @@ async fn join_tokens() {
     let approved = by_token.and_then(|c| c.status).and_then(|s| s.conditions).unwrap_or_default();
     assert!(approved.iter().any(|c| c.type_ == "Approved" && c.status == "True"), "{approved:?}");
     // Heartbeats: the node's Lease is renewed.
-    let leases: Api<k8s_openapi::api::coordination::v1::Lease> = Api::namespaced(admin, "kube-node-lease");
+    let leases: Api<k8s_openapi::api::coordination::v1::Lease> = Api::namespaced(admin.clone(), "kube-node-lease");
     let renewed = || async { leases.get("byo-1").await.ok().and_then(|l| l.spec).and_then(|s| s.renew_time) };
     let first = renewed().await.expect("a lease");
     ts::eventually("the lease renewed", WAIT, || async { renewed().await.filter(|t| *t != first) })
@@ -1772,20 +1769,7 @@ async fn join_tokens() {
         let warning = html.split("data-testid=\"joined-nodes-warning\"").nth(1).unwrap_or_default();
         assert!(warning.split("</p>").next().unwrap_or_default().contains("byo-1"), "{page}: {html}");
     }
-    // Removed: drained and deleted inside; audited by name; not found after.
-    let node_path = format!("{nodes}/byo-1");
-    for (path, want) in
-        [(format!("{nodes}/..%2Fx"), 404), (format!("{nodes}/no-such-node"), 404), (node_path.clone(), 204)]
-    {
-        let r = env.console.send("DELETE", &path, Some(&env.cookie), None, "").await;
-        assert_eq!(r.status, want, "{path}: {}", r.body);
-    }
-    let listed = env.console.get(&nodes, Some(&env.cookie)).await.json();
-    assert!(listed.as_array().unwrap().iter().all(|n| n["name"] != "byo-1"), "{listed}");
-    let r = env.console.send("DELETE", &node_path, Some(&env.cookie), None, "").await;
-    assert_eq!(r.status, 404, "{}", r.body);
-    let log = env.console.get("/api/admin/audit", Some(&env.cookie)).await;
-    assert!(log.body.contains("node_removed") && log.body.contains("node: byo-1"), "{}", log.body);
+    Box::pin(removal_waits_for_the_budget_and_the_pods(&env, &admin, id, &nodes)).await;
     drop(machine);
 
     // Revoked: gone from the list and from the API server's trust.
@@ -1821,6 +1805,159 @@ async fn join_tokens() {
     let r = script(id, fresh).await;
     assert_eq!((r.status.as_u16(), r.code()), (429, "join_rate_limited".to_owned()), "{}", r.body);
     assert_eq!(r.headers["retry-after"], "900");
+}
+
+/// Holds back the CNI the vCluster deploys (flannel's DaemonSet, by a node
+/// selector no node has) and creates a workload a drain must move: two pods
+/// that take 3 s to stop.
+async fn hold_cni_and_deploy_web(admin: kube::Client) {
+    use kube::api::PostParams;
+    hold_cni(&admin, json!({"kubebyon.test/cni": "later"})).await;
+    // A workload that a drain must move: two pods that take 3 s to stop.
+    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> = Api::namespaced(admin.clone(), "default");
+    let web: k8s_openapi::api::apps::v1::Deployment = serde_json::from_value(json!({
+        "metadata": {"name": "web"},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}}, "template": {
+            "metadata": {"labels": {"app": "web"}, "annotations": {hostsim::machine::STOP_SECONDS: "3"}},
+            "spec": {"containers": [{"name": "web", "image": "nginx:1.29"}]}}},
+    }))
+    .unwrap();
+    deployments.create(&PostParams::default(), &web).await.unwrap();
+}
+
+async fn hold_cni(admin: &kube::Client, selector: Value) {
+    let flannel: Api<k8s_openapi::api::apps::v1::DaemonSet> =
+        Api::namespaced(admin.clone(), hostsim::node::cni::NAMESPACE);
+    let body = json!({"spec": {"template": {"spec": {"nodeSelector": selector}}}});
+    flannel.patch(hostsim::node::cni::DAEMONSET, &Default::default(), &kube::api::Patch::Merge(body)).await.unwrap();
+}
+
+async fn web_pods(admin: &kube::Client) -> Vec<k8s_openapi::api::core::v1::Pod> {
+    let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(admin.clone(), "default");
+    let lp = kube::api::ListParams::default().labels("app=web");
+    pods.list(&lp).await.map(|l| l.items).unwrap_or_default()
+}
+
+/// The joined machine: not Ready and running nothing while it has no pod
+/// network; Ready once the CNI's pod runs on it, and then runs the workload.
+/// Returns the node as the console lists it.
+async fn network_then_workload(env: &Env, admin: &kube::Client, nodes: &str) -> Value {
+    let node_api: Api<k8s_openapi::api::core::v1::Node> = Api::all(admin.clone());
+    ts::eventually("the joined node listed, not Ready", WAIT, || async {
+        let list = env.console.get(nodes, Some(&env.cookie)).await.json();
+        list.as_array().and_then(|a| a.iter().find(|n| n["name"] == "byo-1" && n["ready"] == false).cloned())
+    })
+    .await
+    .expect("listed");
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let ready = node_api.get("byo-1").await.unwrap().status.unwrap().conditions.unwrap();
+    let ready = ready.iter().find(|c| c.type_ == "Ready").unwrap();
+    assert_eq!(ready.status, "False", "{ready:?}");
+    assert_eq!(ready.message.as_deref(), Some(hostsim::machine::NETWORK_NOT_READY));
+    let waiting = web_pods(admin).await;
+    assert!(
+        waiting.len() == 2
+            && waiting.iter().all(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Pending")),
+        "no pod runs without a network: {waiting:?}"
+    );
+    // The CNI lands: the node is Ready, the workload runs on it.
+    hold_cni(admin, Value::Null).await;
+    let node = ts::eventually("the joined node listed Ready", WAIT, || async {
+        let list = env.console.get(nodes, Some(&env.cookie)).await.json();
+        list.as_array().and_then(|a| a.iter().find(|n| n["name"] == "byo-1" && n["ready"] == true).cloned())
+    })
+    .await
+    .expect("the node is Ready");
+    ts::eventually("the workload running on byo-1", WAIT, || async {
+        let running = web_pods(admin).await;
+        (running.len() == 2
+            && running.iter().all(|p| {
+                p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
+                    && p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some("byo-1")
+            }))
+        .then_some(())
+    })
+    .await
+    .expect("scheduled and started");
+    node
+}
+
+/// Removed in the background, as `vcluster node delete` does: a disruption
+/// budget that keeps both pods holds the drain (and the page says so); lifted,
+/// the pods are evicted, stop and go, then the Node is deleted.
+async fn removal_waits_for_the_budget_and_the_pods(env: &Env, admin: &kube::Client, id: i64, nodes: &str) {
+    use kube::api::PostParams;
+    let node_api: Api<k8s_openapi::api::core::v1::Node> = Api::all(admin.clone());
+    let budgets: Api<k8s_openapi::api::policy::v1::PodDisruptionBudget> = Api::namespaced(admin.clone(), "default");
+    let pdb = serde_json::from_value(json!({"metadata": {"name": "web"},
+        "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "web"}}}}))
+    .unwrap();
+    budgets.create(&PostParams::default(), &pdb).await.unwrap();
+    ts::eventually("the budget counts the pods", WAIT, || async {
+        let b = budgets.get("web").await.ok()?;
+        (b.status?.current_healthy == Some(2)).then_some(())
+    })
+    .await
+    .expect("the vCluster's disruption controller keeps the budget's status");
+    let node_path = format!("{nodes}/byo-1");
+    let removals = format!("/api/console/clusters/{id}/node-removals");
+    for (path, want) in [
+        (format!("{nodes}/..%2Fx"), 404),
+        (format!("{nodes}/no-such-node"), 404),
+        (format!("{node_path}?drain=maybe"), 400),
+        (format!("{node_path}?force=true"), 400),
+    ] {
+        let r = env.console.send("DELETE", &path, Some(&env.cookie), None, "").await;
+        assert_eq!(r.status, want, "{path}: {}", r.body);
+    }
+    let r = env.console.send("DELETE", &node_path, Some(&env.cookie), None, "").await;
+    assert_eq!(r.status, 202, "{}", r.body);
+    let started = r.json();
+    assert_eq!(
+        (started["node"].as_str(), started["state"].as_str(), started["drain"].as_bool()),
+        (Some("byo-1"), Some("draining"), Some(true))
+    );
+    let again = env.console.send("DELETE", &node_path, Some(&env.cookie), None, "").await;
+    assert_eq!((again.status.as_u16(), &again.json()["id"]), (202, &started["id"]), "the same removal: {}", again.body);
+    let held = ts::eventually("the drain held by the budget", WAIT, || async {
+        let list = env.console.get(&removals, Some(&env.cookie)).await.json();
+        let r = list.as_array()?.first()?.clone();
+        (r["reason"] == "disruption_budget").then_some(r)
+    })
+    .await
+    .expect("the budget's refusal is shown");
+    assert_eq!(held["pods_left"], 2, "{held}");
+    assert!(held["pod"].as_str().is_some_and(|p| p.starts_with("default/web-")), "{held}");
+    let cordoned = node_api.get("byo-1").await.unwrap();
+    assert_eq!(cordoned.spec.and_then(|s| s.unschedulable), Some(true), "cordoned first");
+    let page = env.console.get(&format!("/clusters/{id}/join"), Some(&env.cookie)).await.body;
+    assert!(
+        page.contains("data-removal=\"byo-1\" data-state=\"draining\"")
+            && page.contains("disruption budget keeps pod default/web-"),
+        "{page}"
+    );
+    // The budget lifted: the pods are evicted, stop (3 s each) and go; then the node.
+    budgets.delete("web", &Default::default()).await.unwrap();
+    let done = ts::eventually("the removal done", 2 * WAIT, || async {
+        let list = env.console.get(&removals, Some(&env.cookie)).await.json();
+        let r = list.as_array()?.first()?.clone();
+        (r["state"] == "done").then_some(r)
+    })
+    .await
+    .expect("drained and deleted");
+    assert!(done["finished_at"].is_i64() && done["requested_by"] == "root", "{done}");
+    assert!(node_api.get_opt("byo-1").await.unwrap().is_none(), "the Node is deleted");
+    let gone = web_pods(admin).await;
+    assert!(
+        gone.iter().all(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_none()),
+        "the workload's new pods wait for a node: {gone:?}"
+    );
+    let listed = env.console.get(nodes, Some(&env.cookie)).await.json();
+    assert!(listed.as_array().unwrap().iter().all(|n| n["name"] != "byo-1"), "{listed}");
+    let r = env.console.send("DELETE", &node_path, Some(&env.cookie), None, "").await;
+    assert_eq!(r.status, 404, "{}", r.body);
+    let log = env.console.get("/api/admin/audit", Some(&env.cookie)).await;
+    assert!(log.body.contains("node_removed") && log.body.contains("node: byo-1"), "{}", log.body);
 }
 
 /// The NetworkPolicies as kube-router would judge them (after kube-proxy's

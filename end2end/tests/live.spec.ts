@@ -334,7 +334,8 @@ test('join page: a token, the command copied and fetched, revoked; others get 40
     await mark(page);
     const row = page.locator('tr[data-node="e2e-node-1"]');
     await expect(row, machineLog).toBeVisible({ timeout: 90_000 });
-    await expect(row.locator('[data-field=ready]')).toHaveText(t('en', 'join.yes'));
+    // Ready once the CNI the cluster deploys runs on it (until then: not Ready).
+    await expect(row.locator('[data-field=ready]')).toHaveText(t('en', 'join.yes'), { timeout: 60_000 });
     await expect(row).toContainText('v1.36.3');
     await expect(row).toContainText('10.9.0.11');
     await expectSameDocument(page);
@@ -344,10 +345,16 @@ test('join page: a token, the command copied and fetched, revoked; others get 40
     await page.goto(detailUrl);
     await expect(page.getByTestId('joined-nodes-warning')).toContainText('e2e-node-1');
     await page.goto(joinUrl);
-    // Removed: drained and deleted inside the cluster; gone from the page.
+    // Removed in the background (cordoned, drained, deleted inside the
+    // cluster): the Removals table says how far, then the node is gone.
     await page.getByRole('button', { name: t('en', 'join.remove_label', { name: 'e2e-node-1' }) }).click();
     await expect(page).toHaveURL(joinUrl);
+    const removal = page.locator('tr[data-removal="e2e-node-1"]');
+    await expect(removal).toBeVisible();
+    await expect(removal).toHaveAttribute('data-state', 'done', { timeout: 60_000 });
+    await expect(removal.locator('[data-field=removal-progress]')).toHaveText(t('en', 'join.removal_done'));
     await expect(page.locator('tr[data-node="e2e-node-1"]')).toHaveCount(0);
+    await shot(page, 'join-removed-en');
   } finally {
     machine.kill();
   }

@@ -11,8 +11,10 @@
 //!    `system:nodes`, signer `kubernetes.io/kube-apiserver-client-kubelet`),
 //!    which the vCluster's own kube-controller-manager approves and signs.
 //! 3. **Registration**: with that certificate, creates its Node, reports it
-//!    Ready with a kubelet version and an internal IP, and renews its Lease and
-//!    Ready heartbeat every few seconds while it can reach the endpoint.
+//!    with a kubelet version and an internal IP — not Ready until the CNI runs
+//!    on it — and renews its Lease and heartbeat every few seconds while it
+//!    can reach the endpoint; it runs the pods bound to it and stops those
+//!    being deleted (`Kubelet`).
 //!
 //! It reads only what our stand-in script (`node::joinfront::script`) says:
 //! `ENDPOINT`, `TOKEN` and `CA_CERT_HASH`. Nothing runs on a machine.
@@ -215,16 +217,15 @@ pub async fn join(script_text: &str, name: &str, ip: &str, addr: SocketAddr) -> 
         Err(kube::Error::Api(e)) if e.code == 409 => {}
         Err(e) => return Err(e).context("registering the Node"),
     }
-    heartbeat(&kubelet, name, ip).await.context("the first heartbeat")?;
-    let (kubelet, node_name, ip) = (kubelet.clone(), name.to_owned(), ip.to_owned());
-    let task = tokio::spawn(async move {
-        loop {
-            tokio::time::sleep(HEARTBEAT).await;
-            if let Err(e) = heartbeat(&kubelet, &node_name, &ip).await {
-                tracing::debug!(node = %node_name, error = %e, "heartbeat failed");
-            }
-        }
-    });
+    let mut machine = Kubelet {
+        client: kubelet,
+        name: name.to_owned(),
+        ip: ip.to_owned(),
+        network: false,
+        stopping: Default::default(),
+    };
+    machine.heartbeat().await.context("the first heartbeat")?;
+    let task = tokio::spawn(async move { machine.run().await });
     Ok(Machine { name: name.to_owned(), task })
 }
 
@@ -232,32 +233,194 @@ fn now() -> String {
     time::OffsetDateTime::now_utc().format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
 }
 
-/// The node's status (Ready, its kubelet, its address) and its Lease, renewed.
-async fn heartbeat(kubelet: &kube::Client, name: &str, ip: &str) -> Result<()> {
-    let at = now();
-    let nodes: Api<Node> = Api::all(kubelet.clone());
-    let status = json!({"status": {
-        "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
-            "message": "kubelet is posting ready status", "lastHeartbeatTime": at, "lastTransitionTime": at}],
-        "addresses": [{"type": "InternalIP", "address": ip}, {"type": "Hostname", "address": name}],
-        "capacity": {"cpu": "2", "memory": "4Gi", "pods": "110"},
-        "allocatable": {"cpu": "2", "memory": "4Gi", "pods": "110"},
-        "nodeInfo": {"machineID": name, "systemUUID": name, "bootID": name, "kernelVersion": "6.1.0",
-            "osImage": "Debian GNU/Linux 12 (bookworm)", "containerRuntimeVersion": "containerd://2.1.0",
-            "kubeletVersion": KUBELET_VERSION, "kubeProxyVersion": "", "operatingSystem": "linux", "architecture": "amd64"},
-    }});
-    nodes.patch_status(name, &PatchParams::default(), &Patch::Strategic(status)).await?;
-    let leases: Api<Lease> = Api::namespaced(kubelet.clone(), "kube-node-lease");
-    let renew = time::OffsetDateTime::now_utc()
-        .format(&time::macros::format_description!(
-            "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:6]Z"
-        ))
-        .unwrap_or_default();
-    let lease = json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-        "metadata": {"name": name, "namespace": "kube-node-lease"},
-        "spec": {"holderIdentity": name, "leaseDurationSeconds": 40, "renewTime": renew}});
-    leases.patch(name, &PatchParams::apply("kubelet").force(), &Patch::Apply(lease)).await?;
-    Ok(())
+/// The pod annotation that makes its containers take this many seconds to
+/// stop after SIGTERM (never longer than the pod's grace period); `0` otherwise.
+pub const STOP_SECONDS: &str = "hostsim.kubebyon.io/stop-seconds";
+
+/// What the joined machine's kubelet does, as far as the console can see it:
+/// the Node's status and Lease, and the pods bound to it.
+///
+/// - **Network**: the container runtime reports `NetworkReady=false` until a
+///   CNI is installed, and the kubelet then reports the Node not Ready with
+///   the runtime's words (kubernetes v1.36 `pkg/kubelet/kubelet_node_status.go`
+///   `setNodeReadyCondition`, `pkg/kubelet/nodestatus/setters.go`
+///   `ReadyCondition`); here the CNI is installed once a pod of flannel's
+///   DaemonSet ([`crate::node::cni`]) runs on the machine. Until then, pods
+///   that are not on the host network wait (their sandbox needs the network).
+/// - **Pods**: one bound here runs (Running, Ready, a pod IP); one being
+///   deleted stops within its grace period and is then deleted by the kubelet
+///   with grace 0 (`pkg/kubelet/status/status_manager.go`
+///   `canBeDeleted` → `Delete(…, GracePeriodSeconds: 0, Preconditions: UID)`),
+///   which is the moment a drain sees it gone.
+struct Kubelet {
+    client: kube::Client,
+    name: String,
+    ip: String,
+    network: bool,
+    /// Pods being stopped (by UID): when their containers will have exited.
+    stopping: std::collections::HashMap<String, tokio::time::Instant>,
+}
+
+/// The runtime's words while no CNI is installed (containerd's CRI, as the
+/// kubelet passes them on).
+pub const NETWORK_NOT_READY: &str = "container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized";
+
+impl Kubelet {
+    async fn run(&mut self) {
+        let mut beat = tokio::time::Instant::now();
+        loop {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            let was = self.network;
+            if let Err(e) = self.sync_pods().await {
+                tracing::debug!(node = %self.name, error = %e, "pod sync failed");
+            }
+            if self.network != was || beat.elapsed() >= HEARTBEAT {
+                beat = tokio::time::Instant::now();
+                if let Err(e) = self.heartbeat().await {
+                    tracing::debug!(node = %self.name, error = %e, "heartbeat failed");
+                }
+            }
+        }
+    }
+
+    /// Runs what is bound here, stops what is being deleted.
+    async fn sync_pods(&mut self) -> Result<()> {
+        use k8s_openapi::api::core::v1::Pod;
+        let all: Api<Pod> = Api::all(self.client.clone());
+        let on_node = kube::api::ListParams::default().fields(&format!("spec.nodeName={}", self.name));
+        let pods = all.list(&on_node).await?.items;
+        let is_cni = |p: &Pod| {
+            p.metadata.namespace.as_deref() == Some(crate::node::cni::NAMESPACE)
+                && p.metadata.labels.as_ref().and_then(|l| l.get(crate::node::cni::APP_LABEL.0)).map(String::as_str)
+                    == Some(crate::node::cni::APP_LABEL.1)
+        };
+        self.network = pods.iter().any(|p| {
+            is_cni(p)
+                && p.metadata.deletion_timestamp.is_none()
+                && p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
+        });
+        for pod in &pods {
+            let (Some(ns), Some(name), Some(uid)) =
+                (pod.metadata.namespace.as_deref(), pod.metadata.name.as_deref(), pod.metadata.uid.as_deref())
+            else {
+                continue;
+            };
+            let api: Api<Pod> = Api::namespaced(self.client.clone(), ns);
+            if pod.metadata.deletion_timestamp.is_some() {
+                let grace = pod.metadata.deletion_grace_period_seconds.unwrap_or(30).max(0) as u64;
+                let stop = pod
+                    .metadata
+                    .annotations
+                    .as_ref()
+                    .and_then(|a| a.get(STOP_SECONDS))
+                    .and_then(|v| v.parse::<u64>().ok())
+                    .unwrap_or(0)
+                    .min(grace);
+                let at = *self
+                    .stopping
+                    .entry(uid.to_owned())
+                    .or_insert_with(|| tokio::time::Instant::now() + Duration::from_secs(stop));
+                if tokio::time::Instant::now() >= at {
+                    let dp = kube::api::DeleteParams {
+                        grace_period_seconds: Some(0),
+                        preconditions: Some(kube::api::Preconditions {
+                            uid: Some(uid.to_owned()),
+                            resource_version: None,
+                        }),
+                        ..Default::default()
+                    };
+                    match api.delete(name, &dp).await {
+                        Ok(_) => {}
+                        Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
+                        Err(e) => return Err(e.into()),
+                    }
+                    self.stopping.remove(uid);
+                }
+                continue;
+            }
+            let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
+            let host_network = pod.spec.as_ref().and_then(|s| s.host_network) == Some(true);
+            if phase == Some("Running") || !(host_network || self.network) {
+                continue;
+            }
+            let at = now();
+            let containers: Vec<serde_json::Value> = pod
+                .spec
+                .iter()
+                .flat_map(|s| &s.containers)
+                .map(|c| {
+                    json!({"name": c.name, "image": c.image.clone().unwrap_or_default(), "imageID": "",
+                        "ready": true, "started": true, "restartCount": 0, "state": {"running": {"startedAt": at}}})
+                })
+                .collect();
+            let pod_ip = if host_network { self.ip.clone() } else { pod_address(uid) };
+            let condition = |t: &str| json!({"type": t, "status": "True", "lastTransitionTime": at});
+            let status = json!({"status": {
+                "phase": "Running", "hostIP": self.ip, "podIP": pod_ip, "podIPs": [{"ip": pod_ip}], "startTime": at,
+                "conditions": [condition("PodReadyToStartContainers"), condition("Initialized"), condition("Ready"),
+                    condition("ContainersReady"), condition("PodScheduled")],
+                "containerStatuses": containers,
+            }});
+            api.patch_status(name, &PatchParams::default(), &Patch::Merge(status)).await?;
+        }
+        self.stopping.retain(|uid, _| pods.iter().any(|p| p.metadata.uid.as_deref() == Some(uid)));
+        Ok(())
+    }
+
+    /// The node's status (Ready once the network is, its kubelet, its
+    /// address) and its Lease, renewed.
+    async fn heartbeat(&self) -> Result<()> {
+        let (name, ip) = (self.name.as_str(), self.ip.as_str());
+        let at = now();
+        let nodes: Api<Node> = Api::all(self.client.clone());
+        let ready = if self.network {
+            json!({"type": "Ready", "status": "True", "reason": "KubeletReady",
+                "message": "kubelet is posting ready status", "lastHeartbeatTime": at})
+        } else {
+            json!({"type": "Ready", "status": "False", "reason": "KubeletNotReady",
+                "message": NETWORK_NOT_READY, "lastHeartbeatTime": at})
+        };
+        // The transition time moves only when the status does.
+        let current = nodes.get(name).await?;
+        let previous = current
+            .status
+            .and_then(|s| s.conditions)
+            .and_then(|c| c.into_iter().find(|c| c.type_ == "Ready"))
+            .filter(|c| c.status == ready["status"].as_str().unwrap_or_default());
+        let mut ready = ready;
+        ready["lastTransitionTime"] = match previous.and_then(|c| c.last_transition_time) {
+            Some(t) => json!(t.0.to_string()),
+            None => json!(at),
+        };
+        let status = json!({"status": {
+            "conditions": [ready],
+            "addresses": [{"type": "InternalIP", "address": ip}, {"type": "Hostname", "address": name}],
+            "capacity": {"cpu": "2", "memory": "4Gi", "pods": "110"},
+            "allocatable": {"cpu": "2", "memory": "4Gi", "pods": "110"},
+            "nodeInfo": {"machineID": name, "systemUUID": name, "bootID": name, "kernelVersion": "6.1.0",
+                "osImage": "Debian GNU/Linux 12 (bookworm)", "containerRuntimeVersion": "containerd://2.1.0",
+                "kubeletVersion": KUBELET_VERSION, "kubeProxyVersion": "", "operatingSystem": "linux", "architecture": "amd64"},
+        }});
+        nodes.patch_status(name, &PatchParams::default(), &Patch::Strategic(status)).await?;
+        let leases: Api<Lease> = Api::namespaced(self.client.clone(), "kube-node-lease");
+        let renew = time::OffsetDateTime::now_utc()
+            .format(&time::macros::format_description!(
+                "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:6]Z"
+            ))
+            .unwrap_or_default();
+        let lease = json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": name, "namespace": "kube-node-lease"},
+            "spec": {"holderIdentity": name, "leaseDurationSeconds": 40, "renewTime": renew}});
+        leases.patch(name, &PatchParams::apply("kubelet").force(), &Patch::Apply(lease)).await?;
+        Ok(())
+    }
+}
+
+/// A pod's address on the machine's pod network (flannel's default
+/// `10.244.0.0/16`), from its UID.
+fn pod_address(uid: &str) -> String {
+    let h = uid.bytes().fold(0u32, |h, b| h.wrapping_mul(31).wrapping_add(u32::from(b)));
+    format!("10.244.{}.{}", (h >> 8) % 256, h % 254 + 1)
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::domain::AppError;
 use crate::domain::cluster::Cluster;
-use crate::domain::nodes::{CreatedToken, JoinWarning, NodeView, TokenView};
+use crate::domain::nodes::{CreatedToken, JoinWarning, NodeView, RemovalView, TokenView};
 
 /// The cookie that carries a just-made token to the page, once.
 pub(crate) const CREATED_COOKIE: &str = "kubebyon_join_token";
@@ -21,6 +21,8 @@ pub(crate) struct JoinPage {
     pub warnings: Vec<JoinWarning>,
     pub tokens: Vec<TokenView>,
     pub nodes: Vec<NodeView>,
+    /// The latest node removals, newest first (running ones show progress).
+    pub removals: Vec<RemovalView>,
     /// The console's address as machines reach it (its public URL, else the
     /// address this page was asked for).
     pub console_url: String,
@@ -34,7 +36,8 @@ pub(crate) struct JoinPage {
 pub(crate) async fn load_join(id: i64) -> Result<JoinPage, AppError> {
     use crate::server::context::{header, require_user, set_response_header, state};
     let (st, user) = (state()?, require_user()?);
-    let (cluster, read) = crate::server::service::join::overview(&st.pool, st.host.as_ref(), &user, id).await?;
+    let crate::server::service::join::Overview { cluster, read, removals } =
+        crate::server::service::join::overview(&st.pool, st.host.as_ref(), &user, id).await?;
     let warnings = crate::domain::nodes::join_warnings(&cluster, read.is_some() || !cluster.spec.own_nodes);
     let (tokens, nodes) = read.unwrap_or_default();
     let console_url = match &st.config.public_url {
@@ -48,7 +51,8 @@ pub(crate) async fn load_join(id: i64) -> Result<JoinPage, AppError> {
     if created.is_some() {
         set_response_header(http::header::SET_COOKIE, &created_cookie(id, "", 0, st.config.public_url_is_https()));
     }
-    Ok(JoinPage { cluster, warnings, tokens, nodes, console_url, created, now: crate::server::service::join::now() })
+    let now = crate::server::service::join::now();
+    Ok(JoinPage { cluster, warnings, tokens, nodes, removals, console_url, created, now })
 }
 
 /// `Set-Cookie` for the token just made (`value` empty and `max_age` 0 clears it).
@@ -104,15 +108,19 @@ pub(crate) async fn revoke_join_token(id: i64, token_id: String) -> Result<(), A
     Ok(())
 }
 
+/// Starts removing a node; `drain` `false` deletes it without draining (a
+/// machine that is gone). The page then shows the removal's progress.
 #[server(prefix = "/fn", endpoint = "join/remove-node")]
-pub(crate) async fn remove_node(id: i64, node: String) -> Result<(), AppError> {
+pub(crate) async fn remove_node(id: i64, node: String, drain: Option<String>) -> Result<(), AppError> {
     use crate::server::context::{keep_input_on_error, require_user, state};
     use server_fn::ServerFn as _;
     let (st, user) = (state()?, require_user()?);
     let page = format!("/clusters/{id}/join");
-    crate::server::service::join::remove_node(&st.pool, st.host.as_ref(), &user, id, &node)
+    let drain = drain.as_deref() != Some("false");
+    crate::server::service::join::remove_node(&st.pool, st.host.as_ref(), &user, id, &node, drain)
         .await
-        .inspect_err(|e| keep_input_on_error(RemoveNode::PATH, &page, &[], e))?;
+        .inspect_err(|e| keep_input_on_error(RemoveNode::PATH, &page, &[], e))
+        .map(|_| ())?;
     leptos_axum::redirect(&page);
     Ok(())
 }

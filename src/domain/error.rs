@@ -92,8 +92,6 @@ pub enum ErrorCode {
     SpreadInvalid,
     /// A StorageClass name that is not a Kubernetes name.
     StorageClassInvalid,
-    /// A node's pods could not all be evicted (a disruption budget), so it stays.
-    NodeDrainBlocked,
     /// Too many wrong join-script requests from one client.
     JoinRateLimited,
     /// The control plane did not give a join script (an error, too large, too slow).
@@ -125,7 +123,6 @@ impl ErrorCode {
             | Self::MoveHasProblems
             | Self::MoveItemState
             | Self::OwnNodesOff
-            | Self::NodeDrainBlocked
             | Self::ControlPlaneUnavailable => 409,
             Self::BadRequest => 400,
             Self::PayloadTooLarge => 413,

@@ -191,6 +191,122 @@ pub(crate) fn remaining(expires_at: i64, now: i64) -> Option<(i64, i64, i64)> {
     (left > 0).then_some((left / 3_600, left % 3_600 / 60, left % 60))
 }
 
+/// Where a node removal is (the column `node_removals.state`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[derive(strum::IntoStaticStr, strum::EnumString)]
+#[strum(serialize_all = "snake_case")]
+pub(crate) enum RemovalState {
+    /// Cordoned; its pods are being evicted and waited for.
+    Draining,
+    /// The Node is deleted.
+    Done,
+    /// Given up; the node stays, cordoned.
+    Failed,
+}
+
+/// Why a removal waits (while draining) or failed (the column `node_removals.reason`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[derive(strum::IntoStaticStr, strum::EnumString)]
+#[strum(serialize_all = "snake_case")]
+pub(crate) enum RemovalReason {
+    /// A PodDisruptionBudget refuses an eviction (429); tried again every pass,
+    /// as `kubectl drain` does.
+    DisruptionBudget,
+    /// The virtual cluster's API server cannot be read right now.
+    ControlPlaneUnavailable,
+    /// The node stopped reporting (`Kubelet stopped posting node status.`):
+    /// its pods would never be confirmed gone. Remove it without draining.
+    NodeUnreachable,
+    /// Pods were still on the node after [`DRAIN_TIMEOUT_SECS`].
+    DrainTimeout,
+}
+
+/// How long a drain waits for the node's pods, and the grace period each
+/// eviction gives (vCluster v0.30.0 `cmd/vclusterctl/cmd/node/delete.go`:
+/// `drain.Helper{Timeout: 30 * time.Minute, GracePeriodSeconds: 30}`).
+pub(crate) const DRAIN_TIMEOUT_SECS: i64 = 30 * 60;
+pub(crate) const EVICTION_GRACE_SECS: i64 = 30;
+
+/// A node removal as pages and the API show it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct RemovalView {
+    pub id: i64,
+    pub node: String,
+    /// `false`: deleted without draining (a machine that is gone).
+    pub drain: bool,
+    pub state: RemovalState,
+    /// Pods still on the node at the last look (`None`: not looked yet).
+    pub pods_left: Option<i64>,
+    pub reason: Option<RemovalReason>,
+    /// The pod a disruption budget keeps (`namespace/name`).
+    pub pod: Option<String>,
+    pub requested_by: Option<String>,
+    pub created_at: i64,
+    pub finished_at: Option<i64>,
+}
+
+/// A pod on the node being removed, as a drain sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct DrainPod {
+    /// `namespace/name`.
+    pub key: String,
+    /// Being deleted already (evicted, waiting for its kubelet).
+    pub terminating: bool,
+    /// A DaemonSet's or a static pod: a drain leaves it (`IgnoreAllDaemonSets`).
+    pub stays: bool,
+}
+
+/// What the node being removed looks like now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct DrainNode {
+    pub unschedulable: bool,
+    /// Its Ready condition is `Unknown` because its kubelet stopped posting
+    /// (node lifecycle controller's message).
+    pub unreachable: bool,
+    pub pods: Vec<DrainPod>,
+}
+
+/// One pass of a removal: what to do now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum DrainStep {
+    /// The Node is gone: done.
+    Gone,
+    /// Give up with this reason (the node stays cordoned).
+    Fail(RemovalReason),
+    /// Cordon first when `cordon`, evict these, and wait: `left` pods remain.
+    Drain { cordon: bool, evict: Vec<String>, left: i64 },
+    /// Nothing left to wait for: delete the Node.
+    Delete { cordon: bool },
+}
+
+/// The rule of `vcluster node delete` (v0.30.0 `cmd/vclusterctl/cmd/node/delete.go`,
+/// with `k8s.io/kubectl/pkg/drain`): a missing node is done; cordon; with
+/// `drain`, a node whose kubelet stopped posting fails (its pods would never
+/// be confirmed gone: remove it without draining), otherwise evict every pod
+/// but DaemonSets' and static ones and wait until none is left, for at most
+/// [`DRAIN_TIMEOUT_SECS`] (`waited`); then delete the Node.
+pub(crate) fn drain_step(node: Option<&DrainNode>, drain: bool, waited: i64) -> DrainStep {
+    let Some(node) = node else { return DrainStep::Gone };
+    let cordon = !node.unschedulable;
+    if !drain {
+        return DrainStep::Delete { cordon };
+    }
+    if node.unreachable {
+        return DrainStep::Fail(RemovalReason::NodeUnreachable);
+    }
+    let going: Vec<&DrainPod> = node.pods.iter().filter(|p| !p.stays).collect();
+    if going.is_empty() {
+        return DrainStep::Delete { cordon };
+    }
+    if waited > DRAIN_TIMEOUT_SECS {
+        return DrainStep::Fail(RemovalReason::DrainTimeout);
+    }
+    let evict = going.iter().filter(|p| !p.terminating).map(|p| p.key.clone()).collect();
+    DrainStep::Drain { cordon, evict, left: going.len() as i64 }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -340,5 +456,43 @@ mod tests {
         assert_eq!(check_access(true, &lb), Ok(()));
         assert!(check_access(true, &np).is_err());
         assert_eq!(check_access(false, &np), Ok(()));
+    }
+
+    #[test]
+    fn drain_steps_follow_vcluster_node_delete() {
+        let pod = |key: &str, terminating: bool, stays: bool| DrainPod { key: key.into(), terminating, stays };
+        let node = |unschedulable: bool, unreachable: bool, pods: Vec<DrainPod>| DrainNode {
+            unschedulable,
+            unreachable,
+            pods,
+        };
+        let web = pod("default/web", false, false);
+        let going = pod("default/old", true, false);
+        let cni = pod("kube-flannel/flannel", false, true);
+        use DrainStep::*;
+        for (n, drain, waited, want) in [
+            (None, true, 0, Gone),
+            (None, false, 0, Gone),
+            (Some(node(false, false, vec![])), true, 0, Delete { cordon: true }),
+            (Some(node(true, false, vec![cni.clone()])), true, 0, Delete { cordon: false }),
+            (
+                Some(node(false, false, vec![web.clone(), going.clone(), cni.clone()])),
+                true,
+                0,
+                Drain { cordon: true, evict: vec!["default/web".into()], left: 2 },
+            ),
+            (Some(node(true, false, vec![going.clone()])), true, 60, Drain { cordon: false, evict: vec![], left: 1 }),
+            (
+                Some(node(true, false, vec![going.clone()])),
+                true,
+                DRAIN_TIMEOUT_SECS + 1,
+                Fail(RemovalReason::DrainTimeout),
+            ),
+            // Gone quiet: draining would wait forever; without draining it goes.
+            (Some(node(true, true, vec![web.clone()])), true, 0, Fail(RemovalReason::NodeUnreachable)),
+            (Some(node(false, true, vec![web.clone()])), false, 0, Delete { cordon: true }),
+        ] {
+            assert_eq!(drain_step(n.as_ref(), drain, waited), want, "{n:?} {drain} {waited}");
+        }
     }
 }

@@ -16,7 +16,9 @@ use crate::components::cluster_overview::Time;
 use crate::components::error_text::error_text;
 use crate::components::islands::live_region::LiveRegion;
 use crate::components::layout::Layout;
-use crate::domain::nodes::{JoinWarning, join_command, remaining, reset_command};
+use crate::domain::nodes::{
+    JoinWarning, RemovalReason, RemovalState, RemovalView, join_command, remaining, reset_command,
+};
 use crate::domain::{AppError, ErrorCode};
 use crate::i18n::*;
 
@@ -212,10 +214,27 @@ fn Live(page: JoinPage, revoke_error: Option<AppError>) -> impl IntoView {
             }
         })
         .collect_view();
+    let removing = |name: &str| page.removals.iter().any(|r| r.node == name && r.state == RemovalState::Draining);
     let nodes = page
         .nodes
         .iter()
         .map(|n| {
+            let actions = if removing(&n.name) {
+                view! {
+                    <span class="badge badge-updating" data-field="removing">
+                        {t!(i18n, join.removing)}
+                    </span>
+                }
+                .into_any()
+            } else {
+                view! {
+                    <RemoveForm id name=n.name.clone() drain=true />
+                    // A machine that is gone never confirms its pods stopped:
+                    // offered once the node is not Ready.
+                    {(!n.ready).then(|| view! { <RemoveForm id name=n.name.clone() drain=false /> })}
+                }
+                .into_any()
+            };
             view! {
                 <tr data-node=n.name.clone()>
                     <td class="font-mono">{n.name.clone()}</td>
@@ -225,23 +244,12 @@ fn Live(page: JoinPage, revoke_error: Option<AppError>) -> impl IntoView {
                     <td class="font-mono">{n.kubelet_version.clone()}</td>
                     <td class="font-mono">{n.internal_ip.clone()}</td>
                     <td>{n.since.map(|s| view! { <Time secs=s /> })}</td>
-                    <td>
-                        <form method="post" action=RemoveNode::PATH data-form="remove-node">
-                            <input type="hidden" name="id" value=id />
-                            <input type="hidden" name="node" value=n.name.clone() />
-                            <button
-                                type="submit"
-                                class="btn btn-small btn-danger"
-                                aria-label=t_string!(i18n, join.remove_label, name = n.name.clone())
-                            >
-                                {t!(i18n, join.remove)}
-                            </button>
-                        </form>
-                    </td>
+                    <td class="flex gap-2">{actions}</td>
                 </tr>
             }
         })
         .collect_view();
+    let removals = (!page.removals.is_empty()).then(|| view! { <Removals removals=page.removals.clone() /> });
     let (no_tokens, no_nodes) = (page.tokens.is_empty(), page.nodes.is_empty());
     view! {
         // Always live: machines may join whenever a token is valid.
@@ -308,6 +316,101 @@ fn Live(page: JoinPage, revoke_error: Option<AppError>) -> impl IntoView {
                         </section>
                     }
                 })}
+            {removals}
         </div>
+    }
+}
+
+/// Remove (drain first) or remove without draining: a plain form.
+#[component]
+fn RemoveForm(id: i64, name: String, drain: bool) -> impl IntoView {
+    let i18n = use_i18n();
+    let (label, text) = if drain {
+        (t_string!(i18n, join.remove_label, name = name.clone()).to_string(), t_string!(i18n, join.remove))
+    } else {
+        (t_string!(i18n, join.remove_force_label, name = name.clone()).to_string(), t_string!(i18n, join.remove_force))
+    };
+    view! {
+        <form method="post" action=RemoveNode::PATH data-form=if drain { "remove-node" } else { "remove-node-force" }>
+            <input type="hidden" name="id" value=id />
+            <input type="hidden" name="node" value=name />
+            {(!drain).then(|| view! { <input type="hidden" name="drain" value="false" /> })}
+            <button type="submit" class="btn btn-small btn-danger" aria-label=label>
+                {text}
+            </button>
+        </form>
+    }
+}
+
+/// What a removal is doing, or how it ended, in words.
+fn removal_text(i18n: I18nContext<Locale>, r: &RemovalView) -> String {
+    let count = r.pods_left.unwrap_or_default().to_string();
+    match (r.state, r.reason) {
+        (RemovalState::Draining, Some(RemovalReason::DisruptionBudget)) => {
+            let pod = r.pod.clone().unwrap_or_default();
+            t_string!(i18n, join.removal_waiting_budget, pod = pod, count = count).to_string()
+        }
+        (RemovalState::Draining, Some(RemovalReason::ControlPlaneUnavailable)) => {
+            t_string!(i18n, join.removal_waiting_control_plane).to_owned()
+        }
+        (RemovalState::Draining, _) => match r.pods_left {
+            None => t_string!(i18n, join.removal_starting).to_owned(),
+            Some(0) => t_string!(i18n, join.removal_deleting).to_owned(),
+            Some(_) => t_string!(i18n, join.removal_draining, count = count).to_string(),
+        },
+        (RemovalState::Done, _) if !r.drain => t_string!(i18n, join.removal_done_no_drain).to_owned(),
+        (RemovalState::Done, _) => t_string!(i18n, join.removal_done).to_owned(),
+        (RemovalState::Failed, Some(RemovalReason::NodeUnreachable)) => {
+            t_string!(i18n, join.removal_failed_node_unreachable).to_owned()
+        }
+        (RemovalState::Failed, Some(RemovalReason::DisruptionBudget)) => {
+            t_string!(i18n, join.removal_failed_budget).to_owned()
+        }
+        (RemovalState::Failed, Some(RemovalReason::ControlPlaneUnavailable)) => {
+            t_string!(i18n, join.removal_failed_control_plane).to_owned()
+        }
+        (RemovalState::Failed, Some(RemovalReason::DrainTimeout) | None) => {
+            t_string!(i18n, join.removal_failed_drain_timeout).to_owned()
+        }
+    }
+}
+
+/// The cluster's latest removals, running ones first in time order as stored.
+#[component]
+fn Removals(removals: Vec<RemovalView>) -> impl IntoView {
+    let i18n = use_i18n();
+    let rows = removals
+        .iter()
+        .map(|r| {
+            let state: &'static str = r.state.into();
+            view! {
+                <tr data-removal=r.node.clone() data-state=state>
+                    <td class="font-mono">{r.node.clone()}</td>
+                    <td data-field="removal-progress">{removal_text(i18n, r)}</td>
+                    <td>{r.requested_by.clone()}</td>
+                    <td>
+                        <Time secs=r.created_at />
+                    </td>
+                    <td>{r.finished_at.map(|s| view! { <Time secs=s /> })}</td>
+                </tr>
+            }
+        })
+        .collect_view();
+    view! {
+        <section class="card">
+            <h2 class="section-title">{t!(i18n, join.removals)}</h2>
+            <table class="table" data-testid="removals">
+                <thead>
+                    <tr>
+                        <th scope="col">{t!(i18n, join.removal_node)}</th>
+                        <th scope="col">{t!(i18n, join.removal_progress)}</th>
+                        <th scope="col">{t!(i18n, join.removal_by)}</th>
+                        <th scope="col">{t!(i18n, join.removal_started)}</th>
+                        <th scope="col">{t!(i18n, join.removal_finished)}</th>
+                    </tr>
+                </thead>
+                <tbody>{rows}</tbody>
+            </table>
+        </section>
     }
 }

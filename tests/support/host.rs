@@ -160,9 +160,15 @@ pub async fn env_parked(host: &TestHost, user: &str) -> Env {
 }
 
 impl Env {
-    /// Runs the reconciler.
+    /// Runs the reconciler and the node-removal driver, as the console does.
     pub fn start(&self) {
         tokio::spawn(reconciler::run(self.ctx.clone()));
+        let every = std::time::Duration::from_secs(1);
+        tokio::spawn(kubebyon::server::controllers::node_removal::drive(
+            self.ctx.pool.clone(),
+            self.ctx.clone(),
+            every,
+        ));
     }
 
     /// Asks for the deletion of a cluster and waits until its row is gone.

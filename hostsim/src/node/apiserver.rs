@@ -9,7 +9,8 @@
 //! `kube-node-lease`: the API server makes them itself), not the host's.
 //!
 //! What it is not: there is no syncer (a workload created inside does not appear
-//! on the host) and no controller-manager or scheduler inside. At most
+//! on the host), and without private nodes no controller-manager or scheduler
+//! inside. At most
 //! [`RealApi::cap`] run at once; a vCluster started beyond the cap relays to the
 //! host's API server like `relay` does (logged).
 
@@ -90,17 +91,18 @@ fn advertise(bind: SocketAddr) -> std::net::IpAddr {
 }
 
 /// One vCluster's API server process (and, with private nodes, its
-/// kube-controller-manager); killed when dropped.
+/// kube-controller-manager and kube-scheduler); killed when dropped.
 pub struct VirtualApiServer {
     child: Child,
-    controllers: Option<Child>,
+    /// kube-controller-manager and kube-scheduler (private nodes).
+    controllers: Vec<Child>,
     dir: PathBuf,
     _slot: OwnedSemaphorePermit,
 }
 
 impl Drop for VirtualApiServer {
     fn drop(&mut self) {
-        for child in std::iter::once(&mut self.child).chain(self.controllers.as_mut()) {
+        for child in std::iter::once(&mut self.child).chain(self.controllers.iter_mut()) {
             let _ = child.kill();
             let _ = child.wait();
         }
@@ -111,8 +113,12 @@ impl Drop for VirtualApiServer {
 /// `kube-public/cluster-info` with each token, `tokencleaner` deletes expired
 /// tokens, `csrapproving` approves kubelets' bootstrap CSRs (by the
 /// bootstrappers' RBAC), `csrsigning` signs them with the vCluster's CA,
-/// `nodelifecycle` marks a node whose heartbeats stop as not Ready.
-pub const JOIN_CONTROLLERS: &str = "bootstrapsigner,tokencleaner,csrapproving,csrsigning,csrcleaner,nodelifecycle";
+/// `nodelifecycle` marks a node whose heartbeats stop as not Ready and taints
+/// a not-Ready one (`node.kubernetes.io/not-ready`); and what puts pods on
+/// joined machines: `daemonset` (the CNI), `deployment` and `replicaset`
+/// (workloads a drain must evict), `disruption` (the budgets an eviction
+/// reads), `podgc` (pods of deleted nodes), with kube-scheduler beside.
+pub const JOIN_CONTROLLERS: &str = "bootstrapsigner,tokencleaner,csrapproving,csrsigning,csrcleaner,nodelifecycle,daemonset,deployment,replicaset,disruption,podgc";
 
 impl VirtualApiServer {
     /// Starts it on `bind` with the vCluster's CA and serving certificate.
@@ -167,10 +173,11 @@ impl VirtualApiServer {
         ];
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let child = crate::controlplane::spawn(&real.bin, &file("kube-apiserver.log"), &args)?;
-        Ok(Self { child, controllers: None, dir, _slot: slot })
+        Ok(Self { child, controllers: Vec::new(), dir, _slot: slot })
     }
 
-    /// Starts kube-controller-manager with [`JOIN_CONTROLLERS`] against this
+    /// Starts kube-controller-manager with [`JOIN_CONTROLLERS`] and
+    /// kube-scheduler against this
     /// API server at `bind` (once it is ready), as `admin`, signing with the
     /// vCluster's CA.
     pub fn start_controllers(&mut self, real: &RealApi, bind: SocketAddr, admin: &CertPair, ca: &Ca) -> Result<()> {
@@ -197,8 +204,17 @@ impl VirtualApiServer {
         ];
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let bin = real.bin.with_file_name("kube-controller-manager");
-        self.controllers =
-            Some(crate::controlplane::spawn(&bin, &self.dir.join("kube-controller-manager.log"), &args)?);
+        self.controllers.push(crate::controlplane::spawn(&bin, &self.dir.join("kube-controller-manager.log"), &args)?);
+        let args = [
+            format!("--kubeconfig={}", kubeconfig.display()),
+            "--leader-elect=false".into(),
+            "--secure-port=0".into(),
+            "--profiling=false".into(),
+            "--v=1".into(),
+        ];
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let bin = real.bin.with_file_name("kube-scheduler");
+        self.controllers.push(crate::controlplane::spawn(&bin, &self.dir.join("kube-scheduler.log"), &args)?);
         Ok(())
     }
 

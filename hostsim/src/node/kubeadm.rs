@@ -17,7 +17,8 @@ use serde_json::{Value, json};
 /// kubeadm's group for the default node token (vCluster's tokens carry it).
 pub const NODE_TOKEN_GROUP: &str = "system:bootstrappers:kubeadm:default-node-token";
 
-async fn create<K>(api: Api<K>, body: Value) -> Result<()>
+/// Creates `body`; one that exists already is kept.
+pub(crate) async fn create<K>(api: Api<K>, body: Value) -> Result<()>
 where
     K: Resource + Clone + std::fmt::Debug + DeserializeOwned + serde::Serialize,
 {

@@ -15,6 +15,7 @@
 //! - the chart repository, through an HTTPS proxy ([`repo`]).
 
 pub mod apiserver;
+pub mod cni;
 pub mod faults;
 pub mod gateway;
 pub mod joinfront;

@@ -179,6 +179,7 @@ impl VCluster {
                 // Private nodes: what kubeadm init sets up, and the controllers a join needs.
                 let client = VirtualApiServer::client(backend, ca, admin).await.context("a client for the vCluster")?;
                 kubeadm::bootstrap(&client, endpoint, &ca.pair.cert_pem).await?;
+                crate::node::cni::deploy(&client).await?;
                 server.start_controllers(real, backend, admin, ca)?;
             }
             tracing::info!(release = %self.release, addr = %self.bind, "vcluster api server ready");

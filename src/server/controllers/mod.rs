@@ -8,11 +8,14 @@
 //! - [`move_driver`]: moves the clusters of running moves from NodePort
 //!   to LoadBalancer. No lease: each of its steps is a compare-and-set in the
 //!   database, so replicas driving at once cannot repeat one.
+//! - [`node_removal`]: removes joined nodes as `vcluster node delete` does
+//!   (cordon, evict, wait, delete), one idempotent step per pass; no lease.
 //! - [`supervise`]: restarts a background task that panicked, and reports it.
 //!
 //! Request handlers never call these; they store a change and wake the
 //! reconciler (`service::wake`).
 
 pub mod move_driver;
+pub mod node_removal;
 pub mod reconciler;
 pub mod supervise;

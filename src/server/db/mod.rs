@@ -5,6 +5,7 @@
 pub mod audit;
 pub mod clusters;
 pub mod moves;
+pub mod node_removals;
 pub mod operations;
 pub mod sessions;
 pub mod settings;

@@ -434,13 +434,37 @@ pub(crate) async fn list_nodes(
     Ok(Json(join::list_nodes(&st.pool, st.host.as_ref(), &u, cluster_id(&id)?).await?))
 }
 
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RemoveQuery {
+    /// `false`: delete the Node without draining (a machine that is gone).
+    #[serde(default = "yes")]
+    drain: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// `202` with the removal: it runs in the background (`GET …/node-removals`).
 pub(crate) async fn remove_node(
     State(st): State<AppState>,
     ApiUser(u): ApiUser,
     Path((id, node)): Path<(String, String)>,
-) -> Result<StatusCode, ApiError> {
-    join::remove_node(&st.pool, st.host.as_ref(), &u, cluster_id(&id)?, &node).await?;
-    Ok(StatusCode::NO_CONTENT)
+    query: Result<axum::extract::Query<RemoveQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Response, ApiError> {
+    let axum::extract::Query(q) = query.map_err(|_| ApiError(AppError::new(ErrorCode::BadRequest)))?;
+    let removal = join::remove_node(&st.pool, st.host.as_ref(), &u, cluster_id(&id)?, &node, q.drain).await?;
+    Ok((StatusCode::ACCEPTED, Json(removal)).into_response())
+}
+
+/// The cluster's latest node removals, newest first.
+pub(crate) async fn list_node_removals(
+    State(st): State<AppState>,
+    ApiUser(u): ApiUser,
+    Path(id): Path<String>,
+) -> ApiResult<Vec<crate::domain::nodes::RemovalView>> {
+    Ok(Json(join::removals(&st.pool, &u, cluster_id(&id)?).await?))
 }
 
 /// `201` with the token (shown this once) and `Cache-Control: no-store`.

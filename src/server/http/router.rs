@@ -32,6 +32,7 @@ pub fn api_routes() -> Vec<(&'static str, MethodRouter<AppState>)> {
         ("/api/console/clusters/{id}/join-tokens/{token}", axum::routing::delete(api::revoke_join_token)),
         ("/api/console/clusters/{id}/nodes", get(api::list_nodes)),
         ("/api/console/clusters/{id}/nodes/{node}", axum::routing::delete(api::remove_node)),
+        ("/api/console/clusters/{id}/node-removals", get(api::list_node_removals)),
         ("/api/console/quota", get(api::my_quota)),
         // Server-sent events: the versions live pages follow (`server::push`).
         ("/events/clusters", get(super::live::list_stream)),

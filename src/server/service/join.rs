@@ -15,7 +15,7 @@ use super::Reconciler;
 use crate::domain::audit::AuditAction;
 use crate::domain::cluster::Cluster;
 use crate::domain::join::{self, JoinToken, Lifetime};
-use crate::domain::nodes::{CreatedToken, NodeView, TokenView};
+use crate::domain::nodes::{CreatedToken, NodeView, RemovalView, TokenView};
 use crate::domain::user::CurrentUser;
 use crate::domain::{AppError, ErrorCode};
 
@@ -181,87 +181,84 @@ fn node_view(node: &k8s_openapi::api::core::v1::Node) -> NodeView {
     }
 }
 
-/// What the join page shows: the cluster, and its tokens and nodes when the
-/// virtual cluster can be read now (`None` otherwise: the page says why).
+/// What the join page shows ([`Overview`]).
 pub(crate) async fn overview(
     pool: &AnyPool,
     host: Option<&Reconciler>,
     user: &CurrentUser,
     id: i64,
-) -> Result<(Cluster, Option<(Vec<TokenView>, Vec<NodeView>)>), AppError> {
+) -> Result<Overview, AppError> {
     let cluster = super::clusters::get(pool, user, id).await?;
     if !cluster.spec.own_nodes {
-        return Ok((cluster, None));
+        return Ok(Overview { cluster, read: None, removals: Vec::new() });
     }
+    let removals = removals_of(pool, &cluster).await?;
     let read = async {
         let (cluster, client) = Box::pin(connect(host, cluster.clone())).await?;
         let tokens = tokens_of(&cluster, client.clone()).await?;
         Ok::<_, AppError>((tokens, nodes_of(&cluster, client).await?))
     };
     match Box::pin(read).await {
-        Ok(read) => Ok((cluster, Some(read))),
-        Err(e) if e.code == ErrorCode::ControlPlaneUnavailable => Ok((cluster, None)),
+        Ok(read) => Ok(Overview { cluster, read: Some(read), removals }),
+        Err(e) if e.code == ErrorCode::ControlPlaneUnavailable => Ok(Overview { cluster, read: None, removals }),
         Err(e) => Err(e),
     }
 }
 
-/// Drains node `name` (cordoned, its pods evicted as `kubectl drain
-/// --ignore-daemonsets` does) and deletes it from the virtual cluster. A pod
-/// a disruption budget keeps: `node_drain_blocked`, the node stays (cordoned).
+/// What the join page shows: the cluster; its tokens and nodes when the
+/// virtual cluster can be read now (`None` otherwise: the page says why);
+/// its latest node removals (from the database: shown either way).
+pub(crate) struct Overview {
+    pub cluster: Cluster,
+    pub read: Option<(Vec<TokenView>, Vec<NodeView>)>,
+    pub removals: Vec<RemovalView>,
+}
+
+/// Starts removing node `name` (`drain`: cordon, evict its pods and wait
+/// for them, as `vcluster node delete` does; without: delete the Node now,
+/// for a machine that is gone), as a background operation
+/// (`controllers::node_removal`) whose progress the join page shows. The
+/// same request while one runs returns that one. Audited when started.
 pub(crate) async fn remove_node(
     pool: &AnyPool,
     host: Option<&Reconciler>,
     user: &CurrentUser,
     id: i64,
     name: &str,
-) -> Result<(), AppError> {
-    use k8s_openapi::api::core::v1::{Node, Pod};
-    use kube::api::{EvictParams, Patch, PatchParams};
+    drain: bool,
+) -> Result<RemovalView, AppError> {
+    use k8s_openapi::api::core::v1::Node;
     let not_found = || AppError::new(ErrorCode::NotFound);
     let name = crate::domain::nodes::node_name(name).ok_or_else(not_found)?;
     let (cluster, client) = Box::pin(open(pool, host, user, id)).await?;
-    let nodes: Api<Node> = Api::all(client.clone());
+    let nodes: Api<Node> = Api::all(client);
     match Box::pin(nodes.get_opt(name)).await {
         Ok(Some(_)) => {}
         Ok(None) => return Err(not_found()),
         Err(e) => return Err(call_failed(&cluster, "node read", &e)),
     }
-    let cordon = serde_json::json!({"spec": {"unschedulable": true}});
-    Box::pin(nodes.patch(name, &PatchParams::default(), &Patch::Merge(&cordon)))
-        .await
-        .map_err(|e| call_failed(&cluster, "node cordon", &e))?;
-    let pods: Api<Pod> = Api::all(client.clone());
-    let on_node = ListParams::default().fields(&format!("spec.nodeName={name}"));
-    let list = Box::pin(pods.list(&on_node)).await.map_err(|e| call_failed(&cluster, "pod list", &e))?;
-    for pod in list.items.iter().filter(|p| !daemon_or_mirror(p)) {
-        let (Some(ns), Some(pod_name)) = (pod.metadata.namespace.as_deref(), pod.metadata.name.as_deref()) else {
-            continue;
-        };
-        let api: Api<Pod> = Api::namespaced(client.clone(), ns);
-        match Box::pin(api.evict(pod_name, &EvictParams::default())).await {
-            Ok(_) => {}
-            Err(kube::Error::Api(e)) if e.code == 404 => {}
-            Err(kube::Error::Api(e)) if e.code == 429 => return Err(AppError::new(ErrorCode::NodeDrainBlocked)),
-            Err(e) => return Err(call_failed(&cluster, "pod eviction", &e)),
-        }
+    let (row, started) = crate::server::db::node_removals::start(pool, cluster.id, name, drain, user.id).await?;
+    if started {
+        tracing::info!(cluster = cluster.id, node = name, drain, user = %user.username, "node removal started");
+        let target = format!("cluster:{}", cluster.spec.name);
+        let detail = if drain { format!("node: {name}") } else { format!("node: {name} (without draining)") };
+        super::audit::record(pool, user, AuditAction::NodeRemoved, &target, &detail).await;
     }
-    match Box::pin(nodes.delete(name, &DeleteParams::default())).await {
-        Ok(_) => {}
-        Err(kube::Error::Api(e)) if e.code == 404 => {}
-        Err(e) => return Err(call_failed(&cluster, "node delete", &e)),
-    }
-    tracing::info!(cluster = cluster.id, node = name, user = %user.username, "node removed");
-    let target = format!("cluster:{}", cluster.spec.name);
-    super::audit::record(pool, user, AuditAction::NodeRemoved, &target, &format!("node: {name}")).await;
-    Ok(())
+    Ok(row.view())
 }
 
-/// Pods a drain leaves: a DaemonSet's (it would put them back) and static ones.
-fn daemon_or_mirror(pod: &k8s_openapi::api::core::v1::Pod) -> bool {
-    let owned_by_daemonset =
-        pod.metadata.owner_references.iter().flatten().any(|o| o.kind == "DaemonSet" && o.controller == Some(true));
-    let mirror = pod.metadata.annotations.as_ref().is_some_and(|a| a.contains_key("kubernetes.io/config.mirror"));
-    owned_by_daemonset || mirror
+/// The cluster's latest node removals, newest first (the owner or an admin).
+pub(crate) async fn removals(pool: &AnyPool, user: &CurrentUser, id: i64) -> Result<Vec<RemovalView>, AppError> {
+    let cluster = super::clusters::get(pool, user, id).await?;
+    removals_of(pool, &cluster).await
+}
+
+/// How many removals the join page and the API show.
+const RECENT_REMOVALS: i64 = 20;
+
+async fn removals_of(pool: &AnyPool, cluster: &Cluster) -> Result<Vec<RemovalView>, AppError> {
+    let rows = crate::server::db::node_removals::recent(pool, cluster.id, RECENT_REMOVALS).await?;
+    Ok(rows.iter().map(|r| r.view()).collect())
 }
 
 /// Unix seconds now, the clock the tokens' expiry is read against (the join

@@ -1143,6 +1143,16 @@ pub(crate) async fn virtual_client(ctx: &Context, cluster: &Cluster) -> Result<O
     Client::try_from(cfg).map(Some).map_err(|_| Error::NotYet("no client for the virtual cluster"))
 }
 
+/// [`virtual_client`] without kube's default retry of 429, 503 and 504: a
+/// drain must see an eviction's 429 (a disruption budget) at once, where
+/// kube-client 5 would retry it up to 15 times, each after the server's
+/// `Retry-After` (10 s for an eviction) — minutes of one pass.
+pub(crate) async fn virtual_client_without_retry(ctx: &Context, cluster: &Cluster) -> Result<Option<Client>> {
+    let Some(mut cfg) = Box::pin(virtual_config(ctx, cluster)).await? else { return Ok(None) };
+    cfg.default_retry = false;
+    Client::try_from(cfg).map(Some).map_err(|_| Error::NotYet("no client for the virtual cluster"))
+}
+
 /// The cluster's control plane at its internal address, as the join script
 /// is fetched from it: the address, the name its certificate carries, and
 /// only the CA of `vc-<name>` (no credentials are presented).
