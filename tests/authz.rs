@@ -151,6 +151,14 @@ fn matrix() -> Vec<Row> {
             "",
             [Is(401), Is(409), Is(404), Is(409)],
         ),
+        // Read from the console's database: an empty list, not "no own nodes".
+        row(
+            "GET",
+            "/api/console/clusters/{id}/node-removals",
+            "/api/console/clusters/{C}/node-removals",
+            "",
+            OWNER_ONLY,
+        ),
         // Machines, without a session: the same 404 for everyone when the
         // cluster has no own nodes (the token is never even looked up).
         row(

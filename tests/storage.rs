@@ -815,3 +815,90 @@ async fn every_write_raises_a_revision_and_only_changed_rows_are_read() {
         assert_eq!(touched, vec![(ids[2], bob.id, gone.revision)], "{b}");
     }
 }
+
+/// A node removal is one row per node while it runs (asking again returns
+/// it), records its progress only while it runs, and ends once.
+#[tokio::test]
+async fn a_node_removal_runs_once_per_node_and_ends_once() {
+    use kubebyon::domain::nodes::{RemovalReason, RemovalState};
+    use kubebyon::server::db::node_removals;
+    for t in each_backend().await {
+        let dana = user(&t.pool, "dana", Role::User).await;
+        let lb = lb("nodes.example.com");
+        let id =
+            db::clusters::insert(&t.pool, dana.id, &spec("own", lb), PublicAccessMode::NodePort, None).await.unwrap();
+        let (first, started) = node_removals::start(&t.pool, id, "byo-1", true, dana.id).await.unwrap();
+        assert!(started, "{}", t.backend);
+        let (again, started) = node_removals::start(&t.pool, id, "byo-1", false, dana.id).await.unwrap();
+        assert_eq!((again.id, started, again.drain), (first.id, false, 1), "{}: the running one", t.backend);
+        let (other, _) = node_removals::start(&t.pool, id, "byo-2", false, dana.id).await.unwrap();
+        assert_ne!(other.id, first.id);
+        let view = first.view();
+        assert_eq!(
+            (view.state, view.pods_left, view.reason, view.requested_by.as_deref()),
+            (RemovalState::Draining, None, None, Some("dana"))
+        );
+
+        node_removals::progress(
+            &t.pool,
+            first.id,
+            Some(2),
+            Some(RemovalReason::DisruptionBudget),
+            Some("default/web-1"),
+        )
+        .await
+        .unwrap();
+        let running = node_removals::running(&t.pool).await.unwrap();
+        let row = running.iter().find(|r| r.id == first.id).unwrap().view();
+        assert_eq!(
+            (row.pods_left, row.reason, row.pod.as_deref()),
+            (Some(2), Some(RemovalReason::DisruptionBudget), Some("default/web-1")),
+            "{}",
+            t.backend
+        );
+        // A pass that could not look keeps the last count.
+        node_removals::progress(&t.pool, first.id, None, Some(RemovalReason::ControlPlaneUnavailable), None)
+            .await
+            .unwrap();
+        let row = node_removals::recent(&t.pool, id, 10)
+            .await
+            .unwrap()
+            .into_iter()
+            .find(|r| r.id == first.id)
+            .unwrap()
+            .view();
+        assert_eq!((row.pods_left, row.reason, row.pod), (Some(2), Some(RemovalReason::ControlPlaneUnavailable), None));
+
+        let (a, b) = tokio::join!(
+            node_removals::finish(&t.pool, first.id, None),
+            node_removals::finish(&t.pool, first.id, Some(RemovalReason::DrainTimeout))
+        );
+        assert!(a.unwrap() ^ b.unwrap(), "{}: ended once", t.backend);
+        let ended = node_removals::recent(&t.pool, id, 10)
+            .await
+            .unwrap()
+            .into_iter()
+            .find(|r| r.id == first.id)
+            .unwrap()
+            .view();
+        assert_ne!(ended.state, RemovalState::Draining);
+        assert!(ended.finished_at.is_some());
+        // Progress after the end changes nothing; the node may be removed again.
+        node_removals::progress(&t.pool, first.id, Some(9), None, None).await.unwrap();
+        let after = node_removals::recent(&t.pool, id, 10)
+            .await
+            .unwrap()
+            .into_iter()
+            .find(|r| r.id == first.id)
+            .unwrap()
+            .view();
+        assert_eq!(after, ended, "{}", t.backend);
+        let (next, started) = node_removals::start(&t.pool, id, "byo-1", true, dana.id).await.unwrap();
+        assert!(started && next.id != first.id, "{}", t.backend);
+        let recent: Vec<i64> = node_removals::recent(&t.pool, id, 10).await.unwrap().iter().map(|r| r.id).collect();
+        assert_eq!(recent, vec![next.id, other.id, first.id], "{}: newest first", t.backend);
+        // Deleting the cluster takes its removals along.
+        sqlx::query("DELETE FROM clusters WHERE id = $1").bind(id).execute(&t.pool).await.unwrap();
+        assert!(node_removals::recent(&t.pool, id, 10).await.unwrap().is_empty(), "{}", t.backend);
+    }
+}

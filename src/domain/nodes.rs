@@ -196,7 +196,7 @@ pub(crate) fn remaining(expires_at: i64, now: i64) -> Option<(i64, i64, i64)> {
 #[serde(rename_all = "snake_case")]
 #[derive(strum::IntoStaticStr, strum::EnumString)]
 #[strum(serialize_all = "snake_case")]
-pub(crate) enum RemovalState {
+pub enum RemovalState {
     /// Cordoned; its pods are being evicted and waited for.
     Draining,
     /// The Node is deleted.
@@ -210,7 +210,7 @@ pub(crate) enum RemovalState {
 #[serde(rename_all = "snake_case")]
 #[derive(strum::IntoStaticStr, strum::EnumString)]
 #[strum(serialize_all = "snake_case")]
-pub(crate) enum RemovalReason {
+pub enum RemovalReason {
     /// A PodDisruptionBudget refuses an eviction (429); tried again every pass,
     /// as `kubectl drain` does.
     DisruptionBudget,
@@ -231,7 +231,7 @@ pub(crate) const EVICTION_GRACE_SECS: i64 = 30;
 
 /// A node removal as pages and the API show it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct RemovalView {
+pub struct RemovalView {
     pub id: i64,
     pub node: String,
     /// `false`: deleted without draining (a machine that is gone).

@@ -10,7 +10,7 @@ use super::{DbError, now};
 use crate::domain::nodes::{RemovalReason, RemovalState, RemovalView};
 
 #[derive(Debug, Clone, FromRow)]
-pub(crate) struct RemovalRow {
+pub struct RemovalRow {
     pub id: i64,
     pub cluster_id: i64,
     pub node: String,
@@ -27,7 +27,7 @@ pub(crate) struct RemovalRow {
 impl RemovalRow {
     /// As shown; a state this build does not know reads as failed, an unknown
     /// reason as none (both logged).
-    pub(crate) fn view(&self) -> RemovalView {
+    pub fn view(&self) -> RemovalView {
         let state = self.state.parse().unwrap_or_else(|_| {
             super::unknown_value("node_removals.state", self.id, &self.state);
             RemovalState::Failed
@@ -60,7 +60,7 @@ const COLUMNS: &str = "id, cluster_id, node, CASE WHEN drain THEN 1 ELSE 0 END A
 
 /// Starts removing `node` of `cluster_id`, or returns the removal already
 /// running for it (the same request twice is one removal).
-pub(crate) async fn start(
+pub async fn start(
     pool: &AnyPool,
     cluster_id: i64,
     node: &str,
@@ -93,19 +93,19 @@ pub(crate) async fn start(
 }
 
 /// Every running removal, oldest first.
-pub(crate) async fn running(pool: &AnyPool) -> Result<Vec<RemovalRow>, DbError> {
+pub async fn running(pool: &AnyPool) -> Result<Vec<RemovalRow>, DbError> {
     let sql = format!("SELECT {COLUMNS} FROM node_removals WHERE state = 'draining' ORDER BY id");
     Ok(sqlx::query_as(&sql).fetch_all(pool).await?)
 }
 
 /// A cluster's most recent removals, newest first.
-pub(crate) async fn recent(pool: &AnyPool, cluster_id: i64, limit: i64) -> Result<Vec<RemovalRow>, DbError> {
+pub async fn recent(pool: &AnyPool, cluster_id: i64, limit: i64) -> Result<Vec<RemovalRow>, DbError> {
     let sql = format!("SELECT {COLUMNS} FROM node_removals WHERE cluster_id = $1 ORDER BY id DESC LIMIT $2");
     Ok(sqlx::query_as(&sql).bind(cluster_id).bind(limit).fetch_all(pool).await?)
 }
 
 /// Records how a running removal stands (only while it runs).
-pub(crate) async fn progress(
+pub async fn progress(
     pool: &AnyPool,
     id: i64,
     pods_left: Option<i64>,
@@ -129,7 +129,7 @@ pub(crate) async fn progress(
 
 /// Ends a running removal: done, or failed with `reason`. True for the one
 /// call that ended it.
-pub(crate) async fn finish(pool: &AnyPool, id: i64, failed: Option<RemovalReason>) -> Result<bool, DbError> {
+pub async fn finish(pool: &AnyPool, id: i64, failed: Option<RemovalReason>) -> Result<bool, DbError> {
     let (state, reason, left): (&str, &str, Option<i64>) = match failed {
         None => ("done", "", Some(0)),
         Some(r) => ("failed", r.into(), None),
