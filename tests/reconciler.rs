@@ -1559,10 +1559,19 @@ async fn deploy_manifests_pass_the_api_servers_dry_run() {
 /// its own API server authenticates them (user `system:bootstrap:<id>`,
 /// kubeadm's group) and the console's check agrees on a valid and an expired
 /// one; listed without their secret; revoked, they stop authenticating.
-#[tokio::test]
-async fn join_tokens_are_bootstrap_tokens_the_virtual_api_server_accepts() {
-    // On the heap: the whole test's state overflowed the test thread's stack in a debug build.
-    Box::pin(join_tokens()).await;
+#[test]
+fn join_tokens_are_bootstrap_tokens_the_virtual_api_server_accepts() {
+    // Its own thread with a 16 MiB stack: in a debug build the chain of
+    // futures it polls (the test, a machine's join, kube-rs) overflowed the
+    // test thread's 2 MiB even with the test's state on the heap.
+    let run = || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
+        rt.block_on(Box::pin(join_tokens()));
+    };
+    let test = std::thread::Builder::new().stack_size(16 << 20).spawn(run).expect("a test thread");
+    if let Err(panic) = test.join() {
+        std::panic::resume_unwind(panic);
+    }
 }
 
 async fn join_tokens() {
@@ -1770,6 +1779,7 @@ async fn join_tokens() {
         assert!(warning.split("</p>").next().unwrap_or_default().contains("byo-1"), "{page}: {html}");
     }
     Box::pin(removal_waits_for_the_budget_and_the_pods(&env, &admin, id, &nodes)).await;
+    Box::pin(a_machine_that_is_gone_is_removed_without_draining(&env, &admin, id, &r.body, addr)).await;
     drop(machine);
 
     // Revoked: gone from the list and from the API server's trust.
@@ -1958,6 +1968,56 @@ async fn removal_waits_for_the_budget_and_the_pods(env: &Env, admin: &kube::Clie
     assert_eq!(r.status, 404, "{}", r.body);
     let log = env.console.get("/api/admin/audit", Some(&env.cookie)).await;
     assert!(log.body.contains("node_removed") && log.body.contains("node: byo-1"), "{}", log.body);
+}
+
+/// A machine that is gone never confirms its pods stopped: draining its node
+/// fails at once (`node_unreachable`, as `vcluster node delete` gives up on
+/// "Kubelet stopped posting node status."), and the page offers removing it
+/// without draining, which deletes the Node.
+async fn a_machine_that_is_gone_is_removed_without_draining(
+    env: &Env,
+    admin: &kube::Client,
+    id: i64,
+    script: &str,
+    addr: std::net::SocketAddr,
+) {
+    use kube::api::{Patch, PatchParams};
+    let machine =
+        Box::pin(hostsim::machine::join(script, "byo-2", "192.168.50.12", addr)).await.expect("the machine joins");
+    drop(machine);
+    // What kube-controller-manager's node lifecycle controller writes once
+    // the Lease is older than its grace period (`tryUpdateNodeHealth`).
+    let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(admin.clone());
+    let at = k8s_openapi::jiff::Timestamp::now().to_string();
+    let unknown = json!({"status": {"conditions": [{"type": "Ready", "status": "Unknown", "reason": "NodeStatusUnknown",
+        "message": "Kubelet stopped posting node status.", "lastHeartbeatTime": at, "lastTransitionTime": at}]}});
+    nodes.patch_status("byo-2", &PatchParams::default(), &Patch::Strategic(unknown)).await.unwrap();
+    let path = format!("/api/console/clusters/{id}/nodes/byo-2");
+    let removals = format!("/api/console/clusters/{id}/node-removals");
+    let latest = || async {
+        let list = env.console.get(&removals, Some(&env.cookie)).await.json();
+        list.as_array().and_then(|a| a.first().cloned()).filter(|r| r["node"] == "byo-2")
+    };
+    let r = env.console.send("DELETE", &path, Some(&env.cookie), None, "").await;
+    assert_eq!(r.status, 202, "{}", r.body);
+    let failed = ts::eventually("draining a gone machine fails", WAIT, || async {
+        latest().await.filter(|r| r["state"] == "failed")
+    })
+    .await
+    .expect("it gives up");
+    assert_eq!(failed["reason"], "node_unreachable", "{failed}");
+    let page = env.console.get(&format!("/clusters/{id}/join"), Some(&env.cookie)).await.body;
+    assert!(page.contains("data-form=\"remove-node-force\"") && page.contains("remove it without draining"), "{page}");
+    let r = env.console.send("DELETE", &format!("{path}?drain=false"), Some(&env.cookie), None, "").await;
+    assert_eq!((r.status.as_u16(), r.json()["drain"].as_bool()), (202, Some(false)), "{}", r.body);
+    let done =
+        ts::eventually("removed without draining", WAIT, || async { latest().await.filter(|r| r["state"] == "done") })
+            .await
+            .expect("deleted");
+    assert_eq!(done["drain"], false, "{done}");
+    assert!(nodes.get_opt("byo-2").await.unwrap().is_none(), "the Node is deleted");
+    let log = env.console.get("/api/admin/audit", Some(&env.cookie)).await;
+    assert!(log.body.contains("node: byo-2 (without draining)"), "{}", log.body);
 }
 
 /// The NetworkPolicies as kube-router would judge them (after kube-proxy's
