@@ -1864,7 +1864,11 @@ async fn network_then_workload(env: &Env, admin: &kube::Client, nodes: &str) -> 
     let ready = ready.iter().find(|c| c.type_ == "Ready").unwrap();
     assert_eq!(ready.status, "False", "{ready:?}");
     assert_eq!(ready.message.as_deref(), Some(hostsim::machine::NETWORK_NOT_READY));
-    let waiting = web_pods(admin).await;
+    let waiting = ts::eventually("the workload's two pods made", WAIT, || async {
+        Some(web_pods(admin).await).filter(|pods| pods.len() == 2)
+    })
+    .await
+    .expect("the Deployment's pods");
     assert!(
         waiting.len() == 2
             && waiting.iter().all(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Pending")),

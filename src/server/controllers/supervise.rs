@@ -1,4 +1,5 @@
-//! Background workers (the reconciler, the move driver, session expiry)
+//! Background workers (the reconciler, the move driver, the node-removal
+//! driver, session expiry)
 //! run supervised: a worker that panics is logged, counted
 //! (`kubebyon_worker_restarts`), marked down (`kubebyon_worker_up` 0, and
 //! `/readyz` answers 503 naming it) and started again after a back-off of
