@@ -857,16 +857,15 @@ async fn a_node_removal_runs_once_per_node_and_ends_once() {
             t.backend
         );
         // A pass that could not look keeps the last count.
+        // The first removal as stored now.
+        let stored = || async {
+            let rows = node_removals::recent(&t.pool, id, 10).await.unwrap();
+            rows.into_iter().find(|r| r.id == first.id).unwrap().view()
+        };
         node_removals::progress(&t.pool, first.id, None, Some(RemovalReason::ControlPlaneUnavailable), None)
             .await
             .unwrap();
-        let row = node_removals::recent(&t.pool, id, 10)
-            .await
-            .unwrap()
-            .into_iter()
-            .find(|r| r.id == first.id)
-            .unwrap()
-            .view();
+        let row = stored().await;
         assert_eq!((row.pods_left, row.reason, row.pod), (Some(2), Some(RemovalReason::ControlPlaneUnavailable), None));
 
         let (a, b) = tokio::join!(
@@ -874,24 +873,12 @@ async fn a_node_removal_runs_once_per_node_and_ends_once() {
             node_removals::finish(&t.pool, first.id, Some(RemovalReason::DrainTimeout))
         );
         assert!(a.unwrap() ^ b.unwrap(), "{}: ended once", t.backend);
-        let ended = node_removals::recent(&t.pool, id, 10)
-            .await
-            .unwrap()
-            .into_iter()
-            .find(|r| r.id == first.id)
-            .unwrap()
-            .view();
+        let ended = stored().await;
         assert_ne!(ended.state, RemovalState::Draining);
         assert!(ended.finished_at.is_some());
         // Progress after the end changes nothing; the node may be removed again.
         node_removals::progress(&t.pool, first.id, Some(9), None, None).await.unwrap();
-        let after = node_removals::recent(&t.pool, id, 10)
-            .await
-            .unwrap()
-            .into_iter()
-            .find(|r| r.id == first.id)
-            .unwrap()
-            .view();
+        let after = stored().await;
         assert_eq!(after, ended, "{}", t.backend);
         let (next, started) = node_removals::start(&t.pool, id, "byo-1", true, dana.id).await.unwrap();
         assert!(started && next.id != first.id, "{}", t.backend);
