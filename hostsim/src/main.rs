@@ -56,7 +56,8 @@ struct Up {
     /// Written as MetalLB `IPAddressPool` objects in `metallb-system`.
     #[arg(long = "pool", default_value = "default=127.0.0.100-127.0.0.199")]
     pools: Vec<lb::Pool>,
-    /// A node `INTERNAL_IP[/EXTERNAL_IP]`; repeatable. The first runs the pods.
+    /// A node `INTERNAL_IP[/EXTERNAL_IP]`; repeatable. Each serves its kubelet
+    /// endpoint (pod logs) on its internal address.
     #[arg(long = "node-ip", default_value = "127.0.0.1")]
     nodes: Vec<NodeAddr>,
     /// Loopback addresses the pods listen on, `FIRST-LAST`.

@@ -48,7 +48,7 @@ impl Net {
         Ipv4Addr::new(127, self.0[0], self.0[1], n)
     }
 
-    /// The first node (runs the pods; in vCluster's certificate).
+    /// The first node (in vCluster's certificate).
     pub fn node(self) -> Ipv4Addr {
         self.addr(1)
     }

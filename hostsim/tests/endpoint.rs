@@ -275,6 +275,16 @@ async fn nodes_and_address_pools_are_api_objects() {
         internal.values().cloned().collect::<Vec<_>>(),
         [net().node().to_string(), net().other_node().to_string()]
     );
+    // Each node's own kubelet listens where its Node says: the address and
+    // port kube-apiserver dials for `kubectl logs` of a pod on that node (its
+    // node proxy refuses loopback addresses, so dial it here).
+    for n in &nodes {
+        let st = n.status.clone().unwrap();
+        let port = st.daemon_endpoints.and_then(|d| d.kubelet_endpoint).map(|e| e.port).unwrap();
+        let ip = &internal[&n.name_any()];
+        let dialed = tokio::net::TcpStream::connect(format!("{ip}:{port}")).await;
+        assert!(dialed.is_ok(), "{}'s kubelet at {ip}:{port}: {dialed:?}", n.name_any());
+    }
     let out = kubectl(
         &std::fs::read_to_string(&host().kubeconfig).unwrap(),
         "admin",

@@ -34,7 +34,7 @@ async fn upstreams_syncer_serves_the_virtual_cluster_and_syncs_its_pods_to_the_h
     // vCluster's own log: the real binary, at its version.
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
     ts::vc_kubeconfig(&client, &ns, "synced", START).await.unwrap();
-    let log = pods.logs("synced-0", &Default::default()).await.unwrap_or_default();
+    let log = pods.logs("synced-0", &Default::default()).await.unwrap_or_else(|e| format!("(unread: {e})"));
     assert!(log.contains("vCluster version: 0.30.0"), "the syncer's log: {log}");
     // Its PKI lives where vCluster keeps it: Secret `<name>-certs`.
     let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns);
@@ -86,7 +86,7 @@ async fn values_vclusters_validation_refuses_crash_loop_the_syncer_with_its_reas
     let code = status.last_state.and_then(|s| s.terminated).map(|t| t.exit_code);
     assert_eq!(code, Some(1), "the syncer's own exit");
     let previous = kube::api::LogParams { previous: true, ..Default::default() };
-    let log = pods.logs("refused-0", &previous).await.unwrap_or_default();
+    let log = pods.logs("refused-0", &previous).await.unwrap_or_else(|e| format!("(unread: {e})"));
     assert!(log.contains("invalid argument enforce-pod-security-standard=strict"), "vCluster's words: {log}");
     let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns);
     assert!(

@@ -115,7 +115,7 @@ struct Node {
     route_version: Option<&'static str>,
     next: Option<Instant>,
     wake: Arc<Notify>,
-    _kubelet: Kubelet,
+    _kubelets: Vec<Kubelet>,
     _mirror: repo::Mirror,
 }
 
@@ -142,10 +142,15 @@ pub async fn run(client: Client, creds: Credentials, mut cfg: Config, on_ready: 
         Some(bundle) => Some(install_gateway_api(&client, &cfg.bin_dir.join("gateway-api").join(bundle)).await?),
         None => None,
     };
-    let node_ip = cfg.nodes.first().map(|n| n.internal).unwrap_or(Ipv4Addr::LOCALHOST);
+    // A kubelet endpoint on each node's address, as each k3s node runs its
+    // own: kube-apiserver reads a pod's log from its node's kubelet.
     let logs = Logs::default();
-    let kubelet = Kubelet::start(node_ip.into(), logs.clone()).await?;
-    nodes::register(&client, &cfg.nodes, kubelet.addr.port(), &cfg.capacity).await?;
+    let mut kubelets = Vec::with_capacity(cfg.nodes.len());
+    for n in &cfg.nodes {
+        kubelets.push(Kubelet::start(n.internal.into(), logs.clone()).await?);
+    }
+    let ports: Vec<u16> = kubelets.iter().map(|k| k.addr.port()).collect();
+    nodes::register(&client, &cfg.nodes, &ports, &cfg.capacity).await?;
     tokio::spawn(heartbeat(client.clone(), cfg.nodes.clone()));
     let ca_file = cfg.state_dir.join("ca.crt");
     std::fs::write(&ca_file, &creds.ca_pem)?;
@@ -187,7 +192,7 @@ pub async fn run(client: Client, creds: Credentials, mut cfg: Config, on_ready: 
         route_version,
         next: None,
         wake: wake.clone(),
-        _kubelet: kubelet,
+        _kubelets: kubelets,
         _mirror: mirror,
     };
     let c = node.client.clone();

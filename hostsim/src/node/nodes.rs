@@ -53,15 +53,16 @@ impl Default for Capacity {
     }
 }
 
-/// Creates or refreshes every Node (labels, addresses, Ready, kubelet port).
-pub async fn register(client: &Client, nodes: &[NodeAddr], kubelet_port: u16, capacity: &Capacity) -> Result<()> {
+/// Creates or refreshes every Node (labels, addresses, Ready, its kubelet's
+/// port: `kubelet_ports[i]` is `nodes[i]`'s).
+pub async fn register(client: &Client, nodes: &[NodeAddr], kubelet_ports: &[u16], capacity: &Capacity) -> Result<()> {
     let resources = json!({
         "cpu": capacity.cpu, "memory": capacity.memory, "pods": capacity.pods,
         "ephemeral-storage": capacity.ephemeral_storage,
     });
     let api: Api<Node> = Api::all(client.clone());
     let now = k8s_openapi::jiff::Timestamp::now().to_string();
-    for (i, n) in nodes.iter().enumerate() {
+    for (i, (n, kubelet_port)) in nodes.iter().zip(kubelet_ports).enumerate() {
         let name = node_name(n.internal);
         let mut labels = json!({
             "kubernetes.io/hostname": name,
