@@ -49,6 +49,7 @@ fn spec(access: PublicAccess, own_nodes: bool) -> ClusterSpec {
         public_access: access,
         own_nodes,
         placement: Default::default(),
+        telemetry: kubebyon::domain::Telemetry::Off,
     }
 }
 

@@ -593,6 +593,8 @@ async fn load_balancer_cluster_with_a_dns_host_probes_ok_through_the_resolver() 
     let values = hc.data["spec"]["valuesContent"].as_str().unwrap().to_owned();
     assert!(values.contains(&format!("- {name}")), "extraSANs: {values}");
     assert!(!values.contains("loadBalancerIPs"), "a DNS host asks the provider for nothing: {values}");
+    // Created by the console: vCluster's usage telemetry off (helm applied it: Ready above).
+    assert!(values.contains("telemetry:\n  enabled: false"), "telemetry: {values}");
 }
 
 /// 8. Every probe outcome, produced for real.

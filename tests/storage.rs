@@ -22,6 +22,7 @@ fn spec(name: &str, access: PublicAccess) -> ClusterSpec {
         public_access: access,
         own_nodes: false,
         placement: Default::default(),
+        telemetry: kubebyon::domain::Telemetry::Off,
     }
 }
 
@@ -79,6 +80,11 @@ async fn legacy_clusters_read_as_nodeport_after_upgrade() {
         assert_eq!(clusters[1].spec.public_access, PublicAccess::Disabled, "{dialect}");
         assert_eq!(clusters[2].spec.public_access, PublicAccess::NodePort { host: None }, "{dialect}");
         assert_eq!(clusters[0].status.public_access_port, Some(30443), "observed fields survive: {dialect}");
+        // Clusters made before keep vCluster's telemetry as the chart has it
+        // (their values do not change, so no control plane restarts).
+        for c in &clusters {
+            assert_eq!(c.spec.telemetry, kubebyon::domain::Telemetry::ChartDefault, "{dialect}: {}", c.spec.name);
+        }
         // A new cluster after the upgrade can be LoadBalancer.
         let id = db::clusters::insert(
             &pool,
@@ -89,7 +95,9 @@ async fn legacy_clusters_read_as_nodeport_after_upgrade() {
         )
         .await
         .unwrap();
-        assert_eq!(db::clusters::get(&pool, id).await.unwrap().unwrap().spec.public_access, lb("api.example.com"));
+        let stored = db::clusters::get(&pool, id).await.unwrap().unwrap().spec;
+        assert_eq!(stored.public_access, lb("api.example.com"));
+        assert_eq!(stored.telemetry, kubebyon::domain::Telemetry::Off, "{dialect}: as created");
     }
 }
 

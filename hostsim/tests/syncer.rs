@@ -28,8 +28,11 @@ const START: Duration = Duration::from_secs(180);
 #[tokio::test]
 async fn upstreams_syncer_serves_the_virtual_cluster_and_syncs_its_pods_to_the_host() {
     let host = host();
-    let (client, ns) =
-        host.install("synced", "controlPlane:\n  service:\n    spec:\n      type: NodePort\n").await.unwrap();
+    // Telemetry off, as the console renders it for the clusters it creates.
+    let (client, ns) = host
+        .install("synced", "controlPlane:\n  service:\n    spec:\n      type: NodePort\ntelemetry:\n  enabled: false\n")
+        .await
+        .unwrap();
 
     // vCluster's own log: the real binary, at its version.
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);

@@ -111,6 +111,7 @@ mod tests {
             public_access: access,
             own_nodes: false,
             placement: Default::default(),
+            telemetry: Default::default(),
         }
     }
 

@@ -19,6 +19,37 @@ pub struct ClusterSpec {
     /// fixed after (`domain::placement`).
     #[serde(default)]
     pub placement: crate::domain::placement::Placement,
+    /// vCluster's usage telemetry, chosen at creation, fixed after.
+    #[serde(default)]
+    pub telemetry: Telemetry,
+}
+
+/// vCluster's usage telemetry (chart v0.30 `values.yaml` `telemetry.enabled`,
+/// on by default: each control plane reports usage to the vendor). Clusters
+/// the console creates turn it off — a self-hosted platform does not report
+/// its tenants, and an air-gapped host has no route for it; clusters created
+/// before keep the chart's default, so their values and running control planes
+/// stay as they are (a values change restarts a control plane).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+#[derive(strum::IntoStaticStr, strum::Display, strum::EnumString)]
+#[strum(serialize_all = "snake_case")]
+pub enum Telemetry {
+    /// Not in the values: the chart's default (on).
+    #[default]
+    ChartDefault,
+    /// `telemetry.enabled: false`.
+    Off,
+}
+
+impl Telemetry {
+    pub fn as_str(self) -> &'static str {
+        self.into()
+    }
+
+    pub(crate) fn parse(raw: &str) -> Self {
+        raw.parse().unwrap_or_default()
+    }
 }
 
 /// Where a cluster is in its life.
@@ -107,6 +138,7 @@ pub(crate) fn test_cluster(id: i64, name: &str, owner: &str, access: PublicAcces
             public_access: access,
             own_nodes: false,
             placement: Default::default(),
+            telemetry: Default::default(),
         },
         status,
         generation: 1,

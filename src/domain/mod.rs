@@ -28,7 +28,7 @@ pub mod sans;
 pub mod settings;
 pub mod user;
 
-pub use cluster::{ClusterSpec, ClusterStatus, ConnectionStatus, Phase};
+pub use cluster::{ClusterSpec, ClusterStatus, ConnectionStatus, Phase, Telemetry};
 pub use cluster_name::ClusterName;
 pub use error::{AppError, ErrorCode, Field};
 pub use host::Host;

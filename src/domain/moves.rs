@@ -609,6 +609,7 @@ mod tests {
             public_access: access.clone(),
             own_nodes,
             placement: Default::default(),
+            telemetry: Default::default(),
         };
         for (target, access, own_nodes, disabled_too, takes) in [
             (MoveTarget::LoadBalancer, &np, false, false, true),

@@ -38,6 +38,11 @@ pub struct Values {
     pub private_nodes: Option<PrivateNodes>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub external: Option<External>,
+    /// `telemetry.enabled: false` for clusters created with it off; absent
+    /// (the chart's default) for clusters created before, so their values
+    /// keep their bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub telemetry: Option<Enabled>,
 }
 
 /// `privateNodes` (chart v0.30 `values.yaml` ~L805): on, and no automatic
@@ -348,6 +353,10 @@ pub fn values(
                 },
             },
         }),
+        telemetry: match spec.telemetry {
+            crate::domain::Telemetry::ChartDefault => None,
+            crate::domain::Telemetry::Off => Some(Enabled { enabled: false }),
+        },
     }
 }
 
@@ -530,6 +539,7 @@ mod tests {
             public_access: access,
             own_nodes: false,
             placement: Default::default(),
+            telemetry: Default::default(),
         }
     }
 
@@ -771,6 +781,30 @@ mod tests {
         let no_key = SystemSettings { private_nodes: true, ..settings() };
         let sp = ClusterSpec { own_nodes: true, ..spec(PublicAccess::LoadBalancer { host: host("a.example.com") }) };
         assert!(values(&sp, None, &no_key, AddressRequest::MetalLb).external.is_none());
+    }
+
+    /// Telemetry off is rendered for the clusters created with it off; a
+    /// cluster created before keeps its values' bytes (no key at all), so an
+    /// upgrade of the console restarts no control plane.
+    #[test]
+    fn telemetry_is_off_only_for_clusters_created_with_it_off() {
+        use crate::domain::Telemetry;
+        let access = PublicAccess::NodePort { host: None };
+        for (telemetry, want) in
+            [(Telemetry::ChartDefault, None), (Telemetry::Off, Some("telemetry:\n  enabled: false\n"))]
+        {
+            let sp = ClusterSpec { telemetry, ..spec(access.clone()) };
+            let yaml = values_yaml(&values(&sp, None, &settings(), AddressRequest::MetalLb));
+            if let Some(line) = want {
+                assert!(yaml.contains(line), "{telemetry:?}: {yaml}");
+            }
+            assert_eq!(yaml.contains("telemetry"), want.is_some(), "{telemetry:?}: {yaml}");
+        }
+        // Stored as text, read back the same; an unknown value reads as the chart's default.
+        for t in [Telemetry::ChartDefault, Telemetry::Off] {
+            assert_eq!(Telemetry::parse(t.as_str()), t);
+        }
+        assert_eq!(Telemetry::parse("sometimes"), Telemetry::ChartDefault);
     }
 
     #[test]

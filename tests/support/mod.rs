@@ -84,6 +84,7 @@ pub fn spec(name: &str, public_access: kubebyon::domain::PublicAccess) -> kubeby
         public_access,
         own_nodes: false,
         placement: Default::default(),
+        telemetry: kubebyon::domain::Telemetry::Off,
     }
 }
 

@@ -33,6 +33,7 @@ pub(crate) struct ClusterRow {
     pub spread: String,
     pub spread_topology_key: String,
     pub storage_class: Option<String>,
+    pub telemetry: String,
     pub control_plane_host: Option<String>,
     pub generation: i64,
     pub deletion_requested_at: Option<i64>,
@@ -100,6 +101,7 @@ impl ClusterRow {
                     &self.spread_topology_key,
                     self.storage_class.as_deref(),
                 ),
+                telemetry: known(self.id, "telemetry", &self.telemetry, crate::domain::Telemetry::parse),
             },
             status: ClusterStatus {
                 phase: known(self.id, "phase", &self.phase, Phase::parse),
@@ -138,7 +140,7 @@ impl ClusterRow {
 /// (booleans as 0/1). The one list both reads use: [`SELECT`] (rows, decoded
 /// by name with `FromRow`) and the list page's JSON (objects keyed by the
 /// same names, decoded by serde; a missing or extra name fails the decode).
-const COLUMNS: [(&str, &str); 31] = [
+const COLUMNS: [(&str, &str); 32] = [
     ("id", "c.id"),
     ("owner_id", "c.owner_id"),
     ("owner", "u.username"),
@@ -152,6 +154,7 @@ const COLUMNS: [(&str, &str); 31] = [
     ("spread", "c.spread"),
     ("spread_topology_key", "c.spread_topology_key"),
     ("storage_class", "c.storage_class"),
+    ("telemetry", "c.telemetry"),
     ("control_plane_host", "c.control_plane_host"),
     ("generation", "c.generation"),
     ("deletion_requested_at", "c.deletion_requested_at"),
@@ -269,8 +272,8 @@ pub async fn insert(
     let insert = sqlx::query(
         "INSERT INTO clusters (cpu_millis, memory_gib, storage_gib, public_access_enabled, public_access_mode, \
          control_plane_host, lb_host, owner_id, name, own_nodes, spread, spread_topology_key, storage_class, \
-         generation, created_at, updated_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 1, $14, $14) RETURNING id",
+         telemetry, generation, created_at, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, 1, $15, $15) RETURNING id",
     );
     let row = bind_spec(insert, spec, remembered_mode)
         .bind(owner_id)
@@ -279,6 +282,7 @@ pub async fn insert(
         .bind(spec.placement.spread.as_str())
         .bind(spec.placement.topology_key.as_str())
         .bind(spec.placement.storage_class.clone())
+        .bind(spec.telemetry.as_str())
         .bind(t)
         .fetch_one(&mut *tx)
         .await?;

@@ -93,7 +93,9 @@ pub async fn create(
     crate::domain::nodes::check_create(draft.own_nodes, &public_access, &settings)?;
     // Placement is the admin's at this moment, kept by the cluster from now on.
     let placement = settings.placement.clone();
-    let spec = ClusterSpec { name, resources, public_access, own_nodes: draft.own_nodes, placement };
+    // vCluster's telemetry off for every cluster created from now on (ClusterSpec::telemetry).
+    let telemetry = crate::domain::Telemetry::Off;
+    let spec = ClusterSpec { name, resources, public_access, own_nodes: draft.own_nodes, placement, telemetry };
     let limit = super::quota::limit_for(pool, user).await?;
     writes.take(user.id)?;
     let id = db::clusters::insert(pool, user.id, &spec, settings.default_mode, limit.as_ref()).await.map_err(|e| {
