@@ -835,6 +835,32 @@ async fn the_operator_allows_the_chart_repositories() {
     assert_eq!(now["chart_repo"], "oci://registry.example/charts", "nothing changed");
 }
 
+/// A cluster being deleted counts against its owner's quota until the host
+/// has let it go (its namespace gone, then its row): its pods may run through
+/// their whole grace period, so create → delete → create cannot hold more
+/// than the quota. The quota line says what is held, deleting ones included.
+#[tokio::test]
+async fn a_cluster_being_deleted_counts_until_its_namespace_is_gone() {
+    let (c, _d) = console().await;
+    let alice = c.login("alice", PW).await;
+    let a = Some(alice.as_str());
+    let mut ids = Vec::new();
+    for i in 0..5 {
+        let r = c.json("POST", "/api/console/clusters", a, cluster(&format!("d{i}"), json!({"enabled": false}))).await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+        ids.push(r.json()["id"].as_i64().unwrap());
+    }
+    assert_eq!(c.send("DELETE", &format!("/api/console/clusters/{}", ids[0]), a, None, "").await.status, 202);
+    let r = c.json("POST", "/api/console/clusters", a, cluster("d5", json!({"enabled": false}))).await;
+    assert_eq!((r.status, r.json()), (StatusCode::UNPROCESSABLE_ENTITY, json!({"code": "quota_clusters_exceeded"})));
+    let quota = c.get("/api/console/quota", a).await.json();
+    assert_eq!(quota["used"]["clusters"], 5, "the deleting one is still held: {quota}");
+    // The reconciler removes the row once the namespace is gone.
+    sqlx::query("DELETE FROM clusters WHERE id = $1").bind(ids[0]).execute(&c.pool).await.unwrap();
+    let r = c.json("POST", "/api/console/clusters", a, cluster("d5", json!({"enabled": false}))).await;
+    assert_eq!(r.status, StatusCode::CREATED, "room again: {}", r.body);
+}
+
 /// Quotas through the API and the pages: the platform default (5 clusters,
 /// 16 CPU) refuses the sixth cluster and a CPU total past 16 with a
 /// translated code naming the limit, changing nothing; the create page shows

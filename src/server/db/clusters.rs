@@ -208,8 +208,10 @@ fn bind_spec<'q>(q: AnyQuery<'q>, spec: &ClusterSpec, remembered_mode: PublicAcc
         .bind(claim)
 }
 
-/// What `owner`'s clusters whose deletion was not requested hold, `except`
-/// one (the cluster being edited).
+/// What `owner`'s clusters hold, `except` one (the cluster being edited).
+/// A cluster being deleted still holds its share: its row goes only once its
+/// namespace is gone, and until then its pods may still run (through their
+/// grace period), so create → delete → create cannot exceed the quota.
 pub async fn usage<'e>(
     db: impl sqlx::Executor<'e, Database = Any>,
     owner: i64,
@@ -217,7 +219,7 @@ pub async fn usage<'e>(
 ) -> Result<Usage, DbError> {
     let (clusters, cpu, memory, storage): (i64, i64, i64, i64) = sqlx::query_as(
         "SELECT COUNT(*), CAST(COALESCE(SUM(cpu_millis), 0) AS BIGINT), CAST(COALESCE(SUM(memory_gib), 0) AS BIGINT), \
-         CAST(COALESCE(SUM(storage_gib), 0) AS BIGINT) FROM clusters WHERE owner_id = $1 AND deletion_requested_at IS NULL AND id <> $2",
+         CAST(COALESCE(SUM(storage_gib), 0) AS BIGINT) FROM clusters WHERE owner_id = $1 AND id <> $2",
     )
     .bind(owner)
     .bind(except.unwrap_or(-1))
