@@ -145,6 +145,10 @@ async fn loadbalancer_rules_and_mode_switches() {
     let taken = json!({"public_access": {"enabled": true, "mode": "loadbalancer", "control_plane_host": "10.0.0.50"}});
     let r = c.json("PATCH", &format!("/api/console/clusters/{other}"), a, taken).await;
     assert_eq!(r.code(), "host_in_use");
+    // The same address in its IPv4-mapped IPv6 form is the same claim (issue 40).
+    let mapped =
+        cluster("lb4", json!({"enabled": true, "mode": "loadbalancer", "control_plane_host": "::ffff:10.0.0.50"}));
+    assert_eq!(c.json("POST", "/api/console/clusters", a, mapped).await.code(), "host_in_use");
 
     // Public access off remembers the host as it remembers the mode: on again
     // as LoadBalancer without retyping it works (defect 6), and the edit form

@@ -11,8 +11,14 @@ use crate::domain::AppError;
 use crate::domain::cluster::Cluster;
 use crate::domain::nodes::{CreatedToken, JoinWarning, NodeView, RemovalView, TokenView};
 
-/// The cookie that carries a just-made token to the page, once.
+/// The cookie that carries a just-made token to the page, once; over https
+/// [`SECURE_CREATED_COOKIE`].
 pub(crate) const CREATED_COOKIE: &str = "kubebyon_join_token";
+/// Over https the cookie is `__Host-` prefixed (as the session's): the browser
+/// takes it only from this origin, Secure, with `Path=/` and no `Domain`, so a
+/// sibling subdomain cannot plant a token on the page. It still carries the
+/// cluster's id, and only that cluster's page reads (and clears) it.
+pub(crate) const SECURE_CREATED_COOKIE: &str = "__Host-kubebyon_join_token";
 
 /// What the join page shows.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -47,9 +53,10 @@ pub(crate) async fn load_join(id: i64) -> Result<JoinPage, AppError> {
             format!("{}://{}", if https { "https" } else { "http" }, header("host").unwrap_or_default())
         }
     };
-    let created = header("cookie").and_then(|c| created_from_cookie(&c, id));
+    let secure = st.config.public_url_is_https();
+    let created = header("cookie").and_then(|c| created_from_cookie(&c, id, secure));
     if created.is_some() {
-        set_response_header(http::header::SET_COOKIE, &created_cookie(id, "", 0, st.config.public_url_is_https()));
+        set_response_header(http::header::SET_COOKIE, &created_cookie(id, "", 0, secure));
     }
     let now = crate::server::service::join::now();
     Ok(JoinPage { cluster, warnings, tokens, nodes, removals, console_url, created, now })
@@ -58,15 +65,20 @@ pub(crate) async fn load_join(id: i64) -> Result<JoinPage, AppError> {
 /// `Set-Cookie` for the token just made (`value` empty and `max_age` 0 clears it).
 #[cfg(feature = "ssr")]
 fn created_cookie(id: i64, value: &str, max_age: u32, secure: bool) -> String {
-    let secure = if secure { "; Secure" } else { "" };
-    format!("{CREATED_COOKIE}={value}; Path=/clusters/{id}/join; Max-Age={max_age}; HttpOnly; SameSite=Strict{secure}")
+    let attrs = format!("Max-Age={max_age}; HttpOnly; SameSite=Strict");
+    if secure {
+        format!("{SECURE_CREATED_COOKIE}={value}; Path=/; {attrs}; Secure")
+    } else {
+        format!("{CREATED_COOKIE}={value}; Path=/clusters/{id}/join; {attrs}")
+    }
 }
 
 /// The token in the cookie, when it is one made for cluster `id`
 /// (`<id>:<token>:<created>:<expires>`).
 #[cfg(feature = "ssr")]
-fn created_from_cookie(cookies: &str, id: i64) -> Option<CreatedToken> {
-    let value = cookies.split(';').find_map(|c| c.trim().strip_prefix(&format!("{CREATED_COOKIE}=")))?;
+fn created_from_cookie(cookies: &str, id: i64, secure: bool) -> Option<CreatedToken> {
+    let name = if secure { SECURE_CREATED_COOKIE } else { CREATED_COOKIE };
+    let value = cookies.split(';').find_map(|c| c.trim().strip_prefix(name)?.strip_prefix('='))?;
     let mut parts = value.split(':');
     let (cluster, token) = (parts.next()?.parse::<i64>().ok()?, parts.next()?);
     let (created, expires) = (parts.next()?.parse().ok(), parts.next()?.parse().ok());
@@ -132,15 +144,29 @@ mod tests {
     #[test]
     fn the_created_token_cookie_is_read_only_for_its_cluster() {
         let value = "7:abcdef.0123456789abcdef:100:3700";
-        let cookies = format!("session=x; {CREATED_COOKIE}={value}; lang=en");
-        let got = created_from_cookie(&cookies, 7).expect("read");
-        assert_eq!(got.token, "abcdef.0123456789abcdef");
-        assert_eq!((got.view.id.as_str(), got.view.created_at, got.view.expires_at), ("abcdef", Some(100), Some(3700)));
-        assert_eq!(created_from_cookie(&cookies, 8), None, "another cluster's page");
-        assert_eq!(created_from_cookie(&format!("{CREATED_COOKIE}=7:<script>:1:2"), 7), None, "not a token");
-        assert_eq!(created_from_cookie("session=x", 7), None);
+        for (secure, name) in [(false, CREATED_COOKIE), (true, SECURE_CREATED_COOKIE)] {
+            let cookies = format!("session=x; {name}={value}; lang=en");
+            let got = created_from_cookie(&cookies, 7, secure).expect("read");
+            assert_eq!(got.token, "abcdef.0123456789abcdef");
+            let view = (got.view.id.as_str(), got.view.created_at, got.view.expires_at);
+            assert_eq!(view, ("abcdef", Some(100), Some(3700)));
+            assert_eq!(created_from_cookie(&cookies, 8, secure), None, "another cluster's page");
+            assert_eq!(created_from_cookie(&format!("{name}=7:<script>:1:2"), 7, secure), None, "not a token");
+            assert_eq!(created_from_cookie("session=x", 7, secure), None);
+        }
+        // Over https only the __Host- cookie counts: a plain one (which any
+        // subdomain could set) is not read.
+        let plain = format!("{CREATED_COOKIE}={value}");
+        assert_eq!(created_from_cookie(&plain, 7, true), None, "a plain cookie over https");
         let set = created_cookie(7, value, 120, true);
-        assert!(set.contains("Path=/clusters/7/join") && set.contains("HttpOnly") && set.contains("Secure"), "{set}");
+        assert!(set.starts_with("__Host-kubebyon_join_token=7:"), "{set}");
+        for attr in ["Path=/;", "HttpOnly", "SameSite=Strict", "; Secure"] {
+            assert!(set.contains(attr), "{attr} in {set}");
+        }
+        assert!(!set.contains("Domain"), "__Host- cookies carry no Domain: {set}");
+        let set = created_cookie(7, value, 120, false);
+        assert!(set.contains("Path=/clusters/7/join") && set.contains("HttpOnly") && !set.contains("Secure"), "{set}");
         assert!(created_cookie(7, "", 0, false).contains("Max-Age=0"));
+        assert!(created_cookie(7, "", 0, true).starts_with("__Host-kubebyon_join_token=;"));
     }
 }

@@ -36,6 +36,11 @@ impl Host {
         }
         let unbracketed = s.strip_prefix('[').and_then(|rest| rest.strip_suffix(']')).unwrap_or(s);
         if let Ok(v6) = unbracketed.parse::<Ipv6Addr>() {
+            // One canonical form per address: an IPv4-mapped IPv6 address
+            // (`::ffff:a.b.c.d`) is that IPv4 address, so it claims the same host.
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return Self::parse(&v4.to_string());
+            }
             let unusable = v6.is_unspecified() || v6.is_multicast();
             return if unusable { Err(InvalidHost) } else { Ok(Self::Ipv6(v6)) };
         }
@@ -128,6 +133,10 @@ mod tests {
             ("k8s-1.dev.example", "k8s-1.dev.example", "k8s-1.dev.example"),
             ("localhost", "localhost", "localhost"),
             ("xn--fiq228c.example", "xn--fiq228c.example", "xn--fiq228c.example"),
+            // An IPv4-mapped IPv6 address is its IPv4 address (one claim per address).
+            ("::ffff:203.0.113.7", "203.0.113.7", "203.0.113.7"),
+            ("[::FFFF:cb00:7107]", "203.0.113.7", "203.0.113.7"),
+            ("2001:DB8:0:0:0:0:0:1", "2001:db8::1", "[2001:db8::1]"),
         ];
         for (raw, display, url) in cases {
             let host = Host::parse(raw).unwrap_or_else(|_| panic!("{raw:?} should parse"));
@@ -160,6 +169,8 @@ mod tests {
             "api_example.com",
             "例子.com",
             "0.0.0.0",
+            "::ffff:0.0.0.0",
+            "::ffff:255.255.255.255",
             "255.255.255.255",
             "224.0.0.1",
             "::",

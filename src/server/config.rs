@@ -14,7 +14,8 @@ use super::auth::client::Cidr;
 /// set to nothing counts as unset. `kubebyon --help` lists them all; the
 /// README's table is checked against this struct by `tests/docs.rs`.
 /// Secrets' values are never shown in help or errors.
-#[derive(Debug, Clone, Default, clap::Args)]
+/// `Debug` is written out below: the secrets in it print as `<set>`.
+#[derive(Clone, Default, clap::Args)]
 #[command(next_help_heading = "Settings (flag or environment variable)")]
 pub struct Config {
     /// Folder of the SQLite database.
@@ -104,6 +105,71 @@ pub struct Config {
     pub live_heartbeat_secs: u64,
 }
 
+/// Shows whether a secret is set, never its value.
+struct Redacted<'a>(&'a Option<String>);
+
+impl std::fmt::Debug for Redacted<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() { "Some(<set>)" } else { "None" })
+    }
+}
+
+/// Every field, the database URL (it may carry a password), the admin
+/// password and the metrics token redacted. The destructuring is exhaustive:
+/// a new field does not compile until it is placed here.
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Self {
+            data_dir,
+            database_url,
+            public_url,
+            admin_password,
+            simulated_host,
+            trusted_proxies,
+            metrics_token,
+            log_format,
+            password_memory_mib,
+            probe_deny_cidrs,
+            probe_loopback,
+            helm_proxy_ports,
+            chart_repos,
+            spec_write_limit,
+            max_connections,
+            header_timeout_secs,
+            move_address_timeout_secs,
+            leader_lease_secs,
+            claim_lease_secs,
+            live_per_user,
+            live_total,
+            live_heartbeat_secs,
+        } = self;
+        f.debug_struct("Config")
+            .field("data_dir", data_dir)
+            .field("database_url", &Redacted(database_url))
+            .field("public_url", public_url)
+            .field("admin_password", &Redacted(admin_password))
+            .field("simulated_host", simulated_host)
+            .field("trusted_proxies", trusted_proxies)
+            .field("metrics_token", &Redacted(metrics_token))
+            .field("log_format", log_format)
+            .field("password_memory_mib", password_memory_mib)
+            .field("probe_deny_cidrs", probe_deny_cidrs)
+            .field("probe_loopback", probe_loopback)
+            .field("helm_proxy_ports", helm_proxy_ports)
+            .field("chart_repos", chart_repos)
+            .field("spec_write_limit", spec_write_limit)
+            .field("max_connections", max_connections)
+            .field("header_timeout_secs", header_timeout_secs)
+            .field("move_address_timeout_secs", move_address_timeout_secs)
+            .field("leader_lease_secs", leader_lease_secs)
+            .field("claim_lease_secs", claim_lease_secs)
+            .field("live_per_user", live_per_user)
+            .field("live_total", live_total)
+            .field("live_heartbeat_secs", live_heartbeat_secs)
+            .finish()
+    }
+}
+
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum LogFormat {
     #[default]
@@ -166,5 +232,31 @@ impl Config {
 
     pub(crate) fn public_url_is_https(&self) -> bool {
         self.public_url.as_deref().is_some_and(|u| u.starts_with("https://"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Secrets never reach a `{:?}` (a log line, a panic message).
+    #[test]
+    fn debug_shows_no_secret() {
+        let config = Config {
+            database_url: Some("postgres://kubebyon:db-s3cret@db:5432/kubebyon".into()),
+            admin_password: Some("admin-s3cret".into()),
+            metrics_token: Some("metrics-s3cret".into()),
+            public_url: Some("https://console.example.com".into()),
+            ..Config::default()
+        };
+        let shown = format!("{config:?} {config:#?}");
+        for secret in ["db-s3cret", "admin-s3cret", "metrics-s3cret", "postgres://"] {
+            assert!(!shown.contains(secret), "{secret} in {shown}");
+        }
+        assert!(
+            shown.contains("admin_password: Some(<set>)") && shown.contains("https://console.example.com"),
+            "{shown}"
+        );
+        assert!(format!("{:?}", Config::default()).contains("metrics_token: None"));
     }
 }
