@@ -507,6 +507,67 @@ fn adversarial_round(served: &Served) {
     assert_eq!(status_of(&served.send("GET /healthz HTTP/1.1")), 200);
 }
 
+/// Slow bodies (issue 40): every connection slot held by a client whose
+/// headers came at once and whose body trickles a byte every 300 ms. Each is
+/// answered `408` and closed within the body deadline (2 s here; before it a
+/// body could trickle for the request's 60 s), and `/healthz` is answered
+/// meanwhile once a slot frees — liveness does not fail behind them.
+#[test]
+fn slow_bodies_are_cut_at_their_deadline_and_health_keeps_answering() {
+    use std::io::{Read, Write};
+    use std::time::{Duration, Instant};
+    let served = Served::start(&[
+        ("KUBEBYON_MAX_CONNECTIONS", "16"),
+        ("KUBEBYON_HEADER_TIMEOUT_SECS", "2"),
+        ("KUBEBYON_BODY_TIMEOUT_SECS", "2"),
+    ]);
+    let port = served.port;
+    let slow: Vec<_> = (0..16)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+                s.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+                let started = Instant::now();
+                let head = "POST /api/auth/login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+                            Content-Length: 1000\r\n\r\n{";
+                let _ = s.write_all(head.as_bytes());
+                let mut answer = Vec::new();
+                while started.elapsed() < Duration::from_secs(15) {
+                    std::thread::sleep(Duration::from_millis(300));
+                    let mut buf = [0u8; 512];
+                    match s.read(&mut buf) {
+                        Ok(0) => break,
+                        Ok(n) => answer.extend_from_slice(&buf[..n]),
+                        Err(_) => {}
+                    }
+                    if s.write_all(b" ").is_err() {
+                        break;
+                    }
+                }
+                (started.elapsed(), status_of(&String::from_utf8_lossy(&answer)))
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let started = Instant::now();
+    assert_eq!(status_of(&served.send("GET /healthz HTTP/1.1")), 200, "health once a slot frees");
+    let waited = started.elapsed();
+    for t in slow {
+        let (held, status) = t.join().unwrap();
+        assert!(held < Duration::from_secs(6), "a slow body held its connection for {held:?}");
+        assert_eq!(status, 408, "a slow body's answer");
+    }
+    assert!(waited < Duration::from_secs(6), "/healthz waited {waited:?} behind slow bodies");
+    // A body that arrives in time is read as before.
+    let body = r#"{"username":"admin","password":"wrong-password-here"}"#;
+    let answer = served.send_raw(&format!(
+        "POST /api/auth/login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    ));
+    assert_eq!(status_of(&answer), 401, "{}", answer.lines().next().unwrap_or(""));
+}
+
 /// A fixed pseudo-random number per request (paths differ, runs repeat).
 fn rand_u64(i: usize) -> u64 {
     (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(17)

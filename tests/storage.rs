@@ -638,17 +638,17 @@ async fn quotas_hold_when_creates_race() {
         .await
         .unwrap()
         .expect("within the limit");
-        // A deletion frees its share; another user has their own count.
+        // A cluster being deleted still holds its share until the host lets
+        // it go (the reconciler removes its row once its namespace is gone);
+        // another user has their own count.
         assert!(db::clusters::request_deletion(&t.pool, c.id, erin.id).await.unwrap());
-        db::clusters::insert(
-            &t.pool,
-            erin.id,
-            &spec("after-delete", PublicAccess::Disabled),
-            PublicAccessMode::NodePort,
-            Some(&limit),
-        )
-        .await
-        .expect("a deleted cluster no longer counts");
+        let after = spec("after-delete", PublicAccess::Disabled);
+        let held = db::clusters::insert(&t.pool, erin.id, &after, PublicAccessMode::NodePort, Some(&limit)).await;
+        assert!(matches!(held, Err(db::DbError::OverQuota(Dimension::Clusters))), "{}: still counts", t.backend);
+        sqlx::query("DELETE FROM clusters WHERE id = $1").bind(c.id).execute(&t.pool).await.unwrap();
+        db::clusters::insert(&t.pool, erin.id, &after, PublicAccessMode::NodePort, Some(&limit))
+            .await
+            .expect("a removed cluster no longer counts");
         db::clusters::insert(
             &t.pool,
             frank.id,

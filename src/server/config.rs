@@ -79,6 +79,10 @@ pub struct Config {
     /// Seconds a request's headers (and a kept-alive connection's next request) may take.
     #[arg(long, env = "KUBEBYON_HEADER_TIMEOUT_SECS", value_parser = positive, default_value_t = 15)]
     pub header_timeout_secs: u64,
+    /// Seconds a request's body (at most 64 KiB) may take to arrive after its
+    /// headers; past it `408` and the connection closes.
+    #[arg(long, env = "KUBEBYON_BODY_TIMEOUT_SECS", value_parser = positive, default_value_t = 10)]
+    pub body_timeout_secs: u64,
     /// Seconds a moving cluster may wait for its LoadBalancer address before it fails.
     #[arg(long, env = "KUBEBYON_MOVE_ADDRESS_TIMEOUT_SECS", value_parser = positive,
           default_value_t = crate::server::controllers::move_driver::DEFAULT_ADDRESS_TIMEOUT_SECS as u64)]
@@ -136,6 +140,7 @@ impl std::fmt::Debug for Config {
             spec_write_limit,
             max_connections,
             header_timeout_secs,
+            body_timeout_secs,
             move_address_timeout_secs,
             leader_lease_secs,
             claim_lease_secs,
@@ -160,6 +165,7 @@ impl std::fmt::Debug for Config {
             .field("spec_write_limit", spec_write_limit)
             .field("max_connections", max_connections)
             .field("header_timeout_secs", header_timeout_secs)
+            .field("body_timeout_secs", body_timeout_secs)
             .field("move_address_timeout_secs", move_address_timeout_secs)
             .field("leader_lease_secs", leader_lease_secs)
             .field("claim_lease_secs", claim_lease_secs)

@@ -51,6 +51,39 @@ pub(crate) async fn announced_size(req: Request<Body>, next: Next) -> Response {
     next.run(req).await
 }
 
+/// The body is read whole within `KUBEBYON_BODY_TIMEOUT_SECS` of its headers
+/// (bodies are at most [`BODY_LIMIT`]), so a client trickling one byte at a
+/// time cannot hold a connection for the whole request's 60 s; past it `408`
+/// and the connection closes (its body unread). A body over the limit is
+/// `payload_too_large` as an announced one is; a broken one `bad_request`.
+pub(crate) async fn read_body(State(state): State<AppState>, req: Request<Body>, next: Next) -> Response {
+    let deadline = std::time::Duration::from_secs(state.config.body_timeout_secs);
+    let (parts, body) = req.into_parts();
+    match tokio::time::timeout(deadline, axum::body::to_bytes(body, BODY_LIMIT + 1)).await {
+        Ok(Ok(bytes)) if bytes.len() <= BODY_LIMIT => next.run(Request::from_parts(parts, Body::from(bytes))).await,
+        Ok(Ok(_)) => ApiError(AppError::new(ErrorCode::PayloadTooLarge)).into_response(),
+        Ok(Err(e)) if is_length_limit(&e) => ApiError(AppError::new(ErrorCode::PayloadTooLarge)).into_response(),
+        Ok(Err(_)) => ApiError(AppError::new(ErrorCode::BadRequest)).into_response(),
+        Err(_) => {
+            let mut res = http::StatusCode::REQUEST_TIMEOUT.into_response();
+            res.headers_mut().insert(header::CONNECTION, http::HeaderValue::from_static("close"));
+            res
+        }
+    }
+}
+
+/// Whether reading a body failed on its size (axum's `to_bytes` limit).
+fn is_length_limit(e: &axum::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = source {
+        if err.is::<http_body_util::LengthLimitError>() {
+            return true;
+        }
+        source = err.source();
+    }
+    false
+}
+
 pub(crate) async fn guard(State(state): State<AppState>, mut req: Request<Body>, next: Next) -> Response {
     let headers = req.headers();
     let https = session::secure(

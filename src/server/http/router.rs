@@ -125,6 +125,8 @@ pub fn router(state: AppState) -> Router {
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
         .layer(axum::middleware::from_fn_with_state(state.clone(), guard::guard))
         .layer(RequestBodyLimitLayer::new(BODY_LIMIT))
+        // The body within its own deadline, after its announced size is checked.
+        .layer(axum::middleware::from_fn_with_state(state.clone(), guard::read_body))
         .layer(axum::middleware::from_fn(guard::announced_size))
         // Pages and JSON compressed on the fly (assets above are already).
         .layer(CompressionLayer::new())

@@ -9,6 +9,8 @@
 //!   next request is closed after the same time (hyper arms the timer when it
 //!   starts reading a request head, also on an idle connection), so a
 //!   client trickling bytes (slowloris) cannot hold a connection;
+//! - **body**: read whole within `KUBEBYON_BODY_TIMEOUT_SECS` of its headers
+//!   (`guard::read_body`, `408` and the connection closed);
 //! - **request**: a whole request (body read and answer) within
 //!   [`Limits::request`] (the router's `TimeoutLayer`, `408`);
 //! - **shutdown**: on SIGTERM the listener closes, connections finish their
