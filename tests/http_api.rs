@@ -971,6 +971,22 @@ async fn spec_writes_are_rate_limited_per_user() {
     let r = c.send("DELETE", "/api/console/clusters/1", Some(&admin), None, "").await;
     assert_eq!(r.status, StatusCode::TOO_MANY_REQUESTS, "deletes count too");
     assert_eq!((count(&c, "clusters").await, count(&c, "cluster_operations").await), (clusters, ops));
+    // Join tokens and node removals draw on the same budget (each would make
+    // a Secret in a control plane, or a removal, and an audit row); a
+    // malformed token id or node name costs nothing and is not found.
+    let audit = count(&c, "audit_log").await;
+    let a = Some(admin.as_str());
+    for (method, path, body) in [
+        ("POST", "/api/console/clusters/1/join-tokens", r#"{"lifetime":"1h"}"#),
+        ("DELETE", "/api/console/clusters/1/join-tokens/abcdef", ""),
+        ("DELETE", "/api/console/clusters/1/nodes/worker-1", ""),
+    ] {
+        let r = c.send(method, path, a, Some("application/json"), body).await;
+        assert_eq!((r.status, r.code()), (StatusCode::TOO_MANY_REQUESTS, "rate_limited".to_owned()), "{method} {path}");
+    }
+    let r = c.send("DELETE", "/api/console/clusters/1/nodes/Not_A_Node", a, None, "").await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND, "a name no node can have is refused first");
+    assert_eq!(count(&c, "audit_log").await, audit, "nothing audited");
     let r = c.json("POST", "/api/console/clusters", Some(&bob), cluster("bobs", json!({"enabled": false}))).await;
     assert_eq!(r.status, StatusCode::CREATED, "bob has his own: {}", r.body);
 }

@@ -93,9 +93,10 @@ pub(crate) async fn create_join_token(id: i64, lifetime: String) -> Result<(), A
     use server_fn::ServerFn as _;
     let (st, user) = (state()?, require_user()?);
     let page = format!("/clusters/{id}/join");
-    let created = crate::server::service::join::create_token(&st.pool, st.host.as_ref(), &user, id, &lifetime)
-        .await
-        .inspect_err(|e| keep_input_on_error(CreateJoinToken::PATH, &page, &[("lifetime", &lifetime)], e))?;
+    let created =
+        crate::server::service::join::create_token(&st.pool, st.host.as_ref(), &st.spec_writes, &user, id, &lifetime)
+            .await
+            .inspect_err(|e| keep_input_on_error(CreateJoinToken::PATH, &page, &[("lifetime", &lifetime)], e))?;
     let value = format!(
         "{id}:{}:{}:{}",
         created.token,
@@ -113,7 +114,7 @@ pub(crate) async fn revoke_join_token(id: i64, token_id: String) -> Result<(), A
     use server_fn::ServerFn as _;
     let (st, user) = (state()?, require_user()?);
     let page = format!("/clusters/{id}/join");
-    crate::server::service::join::revoke_token(&st.pool, st.host.as_ref(), &user, id, &token_id)
+    crate::server::service::join::revoke_token(&st.pool, st.host.as_ref(), &st.spec_writes, &user, id, &token_id)
         .await
         .inspect_err(|e| keep_input_on_error(RevokeJoinToken::PATH, &page, &[], e))?;
     leptos_axum::redirect(&page);
@@ -129,7 +130,7 @@ pub(crate) async fn remove_node(id: i64, node: String, drain: Option<String>) ->
     let (st, user) = (state()?, require_user()?);
     let page = format!("/clusters/{id}/join");
     let drain = drain.as_deref() != Some("false");
-    crate::server::service::join::remove_node(&st.pool, st.host.as_ref(), &user, id, &node, drain)
+    crate::server::service::join::remove_node(&st.pool, st.host.as_ref(), &st.spec_writes, &user, id, &node, drain)
         .await
         .inspect_err(|e| keep_input_on_error(RemoveNode::PATH, &page, &[], e))
         .map(|_| ())?;

@@ -454,7 +454,8 @@ pub(crate) async fn remove_node(
     query: Result<axum::extract::Query<RemoveQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Response, ApiError> {
     let axum::extract::Query(q) = query.map_err(|_| ApiError(AppError::new(ErrorCode::BadRequest)))?;
-    let removal = join::remove_node(&st.pool, st.host.as_ref(), &u, cluster_id(&id)?, &node, q.drain).await?;
+    let removal =
+        join::remove_node(&st.pool, st.host.as_ref(), &st.spec_writes, &u, cluster_id(&id)?, &node, q.drain).await?;
     Ok((StatusCode::ACCEPTED, Json(removal)).into_response())
 }
 
@@ -475,7 +476,8 @@ pub(crate) async fn create_join_token(
     ApiJson(body): ApiJson<TokenRequest>,
 ) -> Result<Response, ApiError> {
     let lifetime = body.lifetime.unwrap_or_default();
-    let created = join::create_token(&st.pool, st.host.as_ref(), &u, cluster_id(&id)?, &lifetime).await?;
+    let created =
+        join::create_token(&st.pool, st.host.as_ref(), &st.spec_writes, &u, cluster_id(&id)?, &lifetime).await?;
     Ok((StatusCode::CREATED, [(header::CACHE_CONTROL, "no-store")], Json(created)).into_response())
 }
 
@@ -484,7 +486,7 @@ pub(crate) async fn revoke_join_token(
     ApiUser(u): ApiUser,
     Path((id, token)): Path<(String, String)>,
 ) -> Result<StatusCode, ApiError> {
-    join::revoke_token(&st.pool, st.host.as_ref(), &u, cluster_id(&id)?, &token).await?;
+    join::revoke_token(&st.pool, st.host.as_ref(), &st.spec_writes, &u, cluster_id(&id)?, &token).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

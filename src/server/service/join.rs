@@ -18,6 +18,7 @@ use crate::domain::join::{self, JoinToken, Lifetime};
 use crate::domain::nodes::{CreatedToken, NodeView, RemovalView, TokenView};
 use crate::domain::user::CurrentUser;
 use crate::domain::{AppError, ErrorCode};
+use crate::server::service::write_limit::SpecWriteLimiter;
 
 /// The cluster (if `user` may see it and it has own nodes) and a client for its
 /// virtual API server.
@@ -53,14 +54,20 @@ fn call_failed(cluster: &Cluster, what: &str, e: &kube::Error) -> AppError {
 }
 
 /// Makes a token valid for `lifetime` (`1h` unless given).
+/// Token creation, revocation and node removal are writes like a cluster's
+/// edits: each valid one takes from the user's write budget
+/// (`service::write_limit`, shared with cluster writes), so one user cannot
+/// flood a control plane with Secrets or the audit log with rows.
 pub(crate) async fn create_token(
     pool: &AnyPool,
     host: Option<&Reconciler>,
+    writes: &SpecWriteLimiter,
     user: &CurrentUser,
     id: i64,
     lifetime: &str,
 ) -> Result<CreatedToken, AppError> {
     let lifetime = Lifetime::parse(lifetime)?;
+    writes.take(user.id)?;
     let (cluster, client) = Box::pin(open(pool, host, user, id)).await?;
     let secrets: Api<Secret> = Api::namespaced(client, join::NAMESPACE);
     let token = {
@@ -117,6 +124,7 @@ async fn tokens_of(cluster: &Cluster, client: kube::Client) -> Result<Vec<TokenV
 pub(crate) async fn revoke_token(
     pool: &AnyPool,
     host: Option<&Reconciler>,
+    writes: &SpecWriteLimiter,
     user: &CurrentUser,
     id: i64,
     token_id: &str,
@@ -125,6 +133,7 @@ pub(crate) async fn revoke_token(
     // Only an id of the token form names a Secret here (no other Secret of
     // kube-system can be reached through this).
     let token_id = join::token_id(token_id).ok_or_else(not_found)?;
+    writes.take(user.id)?;
     let secret_name = join::secret_name(token_id);
     let (cluster, client) = Box::pin(open(pool, host, user, id)).await?;
     let secrets: Api<Secret> = Api::namespaced(client, join::NAMESPACE);
@@ -222,6 +231,7 @@ pub(crate) struct Overview {
 pub(crate) async fn remove_node(
     pool: &AnyPool,
     host: Option<&Reconciler>,
+    writes: &SpecWriteLimiter,
     user: &CurrentUser,
     id: i64,
     name: &str,
@@ -230,6 +240,7 @@ pub(crate) async fn remove_node(
     use k8s_openapi::api::core::v1::Node;
     let not_found = || AppError::new(ErrorCode::NotFound);
     let name = crate::domain::nodes::node_name(name).ok_or_else(not_found)?;
+    writes.take(user.id)?;
     let (cluster, client) = Box::pin(open(pool, host, user, id)).await?;
     let nodes: Api<Node> = Api::all(client);
     match Box::pin(nodes.get_opt(name)).await {
