@@ -132,6 +132,43 @@ async fn streams_announce_changes_to_whoever_may_see_them() {
     assert!(cluster.version(SOON).await.expect("the deletion request is announced") > v1);
 }
 
+/// Who may follow is asked again each heartbeat (issue 40): an admin
+/// demoted while following every cluster's list, or a user who no longer
+/// owns a cluster they follow, has the stream ended within a heartbeat — not
+/// at its 10-minute end; a user who still may keeps theirs.
+#[tokio::test]
+async fn a_stream_ends_when_its_user_may_no_longer_follow_it() {
+    let (url, _dir) = support::sqlite_url();
+    let pool = kubebyon::server::db::connect(&url).await.unwrap();
+    let config = Config { data_dir: "unused".into(), live_heartbeat_secs: 1, ..Config::default() };
+    let console = Console::with(pool.clone(), None, config);
+    console.user("root", "correct horse battery", true).await;
+    console.user("alice", "correct horse battery", false).await;
+    console.user("bob", "correct horse battery", false).await;
+    let (root, alice) =
+        (console.login("root", "correct horse battery").await, console.login("alice", "correct horse battery").await);
+    let a = create(&console, &alice, "alpha").await;
+    let (_, _, mut every) = open(&console, "/events/clusters", &root).await;
+    let (_, _, mut mine) = open(&console, &format!("/events/clusters/{a}"), &alice).await;
+    let (_, _, mut list) = open(&console, "/events/clusters", &alice).await;
+    for s in [&mut every, &mut mine, &mut list] {
+        s.version(SOON).await.expect("the current version");
+    }
+    sqlx::query("UPDATE users SET role = 'user' WHERE username = 'root'").execute(&pool).await.unwrap();
+    let bob: i64 = sqlx::query_scalar("SELECT id FROM users WHERE username = 'bob'").fetch_one(&pool).await.unwrap();
+    sqlx::query("UPDATE clusters SET owner_id = $1 WHERE id = $2").bind(bob).bind(a).execute(&pool).await.unwrap();
+    for (what, s) in [("the demoted admin's list of every cluster", &mut every), ("a cluster now bob's", &mut mine)] {
+        // (The ownership change itself may still be announced before it ends.)
+        let started = std::time::Instant::now();
+        while s.next(Duration::from_secs(6)).await.is_some() {}
+        assert!(started.elapsed() < Duration::from_secs(4), "{what} ended after {:?}", started.elapsed());
+    }
+    // Alice's own list is still hers: it stays open across heartbeats.
+    assert_eq!(list.next(Duration::from_millis(2500)).await, None, "nothing changed on her list");
+    let b = create(&console, &alice, "bravo").await;
+    assert!(list.version(SOON).await.is_some(), "her list stream still announces changes (cluster {b})");
+}
+
 #[tokio::test]
 async fn a_client_past_the_bound_is_told_so() {
     let (url, _dir) = support::sqlite_url();

@@ -23,13 +23,43 @@ pub(crate) async fn cluster_stream(
 ) -> Result<Response, ApiError> {
     let id = cluster_id(&id)?;
     clusters::get(&st.pool, &u, id).await?;
-    let stream = st.push.follow(u.id, Topic::Cluster(id)).await.map_err(|e| ApiError(e.into()))?;
+    let topic = Topic::Cluster(id);
+    let stream = st.push.follow(u.id, topic, still_allowed(&st, u.id, topic)).await.map_err(|e| ApiError(e.into()))?;
     Ok(unbuffered(stream.into_response()))
 }
 
 /// `GET /events/clusters`: the version of the clusters the user's list
 /// shows (an admin's: every cluster's).
 pub(crate) async fn list_stream(State(st): State<AppState>, ApiUser(u): ApiUser) -> Result<Response, ApiError> {
-    let stream = st.push.follow(u.id, clusters::list_topic(&u)).await.map_err(|e| ApiError(e.into()))?;
+    let topic = clusters::list_topic(&u);
+    let stream = st.push.follow(u.id, topic, still_allowed(&st, u.id, topic)).await.map_err(|e| ApiError(e.into()))?;
     Ok(unbuffered(stream.into_response()))
 }
+
+/// Whether `user` may still follow `topic`, read again from the database
+/// each heartbeat: a user removed, an admin demoted (the list of every
+/// cluster), a cluster that is no longer theirs end the stream. A database
+/// that does not answer, or a cluster deleted meanwhile (the page finds it
+/// gone), keeps it.
+fn still_allowed(st: &AppState, user: i64, topic: Topic) -> impl FnMut() -> BoxFuture<'static, bool> + use<> {
+    let pool = st.pool.clone();
+    move || {
+        let pool = pool.clone();
+        Box::pin(async move {
+            let now = match crate::server::db::users::by_id(&pool, user).await {
+                Ok(Some(row)) => row.current_user(),
+                Ok(None) => return false,
+                Err(_) => return true,
+            };
+            match topic {
+                Topic::Cluster(id) => match crate::server::db::clusters::get(&pool, id).await {
+                    Ok(Some(c)) => now.is_admin() || c.owner_id == now.id,
+                    Ok(None) | Err(_) => true,
+                },
+                list => clusters::list_topic(&now) == list,
+            }
+        })
+    }
+}
+
+type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
