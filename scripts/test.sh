@@ -43,6 +43,11 @@ KUBEBYON_TEST_POSTGRES_URL=$(bash scripts/test-postgres.sh start "$work/pg")
 export KUBEBYON_TEST_POSTGRES_URL
 export KUBEBYON_REQUIRE_POSTGRES=1
 
+# Test threads get 8 MiB of stack (2 MiB by default): a debug build's
+# futures are many times their release size, and the reconciler suite's
+# deepest request chains overflowed 2 MiB once (2026-12-05).
+export RUST_MIN_STACK=8388608
+
 step "Rust tests, the release build beside them"
 # Built while the Go parts may still build (a fresh machine's vCluster syncer
 # outlasts the tools and the lints).

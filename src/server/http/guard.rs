@@ -59,8 +59,12 @@ pub(crate) async fn announced_size(req: Request<Body>, next: Next) -> Response {
 pub(crate) async fn read_body(State(state): State<AppState>, req: Request<Body>, next: Next) -> Response {
     let deadline = std::time::Duration::from_secs(state.config.body_timeout_secs);
     let (parts, body) = req.into_parts();
-    match tokio::time::timeout(deadline, axum::body::to_bytes(body, BODY_LIMIT + 1)).await {
-        Ok(Ok(bytes)) if bytes.len() <= BODY_LIMIT => next.run(Request::from_parts(parts, Body::from(bytes))).await,
+    // Both futures boxed: this layer adds a pointer to every request's future,
+    // not the router's whole future (a debug build's test threads have 2 MiB).
+    match tokio::time::timeout(deadline, Box::pin(axum::body::to_bytes(body, BODY_LIMIT + 1))).await {
+        Ok(Ok(bytes)) if bytes.len() <= BODY_LIMIT => {
+            Box::pin(next.run(Request::from_parts(parts, Body::from(bytes)))).await
+        }
         Ok(Ok(_)) => ApiError(AppError::new(ErrorCode::PayloadTooLarge)).into_response(),
         Ok(Err(e)) if is_length_limit(&e) => ApiError(AppError::new(ErrorCode::PayloadTooLarge)).into_response(),
         Ok(Err(_)) => ApiError(AppError::new(ErrorCode::BadRequest)).into_response(),
