@@ -1804,6 +1804,8 @@ async fn join_tokens() {
     let r = script(id, valid.to_string()).await;
     assert_eq!(r.status, 404, "a revoked token gets no script: {}", r.body);
 
+    Box::pin(oversized_tenant_objects_are_refused_not_read(&env, &admin, id, &tokens)).await;
+
     // Guessing from one address: throttled within the 50 tries, and then even
     // a valid token is refused from there until the window passes.
     let fresh = env.console.json("POST", &tokens, Some(&env.cookie), json!({})).await.json();
@@ -1817,6 +1819,67 @@ async fn join_tokens() {
     let r = script(id, fresh).await;
     assert_eq!((r.status.as_u16(), r.code()), (429, "join_rate_limited".to_owned()), "{}", r.body);
     assert_eq!(r.headers["retry-after"], "900");
+}
+
+/// Issue 40 item 1: the tenant is cluster-admin of its virtual cluster, so
+/// what the console lists there is theirs to make huge. 120 Secrets of
+/// 700 KB carrying the join-token label (~110 MB of JSON, where kube-rs's
+/// whole-list read held about three times that) are refused at the first
+/// page's 2 MiB cap: a translated 502, the join page shown with its warning,
+/// the console's peak resident set barely moved; removed, the list is back.
+async fn oversized_tenant_objects_are_refused_not_read(env: &Env, admin: &kube::Client, id: i64, tokens: &str) {
+    use futures::{StreamExt, TryStreamExt};
+    use k8s_openapi::ByteString;
+    use k8s_openapi::api::core::v1::Secret;
+    use kube::api::{DeleteParams, PostParams};
+    use kubebyon::domain::join;
+
+    let secrets: Api<Secret> = Api::namespaced(admin.clone(), join::NAMESPACE);
+    // vCluster's label on its join tokens (`vcluster token create`), which the console selects on.
+    let label = ("vcluster.loft.sh/token".to_owned(), "true".to_owned());
+    let names: Vec<String> = (0..120).map(|i| format!("bulk-{i}")).collect();
+    let pad = ByteString(vec![b'x'; 700_000]);
+    futures::stream::iter(&names)
+        .map(|name| {
+            let mut secret = Secret::default();
+            secret.metadata.name = Some(name.clone());
+            secret.metadata.labels = Some([label.clone()].into());
+            secret.data = Some([("pad".to_owned(), pad.clone())].into());
+            let secrets = secrets.clone();
+            async move { secrets.create(&PostParams::default(), &secret).await.map(|_| ()) }
+        })
+        .buffer_unordered(4)
+        .try_collect::<Vec<()>>()
+        .await
+        .expect("the tenant stores its Secrets");
+    let before = support::reset_peak_rss_kib();
+    let r = env.console.get(tokens, Some(&env.cookie)).await;
+    let peak = support::peak_rss_kib();
+    eprintln!(
+        "120 labelled Secrets of 700 KB: the token list answered {} with the console's peak RSS {before} -> {peak} KiB (+{} KiB)",
+        r.status,
+        peak.saturating_sub(before)
+    );
+    assert_eq!((r.status.as_u16(), r.code()), (502, "virtual_answer_too_large".to_owned()), "{}", r.body);
+    assert!(peak.saturating_sub(before) < 96 << 10, "the peak RSS grew from {before} KiB to {peak} KiB");
+    let html = env.console.get(&format!("/clusters/{id}/join"), Some(&env.cookie)).await;
+    assert_eq!(html.status, 200, "{}", html.body);
+    assert!(html.body.contains("data-warning=\"answer_too_large\""), "{}", html.body);
+    // What is not bloated still reads: the nodes, and their names for the
+    // pages' warnings.
+    let nodes = env.console.get(&format!("/api/console/clusters/{id}/nodes"), Some(&env.cookie)).await;
+    assert_eq!(nodes.status, 200, "{}", nodes.body);
+    futures::stream::iter(&names)
+        .map(|name| {
+            let secrets = secrets.clone();
+            async move { secrets.delete(name, &DeleteParams::default()).await.map(|_| ()) }
+        })
+        .buffer_unordered(8)
+        .try_collect::<Vec<()>>()
+        .await
+        .expect("the tenant removes them");
+    let r = env.console.get(tokens, Some(&env.cookie)).await;
+    assert_eq!(r.status, 200, "removed, the list is back: {}", r.body);
 }
 
 /// Holds back the CNI the vCluster deploys (flannel's DaemonSet, by a node

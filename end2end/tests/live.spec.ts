@@ -371,6 +371,9 @@ test('join page: a token, the command copied and fetched, revoked; others get 40
   await expect(page).toHaveURL(joinUrl);
   await expect(page.locator(`tr[data-token="${tokenId}"]`)).toHaveCount(0);
   expect((await request.get(scriptUrl)).status()).toBe(404);
+  // Nothing in progress any more (no fresh token, no node joining, no
+  // removal running): the page stops refreshing itself.
+  await expect(page.locator('#join-live')).toHaveAttribute('data-in-progress', 'false');
 
   // Another user: not found.
   await createUser(request, url!, 'join-stranger');

@@ -44,7 +44,7 @@ pub(crate) async fn load_join(id: i64) -> Result<JoinPage, AppError> {
     let (st, user) = (state()?, require_user()?);
     let crate::server::service::join::Overview { cluster, read, removals } =
         crate::server::service::join::overview(&st.pool, st.host.as_ref(), &user, id).await?;
-    let warnings = crate::domain::nodes::join_warnings(&cluster, read.is_some() || !cluster.spec.own_nodes);
+    let warnings = crate::domain::nodes::join_warnings(&cluster, read.as_ref().err().copied());
     let (tokens, nodes) = read.unwrap_or_default();
     let console_url = match &st.config.public_url {
         Some(url) => url.trim_end_matches('/').to_owned(),

@@ -64,6 +64,7 @@ pub(crate) fn error_text(locale: Locale, code: ErrorCode) -> &'static str {
         E::TokenLifetimeInvalid => td_string!(locale, errors.token_lifetime_invalid),
         E::OwnNodesOff => td_string!(locale, errors.own_nodes_off),
         E::ControlPlaneUnavailable => td_string!(locale, errors.control_plane_unavailable),
+        E::VirtualAnswerTooLarge => td_string!(locale, errors.virtual_answer_too_large),
         E::JoinRateLimited => td_string!(locale, errors.join_rate_limited),
         E::JoinScriptUnavailable => td_string!(locale, errors.join_script_unavailable),
         E::RateLimited => td_string!(locale, errors.rate_limited),

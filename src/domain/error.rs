@@ -76,6 +76,9 @@ pub enum ErrorCode {
     OwnNodesOff,
     /// The virtual cluster's own API server cannot be reached (yet).
     ControlPlaneUnavailable,
+    /// What the console would read from a virtual cluster is over its caps
+    /// (`server::service::virtual_read`): the tenant's own objects.
+    VirtualAnswerTooLarge,
     /// Gateway mode without a host and without the admin's domain suffix.
     HostRequiredForGateway,
     /// A gateway host that is an IP address (SNI carries names only).
@@ -128,7 +131,7 @@ impl ErrorCode {
             Self::PayloadTooLarge => 413,
             Self::UnsupportedMediaType => 415,
             Self::LoginRateLimited | Self::RateLimited | Self::JoinRateLimited => 429,
-            Self::JoinScriptUnavailable => 502,
+            Self::JoinScriptUnavailable | Self::VirtualAnswerTooLarge => 502,
             Self::Internal => 500,
             Self::Unavailable => 503,
             _ => 422,

@@ -124,6 +124,16 @@ pub(crate) enum JoinWarning {
     EndpointUnreachable,
     /// The console cannot read the virtual cluster now.
     ControlPlaneUnavailable,
+    /// The virtual cluster's tokens or nodes are more than the console reads
+    /// (`server::service::virtual_read`'s caps): the tenant's own objects.
+    AnswerTooLarge,
+}
+
+/// Why the join page shows no tokens and nodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Unread {
+    Unavailable,
+    TooLarge,
 }
 
 impl JoinWarning {
@@ -133,8 +143,8 @@ impl JoinWarning {
     }
 }
 
-/// The warnings for `cluster`, given whether its control plane answered.
-pub(crate) fn join_warnings(cluster: &crate::domain::cluster::Cluster, control_plane_read: bool) -> Vec<JoinWarning> {
+/// The warnings for `cluster`, given why its control plane was not read, if it was not.
+pub(crate) fn join_warnings(cluster: &crate::domain::cluster::Cluster, unread: Option<Unread>) -> Vec<JoinWarning> {
     use crate::domain::{ConnectionStatus, Phase};
     if !cluster.spec.own_nodes {
         return vec![JoinWarning::OwnNodesOff];
@@ -152,10 +162,36 @@ pub(crate) fn join_warnings(cluster: &crate::domain::cluster::Cluster, control_p
     {
         out.push(JoinWarning::EndpointUnreachable);
     }
-    if !control_plane_read {
-        out.push(JoinWarning::ControlPlaneUnavailable);
+    match unread {
+        None => {}
+        Some(Unread::Unavailable) => out.push(JoinWarning::ControlPlaneUnavailable),
+        Some(Unread::TooLarge) => out.push(JoinWarning::AnswerTooLarge),
     }
     out
+}
+
+/// How long after a token is made, or a node registers, the join page keeps
+/// itself current: the time a machine takes to run the command and join.
+pub(crate) const JOINING_WINDOW_SECS: i64 = 15 * 60;
+
+/// Whether the join page keeps itself current (polls every 2 s): while the
+/// cluster itself changes, a node removal runs, a token made within
+/// [`JOINING_WINDOW_SECS`] is still valid (a machine is likely joining with
+/// it), or a node registered within it is not Ready yet. Otherwise nothing
+/// is in progress and the page is still (each refresh reads the virtual
+/// cluster on the server): a reload shows what changed.
+pub(crate) fn join_in_progress(
+    cluster_in_progress: bool,
+    tokens: &[TokenView],
+    nodes: &[NodeView],
+    removals: &[RemovalView],
+    now: i64,
+) -> bool {
+    let recent = |at: Option<i64>| at.is_some_and(|at| now - at < JOINING_WINDOW_SECS);
+    cluster_in_progress
+        || removals.iter().any(|r| r.state == RemovalState::Draining)
+        || tokens.iter().any(|t| recent(t.created_at) && t.expires_at.is_none_or(|at| at > now))
+        || nodes.iter().any(|n| !n.ready && recent(n.since))
 }
 
 /// What undoes a join on the machine itself once its node is removed: the
@@ -352,6 +388,53 @@ mod tests {
     }
 
     #[test]
+    fn the_join_page_is_live_only_while_something_happens() {
+        let now = 1_000_000;
+        let token = |created: i64, expires: Option<i64>| TokenView {
+            id: "abcdef".into(),
+            created_at: Some(created),
+            expires_at: expires,
+            nodes: Vec::new(),
+        };
+        let node = |ready: bool, since: i64| NodeView {
+            name: "byo-1".into(),
+            ready,
+            kubelet_version: None,
+            internal_ip: None,
+            since: Some(since),
+        };
+        let removal = |state: RemovalState| RemovalView {
+            id: 1,
+            node: "byo-1".into(),
+            drain: true,
+            state,
+            pods_left: None,
+            reason: None,
+            pod: None,
+            requested_by: None,
+            created_at: now - 5_000,
+            finished_at: None,
+        };
+        let window = JOINING_WINDOW_SECS;
+        for (why, cluster, tokens, nodes, removals, want) in [
+            ("nothing at all", false, vec![], vec![], vec![], false),
+            ("the cluster changes", true, vec![], vec![], vec![], true),
+            ("a token just made", false, vec![token(now - 10, Some(now + 3_600))], vec![], vec![], true),
+            ("a token made long ago", false, vec![token(now - window, Some(now + 3_600))], vec![], vec![], false),
+            ("a fresh token already expired", false, vec![token(now - 10, Some(now))], vec![], vec![], false),
+            ("a fresh token that never expires", false, vec![token(now - 10, None)], vec![], vec![], true),
+            ("a node joining", false, vec![], vec![node(false, now - 60)], vec![], true),
+            ("a node Ready", false, vec![], vec![node(true, now - 60)], vec![], false),
+            ("a node long not Ready (gone)", false, vec![], vec![node(false, now - window)], vec![], false),
+            ("a removal draining", false, vec![], vec![], vec![removal(RemovalState::Draining)], true),
+            ("a removal done", false, vec![], vec![], vec![removal(RemovalState::Done)], false),
+            ("a removal failed", false, vec![], vec![], vec![removal(RemovalState::Failed)], false),
+        ] {
+            assert_eq!(join_in_progress(cluster, &tokens, &nodes, &removals, now), want, "{why}");
+        }
+    }
+
+    #[test]
     fn join_warnings_follow_the_cluster() {
         use crate::domain::cluster::{ClusterStatus, test_cluster};
         use crate::domain::{ConnectionStatus, Phase};
@@ -369,12 +452,13 @@ mod tests {
         };
         use JoinWarning::*;
         for (cluster, read, want) in [
-            (own(lb.clone(), ready.clone()), true, vec![]),
-            (own(lb.clone(), ready.clone()), false, vec![ControlPlaneUnavailable]),
-            (test_cluster(1, "join", "alice", lb.clone(), ready.clone()), true, vec![OwnNodesOff]),
+            (own(lb.clone(), ready.clone()), None, vec![]),
+            (own(lb.clone(), ready.clone()), Some(Unread::TooLarge), vec![AnswerTooLarge]),
+            (own(lb.clone(), ready.clone()), Some(Unread::Unavailable), vec![ControlPlaneUnavailable]),
+            (test_cluster(1, "join", "alice", lb.clone(), ready.clone()), Some(Unread::TooLarge), vec![OwnNodesOff]),
             (
                 own(PublicAccess::Disabled, ClusterStatus { api_endpoint: None, ..ready.clone() }),
-                true,
+                None,
                 vec![PublicAccessOff],
             ),
             (
@@ -386,12 +470,12 @@ mod tests {
                         ..ready.clone()
                     },
                 ),
-                true,
+                None,
                 vec![NotReady],
             ),
             (
                 own(lb.clone(), ClusterStatus { connection_status: ConnectionStatus::Timeout, ..ready.clone() }),
-                true,
+                None,
                 vec![EndpointUnreachable],
             ),
             // Not allocated yet: not Ready (the command works once it is), not "off".
@@ -400,7 +484,7 @@ mod tests {
                     lb.clone(),
                     ClusterStatus { phase: Phase::Pending, api_endpoint: None, ..ClusterStatus::default() },
                 ),
-                false,
+                Some(Unread::Unavailable),
                 vec![NotReady, ControlPlaneUnavailable],
             ),
         ] {

@@ -1,7 +1,7 @@
 //! `/clusters/{id}/join`: bring your own nodes — a join token and the one-line
 //! command that uses it, the tokens and their countdowns, the nodes that
-//! joined. Live like the detail page (the region refreshes every 2 s while
-//! the page is open: machines join whenever a token is valid). Both writes
+//! joined. Live like the detail page while something happens (the region
+//! refreshes every 2 s: `domain::nodes::join_in_progress`). Both writes
 //! are plain forms, so the page works the same with JavaScript off.
 
 use leptos::prelude::*;
@@ -17,7 +17,7 @@ use crate::components::error_text::error_text;
 use crate::components::islands::live_region::LiveRegion;
 use crate::components::layout::Layout;
 use crate::domain::nodes::{
-    JoinWarning, RemovalReason, RemovalState, RemovalView, join_command, remaining, reset_command,
+    JoinWarning, RemovalReason, RemovalState, RemovalView, join_command, join_in_progress, remaining, reset_command,
 };
 use crate::domain::{AppError, ErrorCode};
 use crate::i18n::*;
@@ -53,6 +53,7 @@ fn warning_text(i18n: I18nContext<Locale>, w: JoinWarning) -> &'static str {
         JoinWarning::NotReady => t_string!(i18n, join.warning_not_ready),
         JoinWarning::EndpointUnreachable => t_string!(i18n, join.warning_endpoint_unreachable),
         JoinWarning::ControlPlaneUnavailable => t_string!(i18n, join.warning_control_plane_unavailable),
+        JoinWarning::AnswerTooLarge => t_string!(i18n, join.warning_answer_too_large),
     }
 }
 
@@ -159,8 +160,9 @@ fn Live(page: JoinPage, revoke_error: Option<AppError>) -> impl IntoView {
     let i18n = use_i18n();
     let id = page.cluster.id;
     let endpoint = page.cluster.status.api_endpoint.clone().map(|e| e.trim_start_matches("https://").to_owned());
-    let readable =
-        !page.warnings.iter().any(|w| matches!(w, JoinWarning::ControlPlaneUnavailable | JoinWarning::OwnNodesOff));
+    let readable = !page.warnings.iter().any(|w| {
+        matches!(w, JoinWarning::ControlPlaneUnavailable | JoinWarning::AnswerTooLarge | JoinWarning::OwnNodesOff)
+    });
     let warnings = page
         .warnings
         .iter()
@@ -193,7 +195,19 @@ fn Live(page: JoinPage, revoke_error: Option<AppError>) -> impl IntoView {
                 <tr data-token=t.id.clone()>
                     <td class="font-mono">{t.id.clone()}</td>
                     <td>{t.created_at.map(|s| view! { <Time secs=s /> })}</td>
-                    <td data-field="expires">{expires}</td>
+                    // The countdown as rendered, and the moment itself: a
+                    // still page (nothing in progress) does not tick.
+                    <td data-field="expires">
+                        {expires}
+                        {t
+                            .expires_at
+                            .map(|at| {
+                                view! {
+                                    " · "
+                                    <Time secs=at />
+                                }
+                            })}
+                    </td>
                     <td class="font-mono" data-field="token-nodes">
                         {t.nodes.join(", ")}
                     </td>
@@ -251,9 +265,10 @@ fn Live(page: JoinPage, revoke_error: Option<AppError>) -> impl IntoView {
         .collect_view();
     let removals = (!page.removals.is_empty()).then(|| view! { <Removals removals=page.removals.clone() /> });
     let (no_tokens, no_nodes) = (page.tokens.is_empty(), page.nodes.is_empty());
+    let in_progress = join_in_progress(page.cluster.in_progress(), &page.tokens, &page.nodes, &page.removals, page.now);
     view! {
-        // Always live: machines may join whenever a token is valid.
-        <div id=REGION data-in-progress="true">
+        // Live while something happens (`join_in_progress`); still otherwise.
+        <div id=REGION data-in-progress=in_progress.to_string()>
             {warnings}
             {error_banner(i18n, revoke_error)}
             <section class="card">

@@ -90,7 +90,23 @@ pub fn spec(name: &str, public_access: kubebyon::domain::PublicAccess) -> kubeby
 
 /// The resident set in a `/proc/<pid>/status` text (`VmRSS`), in KiB.
 pub fn vm_rss_kib(status: &str) -> Option<u64> {
-    status.lines().find(|l| l.starts_with("VmRSS:"))?.split_whitespace().nth(1)?.parse().ok()
+    vm_kib(status, "VmRSS:")
+}
+
+fn vm_kib(status: &str, field: &str) -> Option<u64> {
+    status.lines().find(|l| l.starts_with(field))?.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Sets this process's peak resident set (`VmHWM`) to its resident set now
+/// (`/proc/self/clear_refs` `5`, Linux 4.0 and later) and returns that, in KiB.
+pub fn reset_peak_rss_kib() -> u64 {
+    std::fs::write("/proc/self/clear_refs", "5").expect("the peak resident set can be reset");
+    rss_kib(None)
+}
+
+/// This process's peak resident set since [`reset_peak_rss_kib`] (`VmHWM`), in KiB.
+pub fn peak_rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status").ok().as_deref().and_then(|s| vm_kib(s, "VmHWM:")).unwrap_or(0)
 }
 
 /// A process's resident set in KiB (`pid` `None`: this process); 0 when unreadable.

@@ -12,12 +12,14 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::Api;
 use kube::api::{DeleteParams, EvictParams, ListParams, Patch, PatchParams};
+use kube::core::PartialObjectMeta;
 use sqlx::AnyPool;
 
 use crate::domain::nodes::{DrainNode, DrainPod, DrainStep, EVICTION_GRACE_SECS, RemovalReason, drain_step};
 use crate::server::controllers::reconciler::{Context, virtual_client_without_retry};
 use crate::server::db;
 use crate::server::db::node_removals::RemovalRow;
+use crate::server::service::virtual_read;
 
 /// One pass over every running removal. Safe to run in several places at once.
 pub async fn advance(pool: &AnyPool, host: &Context) -> Result<(), db::DbError> {
@@ -67,26 +69,40 @@ fn unavailable(row: &RemovalRow, what: &str, e: &kube::Error) -> Waiting {
     Waiting { left: None, reason: Some(RemovalReason::ControlPlaneUnavailable), pod: None }
 }
 
+/// A bounded read's failure: past a cap it waits as for an unreachable
+/// control plane (the tenant's objects are theirs to shrink).
+fn unreadable(row: &RemovalRow, what: &str, e: virtual_read::ReadError) -> Waiting {
+    match e {
+        virtual_read::ReadError::Kube(e) => unavailable(row, what, &e),
+        virtual_read::ReadError::TooLarge(cap) => {
+            tracing::warn!(cluster = row.cluster_id, node = %row.node, cap, "node removal: {what} over the console's cap");
+            Waiting { left: None, reason: Some(RemovalReason::ControlPlaneUnavailable), pod: None }
+        }
+    }
+}
+
 /// One step of `row` in its virtual cluster: `Ok(Some(end))` once it is over
 /// (`None`: done, else failed with that reason); `Err` while it goes on.
 async fn step(row: &RemovalRow, client: kube::Client) -> Result<Option<Option<RemovalReason>>, Waiting> {
     let nodes: Api<Node> = Api::all(client.clone());
-    let node = match nodes.get_opt(&row.node).await {
+    // Bounded reads (the tenant may make its objects huge); a pod's metadata
+    // is all a drain decides on.
+    let node = match Box::pin(virtual_read::get_opt::<Node>(&client, None, &row.node)).await {
         Ok(node) => node,
-        Err(e) => return Err(unavailable(row, "node read", &e)),
+        Err(e) => return Err(unreadable(row, "node read", e)),
     };
     let pods = match &node {
         Some(_) => {
             let on_node = ListParams::default().fields(&format!("spec.nodeName={}", row.node));
-            let pods: Api<Pod> = Api::all(client.clone());
-            match pods.list(&on_node).await {
-                Ok(list) => list.items,
-                Err(e) => return Err(unavailable(row, "pod list", &e)),
+            let keep = |pod: PartialObjectMeta<Pod>| drain_pod(&pod);
+            match Box::pin(virtual_read::list_metadata(&client, None, &on_node, virtual_read::NAMES, keep)).await {
+                Ok(pods) => pods,
+                Err(e) => return Err(unreadable(row, "pod list", e)),
             }
         }
         None => Vec::new(),
     };
-    let facts = node.as_ref().map(|n| drain_node(n, &pods));
+    let facts = node.as_ref().map(|n| drain_node(n, pods));
     let waited = db::now() - row.created_at;
     let cordon = |yes: bool| async move {
         if !yes {
@@ -134,28 +150,24 @@ async fn step(row: &RemovalRow, client: kube::Client) -> Result<Option<Option<Re
 }
 
 /// The facts [`drain_step`] decides on.
-fn drain_node(node: &Node, pods: &[Pod]) -> DrainNode {
+fn drain_node(node: &Node, pods: Vec<DrainPod>) -> DrainNode {
     let unreachable = node
         .status
         .as_ref()
         .and_then(|s| s.conditions.as_ref())
         .and_then(|c| c.iter().find(|c| c.type_ == "Ready"))
         .is_some_and(|c| c.status == "Unknown" && c.message.as_deref() == Some("Kubelet stopped posting node status."));
-    DrainNode {
-        unschedulable: node.spec.as_ref().and_then(|s| s.unschedulable) == Some(true),
-        unreachable,
-        pods: pods
-            .iter()
-            .filter_map(|p| {
-                let key = format!("{}/{}", p.metadata.namespace.as_deref()?, p.metadata.name.as_deref()?);
-                Some(DrainPod { key, terminating: p.metadata.deletion_timestamp.is_some(), stays: daemon_or_mirror(p) })
-            })
-            .collect(),
-    }
+    DrainNode { unschedulable: node.spec.as_ref().and_then(|s| s.unschedulable) == Some(true), unreachable, pods }
+}
+
+/// A pod on the node, as [`drain_step`] sees it.
+fn drain_pod(p: &PartialObjectMeta<Pod>) -> Option<DrainPod> {
+    let key = format!("{}/{}", p.metadata.namespace.as_deref()?, p.metadata.name.as_deref()?);
+    Some(DrainPod { key, terminating: p.metadata.deletion_timestamp.is_some(), stays: daemon_or_mirror(p) })
 }
 
 /// Pods a drain leaves: a DaemonSet's (it would put them back) and static ones.
-fn daemon_or_mirror(pod: &Pod) -> bool {
+fn daemon_or_mirror(pod: &PartialObjectMeta<Pod>) -> bool {
     let owned_by_daemonset =
         pod.metadata.owner_references.iter().flatten().any(|o| o.kind == "DaemonSet" && o.controller == Some(true));
     let mirror = pod.metadata.annotations.as_ref().is_some_and(|a| a.contains_key("kubernetes.io/config.mirror"));

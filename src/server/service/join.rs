@@ -9,15 +9,17 @@ use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
 use kube::api::{DeleteParams, ListParams, PostParams};
+use kube::core::PartialObjectMeta;
 use sqlx::AnyPool;
 
 use super::Reconciler;
 use crate::domain::audit::AuditAction;
 use crate::domain::cluster::Cluster;
 use crate::domain::join::{self, JoinToken, Lifetime};
-use crate::domain::nodes::{CreatedToken, NodeView, RemovalView, TokenView};
+use crate::domain::nodes::{CreatedToken, NodeView, RemovalView, TokenView, Unread};
 use crate::domain::user::CurrentUser;
 use crate::domain::{AppError, ErrorCode};
+use crate::server::service::virtual_read::{self, ReadError};
 use crate::server::service::write_limit::SpecWriteLimiter;
 
 /// The cluster (if `user` may see it and it has own nodes) and a client for its
@@ -51,6 +53,18 @@ async fn connect(host: Option<&Reconciler>, cluster: Cluster) -> Result<(Cluster
 fn call_failed(cluster: &Cluster, what: &str, e: &kube::Error) -> AppError {
     tracing::warn!(cluster = cluster.id, error = %e, "{what} in the virtual cluster failed");
     AppError::new(ErrorCode::ControlPlaneUnavailable)
+}
+
+/// A bounded read's failure ([`virtual_read`]): past a cap, the tenant's own
+/// objects are too large for the console to read (not "unavailable").
+fn read_failed(cluster: &Cluster, what: &str, e: ReadError) -> AppError {
+    match e {
+        ReadError::Kube(e) => call_failed(cluster, what, &e),
+        ReadError::TooLarge(cap) => {
+            tracing::warn!(cluster = cluster.id, cap, "{what} in the virtual cluster is over the console's cap");
+            AppError::new(ErrorCode::VirtualAnswerTooLarge)
+        }
+    }
 }
 
 /// Makes a token valid for `lifetime` (`1h` unless given).
@@ -95,23 +109,27 @@ pub(crate) async fn list_tokens(
     id: i64,
 ) -> Result<Vec<TokenView>, AppError> {
     let (cluster, client) = Box::pin(open(pool, host, user, id)).await?;
-    tokens_of(&cluster, client).await
+    Box::pin(tokens_of(&cluster, &client)).await
 }
 
-async fn tokens_of(cluster: &Cluster, client: kube::Client) -> Result<Vec<TokenView>, AppError> {
-    let secrets: Api<Secret> = Api::namespaced(client, join::NAMESPACE);
+async fn tokens_of(cluster: &Cluster, client: &kube::Client) -> Result<Vec<TokenView>, AppError> {
     let lp = ListParams::default().labels(&format!("{}={}", join::TOKEN_LABEL.0, join::TOKEN_LABEL.1));
-    let list = Box::pin(secrets.list(&lp)).await.map_err(|e| call_failed(cluster, "token list", &e))?;
-    let mut views: Vec<TokenView> = list.items.iter().filter_map(join::token_view).collect();
+    let keep = |s: Secret| join::token_view(&s);
+    let mut views = virtual_read::list(client, Some(join::NAMESPACE), &lp, virtual_read::TOKENS, keep)
+        .await
+        .map_err(|e| read_failed(cluster, "token list", e))?;
     views.sort_by_key(|v| (v.expires_at.unwrap_or(i64::MAX), v.id.clone()));
-    // Which nodes joined with each: their bootstrap CSRs, while kept (csrcleaner
-    // removes approved ones after an hour).
-    let csrs: Api<CertificateSigningRequest> = Api::all(secrets.into_client());
-    let list = Box::pin(csrs.list(&ListParams::default())).await.map_err(|e| call_failed(cluster, "CSR list", &e))?;
-    for csr in &list.items {
-        let username = csr.spec.username.as_deref().unwrap_or_default();
-        if let Some((id, node)) = join::csr_node(username, &csr.spec.request.0)
-            && let Some(view) = views.iter_mut().find(|v| v.id == id)
+    // Which nodes joined with each: their bootstrap CSRs (kubelets' client
+    // certificates only), while kept (csrcleaner removes approved ones after an hour).
+    let lp = ListParams::default().fields("spec.signerName=kubernetes.io/kube-apiserver-client-kubelet");
+    let keep = |csr: CertificateSigningRequest| {
+        join::csr_node(csr.spec.username.as_deref().unwrap_or_default(), &csr.spec.request.0)
+    };
+    let joins = virtual_read::list(client, None, &lp, virtual_read::CSRS, keep)
+        .await
+        .map_err(|e| read_failed(cluster, "CSR list", e))?;
+    for (id, node) in joins {
+        if let Some(view) = views.iter_mut().find(|v| v.id == id)
             && !view.nodes.contains(&node)
         {
             view.nodes.push(node);
@@ -136,12 +154,12 @@ pub(crate) async fn revoke_token(
     writes.take(user.id)?;
     let secret_name = join::secret_name(token_id);
     let (cluster, client) = Box::pin(open(pool, host, user, id)).await?;
-    let secrets: Api<Secret> = Api::namespaced(client, join::NAMESPACE);
-    match Box::pin(secrets.get_opt(&secret_name)).await {
+    match Box::pin(virtual_read::get_opt::<Secret>(&client, Some(join::NAMESPACE), &secret_name)).await {
         Ok(Some(s)) if join::token_view(&s).is_some() => {}
         Ok(_) => return Err(not_found()),
-        Err(e) => return Err(call_failed(&cluster, "token read", &e)),
+        Err(e) => return Err(read_failed(&cluster, "token read", e)),
     }
+    let secrets: Api<Secret> = Api::namespaced(client, join::NAMESPACE);
     match Box::pin(secrets.delete(&secret_name, &DeleteParams::default())).await {
         Ok(_) => {}
         Err(kube::Error::Api(e)) if e.code == 404 => return Err(not_found()),
@@ -161,14 +179,15 @@ pub(crate) async fn list_nodes(
     id: i64,
 ) -> Result<Vec<NodeView>, AppError> {
     let (cluster, client) = Box::pin(open(pool, host, user, id)).await?;
-    nodes_of(&cluster, client).await
+    Box::pin(nodes_of(&cluster, &client)).await
 }
 
-async fn nodes_of(cluster: &Cluster, client: kube::Client) -> Result<Vec<NodeView>, AppError> {
+async fn nodes_of(cluster: &Cluster, client: &kube::Client) -> Result<Vec<NodeView>, AppError> {
     use k8s_openapi::api::core::v1::Node;
-    let nodes: Api<Node> = Api::all(client);
-    let list = Box::pin(nodes.list(&ListParams::default())).await.map_err(|e| call_failed(cluster, "node list", &e))?;
-    let mut views: Vec<NodeView> = list.items.iter().map(node_view).collect();
+    let keep = |node: Node| Some(node_view(&node));
+    let mut views = virtual_read::list(client, None, &ListParams::default(), virtual_read::NODES, keep)
+        .await
+        .map_err(|e| read_failed(cluster, "node list", e))?;
     views.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(views)
 }
@@ -199,27 +218,32 @@ pub(crate) async fn overview(
 ) -> Result<Overview, AppError> {
     let cluster = super::clusters::get(pool, user, id).await?;
     if !cluster.spec.own_nodes {
-        return Ok(Overview { cluster, read: None, removals: Vec::new() });
+        return Ok(Overview { cluster, read: Ok(Default::default()), removals: Vec::new() });
     }
     let removals = removals_of(pool, &cluster).await?;
     let read = async {
         let (cluster, client) = Box::pin(connect(host, cluster.clone())).await?;
-        let tokens = tokens_of(&cluster, client.clone()).await?;
-        Ok::<_, AppError>((tokens, nodes_of(&cluster, client).await?))
+        let tokens = Box::pin(tokens_of(&cluster, &client)).await?;
+        Ok::<_, AppError>((tokens, Box::pin(nodes_of(&cluster, &client)).await?))
     };
     match Box::pin(read).await {
-        Ok(read) => Ok(Overview { cluster, read: Some(read), removals }),
-        Err(e) if e.code == ErrorCode::ControlPlaneUnavailable => Ok(Overview { cluster, read: None, removals }),
+        Ok(read) => Ok(Overview { cluster, read: Ok(read), removals }),
+        Err(e) if e.code == ErrorCode::ControlPlaneUnavailable => {
+            Ok(Overview { cluster, read: Err(Unread::Unavailable), removals })
+        }
+        Err(e) if e.code == ErrorCode::VirtualAnswerTooLarge => {
+            Ok(Overview { cluster, read: Err(Unread::TooLarge), removals })
+        }
         Err(e) => Err(e),
     }
 }
 
 /// What the join page shows: the cluster; its tokens and nodes when the
-/// virtual cluster can be read now (`None` otherwise: the page says why);
+/// virtual cluster can be read now (otherwise why not: the page says it);
 /// its latest node removals (from the database: shown either way).
 pub(crate) struct Overview {
     pub cluster: Cluster,
-    pub read: Option<(Vec<TokenView>, Vec<NodeView>)>,
+    pub read: Result<(Vec<TokenView>, Vec<NodeView>), Unread>,
     pub removals: Vec<RemovalView>,
 }
 
@@ -242,11 +266,10 @@ pub(crate) async fn remove_node(
     let name = crate::domain::nodes::node_name(name).ok_or_else(not_found)?;
     writes.take(user.id)?;
     let (cluster, client) = Box::pin(open(pool, host, user, id)).await?;
-    let nodes: Api<Node> = Api::all(client);
-    match Box::pin(nodes.get_opt(name)).await {
-        Ok(Some(_)) => {}
-        Ok(None) => return Err(not_found()),
-        Err(e) => return Err(call_failed(&cluster, "node read", &e)),
+    match Box::pin(virtual_read::exists::<Node>(&client, None, name)).await {
+        Ok(true) => {}
+        Ok(false) => return Err(not_found()),
+        Err(e) => return Err(read_failed(&cluster, "node read", e)),
     }
     let (row, started) = crate::server::db::node_removals::start(pool, cluster.id, name, drain, user.id).await?;
     if started {
@@ -286,11 +309,16 @@ pub(crate) async fn joined_node_names(host: Option<&Reconciler>, cluster: &Clust
         return Vec::new();
     }
     let read = async {
-        let (cluster, client) = connect(host, cluster.clone()).await?;
-        nodes_of(&cluster, client).await
+        let (_, client) = connect(host, cluster.clone()).await.ok()?;
+        let keep = |n: PartialObjectMeta<k8s_openapi::api::core::v1::Node>| n.metadata.name;
+        let lp = ListParams::default();
+        virtual_read::list_metadata(&client, None, &lp, virtual_read::NAMES, keep).await.ok()
     };
     match tokio::time::timeout(std::time::Duration::from_secs(2), Box::pin(read)).await {
-        Ok(Ok(nodes)) => nodes.into_iter().map(|n| n.name).collect(),
+        Ok(Some(mut names)) => {
+            names.sort();
+            names
+        }
         _ => Vec::new(),
     }
 }

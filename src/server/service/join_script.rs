@@ -21,7 +21,6 @@ use http_body_util::{BodyExt, Empty, Limited};
 use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
 use k8s_openapi::api::core::v1::Secret;
-use kube::Api;
 use rustls::pki_types::{CertificateDer, ServerName};
 use rustls::{ClientConfig, RootCertStore};
 use sqlx::AnyPool;
@@ -29,6 +28,7 @@ use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
 use super::Reconciler;
+use super::virtual_read;
 use crate::domain::join::{self, JoinToken};
 use crate::domain::{AppError, ErrorCode};
 use crate::server::controllers::reconciler::{self, InternalTarget};
@@ -97,8 +97,9 @@ async fn checked(pool: &AnyPool, host: Option<&Reconciler>, id: i64, raw_token: 
             return Err(unavailable());
         }
     };
-    let secrets: Api<Secret> = Api::namespaced(client, join::NAMESPACE);
-    let secret = Box::pin(secrets.get_opt(&token.secret_name())).await.map_err(|e| {
+    let secret_name = token.secret_name();
+    let read = virtual_read::get_opt::<Secret>(&client, Some(join::NAMESPACE), &secret_name);
+    let secret = Box::pin(read).await.map_err(|e| {
         tracing::warn!(cluster = id, error = %e, "join script: reading the token in the virtual cluster failed");
         unavailable()
     })?;

@@ -11,6 +11,7 @@ pub mod join_script;
 pub mod moves;
 pub mod quota;
 pub mod settings;
+pub mod virtual_read;
 pub mod write_limit;
 
 use crate::domain::{AppError, ErrorCode};
