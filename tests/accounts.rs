@@ -156,6 +156,25 @@ async fn throttling_holds_across_replicas_on_one_database() {
     }
 }
 
+/// A join token's own budget of script fetches (issue 40 item 7): shared by
+/// replicas, apart from other tokens and from every client's count, fresh
+/// once its window has passed. Both backends.
+#[tokio::test]
+async fn a_join_tokens_fetches_have_their_own_budget() {
+    use kubebyon::server::db::shared::{MAX_TOKEN_FETCHES, take_token_fetch};
+    for t in each_backend().await {
+        let now = db::now();
+        for n in 0..MAX_TOKEN_FETCHES {
+            assert!(take_token_fetch(&t.pool, 7, "abcdef", now).await.unwrap(), "{}: fetch {n}", t.backend);
+        }
+        assert!(!take_token_fetch(&t.pool, 7, "abcdef", now).await.unwrap(), "{}: used up", t.backend);
+        assert!(take_token_fetch(&t.pool, 7, "bcdefg", now).await.unwrap(), "{}: another token", t.backend);
+        assert!(take_token_fetch(&t.pool, 8, "abcdef", now).await.unwrap(), "{}: another cluster", t.backend);
+        let later = now + kubebyon::server::auth::rate_limit::WINDOW_SECS;
+        assert!(take_token_fetch(&t.pool, 7, "abcdef", later).await.unwrap(), "{}: a new window", t.backend);
+    }
+}
+
 /// The observer lease: one holder at a time, renewable by its holder, taken
 /// over only after it runs out. (Long leases where one must hold: a loaded
 /// machine took over 300 ms between two writes of an earlier version.)

@@ -1067,6 +1067,52 @@ async fn sign_ins_and_admin_changes_to_others_clusters_are_audited() {
     assert!(!log.to_string().contains("hunter2"), "a name that is no account is never written down");
 }
 
+/// The join script (no session) answers every refusal alike (issue 40
+/// item 7): an own-nodes cluster whose control plane cannot be read (here:
+/// no host at all; before, `502 join_script_unavailable` to any well-formed
+/// token, never counted), an unknown cluster, a malformed id and a
+/// malformed token all get one `404 not_found` after the same second; every
+/// one counts against the client, so the 21st is `429`.
+#[tokio::test]
+async fn the_join_script_refuses_alike_and_counts_every_refusal() {
+    let (c, _d) = console().await;
+    let admin = c.login("admin", PW).await;
+    let mut offer = c.get("/api/admin/system-settings", Some(&admin)).await.json();
+    offer["private_nodes"] = json!(true);
+    let r = c.json("PUT", "/api/admin/system-settings", Some(&admin), offer).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let mut body =
+        cluster("own", json!({"enabled": true, "mode": "loadbalancer", "control_plane_host": "own.example.com"}));
+    body["own_nodes"] = json!(true);
+    let r = c.json("POST", "/api/console/clusters", Some(&admin), body).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let id = r.json()["id"].as_i64().unwrap();
+    let token = "abcdef.0123456789abcdef";
+    let asks = [
+        (id.to_string(), token.to_owned()),
+        ("9999".to_owned(), token.to_owned()),
+        ("not-an-id".to_owned(), token.to_owned()),
+        (id.to_string(), "not-a-token".to_owned()),
+    ];
+    let started = std::time::Instant::now();
+    let answers = futures::future::join_all((0..kubebyon::server::db::shared::MAX_JOIN_FAILURES).map(|n| {
+        let (cluster, token) = &asks[n as usize % asks.len()];
+        let c = &c;
+        async move {
+            let r = c.get(&format!("/api/join/clusters/{cluster}/script?token={token}"), None).await;
+            ((cluster.clone(), token.clone()), r.status, r.code())
+        }
+    }))
+    .await;
+    let took = started.elapsed();
+    for (ask, status, code) in &answers {
+        assert_eq!((*status, code.as_str()), (StatusCode::NOT_FOUND, "not_found"), "{ask:?}");
+    }
+    assert!(took >= std::time::Duration::from_secs(1), "each refusal takes a second: {took:?}");
+    let r = c.get(&format!("/api/join/clusters/{id}/script?token={token}"), None).await;
+    assert_eq!((r.status, r.code().as_str()), (StatusCode::TOO_MANY_REQUESTS, "join_rate_limited"), "{}", r.body);
+}
+
 /// Own nodes (vCluster private nodes): only when the admin offers them, only
 /// with a LoadBalancer endpoint, chosen at creation and kept; a refusal
 /// stores nothing.

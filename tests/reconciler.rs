@@ -1724,6 +1724,8 @@ async fn join_tokens() {
         assert_eq!((r.status.as_u16(), r.code()), (404, "not_found".to_owned()), "{why}: {}", r.body);
     }
 
+    Box::pin(refusals_take_the_same_time_whatever_the_cluster(&env, id, valid.id())).await;
+
     let admin = kube::Client::try_from(admin_cfg.clone()).unwrap();
     Box::pin(hold_cni_and_deploy_web(admin.clone())).await;
     // A machine follows the script: discovery (cluster-info signed by the
@@ -1819,6 +1821,58 @@ async fn join_tokens() {
     let r = script(id, fresh).await;
     assert_eq!((r.status.as_u16(), r.code()), (429, "join_rate_limited".to_owned()), "{}", r.body);
     assert_eq!(r.headers["retry-after"], "900");
+}
+
+/// Issue 40 item 7: timing does not tell an own-nodes cluster from an
+/// unknown id. 200 wrong-token requests, half to a live own-nodes cluster
+/// (its token's Secret really looked up in the virtual API server), half to
+/// an id no cluster has, interleaved, 20 at once, each from its own address
+/// (behind a trusted proxy: the per-client throttle is not what is measured).
+/// The best single threshold on the answer time must not sort them much
+/// better than a coin; without the common refusal time it sorts all 200.
+async fn refusals_take_the_same_time_whatever_the_cluster(env: &Env, id: i64, token_id: &str) {
+    use futures::StreamExt;
+    use kubebyon::server::auth::client::Cidr;
+    use kubebyon::server::config::Config;
+    let config = Config {
+        trusted_proxies: Cidr::parse_list("127.0.0.0/8").unwrap(),
+        data_dir: "unused".into(),
+        ..Config::default()
+    };
+    let console = support::http::Console::with(env.ctx.pool.clone(), Some(env.ctx.clone()), config);
+    let wrong = format!("{token_id}.{}", "0".repeat(16));
+    let timed: Vec<(bool, f64)> = futures::stream::iter(0..200u32)
+        .map(|i| {
+            let (console, own) = (&console, i % 2 == 0);
+            let path = format!("/api/join/clusters/{}/script?token={wrong}", if own { id } else { 9_999 });
+            let client = format!("10.77.{}.{}", i / 200, i % 200 + 1);
+            async move {
+                let started = std::time::Instant::now();
+                let r = console.send_with("GET", &path, None, None, "", &[("x-forwarded-for", &client)]).await;
+                assert_eq!((r.status.as_u16(), r.code()), (404, "not_found".to_owned()), "{path}: {}", r.body);
+                (own, started.elapsed().as_secs_f64() * 1_000.0)
+            }
+        })
+        .buffer_unordered(20)
+        .collect()
+        .await;
+    let ms = |own: bool| {
+        let mut v: Vec<f64> = timed.iter().filter(|t| t.0 == own).map(|t| t.1).collect();
+        v.sort_by(f64::total_cmp);
+        v
+    };
+    let (own, unknown) = (ms(true), ms(false));
+    let accuracy = support::best_threshold_accuracy(&own, &unknown);
+    eprintln!(
+        "join script refusals, 100 + 100: own-nodes cluster median {:.1} ms (p90 {:.1}), unknown id median {:.1} ms (p90 {:.1}); the best threshold sorts {:.0} %",
+        own[50],
+        own[90],
+        unknown[50],
+        unknown[90],
+        accuracy * 100.0
+    );
+    assert!(own[0] >= 1_000.0 && unknown[0] >= 1_000.0, "every refusal takes the refusal time: {own:?} {unknown:?}");
+    assert!(accuracy < 0.75, "timing tells them apart ({accuracy}): {own:?} {unknown:?}");
 }
 
 /// Issue 40 item 1: the tenant is cluster-admin of its virtual cluster, so

@@ -114,3 +114,20 @@ pub fn rss_kib(pid: Option<u32>) -> u64 {
     let path = pid.map_or("/proc/self/status".to_owned(), |p| format!("/proc/{p}/status"));
     std::fs::read_to_string(path).ok().as_deref().and_then(vm_rss_kib).unwrap_or(0)
 }
+
+/// How well the best single threshold on a measure sorts samples `a` from
+/// samples `b` (0.5: a coin; 1.0: perfectly): what an observer timing
+/// answers could do at best with one cut.
+pub fn best_threshold_accuracy(a: &[f64], b: &[f64]) -> f64 {
+    let total = (a.len() + b.len()) as f64;
+    let mut cuts: Vec<f64> = a.iter().chain(b).copied().collect();
+    cuts.push(f64::NEG_INFINITY);
+    cuts.iter()
+        .map(|&cut| {
+            // `a` at or below the cut, `b` above it (or the other way round).
+            let right = a.iter().filter(|&&x| x <= cut).count() + b.iter().filter(|&&x| x > cut).count();
+            let right = right as f64 / total;
+            right.max(1.0 - right)
+        })
+        .fold(0.5, f64::max)
+}

@@ -64,7 +64,7 @@ pub(crate) async fn attempt_succeeded(pool: &AnyPool, account: &str, client: &st
 /// Wrong join-script requests one client may make per window
 /// (`service::join_script`): a token's secret has 36^16 values, so this
 /// stops guessing without getting in the way of a fleet joining from one NAT.
-pub(crate) const MAX_JOIN_FAILURES: i64 = 20;
+pub const MAX_JOIN_FAILURES: i64 = 20;
 
 fn join_key(client: &str) -> String {
     format!("j\n{client}")
@@ -77,13 +77,24 @@ pub(crate) async fn begin_join_attempt(pool: &AnyPool, client: &str, now: i64) -
     Ok(count_attempt(pool, &join_key(client), now).await? <= MAX_JOIN_FAILURES)
 }
 
-/// A request that was not a wrong guess gives its count back.
+/// A request answered `200` gives its count back.
 pub(crate) async fn join_attempt_succeeded(pool: &AnyPool, client: &str) -> Result<(), DbError> {
     sqlx::query("UPDATE login_attempts SET failures = failures - 1 WHERE key = $1 AND failures > 0")
         .bind(join_key(client))
         .execute(pool)
         .await?;
     Ok(())
+}
+
+/// Scripts one join token may fetch per window (`service::join_script`): a
+/// fleet of machines joining with one token through one NAT address gets
+/// through; a leaked token cannot make the console fetch without limit.
+pub const MAX_TOKEN_FETCHES: i64 = 500;
+
+/// Takes one script fetch from token `token_id` of cluster `cluster`: false
+/// once it has used up [`MAX_TOKEN_FETCHES`] in the window.
+pub async fn take_token_fetch(pool: &AnyPool, cluster: i64, token_id: &str, now: i64) -> Result<bool, DbError> {
+    Ok(count_attempt(pool, &format!("t\n{cluster}\n{token_id}"), now).await? <= MAX_TOKEN_FETCHES)
 }
 
 /// Drops records whose window has passed (run hourly).

@@ -504,12 +504,10 @@ pub(crate) async fn join_script(
         .map(|(_, v)| v.into_owned())
         .unwrap_or_default();
     let client = st.config.client_key(addr.ip(), &headers);
-    let answer = match cluster_id(&id) {
-        Ok(id) => crate::server::service::join_script::script(&st.pool, st.host.as_ref(), id, &token, &client)
-            .await
-            .map_err(ApiError),
-        Err(e) => Err(e),
-    };
+    // The id is the service's to judge: a malformed one is one more refusal.
+    let answer = crate::server::service::join_script::script(&st.pool, st.host.as_ref(), &id, &token, &client)
+        .await
+        .map_err(ApiError);
     let mut res = match answer {
         Ok(body) => ([(header::CONTENT_TYPE, "text/x-shellscript")], body).into_response(),
         Err(e) => e.into_response(),

@@ -1,9 +1,11 @@
 //! The join script, served to machines without a session
 //! (`GET /api/join/clusters/{id}/script?token=…`). The token is checked
 //! against the cluster's live bootstrap tokens by the API server's own rules
-//! (`domain::join::authenticates`); an unknown cluster, an unknown token and
-//! an expired one all get the same 404, and each such answer counts against
-//! the client ([`db::shared::begin_join_attempt`], shared by replicas). The
+//! (`domain::join::authenticates`); an unknown cluster, an unknown token, an
+//! expired one and a control plane that cannot be read all get the same 404
+//! after the same time ([`REFUSAL_TIME`]), and every answer but a 200 counts
+//! against the client ([`db::shared::begin_join_attempt`], shared by
+//! replicas); a 200 draws on its token's own budget instead. The
 //! script itself comes from the cluster's control plane at its internal
 //! address (`https://<name>.<namespace>:443/node/join?token=…`, the CA of
 //! `vc-<name>`, no credentials presented) within a timeout and a size cap,
@@ -61,54 +63,90 @@ pub(crate) enum Failure {
     TimedOut(Duration),
 }
 
-/// The script for `raw_token` on cluster `id`, for a request from `client`.
+/// Every refusal before a token is known good takes at least this long, and
+/// the token's lookup in the cluster may take no longer (past it: refused).
+/// An unknown cluster, an own-nodes cluster with a wrong token and one whose
+/// control plane cannot be read then answer alike, in time as in content.
+pub(crate) const REFUSAL_TIME: Duration = Duration::from_secs(1);
+
+/// The script for `raw_token` on cluster `raw_id`, for a request from `client`.
+///
+/// Every answer but a `200` counts against the client
+/// ([`db::shared::begin_join_attempt`], shared by replicas): a refusal (one
+/// `404` whatever the reason, after [`REFUSAL_TIME`]), a valid token's script
+/// the control plane would not give (`502`), the throttle itself (`429`). A
+/// `200` costs nothing (its count is given back) but draws on its token's own
+/// budget ([`db::shared::take_token_fetch`]): a fleet joining through one NAT
+/// address gets through, a leaked token does not fetch without limit.
 pub(crate) async fn script(
     pool: &AnyPool,
     host: Option<&Reconciler>,
-    id: i64,
+    raw_id: &str,
     raw_token: &str,
     client: &str,
 ) -> Result<Bytes, AppError> {
+    let refuse_at = tokio::time::Instant::now() + REFUSAL_TIME;
     if !db::shared::begin_join_attempt(pool, client, db::now()).await? {
-        tracing::warn!(cluster = id, "join script: client throttled after too many wrong requests");
+        tracing::warn!("join script: client throttled after too many wrong requests");
         return Err(AppError::new(ErrorCode::JoinRateLimited));
     }
-    let answer = Box::pin(checked(pool, host, id, raw_token)).await;
-    if !matches!(&answer, Err(e) if e.code == ErrorCode::NotFound) {
-        db::shared::join_attempt_succeeded(pool, client).await?;
+    let answer = Box::pin(checked(pool, host, raw_id, raw_token, refuse_at)).await;
+    match &answer {
+        Ok(_) => db::shared::join_attempt_succeeded(pool, client).await?,
+        Err(e) if e.code == ErrorCode::NotFound => tokio::time::sleep_until(refuse_at).await,
+        Err(_) => {}
     }
     answer
 }
 
-async fn checked(pool: &AnyPool, host: Option<&Reconciler>, id: i64, raw_token: &str) -> Result<Bytes, AppError> {
-    let not_found = || AppError::new(ErrorCode::NotFound);
-    let unavailable = || AppError::new(ErrorCode::JoinScriptUnavailable);
-    let token = JoinToken::parse(raw_token).ok_or_else(not_found)?;
-    let cluster = db::clusters::get(pool, id)
-        .await?
-        .filter(|c| c.spec.own_nodes && !c.deletion_requested)
-        .ok_or_else(not_found)?;
-    let host = host.ok_or_else(unavailable)?;
-    let (client, target) = match reconciler::virtual_client_and_target(host, &cluster).await {
-        Ok(Some(both)) => both,
-        Ok(None) => return Err(unavailable()),
-        Err(e) => {
-            tracing::warn!(cluster = id, error = %e, "join script: the virtual cluster is not reachable");
-            return Err(unavailable());
+async fn checked(
+    pool: &AnyPool,
+    host: Option<&Reconciler>,
+    raw_id: &str,
+    raw_token: &str,
+    refuse_at: tokio::time::Instant,
+) -> Result<Bytes, AppError> {
+    let refused = || AppError::new(ErrorCode::NotFound);
+    let (Some(id), Some(token)) = (raw_id.parse::<i64>().ok().filter(|id| *id > 0), JoinToken::parse(raw_token)) else {
+        return Err(refused());
+    };
+    let lookup = async {
+        let cluster = db::clusters::get(pool, id).await?.filter(|c| c.spec.own_nodes && !c.deletion_requested);
+        let (Some(cluster), Some(host)) = (cluster, host) else { return Ok::<_, db::DbError>(None) };
+        let (client, target) = match reconciler::virtual_client_and_target(host, &cluster).await {
+            Ok(Some(both)) => both,
+            Ok(None) => return Ok(None),
+            Err(e) => {
+                tracing::warn!(cluster = id, error = %e, "join script: the virtual cluster is not reachable");
+                return Ok(None);
+            }
+        };
+        let secret_name = token.secret_name();
+        let read = virtual_read::get_opt::<Secret>(&client, Some(join::NAMESPACE), &secret_name);
+        match Box::pin(read).await {
+            Ok(secret) => Ok(secret.filter(|s| join::authenticates(raw_token, s, db::now())).map(|_| target)),
+            Err(e) => {
+                tracing::warn!(cluster = id, error = %e, "join script: reading the token in the virtual cluster failed");
+                Ok(None)
+            }
         }
     };
-    let secret_name = token.secret_name();
-    let read = virtual_read::get_opt::<Secret>(&client, Some(join::NAMESPACE), &secret_name);
-    let secret = Box::pin(read).await.map_err(|e| {
-        tracing::warn!(cluster = id, error = %e, "join script: reading the token in the virtual cluster failed");
-        unavailable()
-    })?;
-    if !secret.is_some_and(|s| join::authenticates(raw_token, &s, db::now())) {
-        return Err(not_found());
+    let target = match tokio::time::timeout_at(refuse_at, Box::pin(lookup)).await {
+        Ok(Ok(Some(target))) => target,
+        Ok(Ok(None)) => return Err(refused()),
+        Ok(Err(e)) => return Err(super::internal(e)),
+        Err(_) => {
+            tracing::warn!(cluster = id, "join script: the token's lookup took longer than a refusal");
+            return Err(refused());
+        }
+    };
+    if !db::shared::take_token_fetch(pool, id, token.id(), db::now()).await? {
+        tracing::warn!(cluster = id, token_id = token.id(), "join script: the token's fetches are used up");
+        return Err(AppError::new(ErrorCode::JoinRateLimited));
     }
     fetch(&target, &token, LIMITS).await.map_err(|e| {
         tracing::warn!(cluster = id, token_id = token.id(), error = %e, "join script: the control plane gave none");
-        unavailable()
+        AppError::new(ErrorCode::JoinScriptUnavailable)
     })
 }
 
