@@ -1340,6 +1340,31 @@ async fn endpoints_that_never_answer_do_not_delay_another_clusters_ready() {
     let after_took = started.elapsed();
     println!("alone {alone_took:?}, beside 20 endpoints that never answer {after_took:?}");
     assert!(after_took <= alone_took + Duration::from_secs(5), "alone {alone_took:?}, now {after_took:?}");
+
+    // Issue 40 item 2: one user probing an endpoint whose DNS never answers,
+    // 16 times at once (each probe holds a host-call slot until its lookup
+    // times out), holds neither the pool nor another user's download: 4 of
+    // theirs run, the rest are refused at once (`calls_rate_limited`), and a
+    // second admin's kubeconfig download answers meanwhile. Before, the 16
+    // held all 16 slots and the download waited for them.
+    env.console.user("second", "correct horse battery", true).await;
+    let second = env.console.login("second", "correct horse battery").await;
+    let probe = format!("/api/console/clusters/{}/probe", stalled[1]);
+    let flood =
+        futures::future::join_all((0..16).map(|_| env.console.send("POST", &probe, Some(&env.cookie), None, "")));
+    let download = async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let started = std::time::Instant::now();
+        let r = env.console.get(&format!("/api/console/clusters/{after}/kubeconfig"), Some(&second)).await;
+        (r, started.elapsed())
+    };
+    let (probes, (r, took)) = tokio::join!(flood, download);
+    let refused =
+        probes.iter().filter(|p| (p.status.as_u16(), p.code()) == (429, "calls_rate_limited".to_owned())).count();
+    println!("16 probes of a stalled endpoint at once: {refused} refused; another user's download took {took:?}");
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(took < Duration::from_secs(3), "another user's download waited {took:?}");
+    assert_eq!(refused, 12, "{:?}", probes.iter().map(|p| (p.status, p.body.clone())).collect::<Vec<_>>());
     drop(holes);
 }
 

@@ -77,7 +77,7 @@ pub(crate) async fn load_cluster(id: i64, before: Option<i64>) -> Result<Cluster
     let remembered_host = host.map(|h| h.to_string());
     let defaults = crate::server::service::settings::public_defaults(&st.pool).await?;
     let (nodeport_host, gateway) = (defaults.nodeport_public_host, defaults.gateway);
-    let joined_nodes = crate::server::service::join::joined_node_names(st.host.as_ref(), &cluster).await;
+    let joined_nodes = crate::server::service::join::joined_node_names(st.host.as_ref(), &user, &cluster).await;
     let gateway_address = clusters::gateway_address(st.host.as_ref(), &cluster, gateway.as_ref()).await;
     Ok(ClusterPage {
         cluster,

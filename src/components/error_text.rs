@@ -68,6 +68,7 @@ pub(crate) fn error_text(locale: Locale, code: ErrorCode) -> &'static str {
         E::JoinRateLimited => td_string!(locale, errors.join_rate_limited),
         E::JoinScriptUnavailable => td_string!(locale, errors.join_script_unavailable),
         E::RateLimited => td_string!(locale, errors.rate_limited),
+        E::CallsRateLimited => td_string!(locale, errors.calls_rate_limited),
         E::Unavailable => td_string!(locale, errors.unavailable),
         E::Internal => td_string!(locale, errors.internal),
     }

@@ -100,6 +100,8 @@ pub enum ErrorCode {
     /// The control plane did not give a join script (an error, too large, too slow).
     JoinScriptUnavailable,
     RateLimited,
+    /// Too many on-demand calls to clusters by one user (`service::call_budget`).
+    CallsRateLimited,
     /// The console cannot reach its database (503): not "signed out".
     Unavailable,
     Internal,
@@ -130,7 +132,7 @@ impl ErrorCode {
             Self::BadRequest => 400,
             Self::PayloadTooLarge => 413,
             Self::UnsupportedMediaType => 415,
-            Self::LoginRateLimited | Self::RateLimited | Self::JoinRateLimited => 429,
+            Self::LoginRateLimited | Self::RateLimited | Self::CallsRateLimited | Self::JoinRateLimited => 429,
             Self::JoinScriptUnavailable | Self::VirtualAnswerTooLarge => 502,
             Self::Internal => 500,
             Self::Unavailable => 503,
@@ -272,9 +274,15 @@ mod tests {
         for &code in ErrorCode::VARIANTS {
             let status = code.http_status();
             // 503: the database did not answer (an outage, retried), not a fault;
-            // 502: a cluster's control plane gave no join script (its fault, not ours).
-            let server =
-                matches!(code, ErrorCode::Internal | ErrorCode::Unavailable | ErrorCode::JoinScriptUnavailable);
+            // 502: a cluster's control plane gave no join script, or more than
+            // the console reads (its fault, not ours).
+            let server = matches!(
+                code,
+                ErrorCode::Internal
+                    | ErrorCode::Unavailable
+                    | ErrorCode::JoinScriptUnavailable
+                    | ErrorCode::VirtualAnswerTooLarge
+            );
             assert_eq!(status >= 500, server, "{code:?}");
             assert_eq!(status == 500, code == ErrorCode::Internal, "{code:?}");
             assert!(status >= 400);

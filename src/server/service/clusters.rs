@@ -275,6 +275,7 @@ pub(crate) async fn probe(
     let cluster = get(pool, user, id).await?;
     let unavailable = || AppError::new(ErrorCode::KubeconfigUnavailable);
     let host = host.ok_or_else(unavailable)?;
+    let _call = host.user_calls.take(user.id)?;
     super::wake(Some(host));
     match crate::server::controllers::reconciler::probe_now(host, &cluster).await {
         Ok(Some(r)) => Ok(crate::domain::cluster::ProbeOutcome { status: r.status, detail: r.detail }),
@@ -299,6 +300,7 @@ pub(crate) async fn kubeconfig(
     let cluster = get(pool, user, id).await?;
     let unavailable = || AppError::new(ErrorCode::KubeconfigUnavailable);
     let host = host.ok_or_else(unavailable)?;
+    let _call = host.user_calls.take(user.id)?;
     let text = match crate::server::controllers::reconciler::download(host, &cluster).await {
         Ok(Some(text)) => text,
         Ok(None) => return Err(unavailable()),

@@ -19,29 +19,36 @@ use crate::domain::join::{self, JoinToken, Lifetime};
 use crate::domain::nodes::{CreatedToken, NodeView, RemovalView, TokenView, Unread};
 use crate::domain::user::CurrentUser;
 use crate::domain::{AppError, ErrorCode};
+use crate::server::service::call_budget::UserCall;
 use crate::server::service::virtual_read::{self, ReadError};
 use crate::server::service::write_limit::SpecWriteLimiter;
 
-/// The cluster (if `user` may see it and it has own nodes) and a client for its
-/// virtual API server.
-async fn open(
+/// The cluster (if `user` may see it and it has own nodes), a client for its
+/// virtual API server, and the user's call it is read within
+/// (`service::call_budget`: over it, `calls_rate_limited`).
+async fn open<'h>(
     pool: &AnyPool,
-    host: Option<&Reconciler>,
+    host: Option<&'h Reconciler>,
     user: &CurrentUser,
     id: i64,
-) -> Result<(Cluster, kube::Client), AppError> {
+) -> Result<(Cluster, kube::Client, UserCall<'h>), AppError> {
     let cluster = super::clusters::get(pool, user, id).await?;
-    connect(host, cluster).await
+    connect(host, user, cluster).await
 }
 
-async fn connect(host: Option<&Reconciler>, cluster: Cluster) -> Result<(Cluster, kube::Client), AppError> {
+async fn connect<'h>(
+    host: Option<&'h Reconciler>,
+    user: &CurrentUser,
+    cluster: Cluster,
+) -> Result<(Cluster, kube::Client, UserCall<'h>), AppError> {
     if !cluster.spec.own_nodes {
         return Err(AppError::new(ErrorCode::OwnNodesOff));
     }
     let unavailable = || AppError::new(ErrorCode::ControlPlaneUnavailable);
     let host = host.ok_or_else(unavailable)?;
+    let call = host.user_calls.take(user.id)?;
     match crate::server::controllers::reconciler::virtual_client(host, &cluster).await {
-        Ok(Some(client)) => Ok((cluster, client)),
+        Ok(Some(client)) => Ok((cluster, client, call)),
         Ok(None) => Err(unavailable()),
         Err(e) => {
             tracing::warn!(cluster = cluster.id, error = %e, "the virtual cluster is not reachable");
@@ -82,7 +89,7 @@ pub(crate) async fn create_token(
 ) -> Result<CreatedToken, AppError> {
     let lifetime = Lifetime::parse(lifetime)?;
     writes.take(user.id)?;
-    let (cluster, client) = Box::pin(open(pool, host, user, id)).await?;
+    let (cluster, client, _call) = Box::pin(open(pool, host, user, id)).await?;
     let secrets: Api<Secret> = Api::namespaced(client, join::NAMESPACE);
     let token = {
         use rand::Rng;
@@ -108,7 +115,7 @@ pub(crate) async fn list_tokens(
     user: &CurrentUser,
     id: i64,
 ) -> Result<Vec<TokenView>, AppError> {
-    let (cluster, client) = Box::pin(open(pool, host, user, id)).await?;
+    let (cluster, client, _call) = Box::pin(open(pool, host, user, id)).await?;
     Box::pin(tokens_of(&cluster, &client)).await
 }
 
@@ -153,7 +160,7 @@ pub(crate) async fn revoke_token(
     let token_id = join::token_id(token_id).ok_or_else(not_found)?;
     writes.take(user.id)?;
     let secret_name = join::secret_name(token_id);
-    let (cluster, client) = Box::pin(open(pool, host, user, id)).await?;
+    let (cluster, client, _call) = Box::pin(open(pool, host, user, id)).await?;
     match Box::pin(virtual_read::get_opt::<Secret>(&client, Some(join::NAMESPACE), &secret_name)).await {
         Ok(Some(s)) if join::token_view(&s).is_some() => {}
         Ok(_) => return Err(not_found()),
@@ -178,7 +185,7 @@ pub(crate) async fn list_nodes(
     user: &CurrentUser,
     id: i64,
 ) -> Result<Vec<NodeView>, AppError> {
-    let (cluster, client) = Box::pin(open(pool, host, user, id)).await?;
+    let (cluster, client, _call) = Box::pin(open(pool, host, user, id)).await?;
     Box::pin(nodes_of(&cluster, &client)).await
 }
 
@@ -222,7 +229,7 @@ pub(crate) async fn overview(
     }
     let removals = removals_of(pool, &cluster).await?;
     let read = async {
-        let (cluster, client) = Box::pin(connect(host, cluster.clone())).await?;
+        let (cluster, client, _call) = Box::pin(connect(host, user, cluster.clone())).await?;
         let tokens = Box::pin(tokens_of(&cluster, &client)).await?;
         Ok::<_, AppError>((tokens, Box::pin(nodes_of(&cluster, &client)).await?))
     };
@@ -265,7 +272,7 @@ pub(crate) async fn remove_node(
     let not_found = || AppError::new(ErrorCode::NotFound);
     let name = crate::domain::nodes::node_name(name).ok_or_else(not_found)?;
     writes.take(user.id)?;
-    let (cluster, client) = Box::pin(open(pool, host, user, id)).await?;
+    let (cluster, client, _call) = Box::pin(open(pool, host, user, id)).await?;
     match Box::pin(virtual_read::exists::<Node>(&client, None, name)).await {
         Ok(true) => {}
         Ok(false) => return Err(not_found()),
@@ -304,12 +311,13 @@ pub(crate) fn now() -> i64 {
 /// The names of the cluster's joined nodes, if it has own nodes and its
 /// control plane answers within two seconds (pages warn with them; no answer
 /// is no warning, never an error).
-pub(crate) async fn joined_node_names(host: Option<&Reconciler>, cluster: &Cluster) -> Vec<String> {
+/// Within the user's call budget: over it, no warning either.
+pub(crate) async fn joined_node_names(host: Option<&Reconciler>, user: &CurrentUser, cluster: &Cluster) -> Vec<String> {
     if !cluster.spec.own_nodes || cluster.deletion_requested {
         return Vec::new();
     }
     let read = async {
-        let (_, client) = connect(host, cluster.clone()).await.ok()?;
+        let (_, client, _call) = connect(host, user, cluster.clone()).await.ok()?;
         let keep = |n: PartialObjectMeta<k8s_openapi::api::core::v1::Node>| n.metadata.name;
         let lp = ListParams::default();
         virtual_read::list_metadata(&client, None, &lp, virtual_read::NAMES, keep).await.ok()

@@ -5,6 +5,7 @@
 
 pub mod accounts;
 pub mod audit;
+pub mod call_budget;
 pub mod clusters;
 pub mod join;
 pub mod join_script;

@@ -25,6 +25,8 @@ pub(crate) async fn view(
     user: &CurrentUser,
 ) -> Result<crate::domain::settings::SettingsView, AppError> {
     let settings = get(pool, user).await?;
+    // The host's facts, within the admin's call budget (`service::call_budget`).
+    let _call = host.map(|h| h.user_calls.take(user.id)).transpose()?;
     let (gateway_api, storage_classes) = match host {
         Some(h) => (h.gateway_api_view().await.ok(), h.storage_classes().await.ok()),
         None => (None, None),

@@ -97,9 +97,15 @@ pub struct Context {
     secrets: Mutex<BTreeMap<i64, SecretMemo>>,
     /// This console's installation id (read from the database once).
     installation: tokio::sync::OnceCell<String>,
-    /// Host calls made for a request (kubeconfig download, probe now): at
-    /// most [`REQUEST_CALLS`] at once, each within [`REQUEST_CALL_TIMEOUT`].
+    /// Host calls made for a signed-in user's request (kubeconfig download,
+    /// probe now, a virtual cluster's credentials): at most [`REQUEST_CALLS`]
+    /// at once, each within [`REQUEST_CALL_TIMEOUT`].
     request_calls: tokio::sync::Semaphore,
+    /// The same for the anonymous join script ([`Calls::Join`]): a pool of
+    /// its own, [`JOIN_CALLS`] at once.
+    join_calls: tokio::sync::Semaphore,
+    /// Each user's share of the request pools (`service::call_budget`).
+    pub(crate) user_calls: crate::server::service::call_budget::UserCalls,
     /// The endpoints' probes, run off the passes ([`probes`]).
     probes: Arc<probes::Probes>,
     /// Whether k3s's ServiceLB was seen serving one of the console's
@@ -127,8 +133,19 @@ pub struct Context {
     last_nodes: Mutex<Vec<observe::NodeAddresses>>,
 }
 
-/// Host calls on request paths at once, per process.
+/// Host calls on signed-in users' request paths at once, per process.
 pub(crate) const REQUEST_CALLS: usize = 16;
+/// Host calls for the anonymous join script at once, per process.
+pub(crate) const JOIN_CALLS: usize = 8;
+
+/// Whose request pool a host call is made from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Calls {
+    /// Signed-in users (each also within `service::call_budget`).
+    Users,
+    /// The anonymous join script.
+    Join,
+}
 /// How long a request waits for the host (a slot and the calls together).
 pub(crate) const REQUEST_CALL_TIMEOUT: Duration = Duration::from_secs(25);
 /// How long a claimed operation is a crashed replica's ([`Context::lease`]).
@@ -165,6 +182,8 @@ impl Context {
             secrets: Mutex::default(),
             installation: tokio::sync::OnceCell::new(),
             request_calls: tokio::sync::Semaphore::new(REQUEST_CALLS),
+            join_calls: tokio::sync::Semaphore::new(JOIN_CALLS),
+            user_calls: Default::default(),
             events: events::Recorder::new(client.clone(), &worker),
             route_version: Mutex::new(None),
             gateway_seen: Mutex::new(None),
@@ -179,8 +198,17 @@ impl Context {
     /// Runs host calls for a request: bounded in number and in time, so a
     /// host that does not answer ties up neither requests nor memory.
     async fn for_request<T>(&self, calls: impl std::future::Future<Output = Result<T>>) -> Result<T> {
+        self.for_request_in(Calls::Users, calls).await
+    }
+
+    /// [`Self::for_request`] from pool `pool`.
+    async fn for_request_in<T>(&self, pool: Calls, calls: impl std::future::Future<Output = Result<T>>) -> Result<T> {
+        let semaphore = match pool {
+            Calls::Users => &self.request_calls,
+            Calls::Join => &self.join_calls,
+        };
         let bounded = async {
-            let _slot = self.request_calls.acquire().await.map_err(|_| Error::NotYet("shutting down"))?;
+            let _slot = semaphore.acquire().await.map_err(|_| Error::NotYet("shutting down"))?;
             calls.await
         };
         tokio::time::timeout(REQUEST_CALL_TIMEOUT, bounded)
@@ -1094,12 +1122,12 @@ pub(crate) fn internal_name(cluster: &Cluster) -> String {
 /// checked for that name. `None` until the reconciler has seen the cluster's
 /// chart as this console's and vCluster wrote `vc-<name>` (read through the
 /// reconciler's memo of that Secret: one read at most).
-async fn virtual_config(ctx: &Context, cluster: &Cluster) -> Result<Option<kube::Config>> {
+async fn virtual_config(ctx: &Context, cluster: &Cluster, pool: Calls) -> Result<Option<kube::Config>> {
     if !cluster.status.kubeconfig_available {
         return Ok(None);
     }
     let name = cluster.spec.name.as_str();
-    let secret = ctx.for_request(cached_secret(ctx, cluster.id, name, true)).await?;
+    let secret = ctx.for_request_in(pool, cached_secret(ctx, cluster.id, name, true)).await?;
     let Some(creds) = secret.as_ref().and_then(gather::credentials) else { return Ok(None) };
     let kc = kubeconfig::presenting(&creds);
     let mut cfg = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
@@ -1139,7 +1167,7 @@ async fn load_balancer_address(ctx: &Context, cluster: &Cluster) -> Option<std::
 pub(crate) async fn virtual_client(ctx: &Context, cluster: &Cluster) -> Result<Option<Client>> {
     // Boxed: the reads and the client's setup are a deep future (a debug
     // build's request thread overflowed its stack with it inline).
-    let Some(cfg) = Box::pin(virtual_config(ctx, cluster)).await? else { return Ok(None) };
+    let Some(cfg) = Box::pin(virtual_config(ctx, cluster, Calls::Users)).await? else { return Ok(None) };
     Client::try_from(cfg).map(Some).map_err(|_| Error::NotYet("no client for the virtual cluster"))
 }
 
@@ -1148,7 +1176,7 @@ pub(crate) async fn virtual_client(ctx: &Context, cluster: &Cluster) -> Result<O
 /// kube-client 5 would retry it up to 15 times, each after the server's
 /// `Retry-After` (10 s for an eviction) — minutes of one pass.
 pub(crate) async fn virtual_client_without_retry(ctx: &Context, cluster: &Cluster) -> Result<Option<Client>> {
-    let Some(mut cfg) = Box::pin(virtual_config(ctx, cluster)).await? else { return Ok(None) };
+    let Some(mut cfg) = Box::pin(virtual_config(ctx, cluster, Calls::Users)).await? else { return Ok(None) };
     cfg.default_retry = false;
     Client::try_from(cfg).map(Some).map_err(|_| Error::NotYet("no client for the virtual cluster"))
 }
@@ -1183,7 +1211,7 @@ pub(crate) async fn virtual_client_and_target(
     ctx: &Context,
     cluster: &Cluster,
 ) -> Result<Option<(Client, InternalTarget)>> {
-    let Some(cfg) = Box::pin(virtual_config(ctx, cluster)).await? else { return Ok(None) };
+    let Some(cfg) = Box::pin(virtual_config(ctx, cluster, Calls::Join)).await? else { return Ok(None) };
     let addr = cfg.cluster_url.authority().and_then(|a| a.as_str().parse().ok());
     let (Some(addr), Some(server_name), Some(roots)) = (addr, cfg.tls_server_name.clone(), cfg.root_cert.clone())
     else {
