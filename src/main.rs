@@ -198,9 +198,20 @@ async fn serve(pool: AnyPool, db_shown: String, config: Config) -> anyhow::Resul
     tokio::spawn(supervise("session_expiry", move || expire_sessions(pool.clone())));
     let limits = http::serve::Limits {
         max_connections: state.config.max_connections,
+        per_client: state.config.max_connections_per_client,
+        exempt: state.config.trusted_proxies.clone(),
         header_read: std::time::Duration::from_secs(state.config.header_timeout_secs),
         ..Default::default()
     };
+    // Liveness and readiness apart from the public listener's caps.
+    if let Some(health) = state.config.health_addr {
+        let listener =
+            tokio::net::TcpListener::bind(health).await.with_context(|| format!("cannot listen on {health}"))?;
+        let health_limits = http::serve::Limits { max_connections: 64, per_client: 64, ..limits.clone() };
+        let app = http::router::health_router(state.clone());
+        tokio::spawn(http::serve::serve(listener, app, health_limits, shutdown_signal()));
+        println!("Health checks: http://{health}/healthz, /readyz");
+    }
     let app = http::router::router(state);
     let listener = tokio::net::TcpListener::bind(&addr).await.with_context(|| format!("cannot listen on {addr}"))?;
     println!("\nKubeBYON console: http://{addr}   (database: {db_shown})");

@@ -568,6 +568,71 @@ fn slow_bodies_are_cut_at_their_deadline_and_health_keeps_answering() {
     assert_eq!(status_of(&answer), 401, "{}", answer.lines().next().unwrap_or(""));
 }
 
+/// Per-client connections and the health listener (issue 40 item 3), against
+/// the real binary (16 connections at most, 4 per client): a client holding
+/// 4 silent connections has its 5th closed at once while another address is
+/// served; with every slot held (4 clients × 4), `/healthz` and `/readyz` on
+/// `KUBEBYON_HEALTH_ADDR` still answer at once. Before: the 5th connection
+/// was served like the others, and health shared the full listener.
+#[tokio::test]
+async fn one_client_holds_its_share_and_health_answers_on_its_own_listener() {
+    use std::time::Duration;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let health = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let served = Served::start(&[
+        ("KUBEBYON_MAX_CONNECTIONS", "16"),
+        ("KUBEBYON_MAX_CONNECTIONS_PER_CLIENT", "4"),
+        ("KUBEBYON_HEADER_TIMEOUT_SECS", "20"),
+        ("KUBEBYON_HEALTH_ADDR", &health.to_string()),
+    ]);
+    let port = served.port;
+    // A connection from `source` that sends half a request head and waits.
+    let silent = |source: [u8; 4]| async move {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind((source, 0).into()).unwrap();
+        let mut s = socket.connect(([127, 0, 0, 1], port).into()).await.unwrap();
+        s.write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n").await.unwrap();
+        s
+    };
+    // Whether the server closed `s` within a second (it would wait otherwise).
+    let closed = |mut s: tokio::net::TcpStream| async move {
+        let mut buf = [0u8; 64];
+        matches!(tokio::time::timeout(Duration::from_secs(1), s.read(&mut buf)).await, Ok(Ok(0) | Err(_)))
+    };
+    let mut held = Vec::new();
+    for _ in 0..4 {
+        held.push(silent([127, 0, 0, 11]).await);
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(closed(silent([127, 0, 0, 11]).await).await, "a client's 5th connection is closed at once");
+    let mut other = silent([127, 0, 0, 12]).await;
+    other.write_all(b"Connection: close\r\n\r\n").await.unwrap();
+    let mut answer = String::new();
+    tokio::time::timeout(Duration::from_secs(5), other.read_to_string(&mut answer)).await.unwrap().unwrap();
+    assert_eq!(status_of(&answer), 200, "another address is served: {answer}");
+    // Every slot held: 4 clients with 4 each.
+    for client in [12, 13, 14] {
+        for _ in 0..4 {
+            held.push(silent([127, 0, 0, client]).await);
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    for path in ["/healthz", "/readyz", "/api/console/clusters"] {
+        let ask = async {
+            let mut s = tokio::net::TcpStream::connect(health).await.unwrap();
+            let head = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+            s.write_all(head.as_bytes()).await.unwrap();
+            let mut answer = String::new();
+            s.read_to_string(&mut answer).await.unwrap();
+            status_of(&answer)
+        };
+        let status =
+            tokio::time::timeout(Duration::from_secs(2), ask).await.expect("the health listener answers at once");
+        assert_eq!(status, if path == "/api/console/clusters" { 404 } else { 200 }, "{path} on the health listener");
+    }
+    drop(held);
+}
+
 /// A fixed pseudo-random number per request (paths differ, runs repeat).
 fn rand_u64(i: usize) -> u64 {
     (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(17)

@@ -1463,6 +1463,15 @@ async fn deploy_manifests_pass_the_api_servers_dry_run() {
     assert_eq!(c["securityContext"]["capabilities"]["drop"], json!(["ALL"]));
     assert_eq!(c["readinessProbe"]["httpGet"]["path"], "/readyz");
     assert_eq!(c["livenessProbe"]["httpGet"]["path"], "/healthz");
+    // The probes on the health listener (KUBEBYON_HEALTH_ADDR), which the Service does not expose.
+    for probe in ["readinessProbe", "livenessProbe", "startupProbe"] {
+        assert_eq!(c[probe]["httpGet"]["port"], "health", "{probe}");
+    }
+    assert!(c["ports"].as_array().unwrap().iter().any(|p| p["name"] == "health" && p["containerPort"] == 3001));
+    let configmap = std::fs::read_to_string(format!("{deploy}/configmap.yaml")).unwrap();
+    assert!(configmap.contains("KUBEBYON_HEALTH_ADDR: \"0.0.0.0:3001\""), "{configmap}");
+    let service = std::fs::read_to_string(format!("{deploy}/service.yaml")).unwrap();
+    assert!(!service.contains("health") && !service.contains("3001"), "{service}");
     let from: Vec<&str> = c["envFrom"]
         .as_array()
         .unwrap()

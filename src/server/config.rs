@@ -76,6 +76,15 @@ pub struct Config {
     /// Connections served at once; past it the listener waits for one to close.
     #[arg(long, env = "KUBEBYON_MAX_CONNECTIONS", value_parser = positive_usize, default_value_t = 4096)]
     pub max_connections: usize,
+    /// Connections one client address (an IPv6 client by its /64) may hold
+    /// open at once; past it a new one is closed. Trusted proxies are exempt.
+    #[arg(long, env = "KUBEBYON_MAX_CONNECTIONS_PER_CLIENT", value_parser = positive_usize, default_value_t = 64)]
+    pub max_connections_per_client: usize,
+    /// A second address serving only `/healthz` and `/readyz` (e.g.
+    /// `0.0.0.0:3001`) for the kubelet's probes, apart from the public
+    /// listener's connection caps; unset: none (both are on the main port too).
+    #[arg(long, env = "KUBEBYON_HEALTH_ADDR")]
+    pub health_addr: Option<std::net::SocketAddr>,
     /// Seconds a request's headers (and a kept-alive connection's next request) may take.
     #[arg(long, env = "KUBEBYON_HEADER_TIMEOUT_SECS", value_parser = positive, default_value_t = 15)]
     pub header_timeout_secs: u64,
@@ -139,6 +148,8 @@ impl std::fmt::Debug for Config {
             chart_repos,
             spec_write_limit,
             max_connections,
+            max_connections_per_client,
+            health_addr,
             header_timeout_secs,
             body_timeout_secs,
             move_address_timeout_secs,
@@ -164,6 +175,8 @@ impl std::fmt::Debug for Config {
             .field("chart_repos", chart_repos)
             .field("spec_write_limit", spec_write_limit)
             .field("max_connections", max_connections)
+            .field("max_connections_per_client", max_connections_per_client)
+            .field("health_addr", health_addr)
             .field("header_timeout_secs", header_timeout_secs)
             .field("body_timeout_secs", body_timeout_secs)
             .field("move_address_timeout_secs", move_address_timeout_secs)

@@ -56,10 +56,22 @@ pub fn api_routes() -> Vec<(&'static str, MethodRouter<AppState>)> {
         ("/api/auth/logout", post(api::logout)),
         ("/api/{*rest}", any(api::not_found)),
         ("/lang/{code}", get(lang::switch)),
-        ("/healthz", get(|| async { "ok" })),
+        ("/healthz", get(healthz)),
         ("/readyz", get(telemetry::readyz)),
         ("/metrics", get(telemetry::metrics_page)),
     ]
+}
+
+async fn healthz() -> &'static str {
+    "ok"
+}
+
+/// The health listener's routes only (`KUBEBYON_HEALTH_ADDR`): liveness and
+/// readiness on a port of their own, which the public Service does not
+/// expose, so clients filling the public listener's connections cannot fail
+/// the kubelet's probes. Everything else is 404.
+pub fn health_router(state: AppState) -> Router {
+    Router::new().route("/healthz", get(healthz)).route("/readyz", get(telemetry::readyz)).with_state(state)
 }
 
 /// Renamed path prefixes: (old, new). Only whole path segments match.

@@ -3,7 +3,10 @@
 //!
 //! - **connections**: at most `max_connections` open at once; past that the
 //!   listener stops accepting (the kernel's backlog holds the rest) until one
-//!   closes;
+//!   closes; and at most `per_client` from one client address (an IPv6
+//!   client by its /64: `auth::client::client_key`), past which a new one is
+//!   closed at once; trusted proxies (`KUBEBYON_TRUSTED_PROXIES`) carry many
+//!   clients and are not held to it;
 //! - **header read / idle**: a request's headers must arrive within
 //!   [`Limits::header_read`], and a kept-alive connection waiting for its
 //!   next request is closed after the same time (hyper arms the timer when it
@@ -16,8 +19,10 @@
 //! - **shutdown**: on SIGTERM the listener closes, connections finish their
 //!   requests, and whatever is left after [`Limits::drain`] is dropped.
 
+use std::collections::HashMap;
 use std::convert::Infallible;
-use std::sync::Arc;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::Router;
@@ -29,10 +34,17 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tower::ServiceExt;
 
-/// The server's limits (`KUBEBYON_MAX_CONNECTIONS`, `KUBEBYON_HEADER_TIMEOUT_SECS`).
-#[derive(Debug, Clone, Copy)]
+use crate::server::auth::client::{Cidr, client_key};
+
+/// The server's limits (`KUBEBYON_MAX_CONNECTIONS`,
+/// `KUBEBYON_MAX_CONNECTIONS_PER_CLIENT`, `KUBEBYON_HEADER_TIMEOUT_SECS`).
+#[derive(Debug, Clone)]
 pub struct Limits {
     pub max_connections: usize,
+    /// Connections one client address may hold open at once.
+    pub per_client: usize,
+    /// Peers not held to `per_client` (trusted proxies).
+    pub exempt: Vec<Cidr>,
     pub header_read: Duration,
     pub request: Duration,
     pub drain: Duration,
@@ -42,9 +54,56 @@ impl Default for Limits {
     fn default() -> Self {
         Self {
             max_connections: 4096,
+            per_client: 64,
+            exempt: Vec::new(),
             header_read: Duration::from_secs(15),
             request: Duration::from_secs(60),
             drain: Duration::from_secs(25),
+        }
+    }
+}
+
+/// Connections open per client address.
+#[derive(Debug)]
+struct Peers {
+    per_client: usize,
+    exempt: Vec<Cidr>,
+    open: Mutex<HashMap<String, usize>>,
+}
+
+/// One admitted connection of a counted client: counted down when dropped.
+struct PeerSlot {
+    peers: Arc<Peers>,
+    key: String,
+}
+
+impl Peers {
+    /// A slot for a connection from `ip`: `Some(None)` for an exempt peer,
+    /// `None` when the client holds `per_client` already.
+    fn admit(self: &Arc<Self>, ip: IpAddr) -> Option<Option<PeerSlot>> {
+        if self.exempt.iter().any(|c| c.contains(ip)) {
+            return Some(None);
+        }
+        let key = client_key(ip);
+        let mut open = self.open.lock().ok()?;
+        let n = open.entry(key.clone()).or_default();
+        if *n >= self.per_client {
+            return None;
+        }
+        *n += 1;
+        Some(Some(PeerSlot { peers: self.clone(), key }))
+    }
+}
+
+impl Drop for PeerSlot {
+    fn drop(&mut self) {
+        if let Ok(mut open) = self.peers.open.lock()
+            && let Some(n) = open.get_mut(&self.key)
+        {
+            *n -= 1;
+            if *n == 0 {
+                open.remove(&self.key);
+            }
         }
     }
 }
@@ -57,6 +116,8 @@ pub async fn serve(
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) {
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let peers =
+        Arc::new(Peers { per_client: limits.per_client.max(1), exempt: limits.exempt.clone(), open: Mutex::default() });
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
@@ -72,6 +133,11 @@ pub async fn serve(
                 }
             },
             () = &mut shutdown => break,
+        };
+        let Some(peer_slot) = peers.admit(peer.ip()) else {
+            tracing::debug!(peer = %peer, "connection closed: the client holds its share already");
+            drop(tcp);
+            continue;
         };
         // A response written in more than one piece must not wait for the
         // client's delayed ACK (every asset on a kept-alive connection took ~40 ms).
@@ -91,11 +157,41 @@ pub async fn serve(
             if let Err(e) = conn.await {
                 tracing::trace!(error = %e, peer = %peer, "connection ended");
             }
-            drop(slot);
+            drop((slot, peer_slot));
         });
     }
     drop(listener);
     if tokio::time::timeout(limits.drain, graceful.shutdown()).await.is_err() {
         tracing::warn!("connections still open after the drain time: closed");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn peers(per_client: usize, exempt: &str) -> Arc<Peers> {
+        Arc::new(Peers { per_client, exempt: Cidr::parse_list(exempt).unwrap(), open: Mutex::default() })
+    }
+
+    #[test]
+    fn a_client_holds_its_share_and_trusted_proxies_are_not_counted() {
+        let p = peers(2, "10.0.0.0/8");
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        let a = [p.admit(ip("192.0.2.1")), p.admit(ip("192.0.2.1"))];
+        assert!(a.iter().all(|s| matches!(s, Some(Some(_)))));
+        assert!(p.admit(ip("192.0.2.1")).is_none(), "a third from one address");
+        assert!(p.admit(ip("::ffff:192.0.2.1")).is_none(), "the same address mapped to IPv6");
+        assert!(p.admit(ip("192.0.2.2")).is_some(), "another address");
+        // An IPv6 client by its /64.
+        let b = [p.admit(ip("2001:db8::1")), p.admit(ip("2001:db8::2"))];
+        assert!(p.admit(ip("2001:db8::3")).is_none(), "a third from one /64");
+        assert!(p.admit(ip("2001:db8:0:1::1")).is_some(), "another /64");
+        let proxies: Vec<_> = (0..10).map(|_| p.admit(ip("10.1.2.3"))).collect();
+        assert!(proxies.iter().all(|s| matches!(s, Some(None))), "a trusted proxy is not counted");
+        drop(a);
+        assert!(p.admit(ip("192.0.2.1")).is_some(), "closed connections give their place back");
+        drop(b);
+        assert_eq!(p.open.lock().unwrap().len(), 0, "no entry is kept for a client with none open");
     }
 }
