@@ -440,18 +440,8 @@ fn adversarial_round(served: &Served) {
     let port = served.port;
     let slow: Vec<_> = (0..16)
         .map(|_| {
-            std::thread::spawn(move || {
-                let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-                let started = Instant::now();
-                let _ = s.write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ");
-                while started.elapsed() < Duration::from_secs(10) {
-                    std::thread::sleep(Duration::from_millis(300));
-                    if s.write_all(b"x").is_err() {
-                        return started.elapsed();
-                    }
-                }
-                started.elapsed()
-            })
+            let head = "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ";
+            std::thread::spawn(move || trickle(port, head, Duration::from_secs(10)).0)
         })
         .collect();
     std::thread::sleep(Duration::from_millis(500));
@@ -514,7 +504,6 @@ fn adversarial_round(served: &Served) {
 /// meanwhile once a slot frees — liveness does not fail behind them.
 #[test]
 fn slow_bodies_are_cut_at_their_deadline_and_health_keeps_answering() {
-    use std::io::{Read, Write};
     use std::time::{Duration, Instant};
     let served = Served::start(&[
         ("KUBEBYON_MAX_CONNECTIONS", "16"),
@@ -524,27 +513,11 @@ fn slow_bodies_are_cut_at_their_deadline_and_health_keeps_answering() {
     let port = served.port;
     let slow: Vec<_> = (0..16)
         .map(|_| {
+            let head = "POST /api/auth/login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+                        Content-Length: 1000\r\n\r\n{";
             std::thread::spawn(move || {
-                let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-                s.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
-                let started = Instant::now();
-                let head = "POST /api/auth/login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
-                            Content-Length: 1000\r\n\r\n{";
-                let _ = s.write_all(head.as_bytes());
-                let mut answer = Vec::new();
-                while started.elapsed() < Duration::from_secs(15) {
-                    std::thread::sleep(Duration::from_millis(300));
-                    let mut buf = [0u8; 512];
-                    match s.read(&mut buf) {
-                        Ok(0) => break,
-                        Ok(n) => answer.extend_from_slice(&buf[..n]),
-                        Err(_) => {}
-                    }
-                    if s.write_all(b" ").is_err() {
-                        break;
-                    }
-                }
-                (started.elapsed(), status_of(&String::from_utf8_lossy(&answer)))
+                let (held, answer) = trickle(port, head, Duration::from_secs(15));
+                (held, status_of(&answer))
             })
         })
         .collect();
@@ -631,6 +604,32 @@ async fn one_client_holds_its_share_and_health_answers_on_its_own_listener() {
         assert_eq!(status, if path == "/api/console/clusters" { 404 } else { 200 }, "{path} on the health listener");
     }
     drop(held);
+}
+
+/// A client that sends `head` and then one more byte every 300 ms, reading
+/// whatever comes back, until the server closes the connection or `limit`
+/// passes: how long it was held, and the answer.
+fn trickle(port: u16, head: &str, limit: std::time::Duration) -> (std::time::Duration, String) {
+    use std::io::{Read, Write};
+    use std::time::{Duration, Instant};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+    let started = Instant::now();
+    let _ = s.write_all(head.as_bytes());
+    let mut answer = Vec::new();
+    while started.elapsed() < limit {
+        std::thread::sleep(Duration::from_millis(300));
+        let mut buf = [0u8; 512];
+        match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => answer.extend_from_slice(&buf[..n]),
+            Err(_) => {}
+        }
+        if s.write_all(b" ").is_err() {
+            break;
+        }
+    }
+    (started.elapsed(), String::from_utf8_lossy(&answer).into_owned())
 }
 
 /// A fixed pseudo-random number per request (paths differ, runs repeat).

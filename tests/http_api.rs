@@ -24,6 +24,13 @@ fn cluster(name: &str, access: Value) -> Value {
     json!({"name": name, "resources": {"cpu": "2", "memory_gib": 4, "storage_gib": 20}, "public_access": access})
 }
 
+/// Creates a cluster as `cookie`'s user, which must succeed: its id.
+async fn create(c: &Console, cookie: Option<&str>, body: Value) -> i64 {
+    let r = c.json("POST", "/api/console/clusters", cookie, body).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    r.json()["id"].as_i64().unwrap()
+}
+
 async fn count(c: &Console, table: &str) -> i64 {
     sqlx::query_scalar(&format!("SELECT COUNT(*) FROM {table}")).fetch_one(&c.pool).await.unwrap()
 }
@@ -850,9 +857,7 @@ async fn a_cluster_being_deleted_counts_until_its_namespace_is_gone() {
     let a = Some(alice.as_str());
     let mut ids = Vec::new();
     for i in 0..5 {
-        let r = c.json("POST", "/api/console/clusters", a, cluster(&format!("d{i}"), json!({"enabled": false}))).await;
-        assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
-        ids.push(r.json()["id"].as_i64().unwrap());
+        ids.push(create(&c, a, cluster(&format!("d{i}"), json!({"enabled": false}))).await);
     }
     assert_eq!(c.send("DELETE", &format!("/api/console/clusters/{}", ids[0]), a, None, "").await.status, 202);
     let r = c.json("POST", "/api/console/clusters", a, cluster("d5", json!({"enabled": false}))).await;
@@ -876,8 +881,7 @@ async fn quotas_refuse_growth_past_the_limit_and_the_create_form_shows_them() {
     let (admin, alice, bob) = (c.login("admin", PW).await, c.login("alice", PW).await, c.login("bob", PW).await);
     let a = Some(alice.as_str());
     for i in 0..5 {
-        let r = c.json("POST", "/api/console/clusters", a, cluster(&format!("q{i}"), json!({"enabled": false}))).await;
-        assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+        create(&c, a, cluster(&format!("q{i}"), json!({"enabled": false}))).await;
     }
     let quota = c.get("/api/console/quota", a).await.json();
     assert_eq!(quota["used"], json!({"clusters": 5, "cpu_millis": 10000, "memory_gib": 20, "storage_gib": 100}));
@@ -1084,9 +1088,7 @@ async fn the_join_script_refuses_alike_and_counts_every_refusal() {
     let mut body =
         cluster("own", json!({"enabled": true, "mode": "loadbalancer", "control_plane_host": "own.example.com"}));
     body["own_nodes"] = json!(true);
-    let r = c.json("POST", "/api/console/clusters", Some(&admin), body).await;
-    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
-    let id = r.json()["id"].as_i64().unwrap();
+    let id = create(&c, Some(&admin), body).await;
     let token = "abcdef.0123456789abcdef";
     let asks = [
         (id.to_string(), token.to_owned()),

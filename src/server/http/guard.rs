@@ -57,6 +57,11 @@ pub(crate) async fn announced_size(req: Request<Body>, next: Next) -> Response {
 /// and the connection closes (its body unread). A body over the limit is
 /// `payload_too_large` as an announced one is; a broken one `bad_request`.
 pub(crate) async fn read_body(State(state): State<AppState>, req: Request<Body>, next: Next) -> Response {
+    use hyper::body::Body as _;
+    // No body (GET, HEAD, an empty POST): nothing to wait for or copy.
+    if req.body().is_end_stream() {
+        return Box::pin(next.run(req)).await;
+    }
     let deadline = std::time::Duration::from_secs(state.config.body_timeout_secs);
     let (parts, body) = req.into_parts();
     // Both futures boxed: this layer adds a pointer to every request's future,

@@ -2,6 +2,7 @@
 
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
+use futures::future::BoxFuture;
 
 use super::api::{ApiError, ApiUser, cluster_id};
 use crate::server::push::Topic;
@@ -53,7 +54,7 @@ fn still_allowed(st: &AppState, user: i64, topic: Topic) -> impl FnMut() -> BoxF
             };
             match topic {
                 Topic::Cluster(id) => match crate::server::db::clusters::get(&pool, id).await {
-                    Ok(Some(c)) => now.is_admin() || c.owner_id == now.id,
+                    Ok(Some(c)) => now.may_see(c.owner_id),
                     Ok(None) | Err(_) => true,
                 },
                 list => clusters::list_topic(&now) == list,
@@ -61,5 +62,3 @@ fn still_allowed(st: &AppState, user: i64, topic: Topic) -> impl FnMut() -> BoxF
         })
     }
 }
-
-type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;

@@ -7,7 +7,6 @@ use http::header::CACHE_CONTROL;
 use leptos::prelude::provide_context;
 use leptos_axum::{LeptosRoutes, generate_route_list};
 use tower_http::compression::CompressionLayer;
-use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::services::ServeDir;
 use tower_http::set_header::SetResponseHeaderLayer;
 
@@ -136,8 +135,8 @@ pub fn router(state: AppState) -> Router {
         )
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
         .layer(axum::middleware::from_fn_with_state(state.clone(), guard::guard))
-        .layer(RequestBodyLimitLayer::new(BODY_LIMIT))
-        // The body within its own deadline, after its announced size is checked.
+        // The body read whole within its own deadline and at most BODY_LIMIT,
+        // after its announced size is checked.
         .layer(axum::middleware::from_fn_with_state(state.clone(), guard::read_body))
         .layer(axum::middleware::from_fn(guard::announced_size))
         // Pages and JSON compressed on the fly (assets above are already).

@@ -72,7 +72,7 @@ pub(crate) fn list_topic(user: &CurrentUser) -> crate::server::push::Topic {
 /// The cluster if `user` may see it; `NotFound` otherwise (no existence leak).
 pub(crate) async fn get(pool: &AnyPool, user: &CurrentUser, id: i64) -> Result<Cluster, AppError> {
     match db::clusters::get(pool, id).await? {
-        Some(c) if user.is_admin() || c.owner_id == user.id => Ok(c.shown()),
+        Some(c) if user.may_see(c.owner_id) => Ok(c.shown()),
         _ => Err(AppError::new(ErrorCode::NotFound)),
     }
 }
