@@ -1071,6 +1071,67 @@ async fn sign_ins_and_admin_changes_to_others_clusters_are_audited() {
     assert!(!log.to_string().contains("hunter2"), "a name that is no account is never written down");
 }
 
+/// Gateway hosts (issue 40 item 6): without the admin's domain suffix any
+/// name would be first come, first served, so gateway mode then needs the
+/// operator's `KUBEBYON_GATEWAY_ANY_HOST` (the settings page says which);
+/// `localhost` and the host cluster's own names are never a cluster's (nor
+/// the console's own host: `config::tests::the_consoles_own_host_is_reserved`).
+/// Refusals store nothing.
+#[tokio::test]
+async fn gateway_hosts_need_a_suffix_or_the_operators_leave_and_reserved_names_are_refused() {
+    use kubebyon::server::config::Config;
+    for any_host in [false, true] {
+        let (url, _d) = support::sqlite_url();
+        let pool = kubebyon::server::db::connect(&url).await.unwrap();
+        let config = Config { data_dir: "unused".into(), gateway_any_host: any_host, ..Config::default() };
+        let c = Console::with(pool, None, config);
+        c.user("admin", PW, true).await;
+        c.user("alice", PW, false).await;
+        let admin = c.login("admin", PW).await;
+        let alice = c.login("alice", PW).await;
+        let a = Some(alice.as_str());
+        let mut settings = c.get("/api/admin/system-settings", Some(&admin)).await.json();
+        settings["gateway"] = json!({"namespace": "gw", "name": "shared", "listener": null});
+        let r = c.json("PUT", "/api/admin/system-settings", Some(&admin), settings.clone()).await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+        let gateway = |host: &str| json!({"enabled": true, "mode": "gateway", "control_plane_host": host});
+        let page = c.get("/admin/settings", Some(&admin)).await.body;
+        let r = c.json("POST", "/api/console/clusters", a, cluster("g1", gateway("g1.other.org"))).await;
+        if any_host {
+            assert_eq!(r.status, StatusCode::CREATED, "any name, with the operator's leave: {}", r.body);
+            assert!(page.contains(r#"data-warning="any_host""#), "the settings page warns");
+        } else {
+            assert_eq!(
+                (r.status, r.json()),
+                (
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    json!({"code": "gateway_suffix_required", "field": "public_access_mode"})
+                )
+            );
+            assert!(page.contains(r#"data-warning="suffix_required""#), "the settings page says why");
+        }
+        for host in ["kubernetes.default.svc", "localhost", "a.localhost", "x.svc.cluster.local"] {
+            let r = c.json("POST", "/api/console/clusters", a, cluster("g2", gateway(host))).await;
+            let want = if any_host { "gateway_host_reserved" } else { "gateway_suffix_required" };
+            assert_eq!(r.code(), want, "{host}: {}", r.body);
+        }
+        // With a suffix: a reserved name under it is still refused.
+        settings["gateway_domain_suffix"] = json!("cluster.local");
+        let r = c.json("PUT", "/api/admin/system-settings", Some(&admin), settings.clone()).await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+        let r = c.json("POST", "/api/console/clusters", a, cluster("g3", gateway("api.cluster.local"))).await;
+        assert_eq!(
+            (r.status, r.json()),
+            (StatusCode::UNPROCESSABLE_ENTITY, json!({"code": "gateway_host_reserved", "field": "control_plane_host"}))
+        );
+        settings["gateway_domain_suffix"] = json!("example.com");
+        let r = c.json("PUT", "/api/admin/system-settings", Some(&admin), settings).await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+        create(&c, a, cluster("g4", gateway("g4.example.com"))).await;
+        assert_eq!(count(&c, "clusters").await, if any_host { 2 } else { 1 });
+    }
+}
+
 /// The join script (no session) answers every refusal alike (issue 40
 /// item 7): an own-nodes cluster whose control plane cannot be read (here:
 /// no host at all; before, `502 join_script_unavailable` to any well-formed

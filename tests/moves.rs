@@ -245,7 +245,7 @@ async fn two_drivers_and_a_crash_switch_each_cluster_once() {
                 }),
                 own_nodes: false,
             };
-            create(&t.pool, &Default::default(), &admin, &draft).await.unwrap();
+            create(&t.pool, &Default::default(), &Default::default(), &admin, &draft).await.unwrap();
         }
         let req = MoveRequest {
             clusters: vec![],

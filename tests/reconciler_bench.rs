@@ -129,7 +129,7 @@ async fn switch_node_port_to_load_balancer() {
             "resources": {"cpu": "0.1", "memory_gib": 1, "storage_gib": 1},
             "public_access": {"enabled": true, "mode": "nodeport"}}))
         .unwrap();
-        ids.push(clusters::create(&pool_db, &Default::default(), &user, &draft).await.unwrap().id);
+        ids.push(clusters::create(&pool_db, &Default::default(), &Default::default(), &user, &draft).await.unwrap().id);
     }
     ctx.wake();
     let all_ready = |want_lb: bool| {
@@ -155,7 +155,7 @@ async fn switch_node_port_to_load_balancer() {
             json!({"public_access": {"enabled": true, "mode": "loadbalancer", "control_plane_host": lb_ip(i)}}),
         )
         .unwrap();
-        clusters::update(&pool_db, &Default::default(), &user, *id, &patch).await.unwrap();
+        clusters::update(&pool_db, &Default::default(), &Default::default(), &user, *id, &patch).await.unwrap();
     }
     ctx.wake();
     ts::eventually("all switched and Ready", wait, || all_ready(true)).await.unwrap();

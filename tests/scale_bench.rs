@@ -703,7 +703,7 @@ async fn bench_move_to_load_balancer() {
         let patch: clusters::ClusterPatch = serde_json::from_value(json!({"public_access":
             {"enabled": true, "mode": "loadbalancer", "control_plane_host": at(&mine, i).to_string()}}))
         .unwrap();
-        clusters::update(&pool, &Default::default(), &user, *id, &patch).await.unwrap();
+        clusters::update(&pool, &Default::default(), &Default::default(), &user, *id, &patch).await.unwrap();
     }
     ctx.wake();
     wait_all("LoadBalancer", true).await;

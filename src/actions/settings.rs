@@ -13,7 +13,8 @@ use crate::domain::settings::SettingsView;
 pub(crate) async fn load_settings() -> Result<SettingsView, AppError> {
     use crate::server::context::{require_admin, state};
     let st = state()?;
-    crate::server::service::settings::view(&st.pool, st.host.as_ref(), &require_admin()?).await
+    crate::server::service::settings::view(&st.pool, st.host.as_ref(), &st.config.host_policy(), &require_admin()?)
+        .await
 }
 
 #[server(prefix = "/fn", endpoint = "settings/save")]

@@ -56,6 +56,8 @@ pub(crate) fn error_text(locale: Locale, code: ErrorCode) -> &'static str {
         E::HostRequiredForGateway => td_string!(locale, errors.host_required_for_gateway),
         E::GatewayHostNotDns => td_string!(locale, errors.gateway_host_not_dns),
         E::GatewayHostOutsideSuffix => td_string!(locale, errors.gateway_host_outside_suffix),
+        E::GatewaySuffixRequired => td_string!(locale, errors.gateway_suffix_required),
+        E::GatewayHostReserved => td_string!(locale, errors.gateway_host_reserved),
         E::GatewayNotConfigured => td_string!(locale, errors.gateway_not_configured),
         E::GatewayInvalid => td_string!(locale, errors.gateway_invalid),
         E::GatewaySuffixInvalid => td_string!(locale, errors.gateway_suffix_invalid),

@@ -85,6 +85,12 @@ pub enum ErrorCode {
     GatewayHostNotDns,
     /// A gateway host outside the admin's domain suffix.
     GatewayHostOutsideSuffix,
+    /// Gateway mode while the admin set no domain suffix and the operator
+    /// did not allow any name (`KUBEBYON_GATEWAY_ANY_HOST`).
+    GatewaySuffixRequired,
+    /// A gateway host no cluster may claim: the console's own, `localhost`,
+    /// the host cluster's own DNS names.
+    GatewayHostReserved,
     /// Gateway mode while the admin has not named a Gateway.
     GatewayNotConfigured,
     /// The Gateway reference or listener name is not a Kubernetes name.

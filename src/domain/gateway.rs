@@ -64,10 +64,40 @@ impl GatewayOffer {
         gateway.map(|g| Self { gateway: g.clone(), suffix: suffix.cloned() })
     }
 
-    /// The rules for a cluster called `cluster_name` (none offered: refused).
+    /// The rules for a cluster called `cluster_name` (none offered: refused),
+    /// as the form checks them before sending (the operator's [`HostPolicy`]
+    /// is the server's to apply).
     pub(crate) fn rules<'a>(offer: Option<&'a Self>, cluster_name: &'a str) -> GatewayRules<'a> {
-        GatewayRules { gateway: offer.map(|o| &o.gateway), suffix: offer.and_then(|o| o.suffix.as_ref()), cluster_name }
+        GatewayRules {
+            gateway: offer.map(|o| &o.gateway),
+            suffix: offer.and_then(|o| o.suffix.as_ref()),
+            policy: None,
+            cluster_name,
+        }
     }
+}
+
+/// What the operator decides about gateway hosts: whether a Gateway without
+/// a domain suffix lets users claim any name (`KUBEBYON_GATEWAY_ANY_HOST`;
+/// off: gateway mode needs the admin's suffix), and the names no cluster may
+/// claim besides the built-in ones ([`reserved`]): the console's own host.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HostPolicy {
+    pub any_host: bool,
+    pub reserved: Vec<Host>,
+}
+
+/// Whether `host` is not for a cluster: one of `extra` (the console's own
+/// host), `localhost` and names under it, or a name of the host cluster's
+/// own DNS (`*.svc`, `*.cluster.local`): a Gateway serving a route for such
+/// a name would take traffic meant for something else.
+pub(crate) fn reserved(host: &Host, extra: &[Host]) -> bool {
+    if extra.contains(host) {
+        return true;
+    }
+    let Host::Dns(name) = host else { return false };
+    let under = |zone: &str| name == zone || name.ends_with(&format!(".{zone}"));
+    under("localhost") || under("svc") || under("cluster.local")
 }
 
 /// The domain suffix under which gateway hosts are handed out (`k.example.com`).
@@ -85,16 +115,25 @@ pub(crate) fn parse_suffix(raw: &str) -> Result<Option<Host>, AppError> {
 pub(crate) struct GatewayRules<'a> {
     pub gateway: Option<&'a GatewayRef>,
     pub suffix: Option<&'a Host>,
+    /// The operator's policy (the server's checks; `None` in the form).
+    pub policy: Option<&'a HostPolicy>,
     pub cluster_name: &'a str,
 }
 
 /// The host of a gateway cluster: the one given, else `<name>.<suffix>`.
 /// It must be a DNS name (TLS passthrough routes by SNI, which carries no IP
-/// address: RFC 6066 §3) and, with a suffix, end in it.
+/// address: RFC 6066 §3), with a suffix end in it, and not be [`reserved`].
+/// Without a suffix any name is first come, first served — the console's
+/// own, one another Ingress serves on the same entry point (where SNI
+/// routers win over HTTP ones) — so gateway mode then needs the operator's
+/// explicit `any_host`.
 pub(crate) fn host(given: Option<Host>, rules: &GatewayRules<'_>) -> Result<Host, AppError> {
     let err = |code| AppError::at(code, Field::ControlPlaneHost);
     if rules.gateway.is_none() {
         return Err(AppError::at(ErrorCode::GatewayNotConfigured, Field::PublicAccessMode));
+    }
+    if rules.suffix.is_none() && rules.policy.is_some_and(|p| !p.any_host) {
+        return Err(AppError::at(ErrorCode::GatewaySuffixRequired, Field::PublicAccessMode));
     }
     let host = match (given, rules.suffix) {
         (Some(h), _) => h,
@@ -105,6 +144,9 @@ pub(crate) fn host(given: Option<Host>, rules: &GatewayRules<'_>) -> Result<Host
         (None, _) => return Err(err(ErrorCode::HostRequiredForGateway)),
     };
     host_within_suffix(&host, rules.suffix)?;
+    if reserved(&host, rules.policy.map_or(&[], |p| p.reserved.as_slice())) {
+        return Err(err(ErrorCode::GatewayHostReserved));
+    }
     Ok(host)
 }
 
@@ -381,7 +423,7 @@ mod tests {
     fn hosts_follow_the_suffix() {
         let gateway = gw();
         let suffix = Host::parse("k.test").unwrap();
-        let rules = |suffix| GatewayRules { gateway: Some(&gateway), suffix, cluster_name: "alpha" };
+        let rules = |suffix| GatewayRules { gateway: Some(&gateway), suffix, policy: None, cluster_name: "alpha" };
         let h = |s: &str| Some(Host::parse(s).unwrap());
         let err = |code, field| Err(AppError::at(code, field));
         let cases = [
@@ -401,9 +443,50 @@ mod tests {
             (h("2001:db8::1"), rules(Some(&suffix)), err(ErrorCode::GatewayHostNotDns, Field::ControlPlaneHost)),
             (
                 h("a.k.test"),
-                GatewayRules { gateway: None, suffix: Some(&suffix), cluster_name: "alpha" },
+                GatewayRules { gateway: None, suffix: Some(&suffix), policy: None, cluster_name: "alpha" },
                 err(ErrorCode::GatewayNotConfigured, Field::PublicAccessMode),
             ),
+        ];
+        for (i, (given, rules, want)) in cases.into_iter().enumerate() {
+            assert_eq!(host(given, &rules), want, "case {i}");
+        }
+    }
+
+    /// The operator's policy: no suffix needs `any_host`; reserved names
+    /// are refused with or without a suffix.
+    #[test]
+    fn the_operators_policy_reserves_names_and_may_require_a_suffix() {
+        let gateway = gw();
+        let console = Host::parse("console.k.test").unwrap();
+        let strict = HostPolicy { any_host: false, reserved: vec![console.clone()] };
+        let open = HostPolicy { any_host: true, reserved: vec![console.clone()] };
+        let suffix = Host::parse("k.test").unwrap();
+        let rules = |suffix, policy| GatewayRules { gateway: Some(&gateway), suffix, policy, cluster_name: "alpha" };
+        let h = |s: &str| Some(Host::parse(s).unwrap());
+        let ok = |s: &str| Ok(Host::parse(s).unwrap());
+        let err = |code, field| Err(AppError::at(code, field));
+        let reserved = |_| err(ErrorCode::GatewayHostReserved, Field::ControlPlaneHost);
+        let cases = [
+            (
+                h("a.example.com"),
+                rules(None, Some(&strict)),
+                err(ErrorCode::GatewaySuffixRequired, Field::PublicAccessMode),
+            ),
+            (None, rules(None, Some(&strict)), err(ErrorCode::GatewaySuffixRequired, Field::PublicAccessMode)),
+            (h("a.example.com"), rules(None, Some(&open)), ok("a.example.com")),
+            (h("a.k.test"), rules(Some(&suffix), Some(&strict)), ok("a.k.test")),
+            (None, rules(Some(&suffix), Some(&strict)), ok("alpha.k.test")),
+            (h("console.k.test"), rules(Some(&suffix), Some(&strict)), reserved(())),
+            (h("CONSOLE.k.test"), rules(Some(&suffix), Some(&strict)), reserved(())),
+            (h("console.k.test"), rules(None, Some(&open)), reserved(())),
+            (h("localhost"), rules(None, Some(&open)), reserved(())),
+            (h("a.localhost"), rules(None, Some(&open)), reserved(())),
+            (h("kubernetes.default.svc"), rules(None, Some(&open)), reserved(())),
+            (h("api.kube-system.svc.cluster.local"), rules(None, Some(&open)), reserved(())),
+            (h("svc.example.com"), rules(None, Some(&open)), ok("svc.example.com")),
+            (h("a.localhost.k.test"), rules(Some(&suffix), Some(&strict)), ok("a.localhost.k.test")),
+            // The form knows no policy: the server's answer decides.
+            (h("a.example.com"), rules(None, None), ok("a.example.com")),
         ];
         for (i, (given, rules, want)) in cases.into_iter().enumerate() {
             assert_eq!(host(given, &rules), want, "case {i}");

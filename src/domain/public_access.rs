@@ -246,7 +246,7 @@ mod tests {
     #[test]
     fn every_state_reaches_every_state() {
         let gw = crate::domain::gateway::GatewayRef { namespace: "gw".into(), name: "shared".into(), listener: None };
-        let rules = GatewayRules { gateway: Some(&gw), suffix: None, cluster_name: "demo" };
+        let rules = GatewayRules { gateway: Some(&gw), suffix: None, policy: None, cluster_name: "demo" };
         let states = [
             (input(false, None, ""), PublicAccess::Disabled),
             (input(true, Some("nodeport"), ""), PublicAccess::NodePort { host: None }),

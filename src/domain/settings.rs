@@ -104,9 +104,19 @@ impl SystemSettings {
         }
     }
 
-    /// What decides a gateway cluster's host, for a cluster called `cluster_name`.
-    pub(crate) fn gateway_rules<'a>(&'a self, cluster_name: &'a str) -> GatewayRules<'a> {
-        GatewayRules { gateway: self.gateway.as_ref(), suffix: self.gateway_domain_suffix.as_ref(), cluster_name }
+    /// What decides a gateway cluster's host, for a cluster called
+    /// `cluster_name`, under the operator's `policy`.
+    pub(crate) fn gateway_rules<'a>(
+        &'a self,
+        cluster_name: &'a str,
+        policy: &'a crate::domain::gateway::HostPolicy,
+    ) -> GatewayRules<'a> {
+        GatewayRules {
+            gateway: self.gateway.as_ref(),
+            suffix: self.gateway_domain_suffix.as_ref(),
+            policy: Some(policy),
+            cluster_name,
+        }
     }
 }
 
@@ -275,6 +285,10 @@ pub(crate) struct SettingsView {
     /// no key, own nodes not offered, no host, or it did not answer).
     #[serde(default)]
     pub platform_key_found: Option<bool>,
+    /// The operator lets users claim any gateway host when there is no
+    /// suffix (`KUBEBYON_GATEWAY_ANY_HOST`).
+    #[serde(default)]
+    pub gateway_any_host: bool,
 }
 
 /// A StorageClass of the host, as the settings page lists it.

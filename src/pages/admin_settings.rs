@@ -154,7 +154,29 @@ pub(crate) fn SettingsPage() -> impl IntoView {
     let content = Suspend::new(async move {
         match load_settings().await {
             Err(e) => problem_view(e),
-            Ok(SettingsView { settings, detected, servicelb, gateway_api, storage_classes, platform_key_found }) => {
+            Ok(SettingsView {
+                settings,
+                detected,
+                servicelb,
+                gateway_api,
+                storage_classes,
+                platform_key_found,
+                gateway_any_host,
+            }) => {
+                // A Gateway without a suffix: refused to users, or any name theirs to claim.
+                let gateway_note =
+                    (settings.gateway.is_some() && settings.gateway_domain_suffix.is_none()).then(|| {
+                        let (key, text) = if gateway_any_host {
+                            ("any_host", t_string!(i18n, settings.gateway_any_host_warning))
+                        } else {
+                            ("suffix_required", t_string!(i18n, settings.gateway_suffix_required_warning))
+                        };
+                        view! {
+                            <p class="banner" role="alert" data-warning=key>
+                                {text}
+                            </p>
+                        }
+                    });
                 let platform_key =
                     settings.platform_api_key.as_ref().zip(platform_key_found).map(|(k, found)| (k.to_string(), found));
                 view! {
@@ -172,6 +194,7 @@ pub(crate) fn SettingsPage() -> impl IntoView {
                             }
                             None => view! { <SavedBanner /> }.into_any(),
                         }}
+                        {gateway_note}
                         <SettingsForm settings detected servicelb url_error=url_error(SaveSettings::PATH) />
                     </section>
                     <HostFacts gateway_api storage_classes platform_key />

@@ -76,6 +76,12 @@ pub struct Config {
     /// Connections served at once; past it the listener waits for one to close.
     #[arg(long, env = "KUBEBYON_MAX_CONNECTIONS", value_parser = positive_usize, default_value_t = 4096)]
     pub max_connections: usize,
+    /// `on`: with a Gateway but no domain suffix, users may claim any DNS
+    /// name as their gateway host (first come, first served); `off`: gateway
+    /// mode then needs the admin's suffix.
+    #[arg(long, env = "KUBEBYON_GATEWAY_ANY_HOST", value_parser = BoolishValueParser::new(), default_value = "off",
+          action = clap::ArgAction::Set)]
+    pub gateway_any_host: bool,
     /// Connections one client address (an IPv6 client by its /64) may hold
     /// open at once; past it a new one is closed. Trusted proxies are exempt.
     #[arg(long, env = "KUBEBYON_MAX_CONNECTIONS_PER_CLIENT", value_parser = positive_usize, default_value_t = 64)]
@@ -147,6 +153,7 @@ impl std::fmt::Debug for Config {
             helm_proxy_ports,
             chart_repos,
             spec_write_limit,
+            gateway_any_host,
             max_connections,
             max_connections_per_client,
             health_addr,
@@ -174,6 +181,7 @@ impl std::fmt::Debug for Config {
             .field("helm_proxy_ports", helm_proxy_ports)
             .field("chart_repos", chart_repos)
             .field("spec_write_limit", spec_write_limit)
+            .field("gateway_any_host", gateway_any_host)
             .field("max_connections", max_connections)
             .field("max_connections_per_client", max_connections_per_client)
             .field("health_addr", health_addr)
@@ -249,6 +257,17 @@ impl Config {
         }
     }
 
+    /// The operator's gateway host policy: `KUBEBYON_GATEWAY_ANY_HOST`, and
+    /// the console's own host (from `KUBEBYON_PUBLIC_URL`) reserved.
+    pub(crate) fn host_policy(&self) -> crate::domain::gateway::HostPolicy {
+        let own = self
+            .public_url
+            .as_deref()
+            .and_then(|u| u.parse::<http::Uri>().ok())
+            .and_then(|u| u.host().and_then(|h| crate::domain::Host::parse(h.trim_matches(['[', ']'])).ok()));
+        crate::domain::gateway::HostPolicy { any_host: self.gateway_any_host, reserved: own.into_iter().collect() }
+    }
+
     pub(crate) fn public_url_is_https(&self) -> bool {
         self.public_url.as_deref().is_some_and(|u| u.starts_with("https://"))
     }
@@ -256,6 +275,21 @@ impl Config {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_consoles_own_host_is_reserved() {
+        use crate::domain::Host;
+        for (url, want) in [
+            (Some("https://Console.Example.com:8443/"), vec![Host::parse("console.example.com").unwrap()]),
+            (Some("http://[2001:db8::1]:3000"), vec![Host::parse("2001:db8::1").unwrap()]),
+            (Some("http://10.0.0.5"), vec![Host::parse("10.0.0.5").unwrap()]),
+            (None, vec![]),
+        ] {
+            let config = Config { public_url: url.map(str::to_owned), gateway_any_host: true, ..Config::default() };
+            let policy = config.host_policy();
+            assert_eq!((policy.reserved, policy.any_host), (want, true), "{url:?}");
+        }
+    }
+
     use super::*;
 
     /// Secrets never reach a `{:?}` (a log line, a panic message).

@@ -7,6 +7,7 @@ use sqlx::AnyPool;
 use crate::domain::audit::AuditAction;
 use crate::domain::change::{ClusterEvent, HISTORY_PAGE, Operation, describe_update};
 use crate::domain::cluster::Cluster;
+use crate::domain::gateway::HostPolicy;
 use crate::domain::public_access::PublicAccessRequest;
 use crate::domain::resources::ResourcesRequest;
 use crate::domain::user::CurrentUser;
@@ -80,6 +81,7 @@ pub(crate) async fn get(pool: &AnyPool, user: &CurrentUser, id: i64) -> Result<C
 pub async fn create(
     pool: &AnyPool,
     writes: &SpecWriteLimiter,
+    policy: &HostPolicy,
     user: &CurrentUser,
     draft: &ClusterDraft,
 ) -> Result<Cluster, AppError> {
@@ -88,8 +90,11 @@ pub async fn create(
     let settings = db::settings::load(pool).await?;
     // No public access block at all: on, in the admin's default mode.
     let request = draft.public_access.clone().unwrap_or(PublicAccessRequest { enabled: true, ..Default::default() });
-    let public_access =
-        PublicAccess::from_input(&request.as_input(), settings.default_mode, &settings.gateway_rules(name.as_str()))?;
+    let public_access = PublicAccess::from_input(
+        &request.as_input(),
+        settings.default_mode,
+        &settings.gateway_rules(name.as_str(), policy),
+    )?;
     crate::domain::nodes::check_create(draft.own_nodes, &public_access, &settings)?;
     // Placement is the admin's at this moment, kept by the cluster from now on.
     let placement = settings.placement.clone();
@@ -114,6 +119,7 @@ pub async fn create(
 pub async fn update(
     pool: &AnyPool,
     writes: &SpecWriteLimiter,
+    policy: &HostPolicy,
     user: &CurrentUser,
     id: i64,
     patch: &ClusterPatch,
@@ -148,7 +154,7 @@ pub async fn update(
             request.control_plane_host = db::clusters::remembered_host(pool, id).await?.map(|h| h.to_string());
         }
         let settings = db::settings::load(pool).await?;
-        let rules = settings.gateway_rules(current.spec.name.as_str());
+        let rules = settings.gateway_rules(current.spec.name.as_str(), policy);
         spec.public_access = PublicAccess::from_input(&request.as_input(), remembered, &rules)?;
         crate::domain::nodes::check_access(spec.own_nodes, &spec.public_access)?;
     }

@@ -22,6 +22,7 @@ pub(crate) async fn get(pool: &AnyPool, user: &CurrentUser) -> Result<SystemSett
 pub(crate) async fn view(
     pool: &AnyPool,
     host: Option<&super::Reconciler>,
+    policy: &crate::domain::gateway::HostPolicy,
     user: &CurrentUser,
 ) -> Result<crate::domain::settings::SettingsView, AppError> {
     let settings = get(pool, user).await?;
@@ -44,6 +45,7 @@ pub(crate) async fn view(
         gateway_api,
         storage_classes,
         platform_key_found,
+        gateway_any_host: policy.any_host,
     })
 }
 
