@@ -6,7 +6,7 @@ use crate::domain::cluster::Cluster;
 use crate::domain::render;
 use crate::domain::settings::{AddressRequest, SettingsInput};
 use crate::domain::user::CurrentUser;
-use crate::domain::{AppError, SystemSettings};
+use crate::domain::{AppError, ErrorCode, SystemSettings};
 use crate::server::db;
 
 /// The whole settings, for the admin's page and API.
@@ -23,7 +23,6 @@ pub(crate) async fn view(
     pool: &AnyPool,
     host: Option<&super::Reconciler>,
     policy: &crate::domain::gateway::HostPolicy,
-    limits: &crate::domain::settings::OperatorLimits,
     user: &CurrentUser,
 ) -> Result<crate::domain::settings::SettingsView, AppError> {
     let settings = get(pool, user).await?;
@@ -34,8 +33,7 @@ pub(crate) async fn view(
         None => (None, None),
     };
     // Own nodes' clusters read the key: a missing Secret fails their install.
-    // Only a key the operator's limits let take effect is looked for.
-    let platform_key_found = match (host, &limits.cap(settings.clone()).platform_api_key) {
+    let platform_key_found = match (host, &settings.platform_api_key) {
         (Some(h), Some(key)) if settings.private_nodes => h.secret_exists(key).await.ok(),
         _ => None,
     };
@@ -89,12 +87,14 @@ pub(crate) async fn update(
     host: Option<&std::sync::Arc<crate::server::controllers::reconciler::Context>>,
     user: &CurrentUser,
     input: &SettingsInput<'_>,
-    limits: &crate::domain::settings::OperatorLimits,
+    allowed_repos: &[String],
 ) -> Result<(SystemSettings, usize), AppError> {
     user.require_admin()?;
     let detected = super::HostLink::of(host).detected;
     let settings = SystemSettings::parse(input)?;
-    limits.check(&settings)?;
+    if !crate::domain::settings::chart_repo_allowed(&settings.chart_repo, allowed_repos) {
+        return Err(AppError::at(ErrorCode::ChartRepoNotAllowed, crate::domain::Field::ChartRepo));
+    }
     let before = db::settings::load(pool).await?;
     db::settings::save(pool, &settings).await?;
     let clusters = db::clusters::list(pool, None).await?;
