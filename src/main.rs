@@ -156,6 +156,7 @@ async fn serve(pool: AnyPool, db_shown: String, config: Config) -> anyhow::Resul
             ctx.resolver.targets = config.probe_targets();
             ctx.leader_lease = std::time::Duration::from_secs(config.leader_lease_secs);
             ctx.lease = std::time::Duration::from_secs(config.claim_lease_secs);
+            ctx.operator = config.operator_limits();
             ctx.allow_helm_egress(config.helm_proxy_ports.iter().copied());
             let ctx = Arc::new(ctx);
             let run = ctx.clone();

@@ -11,9 +11,14 @@ use support::http::Console;
 const PW: &str = "correct horse battery";
 
 async fn console() -> (Console, tempfile::TempDir) {
+    console_with(kubebyon::server::config::Config { data_dir: "unused".into(), ..Default::default() }).await
+}
+
+/// [`console`] with its configuration given.
+async fn console_with(config: kubebyon::server::config::Config) -> (Console, tempfile::TempDir) {
     let (url, dir) = support::sqlite_url();
     let pool = kubebyon::server::db::connect(&url).await.unwrap();
-    let c = Console::new(pool);
+    let c = Console::with(pool, None, config);
     c.user("admin", PW, true).await;
     c.user("alice", PW, false).await;
     c.user("bob", PW, false).await;
@@ -1071,6 +1076,30 @@ async fn sign_ins_and_admin_changes_to_others_clusters_are_audited() {
     assert!(!log.to_string().contains("hunter2"), "a name that is no account is never written down");
 }
 
+/// Privileged pods are the operator's (issue 40 item 4): an admin's
+/// `pod_security: privileged` is refused unless `KUBEBYON_ALLOW_PRIVILEGED_PODS`
+/// is on, and nothing is stored.
+#[tokio::test]
+async fn privileged_pods_are_the_operators_choice() {
+    use kubebyon::server::config::Config;
+    for allowed in [false, true] {
+        let (c, _d) =
+            console_with(Config { data_dir: "unused".into(), allow_privileged_pods: allowed, ..Config::default() })
+                .await;
+        let admin = c.login("admin", PW).await;
+        let mut settings = c.get("/api/admin/system-settings", Some(&admin)).await.json();
+        settings["pod_security"] = json!("privileged");
+        let r = c.json("PUT", "/api/admin/system-settings", Some(&admin), settings).await;
+        let stored = c.get("/api/admin/system-settings", Some(&admin)).await.json()["pod_security"].clone();
+        if allowed {
+            assert_eq!((r.status, stored), (StatusCode::OK, json!("privileged")), "{}", r.body);
+        } else {
+            assert_eq!(r.json(), json!({"code": "pod_security_not_allowed", "field": "pod_security"}));
+            assert_eq!(stored, json!("baseline"), "nothing stored");
+        }
+    }
+}
+
 /// Gateway hosts (issue 40 item 6): without the admin's domain suffix any
 /// name would be first come, first served, so gateway mode then needs the
 /// operator's `KUBEBYON_GATEWAY_ANY_HOST` (the settings page says which);
@@ -1081,12 +1110,8 @@ async fn sign_ins_and_admin_changes_to_others_clusters_are_audited() {
 async fn gateway_hosts_need_a_suffix_or_the_operators_leave_and_reserved_names_are_refused() {
     use kubebyon::server::config::Config;
     for any_host in [false, true] {
-        let (url, _d) = support::sqlite_url();
-        let pool = kubebyon::server::db::connect(&url).await.unwrap();
-        let config = Config { data_dir: "unused".into(), gateway_any_host: any_host, ..Config::default() };
-        let c = Console::with(pool, None, config);
-        c.user("admin", PW, true).await;
-        c.user("alice", PW, false).await;
+        let (c, _d) =
+            console_with(Config { data_dir: "unused".into(), gateway_any_host: any_host, ..Config::default() }).await;
         let admin = c.login("admin", PW).await;
         let alice = c.login("alice", PW).await;
         let a = Some(alice.as_str());
@@ -1207,12 +1232,16 @@ async fn own_nodes_need_the_admins_offer_and_a_load_balancer() {
     offer["platform_api_key"] = json!("Not A Ref");
     let r = c.json("PUT", "/api/admin/system-settings", Some(&admin), offer.clone()).await;
     assert_eq!(r.json(), json!({"code": "platform_api_key_invalid", "field": "platform_api_key"}));
-    offer["platform_api_key"] = json!("licences/vcluster-key");
+    // Only in the operator's namespace (each own-nodes control plane may read it).
+    offer["platform_api_key"] = json!("kube-system/vcluster-key");
+    let r = c.json("PUT", "/api/admin/system-settings", Some(&admin), offer.clone()).await;
+    assert_eq!(r.json(), json!({"code": "platform_api_key_namespace", "field": "platform_api_key"}));
+    offer["platform_api_key"] = json!("kubebyon/vcluster-key");
     let r = c.json("PUT", "/api/admin/system-settings", Some(&admin), offer).await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     assert_eq!(
         (&r.json()["private_nodes"], &r.json()["platform_api_key"]),
-        (&json!(true), &json!("licences/vcluster-key"))
+        (&json!(true), &json!("kubebyon/vcluster-key"))
     );
 
     for access in [json!({"enabled": true, "mode": "nodeport"}), json!({"enabled": false})] {

@@ -13,8 +13,8 @@ use crate::domain::settings::SettingsView;
 pub(crate) async fn load_settings() -> Result<SettingsView, AppError> {
     use crate::server::context::{require_admin, state};
     let st = state()?;
-    crate::server::service::settings::view(&st.pool, st.host.as_ref(), &st.config.host_policy(), &require_admin()?)
-        .await
+    let (policy, limits) = (st.config.host_policy(), st.config.operator_limits());
+    crate::server::service::settings::view(&st.pool, st.host.as_ref(), &policy, &limits, &require_admin()?).await
 }
 
 #[server(prefix = "/fn", endpoint = "settings/save")]
@@ -90,9 +90,14 @@ pub(crate) async fn save_settings(
         spread_topology_key: &spread_topology_key,
         storage_class: &storage_class,
     };
-    let (_, rerendered) =
-        crate::server::service::settings::update(&st.pool, st.host.as_ref(), &admin, &input, &st.config.chart_repos())
-            .await?;
+    let (_, rerendered) = crate::server::service::settings::update(
+        &st.pool,
+        st.host.as_ref(),
+        &admin,
+        &input,
+        &st.config.operator_limits(),
+    )
+    .await?;
     leptos_axum::redirect(&format!("/admin/settings?saved=1&rerendered={rerendered}"));
     Ok(())
 }

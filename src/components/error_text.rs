@@ -53,6 +53,8 @@ pub(crate) fn error_text(locale: Locale, code: ErrorCode) -> &'static str {
         E::OwnNodesNeedLoadBalancer => td_string!(locale, errors.own_nodes_need_load_balancer),
         E::OwnNodesNotMovable => td_string!(locale, errors.own_nodes_not_movable),
         E::PlatformApiKeyInvalid => td_string!(locale, errors.platform_api_key_invalid),
+        E::PlatformApiKeyNamespace => td_string!(locale, errors.platform_api_key_namespace),
+        E::PodSecurityNotAllowed => td_string!(locale, errors.pod_security_not_allowed),
         E::HostRequiredForGateway => td_string!(locale, errors.host_required_for_gateway),
         E::GatewayHostNotDns => td_string!(locale, errors.gateway_host_not_dns),
         E::GatewayHostOutsideSuffix => td_string!(locale, errors.gateway_host_outside_suffix),

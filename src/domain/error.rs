@@ -70,6 +70,11 @@ pub enum ErrorCode {
     /// them off (`MoveTarget::takes`).
     OwnNodesNotMovable,
     PlatformApiKeyInvalid,
+    /// A platform key outside the operator's namespace (`KUBEBYON_PLATFORM_KEY_NAMESPACE`).
+    PlatformApiKeyNamespace,
+    /// `pod_security: privileged` while the operator does not allow it
+    /// (`KUBEBYON_ALLOW_PRIVILEGED_PODS`).
+    PodSecurityNotAllowed,
     /// A join token lifetime outside 10 minutes – 7 days.
     TokenLifetimeInvalid,
     /// Join tokens for a cluster made without own nodes.

@@ -76,6 +76,16 @@ pub struct Config {
     /// Connections served at once; past it the listener waits for one to close.
     #[arg(long, env = "KUBEBYON_MAX_CONNECTIONS", value_parser = positive_usize, default_value_t = 4096)]
     pub max_connections: usize,
+    /// `on`: admins may choose `pod_security: privileged` (tenants' pods
+    /// without Pod Security: hostPath, host namespaces, root on the node).
+    #[arg(long, env = "KUBEBYON_ALLOW_PRIVILEGED_PODS", value_parser = BoolishValueParser::new(), default_value = "off",
+          action = clap::ArgAction::Set)]
+    pub allow_privileged_pods: bool,
+    /// The one namespace the platform key's Secret may be named in (each
+    /// own-nodes control plane is granted `get` on it).
+    #[arg(long, env = "KUBEBYON_PLATFORM_KEY_NAMESPACE",
+          default_value = crate::domain::settings::DEFAULT_PLATFORM_KEY_NAMESPACE)]
+    pub platform_key_namespace: String,
     /// `on`: with a Gateway but no domain suffix, users may claim any DNS
     /// name as their gateway host (first come, first served); `off`: gateway
     /// mode then needs the admin's suffix.
@@ -153,6 +163,8 @@ impl std::fmt::Debug for Config {
             helm_proxy_ports,
             chart_repos,
             spec_write_limit,
+            allow_privileged_pods,
+            platform_key_namespace,
             gateway_any_host,
             max_connections,
             max_connections_per_client,
@@ -181,6 +193,8 @@ impl std::fmt::Debug for Config {
             .field("helm_proxy_ports", helm_proxy_ports)
             .field("chart_repos", chart_repos)
             .field("spec_write_limit", spec_write_limit)
+            .field("allow_privileged_pods", allow_privileged_pods)
+            .field("platform_key_namespace", platform_key_namespace)
             .field("gateway_any_host", gateway_any_host)
             .field("max_connections", max_connections)
             .field("max_connections_per_client", max_connections_per_client)
@@ -254,6 +268,18 @@ impl Config {
             vec![crate::domain::settings::DEFAULT_CHART_REPO.to_owned()]
         } else {
             self.chart_repos.clone()
+        }
+    }
+
+    /// What the operator decides of the admins' settings.
+    pub fn operator_limits(&self) -> crate::domain::settings::OperatorLimits {
+        crate::domain::settings::OperatorLimits {
+            chart_repos: self.chart_repos(),
+            privileged_pods: self.allow_privileged_pods,
+            platform_key_namespace: match self.platform_key_namespace.trim() {
+                "" => crate::domain::settings::DEFAULT_PLATFORM_KEY_NAMESPACE.to_owned(),
+                ns => ns.to_owned(),
+            },
         }
     }
 

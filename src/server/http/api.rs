@@ -324,7 +324,7 @@ pub(crate) async fn update_settings(
         storage_class: &kept.storage_class,
     };
     let (saved, rerendered) =
-        settings::update(&st.pool, st.host.as_ref(), &u, &input, &st.config.chart_repos()).await?;
+        settings::update(&st.pool, st.host.as_ref(), &u, &input, &st.config.operator_limits()).await?;
     let (detected_address_request, detected_servicelb) = settings::detected(st.host.as_ref());
     Ok(Json(SettingsReply {
         settings: saved,

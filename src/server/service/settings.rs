@@ -6,7 +6,7 @@ use crate::domain::cluster::Cluster;
 use crate::domain::render;
 use crate::domain::settings::{AddressRequest, SettingsInput};
 use crate::domain::user::CurrentUser;
-use crate::domain::{AppError, ErrorCode, SystemSettings};
+use crate::domain::{AppError, SystemSettings};
 use crate::server::db;
 
 /// The whole settings, for the admin's page and API.
@@ -23,6 +23,7 @@ pub(crate) async fn view(
     pool: &AnyPool,
     host: Option<&super::Reconciler>,
     policy: &crate::domain::gateway::HostPolicy,
+    limits: &crate::domain::settings::OperatorLimits,
     user: &CurrentUser,
 ) -> Result<crate::domain::settings::SettingsView, AppError> {
     let settings = get(pool, user).await?;
@@ -33,7 +34,8 @@ pub(crate) async fn view(
         None => (None, None),
     };
     // Own nodes' clusters read the key: a missing Secret fails their install.
-    let platform_key_found = match (host, &settings.platform_api_key) {
+    // Only a key the operator's limits let take effect is looked for.
+    let platform_key_found = match (host, &limits.cap(settings.clone()).platform_api_key) {
         (Some(h), Some(key)) if settings.private_nodes => h.secret_exists(key).await.ok(),
         _ => None,
     };
@@ -87,14 +89,12 @@ pub(crate) async fn update(
     host: Option<&std::sync::Arc<crate::server::controllers::reconciler::Context>>,
     user: &CurrentUser,
     input: &SettingsInput<'_>,
-    allowed_repos: &[String],
+    limits: &crate::domain::settings::OperatorLimits,
 ) -> Result<(SystemSettings, usize), AppError> {
     user.require_admin()?;
     let detected = super::HostLink::of(host).detected;
     let settings = SystemSettings::parse(input)?;
-    if !crate::domain::settings::chart_repo_allowed(&settings.chart_repo, allowed_repos) {
-        return Err(AppError::at(ErrorCode::ChartRepoNotAllowed, crate::domain::Field::ChartRepo));
-    }
+    limits.check(&settings)?;
     let before = db::settings::load(pool).await?;
     db::settings::save(pool, &settings).await?;
     let clusters = db::clusters::list(pool, None).await?;

@@ -73,6 +73,9 @@ pub struct Context {
     /// queue. Renewed every pass (at least every third of it); a replica that
     /// dies loses it when it runs out.
     pub leader_lease: Duration,
+    /// What the operator allows of the admin's settings: applied to them
+    /// wherever they take effect on the host (`OperatorLimits::cap`).
+    pub operator: crate::domain::settings::OperatorLimits,
     wake: Arc<Notify>,
     /// Whether the last pass held the observer lease.
     observing: std::sync::atomic::AtomicBool,
@@ -167,6 +170,7 @@ impl Context {
             retry_base: Duration::from_secs(2),
             lease: DEFAULT_CLAIM_LEASE,
             leader_lease: DEFAULT_LEADER_LEASE,
+            operator: Default::default(),
             probes: probes::Probes::new(wake.clone()),
             servicelb: std::sync::atomic::AtomicBool::new(false),
             helm_egress: Mutex::default(),
@@ -625,7 +629,7 @@ async fn handle(ctx: &Context, cluster_id: i64) -> Result<Option<i64>> {
         tracing::warn!(cluster = %cluster.spec.name.as_str(), host = %raw, "stored host is not a valid host; left alone until edited");
         return Ok(None);
     }
-    let settings = db::settings::load(&ctx.pool).await?;
+    let settings = ctx.operator.cap(db::settings::load(&ctx.pool).await?);
     apply_tracked(ctx, &cluster, &settings).await?;
     Ok(Some(cluster.generation))
 }
@@ -845,7 +849,7 @@ async fn observe_all(ctx: &Context, full: bool) -> Result<()> {
     if observed.is_empty() {
         return Ok(());
     }
-    let settings = db::settings::load(&ctx.pool).await?;
+    let settings = ctx.operator.cap(db::settings::load(&ctx.pool).await?);
     // The admin's Gateway, read (and a `Hostname` address resolved) once for
     // the pass, not per gateway cluster; a failed read leaves each gateway
     // cluster to read it (and say why).
