@@ -84,9 +84,16 @@ fn every_mode_and_own_nodes_pass_the_charts_schema() {
         assert!(svc.contains(&format!("type: {service_type}")), "{svc}");
         // The chart adds the konnectivity port (joined nodes' tunnel) only for private nodes.
         assert_eq!(svc.contains("name: konnectivity") && svc.contains("port: 8132"), own, "{svc}");
-        // The Platform key is read where the admin keeps it, through a Role the chart makes there.
-        let reads_key = out.contains("namespace: licences") && out.contains("vcluster-key");
+        // The Platform key is read where the admin keeps it (the chart's
+        // config Secret, `config.yaml`), and the chart makes no RBAC for it
+        // (`createRBAC: false`: the console grants it, tests/reconciler.rs).
+        let config = document(&out, "Secret", "\"vc-config-demo\"");
+        let encoded = config.split("config.yaml: \"").nth(1).and_then(|c| c.split('"').next()).expect("config.yaml");
+        use base64::Engine as _;
+        let config = String::from_utf8(base64::engine::general_purpose::STANDARD.decode(encoded).unwrap()).unwrap();
+        let reads_key = config.contains("namespace: licences") && config.contains("secretName: vcluster-key");
         assert_eq!(reads_key, own && settings.platform_api_key.is_some(), "{access:?} own={own}");
+        assert!(!out.contains("platform-role") && !out.contains("namespace: licences"), "{out}");
     }
 }
 

@@ -20,8 +20,8 @@ use kubebyon::server::controllers::reconciler::{self, Context};
 use kubebyon::server::db;
 use serde_json::{Value, json};
 use support::host::{
-    Env, WAIT, console_kubeconfig_as, context_on, env_as, env_on, env_parked, kubectl_get_ns_on, nodeport_settings,
-    ready, sign_in_admin, test_binding,
+    CONSOLE_USER, Env, WAIT, bind_platform_key_role, console_kubeconfig_as, context_on, env_as, env_on, env_parked,
+    kubectl_get_ns_on, nodeport_settings, ready, sign_in_admin, test_binding,
 };
 use support::http::Console;
 
@@ -1438,6 +1438,9 @@ async fn deploy_manifests_pass_the_api_servers_dry_run() {
         "serviceaccount/kubebyon-console",
         "clusterrole.rbac.authorization.k8s.io/kubebyon-console",
         "clusterrolebinding.rbac.authorization.k8s.io/kubebyon-console",
+        "namespace/kubebyon-platform-key",
+        "role.rbac.authorization.k8s.io/kubebyon-console-platform-key",
+        "rolebinding.rbac.authorization.k8s.io/kubebyon-console-platform-key",
         "configmap/kubebyon",
         "deployment.apps/kubebyon",
         "poddisruptionbudget.policy/kubebyon",
@@ -1510,6 +1513,24 @@ async fn deploy_manifests_pass_the_api_servers_dry_run() {
     ] {
         let (_, out) = kubectl(&["auth", "can-i", verb, resource, "--all-namespaces", sa]);
         assert_eq!(out.trim() == "yes", allowed, "can-i {verb} {resource}: {out}");
+    }
+    // Beside the platform key (deploy/platform-key.yaml): its one Role and
+    // the clusters' RoleBindings, in that namespace only.
+    let (ok, out) = kubectl(&["apply", "-f", &format!("{deploy}/platform-key.yaml")]);
+    assert!(ok, "platform-key.yaml: {out}");
+    for (verb, resource, ns, allowed) in [
+        ("patch", "roles.rbac.authorization.k8s.io/kubebyon-platform-key", "kubebyon-platform-key", true),
+        ("patch", "roles.rbac.authorization.k8s.io/admin", "kubebyon-platform-key", false),
+        ("create", "roles.rbac.authorization.k8s.io", "kubebyon-platform-key", false),
+        ("create", "roles.rbac.authorization.k8s.io/kubebyon-platform-key", "kubebyon-platform-key", true),
+        ("create", "rolebindings.rbac.authorization.k8s.io", "kubebyon-platform-key", true),
+        ("delete", "rolebindings.rbac.authorization.k8s.io", "kubebyon-platform-key", true),
+        ("create", "rolebindings.rbac.authorization.k8s.io", "kube-system", false),
+        ("create", "rolebindings.rbac.authorization.k8s.io", "kubebyon", false),
+        ("patch", "roles.rbac.authorization.k8s.io/kubebyon-platform-key", "kube-system", false),
+    ] {
+        let (_, out) = kubectl(&["auth", "can-i", verb, resource, "-n", ns, sa]);
+        assert_eq!(out.trim() == "yes", allowed, "can-i {verb} {resource} -n {ns}: {out}");
     }
 
     // The admission policy narrows those rights by name, label and field
@@ -1613,13 +1634,26 @@ fn join_tokens_are_bootstrap_tokens_the_virtual_api_server_accepts() {
 async fn join_tokens() {
     use k8s_openapi::api::authentication::v1::SelfSubjectReview;
     use k8s_openapi::api::core::v1::Secret;
-    use kube::api::PostParams;
+    use kube::api::{Patch, PatchParams, PostParams};
     use kube::config::{KubeConfigOptions, Kubeconfig};
     use kubebyon::domain::join::{self, JoinToken, Lifetime};
 
     let env = env().await;
+    // The platform key in the operator's namespace (`kubebyon` unless
+    // KUBEBYON_PLATFORM_KEY_NAMESPACE says), where deploy/platform-key.yaml's
+    // Role lets the console write the grant.
+    let key_ns = "kubebyon";
+    bind_platform_key_role(host(), key_ns, CONSOLE_USER).await;
+    let admin_client = host().client().await.unwrap();
+    let key = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "vcluster-key", "namespace": key_ns},
+        "stringData": {"accessKey": "test-access-key", "host": "platform.kubebyon.test"}});
+    Api::<Secret>::namespaced(admin_client.clone(), key_ns)
+        .patch("vcluster-key", &PatchParams::apply("kubebyon-test"), &Patch::Apply(&key))
+        .await
+        .unwrap();
     let mut settings = env.console.get("/api/admin/system-settings", Some(&env.cookie)).await.json();
     settings["private_nodes"] = json!(true);
+    settings["platform_api_key"] = json!(format!("{key_ns}/vcluster-key"));
     let r = env.console.json("PUT", "/api/admin/system-settings", Some(&env.cookie), settings).await;
     assert_eq!(r.status, 200, "{}", r.body);
     // DNS hosts: the pool gives the addresses (a fixed one could be another test's by then).
@@ -1641,7 +1675,10 @@ async fn join_tokens() {
     let mut ip = None;
     for cluster in ["join", "join-b"] {
         let ns = format!("kubebyon-{cluster}");
-        let addr: std::net::IpAddr = ts::wait_ingress(&client, &ns, cluster, WAIT).await.unwrap().parse().unwrap();
+        let addr = match ts::wait_ingress(&client, &ns, cluster, WAIT).await {
+            Ok(a) => a.parse::<std::net::IpAddr>().unwrap(),
+            Err(e) => panic!("{e}: {}", env.cluster(if cluster == "join" { id } else { other }).await),
+        };
         env.ctx.resolver.insert(&format!("{cluster}.kubebyon.test"), addr);
         // Cluster DNS in production; here the Service's name leads to its LoadBalancer address.
         env.ctx.resolver.insert(&format!("{cluster}.{ns}"), addr);
@@ -1650,6 +1687,7 @@ async fn join_tokens() {
     let ip = ip.unwrap();
     env.converge(id, "Ready", ready).await;
     env.converge(other, "Ready", ready).await;
+    Box::pin(the_platform_key_is_granted_by_the_console(&env, &admin_client, key_ns, None)).await;
     // Joined nodes dial konnectivity at the cluster's address: the console's policy opens it.
     let policy = Api::<k8s_openapi::api::networking::v1::NetworkPolicy>::namespaced(client.clone(), "kubebyon-join")
         .get("kubebyon-isolation")
@@ -1855,6 +1893,72 @@ async fn join_tokens() {
     let r = script(id, fresh).await;
     assert_eq!((r.status.as_u16(), r.code()), (429, "join_rate_limited".to_owned()), "{}", r.body);
     assert_eq!(r.headers["retry-after"], "900");
+
+    // Cluster B goes, and its grant on the platform key with it.
+    Box::pin(the_platform_key_is_granted_by_the_console(&env, &admin_client, key_ns, Some(other))).await;
+}
+
+/// Issue 40 item 4: the chart writes no RBAC (`createRBAC: false`); the
+/// console's Role and per-cluster RoleBinding let each own-nodes control
+/// plane `get` the platform key's Secret and nothing else there; the
+/// binding goes with the cluster.
+async fn the_platform_key_is_granted_by_the_console(
+    env: &Env,
+    admin: &kube::Client,
+    key_ns: &str,
+    delete: Option<i64>,
+) {
+    use k8s_openapi::api::authorization::v1::{ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec};
+    use k8s_openapi::api::rbac::v1::RoleBinding;
+    let chart = kubebyon::server::testing::helm_charts(admin, "kubebyon-join").get("join").await.unwrap();
+    let values = chart.data["spec"]["valuesContent"].as_str().unwrap_or_default().to_owned();
+    assert!(values.contains("createRBAC: false") && values.contains("secretName: vcluster-key"), "{values}");
+    let may_get = |sa: &'static str, secret: &'static str| {
+        let admin = admin.clone();
+        let key_ns = key_ns.to_owned();
+        async move {
+            let review = SubjectAccessReview {
+                spec: SubjectAccessReviewSpec {
+                    user: Some(format!("system:serviceaccount:{sa}")),
+                    resource_attributes: Some(ResourceAttributes {
+                        namespace: Some(key_ns),
+                        verb: Some("get".into()),
+                        resource: Some("secrets".into()),
+                        name: Some(secret.into()),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                },
+                ..Default::default()
+            };
+            let r = Api::<SubjectAccessReview>::all(admin).create(&Default::default(), &review).await.unwrap();
+            r.status.map(|s| s.allowed).unwrap_or(false)
+        }
+    };
+    for (sa, secret, allowed) in [
+        ("kubebyon-join:vc-join", "vcluster-key", true),
+        ("kubebyon-join-b:vc-join-b", "vcluster-key", true),
+        ("kubebyon-join:vc-join", "another-secret", false),
+        ("kubebyon-join:default", "vcluster-key", false),
+    ] {
+        assert_eq!(may_get(sa, secret).await, allowed, "{sa} get {secret}");
+    }
+    let bindings: Api<RoleBinding> = Api::namespaced(admin.clone(), key_ns);
+    let names = |list: Vec<RoleBinding>| list.into_iter().map(|b| b.name_any()).collect::<Vec<_>>();
+    let listed = names(bindings.list(&Default::default()).await.unwrap().items);
+    assert!(
+        listed.contains(&"kubebyon-join".to_owned()) && listed.contains(&"kubebyon-join-b".to_owned()),
+        "{listed:?}"
+    );
+    // No Role or binding of the chart's own (`vc-<name>-v-<ns>-platform-role…`).
+    assert!(!listed.iter().any(|n| n.starts_with("vc-")), "{listed:?}");
+    if let Some(other) = delete {
+        // Deleted with its cluster.
+        env.delete(other).await.unwrap();
+        let listed = names(bindings.list(&Default::default()).await.unwrap().items);
+        assert!(!listed.contains(&"kubebyon-join-b".to_owned()), "{listed:?}");
+        assert!(!may_get("kubebyon-join-b:vc-join-b", "vcluster-key").await);
+    }
 }
 
 /// Issue 40 item 7: timing does not tell an own-nodes cluster from an

@@ -242,8 +242,10 @@ test('join page: a token, the command copied and fetched, revoked; others get 40
   await signIn(page, 'admin', ADMIN_PASSWORD);
   await page.goto('/admin/settings');
   await hydrated(page);
-  const keyNamespace = unique('keys');
-  const key = `${keyNamespace}/vcluster-key`;
+  // In the operator's namespace (KUBEBYON_PLATFORM_KEY_NAMESPACE, `kubebyon` by default).
+  const keyNamespace = 'kubebyon';
+  const keyName = unique('vcluster-key');
+  const key = `${keyNamespace}/${keyName}`;
   await page.getByLabel(t('en', 'settings.private_nodes')).selectOption('on');
   await page.getByLabel(t('en', 'settings.platform_api_key')).fill(key);
   await page.getByRole('button', { name: t('en', 'settings.submit') }).click();
@@ -265,7 +267,7 @@ test('join page: a token, the command copied and fetched, revoked; others get 40
       {
         apiVersion: 'v1',
         kind: 'Secret',
-        metadata: { name: 'vcluster-key', namespace: keyNamespace },
+        metadata: { name: keyName, namespace: keyNamespace },
         stringData: { accessKey: 'e2e-platform-access-key' },
       },
     ],

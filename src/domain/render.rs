@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use crate::domain::cluster::{Cluster, OldEndpoint};
 use crate::domain::endpoint::{Endpoint, HTTPS_PORT};
+use crate::domain::nodes::SecretRef;
 use crate::domain::settings::PodSecurity;
 use crate::domain::{ClusterSpec, Host, PublicAccess, SystemSettings};
 
@@ -72,7 +73,8 @@ pub struct Platform {
 pub struct PlatformApiKey {
     pub secret_name: String,
     pub namespace: String,
-    /// The chart creates the Role that lets vCluster read it in that namespace.
+    /// Whether the chart writes the Role that lets vCluster read it: never
+    /// (`false`): the console writes it (`platform_key_role`).
     #[serde(rename = "createRBAC")]
     pub create_rbac: bool,
 }
@@ -344,12 +346,14 @@ pub fn values(
         // (docs/runbooks/own-nodes.md, "Upgrades").
         private_nodes: private_nodes
             .then_some(PrivateNodes { enabled: true, auto_upgrade: Enabled { enabled: false } }),
-        external: settings.platform_api_key.as_ref().filter(|_| private_nodes).map(|key| External {
+        // The console grants the key's `get` itself (`platform_key_role`,
+        // `platform_key_binding`): helm, running as cluster-admin, writes no RBAC.
+        external: platform_key(spec, settings).map(|key| External {
             platform: Platform {
                 api_key: PlatformApiKey {
                     secret_name: key.name.clone(),
                     namespace: key.namespace.clone(),
-                    create_rbac: true,
+                    create_rbac: false,
                 },
             },
         }),
@@ -398,6 +402,48 @@ pub(crate) fn helm_chart(cluster_id: i64, spec: &ClusterSpec, values_content: &s
             // reinstalled behind the user's back.
             "failurePolicy": "retry",
         },
+    })
+}
+
+/// The platform key an own-nodes cluster's control plane reads
+/// (`external.platform.apiKey`): the admin's, for a cluster with its own
+/// nodes (which is always a LoadBalancer one, `domain::nodes`).
+pub fn platform_key<'a>(spec: &ClusterSpec, settings: &'a SystemSettings) -> Option<&'a SecretRef> {
+    let own_nodes = spec.own_nodes && matches!(spec.public_access, PublicAccess::LoadBalancer { .. });
+    settings.platform_api_key.as_ref().filter(|_| own_nodes)
+}
+
+/// The Role the console writes once in the platform key's namespace: `get`
+/// on that one Secret. The chart would write it per cluster as helm runs
+/// (`chart/templates/platform-rbac.yaml`, vCluster v0.30.0); the console
+/// renders `createRBAC: false` and writes it, so the grant follows the
+/// operator's key namespace (`KUBEBYON_PLATFORM_KEY_NAMESPACE`), not values.
+pub const PLATFORM_KEY_ROLE: &str = "kubebyon-platform-key";
+
+pub(crate) fn platform_key_role(key: &SecretRef, installation: &str) -> Value {
+    json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
+        "metadata": {
+            "name": PLATFORM_KEY_ROLE,
+            "namespace": key.namespace,
+            "labels": {MANAGED_BY.0: MANAGED_BY.1, INSTALLATION_LABEL: installation},
+        },
+        "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"], "resourceNames": [key.name]}],
+    })
+}
+
+/// One RoleBinding per own-nodes cluster, named after its namespace, beside
+/// the Role: the subject is the chart's control-plane ServiceAccount
+/// (`vc-<release>` in the release's namespace, as `platform-rbac.yaml` names it).
+pub(crate) fn platform_key_binding(cluster_id: i64, installation: &str, name: &str, key: &SecretRef) -> Value {
+    let ns = namespace(name);
+    json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": { "name": ns, "namespace": key.namespace, "labels": owner_labels(cluster_id, installation) },
+        "subjects": [{"kind": "ServiceAccount", "name": format!("vc-{name}"), "namespace": ns}],
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": PLATFORM_KEY_ROLE},
     })
 }
 
@@ -766,7 +812,7 @@ mod tests {
                 for line in [
                     "privateNodes:\n  enabled: true\n  autoUpgrade:\n    enabled: false",
                     "distro:\n    k8s:\n      enabled: true",
-                    "external:\n  platform:\n    apiKey:\n      secretName: vcluster-key\n      namespace: licences\n      createRBAC: true",
+                    "external:\n  platform:\n    apiKey:\n      secretName: vcluster-key\n      namespace: licences\n      createRBAC: false",
                 ] {
                     assert!(yaml.contains(line), "{line:?} in {yaml}");
                 }
@@ -781,6 +827,41 @@ mod tests {
         let no_key = SystemSettings { private_nodes: true, ..settings() };
         let sp = ClusterSpec { own_nodes: true, ..spec(PublicAccess::LoadBalancer { host: host("a.example.com") }) };
         assert!(values(&sp, None, &no_key, AddressRequest::MetalLb).external.is_none());
+        assert_eq!(platform_key(&sp, &no_key), None);
+    }
+
+    /// What `chart/templates/platform-rbac.yaml` (vCluster v0.30.0) would make
+    /// per cluster, made by the console instead: one Role on the one Secret,
+    /// one binding per cluster naming the chart's ServiceAccount.
+    #[test]
+    fn the_platform_key_grant_is_one_role_and_a_binding_per_cluster() {
+        let key = crate::domain::nodes::SecretRef::parse("kubebyon-platform-key/vcluster-key").unwrap();
+        let role = platform_key_role(&key, "inst");
+        assert_eq!(role["metadata"]["namespace"], "kubebyon-platform-key");
+        assert_eq!(role["metadata"]["name"], PLATFORM_KEY_ROLE);
+        assert_eq!(
+            role["rules"],
+            json!([{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"], "resourceNames": ["vcluster-key"]}])
+        );
+        let binding = platform_key_binding(7, "inst", "join", &key);
+        assert_eq!(binding["metadata"]["namespace"], "kubebyon-platform-key");
+        assert_eq!(binding["metadata"]["name"], "kubebyon-join");
+        assert_eq!(binding["metadata"]["labels"][INSTALLATION_LABEL], "inst");
+        assert_eq!(binding["metadata"]["labels"][CLUSTER_ID_LABEL], "7");
+        assert_eq!(
+            binding["subjects"],
+            json!([{"kind": "ServiceAccount", "name": "vc-join", "namespace": "kubebyon-join"}])
+        );
+        assert_eq!(binding["roleRef"]["name"], PLATFORM_KEY_ROLE);
+        let with_key = SystemSettings { private_nodes: true, platform_api_key: Some(key.clone()), ..settings() };
+        for (access, own, want) in [
+            (PublicAccess::LoadBalancer { host: host("a.example.com") }, true, Some(&key)),
+            (PublicAccess::LoadBalancer { host: host("a.example.com") }, false, None),
+            (PublicAccess::NodePort { host: None }, true, None),
+        ] {
+            let sp = ClusterSpec { own_nodes: own, ..spec(access.clone()) };
+            assert_eq!(platform_key(&sp, &with_key), want, "{access:?} {own}");
+        }
     }
 
     /// Telemetry off is rendered for the clusters created with it off; a

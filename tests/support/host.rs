@@ -92,6 +92,47 @@ pub async fn console_kubeconfig_as(host: &TestHost, user: &str) -> std::path::Pa
     ts::write_kubeconfig(&host.data_dir, &text, user).unwrap()
 }
 
+/// `deploy/platform-key.yaml`'s Role for the console, in `namespace` (made if
+/// missing) instead of `kubebyon-platform-key`, bound to host user `user`:
+/// what the console may write beside the platform key's Secret.
+pub async fn bind_platform_key_role(host: &TestHost, namespace: &str, user: &str) {
+    use kube::ResourceExt;
+    use kube::api::{Api, DynamicObject, Patch, PatchParams};
+    use serde::Deserialize;
+    let admin = host.client().await.expect("admin client");
+    let pp = PatchParams::apply("kubebyon-test").force();
+    let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}});
+    Api::<k8s_openapi::api::core::v1::Namespace>::all(admin.clone())
+        .patch(namespace, &pp, &Patch::Apply(&ns))
+        .await
+        .expect("the key's namespace");
+    let docs: Vec<Value> = serde_yaml::Deserializer::from_str(include_str!("../../deploy/platform-key.yaml"))
+        .map(|d| Value::deserialize(d).expect("deploy/platform-key.yaml"))
+        .collect();
+    let mut role = docs.iter().find(|d| d["kind"] == "Role").expect("a Role").clone();
+    role["metadata"]["namespace"] = namespace.into();
+    let name = role["metadata"]["name"].as_str().expect("its name").to_owned();
+    let binding = json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": {"name": format!("{name}-{user}"), "namespace": namespace},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
+    });
+    for object in [role, binding] {
+        let object: DynamicObject = serde_json::from_value(object).expect("an object");
+        let kind = object.types.as_ref().map(|t| t.kind.clone()).unwrap_or_default();
+        let ar = kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(
+            "rbac.authorization.k8s.io",
+            "v1",
+            &kind,
+        ));
+        Api::<DynamicObject>::namespaced_with(admin.clone(), namespace, &ar)
+            .patch(&object.name_any(), &pp, &Patch::Apply(&object))
+            .await
+            .expect("apply the console's platform-key Role");
+    }
+}
+
 pub struct Env {
     pub console: Console,
     pub cookie: String,

@@ -77,21 +77,29 @@ struct PeerSlot {
     key: String,
 }
 
+/// Whether a new connection from one address is served.
+enum Admission {
+    /// The client holds `per_client` connections already.
+    Refused,
+    /// A trusted proxy: not counted.
+    Exempt,
+    /// Counted until the slot drops.
+    Counted(PeerSlot),
+}
+
 impl Peers {
-    /// A slot for a connection from `ip`: `Some(None)` for an exempt peer,
-    /// `None` when the client holds `per_client` already.
-    fn admit(self: &Arc<Self>, ip: IpAddr) -> Option<Option<PeerSlot>> {
+    fn admit(self: &Arc<Self>, ip: IpAddr) -> Admission {
         if self.exempt.iter().any(|c| c.contains(ip)) {
-            return Some(None);
+            return Admission::Exempt;
         }
         let key = client_key(ip);
-        let mut open = self.open.lock().ok()?;
+        let Ok(mut open) = self.open.lock() else { return Admission::Refused };
         let n = open.entry(key.clone()).or_default();
         if *n >= self.per_client {
-            return None;
+            return Admission::Refused;
         }
         *n += 1;
-        Some(Some(PeerSlot { peers: self.clone(), key }))
+        Admission::Counted(PeerSlot { peers: self.clone(), key })
     }
 }
 
@@ -134,10 +142,14 @@ pub async fn serve(
             },
             () = &mut shutdown => break,
         };
-        let Some(peer_slot) = peers.admit(peer.ip()) else {
-            tracing::debug!(peer = %peer, "connection closed: the client holds its share already");
-            drop(tcp);
-            continue;
+        let peer_slot = match peers.admit(peer.ip()) {
+            Admission::Refused => {
+                tracing::debug!(peer = %peer, "connection closed: the client holds its share already");
+                drop(tcp);
+                continue;
+            }
+            Admission::Exempt => None,
+            Admission::Counted(slot) => Some(slot),
         };
         // A response written in more than one piece must not wait for the
         // client's delayed ACK (every asset on a kept-alive connection took ~40 ms).
@@ -178,19 +190,21 @@ mod tests {
     fn a_client_holds_its_share_and_trusted_proxies_are_not_counted() {
         let p = peers(2, "10.0.0.0/8");
         let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        let counted = |a: &Admission| matches!(a, Admission::Counted(_));
+        let refused = |a: Admission| matches!(a, Admission::Refused);
         let a = [p.admit(ip("192.0.2.1")), p.admit(ip("192.0.2.1"))];
-        assert!(a.iter().all(|s| matches!(s, Some(Some(_)))));
-        assert!(p.admit(ip("192.0.2.1")).is_none(), "a third from one address");
-        assert!(p.admit(ip("::ffff:192.0.2.1")).is_none(), "the same address mapped to IPv6");
-        assert!(p.admit(ip("192.0.2.2")).is_some(), "another address");
+        assert!(a.iter().all(counted));
+        assert!(refused(p.admit(ip("192.0.2.1"))), "a third from one address");
+        assert!(refused(p.admit(ip("::ffff:192.0.2.1"))), "the same address mapped to IPv6");
+        assert!(counted(&p.admit(ip("192.0.2.2"))), "another address");
         // An IPv6 client by its /64.
         let b = [p.admit(ip("2001:db8::1")), p.admit(ip("2001:db8::2"))];
-        assert!(p.admit(ip("2001:db8::3")).is_none(), "a third from one /64");
-        assert!(p.admit(ip("2001:db8:0:1::1")).is_some(), "another /64");
+        assert!(refused(p.admit(ip("2001:db8::3"))), "a third from one /64");
+        assert!(counted(&p.admit(ip("2001:db8:0:1::1"))), "another /64");
         let proxies: Vec<_> = (0..10).map(|_| p.admit(ip("10.1.2.3"))).collect();
-        assert!(proxies.iter().all(|s| matches!(s, Some(None))), "a trusted proxy is not counted");
+        assert!(proxies.iter().all(|s| matches!(s, Admission::Exempt)), "a trusted proxy is not counted");
         drop(a);
-        assert!(p.admit(ip("192.0.2.1")).is_some(), "closed connections give their place back");
+        assert!(counted(&p.admit(ip("192.0.2.1"))), "closed connections give their place back");
         drop(b);
         assert_eq!(p.open.lock().unwrap().len(), 0, "no entry is kept for a client with none open");
     }

@@ -16,6 +16,7 @@
 
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::networking::v1::NetworkPolicy;
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, Preconditions};
 use kube::{Client, ResourceExt};
@@ -24,6 +25,7 @@ use std::collections::BTreeSet;
 use super::error::{Error, Result, ignore_not_found, kube};
 use crate::domain::cluster::Cluster;
 use crate::domain::gateway::RouteVersion;
+use crate::domain::nodes::SecretRef;
 use crate::domain::render::{self, AddressRequest, CLUSTER_ID_LABEL, INSTALLATION_LABEL, MANAGED_BY};
 use crate::domain::settings::PodSecurity;
 use crate::domain::{PublicAccess, SystemSettings};
@@ -269,6 +271,52 @@ pub(crate) async fn ensure_network_policy(
     }
 }
 
+/// `get` on the platform key's Secret for an own-nodes cluster's control
+/// plane: the Role (applied: it follows the admin's key name) and the
+/// cluster's RoleBinding (created once), both in the operator's key
+/// namespace. A binding of that name the console did not create is
+/// [`Error::Taken`].
+async fn ensure_platform_key_grant(client: &Client, name: &str, key: &SecretRef, owner: &Owner) -> Result<()> {
+    let pp = PatchParams::apply(FIELD_MANAGER).force();
+    let role = render::platform_key_role(key, &owner.installation);
+    Api::<Role>::namespaced(client.clone(), &key.namespace)
+        .patch(render::PLATFORM_KEY_ROLE, &pp, &Patch::Apply(&role))
+        .await
+        .map_err(kube("apply the platform key's Role"))?;
+    let bindings: Api<RoleBinding> = Api::namespaced(client.clone(), &key.namespace);
+    let binding = render::platform_key_binding(owner.cluster_id, &owner.installation, name, key);
+    let binding_name = render::namespace(name);
+    match bindings.get_opt(&binding_name).await.map_err(kube("read the platform key's RoleBinding"))? {
+        Some(b) if owner.created(&b.metadata) => Ok(()),
+        Some(_) => Err(Error::Taken(format!("RoleBinding {}/{binding_name}", key.namespace))),
+        None => {
+            let body: RoleBinding =
+                serde_json::from_value(binding).map_err(|_| Error::NotYet("rendering the RoleBinding"))?;
+            match bindings.create(&create_params(), &body).await {
+                Ok(_) => Ok(()),
+                Err(kube::Error::Api(s)) if s.code == 409 => {
+                    Err(Error::NotYet("the platform key's RoleBinding was created meanwhile"))
+                }
+                Err(e) => Err(kube("create the platform key's RoleBinding")(e)),
+            }
+        }
+    }
+}
+
+/// The cluster's RoleBinding to the platform key in `key_namespace`, deleted
+/// (by UID) when it is the console's: the last step of an own-nodes uninstall.
+async fn remove_platform_key_grant(client: &Client, name: &str, key_namespace: &str, owner: &Owner) -> Result<()> {
+    let bindings: Api<RoleBinding> = Api::namespaced(client.clone(), key_namespace);
+    let binding_name = render::namespace(name);
+    if let Some(b) = bindings.get_opt(&binding_name).await.map_err(kube("read the platform key's RoleBinding"))?
+        && owner.created(&b.metadata)
+    {
+        ignore_not_found(bindings.delete(&binding_name, &delete_if_uid(b.uid())).await)
+            .map_err(kube("delete the platform key's RoleBinding"))?;
+    }
+    Ok(())
+}
+
 /// What the console found out about the host that an apply renders from.
 #[derive(Clone, Copy)]
 pub(crate) struct HostFacts<'a> {
@@ -320,6 +368,10 @@ pub(crate) async fn apply(
     if route.is_some() || last_route.as_deref() == Some("on") {
         ensure_route(client, cluster, owner, route, route_version).await?;
     }
+    // Before the chart: its control plane reads the key as it starts.
+    if let Some(key) = render::platform_key(&cluster.spec, settings) {
+        ensure_platform_key_grant(client, name, key, owner).await?;
+    }
     let mut body = render::desired(cluster, settings, request);
     body["metadata"]["labels"][INSTALLATION_LABEL] = owner.installation.clone().into();
     body["metadata"]["annotations"] = serde_json::json!({
@@ -354,15 +406,28 @@ pub(crate) async fn apply(
 /// One step of the uninstall; `Err(NotYet)` while helm-controller or the
 /// namespace controller are still at work. Nothing that is not the
 /// cluster's own is deleted: a namespace of another owner (or none) ends it.
-pub(crate) async fn uninstall(client: &Client, cluster: &Cluster, owner: &Owner) -> Result<()> {
+/// An own-nodes cluster's grant on the platform key (in `key_namespace`,
+/// the operator's) goes last, once the namespace has.
+pub(crate) async fn uninstall(
+    client: &Client,
+    cluster: &Cluster,
+    owner: &Owner,
+    key_namespace: Option<&str>,
+) -> Result<()> {
     let name = cluster.spec.name.as_str();
     let ns = render::namespace(name);
     let namespaces: Api<Namespace> = Api::all(client.clone());
+    let gone = || async {
+        match key_namespace.filter(|_| cluster.spec.own_nodes) {
+            Some(key_ns) => remove_platform_key_grant(client, name, key_ns, owner).await,
+            None => Ok(()),
+        }
+    };
     let Some(n) = ignore_not_found(namespaces.get(&ns).await).map_err(kube("read namespace"))? else {
-        return Ok(());
+        return gone().await;
     };
     if !owner.owns_namespace(&n.metadata) {
-        return Ok(());
+        return gone().await;
     }
     if n.metadata.deletion_timestamp.is_some() {
         return Err(Error::NotYet("the namespace is being deleted"));
@@ -656,7 +721,7 @@ mod tests {
         }
 
         async fn uninstall_with(stored: Option<&str>, calls: Vec<Call>) -> Result<()> {
-            expect(calls, |client| async move { uninstall(&client, &cluster(), &owner(stored)).await }).await
+            expect(calls, |client| async move { uninstall(&client, &cluster(), &owner(stored), None).await }).await
         }
 
         #[tokio::test]

@@ -618,7 +618,7 @@ async fn handle(ctx: &Context, cluster_id: i64) -> Result<Option<i64>> {
     };
     if cluster.deletion_requested {
         let owner = ctx.owner(cluster.id).await?;
-        apply::uninstall(&ctx.client, &cluster, &owner).await?;
+        apply::uninstall(&ctx.client, &cluster, &owner, Some(&ctx.operator.platform_key_namespace)).await?;
         clusters::delete_row(&ctx.pool, cluster.id).await?;
         ctx.forget(cluster.id);
         tracing::info!(cluster = %cluster.spec.name.as_str(), "uninstalled and removed");
