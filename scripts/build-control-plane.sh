@@ -6,7 +6,11 @@
 # into ~/.cache/kubebyon/control-plane/<k8s>-etcd<etcd>/ (outside the clone) and
 # prints that folder. Skips the build when all binaries are already there.
 # Needs Go and the Go module proxy; no release downloads, no container runtime.
+# --without-syncer: all but vCluster's syncer and kine (only hostsim's syncer
+# test runs them: `make test` builds them last, beside the Rust tests).
 set -euo pipefail
+without_syncer=false
+if [[ "${1:-}" == --without-syncer ]]; then without_syncer=true; fi
 
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 root=$KUBEBYON_ROOT
@@ -62,6 +66,7 @@ for t in "${targets[@]}"; do
     echo "build-control-plane: no pinned version for $name in $mod/$dir/go.mod" >&2
     exit 1
   fi
+  if $without_syncer && [[ "$name" == vcluster || "$name" == kine ]]; then continue; fi
   built "$name" "$version" "$dir" || todo+=("$t")
 done
 # Files the test host reads from upstream modules: MetalLB's CRDs, and the vCluster

@@ -20,7 +20,15 @@ if [[ -f "$pidfile" ]] && kill -0 "$(cat "$pidfile")" 2>/dev/null && [[ -f "$dir
   exit 0
 fi
 
-KUBEBYON_CONTROL_PLANE_DIR="$("$root/scripts/build-control-plane.sh" | tail -n 1)"
+# vCluster's syncer and kine only for `--vcluster-api syncer` (make test
+# builds them in the background meanwhile: never two builds of one binary).
+parts=--without-syncer
+prev=""
+for arg in "$@"; do
+  if [[ "$prev" == --vcluster-api && "$arg" == syncer ]] || [[ "$arg" == --vcluster-api=syncer ]]; then parts=""; fi
+  prev=$arg
+done
+KUBEBYON_CONTROL_PLANE_DIR="$("$root/scripts/build-control-plane.sh" $parts | tail -n 1)"
 export KUBEBYON_CONTROL_PLANE_DIR
 export CARGO_TARGET_DIR="$HOSTSIM_TARGET_DIR"
 cargo build --quiet --locked --manifest-path "$root/hostsim/Cargo.toml" --bin hostsim >&2
