@@ -8,7 +8,13 @@
 # itself took 16–26 minutes to build on a fresh machine (cargo-generate with
 # libgit2, swc, lightningcss), more than the console. Its settings stay in
 # Cargo.toml's [package.metadata.leptos], which this script follows.
+#
+# --server-from-tests: the server is the one `cargo test --features ssr`
+# built ($CARGO_TARGET_DIR/debug/kubebyon, what `make test`'s browser suite
+# runs); only the site is built, its hash.txt written beside that binary.
 set -euo pipefail
+server_from_tests=false
+if [ "${1:-}" = --server-from-tests ]; then server_from_tests=true; fi
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
 
@@ -23,12 +29,16 @@ export LEPTOS_OUTPUT_NAME=kubebyon LEPTOS_SITE_ROOT=$site LEPTOS_SITE_PKG_DIR=pk
 
 # The two compilations use separate target dirs, so they run side by side
 # (each one's serial tail — LTO, linking — fills the other's idle core).
-log "cargo build: server (ssr, release) and hydrate bundle (wasm32, wasm-release)"
+server_profile=release
+$server_from_tests && server_profile=debug
+log "cargo build: hydrate bundle (wasm32, wasm-release)$($server_from_tests || echo " and server (ssr, release)")"
 cargo build --package=kubebyon --lib --target-dir="$front_dir" --target=wasm32-unknown-unknown \
   --no-default-features --features=hydrate --profile=wasm-release >&2 &
 front_pid=$!
 server_status=0
-cargo build --package=kubebyon --bin=kubebyon --no-default-features --features=ssr --release >&2 || server_status=$?
+if ! $server_from_tests; then
+  cargo build --package=kubebyon --bin=kubebyon --no-default-features --features=ssr --release >&2 || server_status=$?
+fi
 front_status=0
 wait "$front_pid" || front_status=$?
 [ "$server_status" -eq 0 ] && [ "$front_status" -eq 0 ] || exit 1
@@ -53,5 +63,5 @@ tailwindcss --input style/main.css --output "$pkg/kubebyon.css" --minify 2>/dev/
 
 # kubebyon.<md5>.{js,wasm,css}, hash.txt beside the server binary (where leptos
 # looks for it), brotli and gzip copies; older builds' files removed.
-node scripts/site-assets.mjs "$pkg" "$CARGO_TARGET_DIR/release/hash.txt" >&2
+node scripts/site-assets.mjs "$pkg" "$CARGO_TARGET_DIR/$server_profile/hash.txt" >&2
 echo "$PWD/$site"

@@ -8,4 +8,6 @@ export LEPTOS_SITE_ADDR="${LEPTOS_SITE_ADDR:-127.0.0.1:3000}"
 export LEPTOS_ENV=PROD
 # The build names the assets kubebyon.<hash>.* (hash-files in Cargo.toml).
 export LEPTOS_HASH_FILES=true
-export KUBEBYON_BIN="$CARGO_TARGET_DIR/release/kubebyon"
+# The release build's server unless the caller names another (`make test`
+# runs the test build's: scripts/build-console.sh --server-from-tests).
+export KUBEBYON_BIN="${KUBEBYON_BIN:-$CARGO_TARGET_DIR/release/kubebyon}"

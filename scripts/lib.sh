@@ -20,6 +20,18 @@ export PATH="$TOOLS_DIR/bin:$KUBEBYON_ROOT/node_modules/.bin:$HOME/.cargo/bin:$P
 if [ -x "$GO_HOME_DIR/bin/go" ]; then export PATH="$GO_HOME_DIR/bin:$PATH"; fi
 export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1
 
+# clippy_in_builds: from here on, every cargo build of a workspace's own crates
+# runs clippy (`-D warnings`) as it compiles them: what `cargo clippy` does, on
+# the builds `make test` makes anyway, so dependencies are compiled once for
+# the lints and the tests, not once more in check mode (docs/testing.md).
+clippy_in_builds() {
+  local driver
+  driver=$(rustup which clippy-driver 2>/dev/null || command -v clippy-driver) ||
+    die "clippy-driver not found (rustup component add clippy)"
+  export RUSTC_WORKSPACE_WRAPPER="$driver"
+  export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
+}
+
 log() { printf '==> [%s] %s\n' "$(date +%T)" "$*" >&2; }
 step() { printf '\n==> [%s] %s\n' "$(date +%T)" "$*" >&2; }
 die() { printf '%s\n' "$*" >&2; exit 1; }

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # `make test`: every test, against real parts.
-#   1. formatting and lints of both crates (scripts/lint.sh)
+#   1. formatting and shellcheck (scripts/lint.sh); clippy (`-D warnings`) runs
+#      inside every build below (lib.sh's clippy_in_builds): the console's
+#      test build (all targets), its wasm build, hostsim's builds
 #   2. Rust unit and integration tests (SQLite file + a throwaway PostgreSQL server)
-#   3. the release build (made beside the Rust tests), served twice on free ports — once without a host
-#      cluster, once connected to a simulated k3s host (real kube-apiserver +
-#      etcd, hostsim) — driven by Playwright in Debian's Chromium
+#   3. the site (release wasm, CSS, hashed and precompressed; built beside the
+#      Rust tests) with the server the tests built, served twice on free ports —
+#      once without a host cluster, once connected to a simulated k3s host (real
+#      kube-apiserver + etcd, hostsim) — driven by Playwright in Debian's Chromium
 #   4. the host cluster tests (real etcd + kube-apiserver + kube-controller-manager, hostsim)
 # Everything it starts is stopped by PID on exit.
 set -euo pipefail
@@ -42,7 +45,8 @@ setsid bash -c 'bash scripts/build-control-plane.sh --without-syncer >"$1/contro
   2>"$work/control-plane.log" &
 control_plane_pid=$!
 bash scripts/install-tools.sh --test
-bash scripts/lint.sh
+bash scripts/lint.sh --without-clippy
+clippy_in_builds
 
 step "PostgreSQL for the storage tests"
 KUBEBYON_TEST_POSTGRES_URL=$(bash scripts/test-postgres.sh start "$work/pg")
@@ -54,10 +58,11 @@ export KUBEBYON_REQUIRE_POSTGRES=1
 # deepest request chains overflowed 2 MiB once (2026-12-05).
 export RUST_MIN_STACK=8388608
 
-step "Rust tests, the release build beside them"
+step "Rust test build (all targets, with clippy)"
 # Built while the Go parts may still build (a fresh machine's vCluster syncer
-# outlasts the tools and the lints).
-cargo test --features ssr --no-run
+# outlasts the tools). --all-targets: clippy sees the benches too, as
+# `cargo clippy --all-targets` does.
+cargo test --features ssr --all-targets --no-run
 
 step "host cluster parts and kubectl (built once from hostcluster/**/go.mod)"
 until [ -e "$work/control-plane.ready" ]; do
@@ -74,10 +79,13 @@ KUBEBYON_CONTROL_PLANE_DIR=$(tail -n 1 "$work/control-plane.out")
 export KUBEBYON_CONTROL_PLANE_DIR
 # The tests' kubectl is the pinned release's, not whatever the machine has.
 export PATH="$KUBEBYON_CONTROL_PLANE_DIR:$PATH"
-# The tests mostly wait on their host: the release build (server + wasm) takes
-# the idle CPU, niced, in its own process group (stopped on exit).
-setsid nice -n 19 bash scripts/build-console.sh >"$work/site.out" 2>"$work/site.log" &
+# The tests mostly wait on their host: the site's build (release wasm with
+# clippy, CSS, hashes) takes the idle CPU, niced, in its own process group
+# (stopped on exit). The browser suite runs the server the test build made
+# (the release server is `make run`'s, `make bench`'s and the image's).
+setsid nice -n 19 bash scripts/build-console.sh --server-from-tests >"$work/site.out" 2>"$work/site.log" &
 site_pid=$!
+step "Rust tests, the site's build beside them"
 cargo test --features ssr
 # Each test binary is ~330 MB (line tables) and every source change makes
 # new ones: keep only the newest of each name so the shared target dir does
@@ -88,13 +96,14 @@ for t in tests/*.rs lib; do
     sort -rn | tail -n +2 | cut -d' ' -f2- | xargs -r rm -f
 done
 
-step "release build"
+step "the site's build"
 if ! wait "$site_pid"; then
   site_pid=""
   cat "$work/site.log" >&2
   exit 1
 fi
 site_pid=""
+KUBEBYON_BIN="$CARGO_TARGET_DIR/debug/kubebyon"
 source scripts/console-env.sh
 
 step "console for the browser tests"
