@@ -179,24 +179,8 @@ async fn serve(pool: AnyPool, db_shown: String, config: Config) -> anyhow::Resul
         config: Arc::new(config),
         host,
     };
-    // Moves clusters of running moves along (all state in the database).
-    {
-        use kubebyon::server::controllers::move_driver;
-        let pool = pool.clone();
-        let timeout = state.config.move_address_timeout_secs as i64;
-        tokio::spawn(supervise("move_driver", move || {
-            move_driver::drive(pool.clone(), std::time::Duration::from_secs(2), timeout)
-        }));
-    }
-    // Removes joined nodes step by step (all state in the database).
-    if let Some(host) = state.host.clone() {
-        use kubebyon::server::controllers::node_removal;
-        let pool = pool.clone();
-        tokio::spawn(supervise("node_removal", move || {
-            node_removal::drive(pool.clone(), host.clone(), std::time::Duration::from_secs(2))
-        }));
-    }
-    tokio::spawn(supervise("session_expiry", move || expire_sessions(pool.clone())));
+    // The move driver, node removals and housekeeping (all state in the database).
+    kubebyon::server::controllers::start(&state);
     let limits = http::serve::Limits {
         max_connections: state.config.max_connections,
         per_client: state.config.max_connections_per_client,
@@ -241,18 +225,4 @@ async fn shutdown_signal() {
         _ = term => {}
     }
     tracing::info!("shutting down: finishing requests in flight");
-}
-
-/// Removes expired sessions and failed sign-in records once an hour.
-async fn expire_sessions(pool: AnyPool) {
-    let mut tick = tokio::time::interval(std::time::Duration::from_secs(3600));
-    loop {
-        tick.tick().await;
-        if let Err(e) = db::sessions::delete_expired(&pool).await {
-            tracing::warn!(error = %e, "expiring sessions failed");
-        }
-        if let Err(e) = db::shared::purge_attempts(&pool, db::now()).await {
-            tracing::warn!(error = %e, "purging sign-in records failed");
-        }
-    }
 }

@@ -18,7 +18,8 @@ use hostsim::testhost::{Net, Simulator, TestHost};
 use hostsim::testsupport as ts;
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
 use serde_json::{Value, json};
-use support::host::{Env, WAIT, env_on, kubectl_get_ns_on, nodeport_settings, ready};
+use support::calls::Calls;
+use support::host::{Env, WAIT, env_counting, env_on, kubectl_get_ns_on, nodeport_settings, ready};
 
 /// This binary's host: the Gateway API 1.6 standard CRDs (TLSRoute v1).
 fn host() -> &'static TestHost {
@@ -223,6 +224,29 @@ async fn gateway_clusters_are_reached_by_name_through_one_address() {
     env.converge(a, "a through the Gateway again", ready).await;
     kubectl_get_ns_on(host, &through(&env.kubeconfig(a).await, proxy_at), "gw-a-again").expect("gateway again");
     assert_eq!(svc.get("a").await.unwrap().spec.unwrap().type_.as_deref(), Some("ClusterIP"));
+}
+
+/// The console's routes come from a watch (listed and watched by label):
+/// with a gateway cluster Ready, the observer's passes read the Gateway but
+/// no TLSRoute by GET (before: one GET per gateway cluster per pass).
+#[tokio::test]
+async fn the_observer_reads_routes_from_a_watch() {
+    static CALLS: Calls = Calls::new();
+    let host = host();
+    apply_gateway(host, admit_console()).await;
+    let env = env_counting(host, &CALLS).await;
+    offer_gateway(&env).await;
+    let body = json!({"enabled": true, "mode": "gateway", "control_plane_host": "watched.k.test"});
+    let id = env.create("watched", body).await;
+    env.converge(id, "Ready through the Gateway", ready).await;
+    let kinds = CALLS.by_kind();
+    assert!(kinds.contains("LIST tlsroutes") && kinds.contains("WATCH tlsroutes"), "the routes' watch: {kinds}");
+    CALLS.reset();
+    // Full passes every 500 ms here (the tests' resync): each observes the cluster.
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    let kinds = CALLS.by_kind();
+    assert!(kinds.contains("GET gateways"), "the passes ran and read the Gateway: {kinds}");
+    assert!(!kinds.contains("GET tlsroutes"), "a route read by GET: {kinds}");
 }
 
 /// A host with the Gateway API 1.4 experimental CRDs serves TLSRoute only as

@@ -621,6 +621,40 @@ async fn cross_site_writes_and_bad_logins_are_refused() {
     assert_eq!(c.get("/api/console/clusters", Some(&cookie)).await.code(), "unauthenticated");
 }
 
+/// Behind a proxy that ends TLS (`X-Forwarded-Proto: https`) without
+/// `KUBEBYON_PUBLIC_URL`, the join page's one-time token cookie is the
+/// `__Host-` one, `Secure`, as the session's is: the page reads that one and
+/// clears it with `Secure` (it read the plain cookie before: only the public
+/// URL counted, `server::http::request`).
+#[tokio::test]
+async fn the_join_tokens_cookie_is_secure_behind_a_tls_proxy_as_the_sessions_is() {
+    let (c, _d) = console().await;
+    let behind_tls = [("origin", "https://127.0.0.1:3000"), ("x-forwarded-proto", "https")];
+    let body = json!({"username": "alice", "password": PW}).to_string();
+    let r = c.send_with("POST", "/api/auth/login", None, Some("application/json"), body, &behind_tls).await;
+    let session = r
+        .headers
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find_map(|v| v.strip_prefix("__Host-kubebyon_session=").map(|_| v.split(';').next().unwrap().to_owned()))
+        .expect("a __Host- session cookie");
+    let id = create(&c, Some(&c.login("alice", PW).await), cluster("tls", json!({"enabled": false}))).await;
+    let token = "abcdef.0123456789abcdef";
+    let form = Some("application/x-www-form-urlencoded");
+    let cookies = format!("{session}; __Host-kubebyon_join_token={id}:{token}:100:200");
+    let r = c.send_with("POST", "/fn/join/get", Some(&cookies), form, format!("id={id}"), &behind_tls).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.json()["created"]["token"], token, "{}", r.body);
+    let cleared = r.headers.get("set-cookie").expect("the cookie cleared").to_str().unwrap();
+    assert!(cleared.starts_with("__Host-kubebyon_join_token=;") && cleared.ends_with("; Secure"), "{cleared}");
+    assert!(cleared.contains("Max-Age=0") && cleared.contains("Path=/"), "{cleared}");
+    // The plain cookie is not the page's over https (a sibling could plant it).
+    let cookies = format!("{session}; kubebyon_join_token={id}:{token}:100:200");
+    let r = c.send_with("POST", "/fn/join/get", Some(&cookies), form, format!("id={id}"), &behind_tls).await;
+    assert_eq!((r.status, &r.json()["created"]), (StatusCode::OK, &Value::Null), "{}", r.body);
+}
+
 #[tokio::test]
 async fn pages_redirect_anonymous_users_and_forms_post_without_javascript() {
     let (c, _d) = console().await;

@@ -16,22 +16,7 @@ const PW: &str = "a long enough password";
 /// name, reached the log).
 #[tokio::test(flavor = "current_thread")]
 async fn failed_logins_never_log_what_was_typed_as_a_username() {
-    use std::sync::{Arc, Mutex};
-    #[derive(Clone, Default)]
-    struct Buf(Arc<Mutex<Vec<u8>>>);
-    impl std::io::Write for Buf {
-        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(b);
-            Ok(b.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let buf = Buf::default();
-    let writer = buf.clone();
-    let subscriber = tracing_subscriber::fmt().with_writer(move || writer.clone()).with_ansi(false).finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let log = kubebyon::server::testing::LogCapture::start();
 
     let t = each_backend().await.remove(0);
     accounts::upsert_admin(&t.pool, "target", PW).await.unwrap();
@@ -40,7 +25,7 @@ async fn failed_logins_never_log_what_was_typed_as_a_username() {
         let e = accounts::login(&t.pool, &limiter, typed, "wrong password", "10.0.0.9").await.unwrap_err();
         assert_eq!(e.code, ErrorCode::LoginFailed);
     }
-    let log = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
+    let log = log.text();
     assert!(log.contains("login failed"), "{log}");
     assert!(!log.contains("hunter2") && !log.contains("correct horse"), "typed text in the log: {log}");
     assert!(log.contains(r#"account="target""#), "an existing account is named: {log}");

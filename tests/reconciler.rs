@@ -1505,6 +1505,9 @@ async fn deploy_manifests_pass_the_api_servers_dry_run() {
         ("delete", "persistentvolumeclaims", false),
         ("create", "clusterrolebindings.rbac.authorization.k8s.io", false),
         ("create", "tlsroutes.gateway.networking.k8s.io", true),
+        // Its routes are watched (their conditions without a GET per pass).
+        ("watch", "tlsroutes.gateway.networking.k8s.io", true),
+        ("list", "tlsroutes.gateway.networking.k8s.io", true),
         ("delete", "tlsroutes.gateway.networking.k8s.io", true),
         ("list", "gateways.gateway.networking.k8s.io", true),
         ("patch", "gateways.gateway.networking.k8s.io", false),

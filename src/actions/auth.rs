@@ -9,16 +9,14 @@ use crate::domain::user::CurrentUser;
 #[server(prefix = "/fn", endpoint = "login")]
 pub(crate) async fn login(username: String, password: String, next: Option<String>) -> Result<(), AppError> {
     use crate::domain::path::safe_next;
-    use crate::server::auth::session;
-    use crate::server::context::{client_addr, header, set_response_header, state};
+    use crate::server::context::{header, request, set_response_header, state};
     use crate::server::service::accounts;
 
-    let st = state()?;
-    let secure = session::secure(st.config.public_url_is_https(), header("x-forwarded-proto").as_deref());
+    let (st, request) = (state()?, request()?);
     let cookie = header("cookie");
-    let cookies = accounts::Cookies { header: cookie.as_deref(), secure };
+    let cookies = accounts::Cookies { header: cookie.as_deref(), secure: request.https };
     let (_, set_cookie) =
-        accounts::sign_in(&st.pool, &st.limiter, &username, &password, &client_addr(), cookies).await?;
+        accounts::sign_in(&st.pool, &st.limiter, &username, &password, &request.client_key, cookies).await?;
     set_response_header(http::header::SET_COOKIE, &set_cookie);
     leptos_axum::redirect(safe_next(next.as_deref()));
     Ok(())
@@ -26,12 +24,10 @@ pub(crate) async fn login(username: String, password: String, next: Option<Strin
 
 #[server(prefix = "/fn", endpoint = "logout")]
 pub(crate) async fn logout() -> Result<(), AppError> {
-    use crate::server::auth::session;
-    use crate::server::context::{header, set_response_header, state};
+    use crate::server::context::{header, request, set_response_header, state};
     use crate::server::service::accounts;
 
-    let st = state()?;
-    let secure = session::secure(st.config.public_url_is_https(), header("x-forwarded-proto").as_deref());
+    let (st, secure) = (state()?, request()?.https);
     let cookie = header("cookie");
     let set_cookie = accounts::sign_out(&st.pool, accounts::Cookies { header: cookie.as_deref(), secure }).await?;
     set_response_header(http::header::SET_COOKIE, &set_cookie);

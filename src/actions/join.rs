@@ -40,20 +40,13 @@ pub(crate) struct JoinPage {
 
 #[server(prefix = "/fn", endpoint = "join/get")]
 pub(crate) async fn load_join(id: i64) -> Result<JoinPage, AppError> {
-    use crate::server::context::{header, require_user, set_response_header, state};
-    let (st, user) = (state()?, require_user()?);
+    use crate::server::context::{header, request, require_user, set_response_header, state};
+    let (st, user, request) = (state()?, require_user()?, request()?);
     let crate::server::service::join::Overview { cluster, read, removals } =
         crate::server::service::join::overview(&st.pool, st.host.as_ref(), &user, id).await?;
     let warnings = crate::domain::nodes::join_warnings(&cluster, read.as_ref().err().copied());
     let (tokens, nodes) = read.unwrap_or_default();
-    let console_url = match &st.config.public_url {
-        Some(url) => url.trim_end_matches('/').to_owned(),
-        None => {
-            let https = st.config.public_url_is_https() || header("x-forwarded-proto").as_deref() == Some("https");
-            format!("{}://{}", if https { "https" } else { "http" }, header("host").unwrap_or_default())
-        }
-    };
-    let secure = st.config.public_url_is_https();
+    let (console_url, secure) = (request.console_url, request.https);
     let created = header("cookie").and_then(|c| created_from_cookie(&c, id, secure));
     if created.is_some() {
         set_response_header(http::header::SET_COOKIE, &created_cookie(id, "", 0, secure));
@@ -89,9 +82,9 @@ fn created_from_cookie(cookies: &str, id: i64, secure: bool) -> Option<CreatedTo
 
 #[server(prefix = "/fn", endpoint = "join/create")]
 pub(crate) async fn create_join_token(id: i64, lifetime: String) -> Result<(), AppError> {
-    use crate::server::context::{keep_input_on_error, require_user, set_response_header, state};
+    use crate::server::context::{keep_input_on_error, request, require_user, set_response_header, state};
     use server_fn::ServerFn as _;
-    let (st, user) = (state()?, require_user()?);
+    let (st, user, secure) = (state()?, require_user()?, request()?.https);
     let page = format!("/clusters/{id}/join");
     let created =
         crate::server::service::join::create_token(&st.pool, st.host.as_ref(), &st.spec_writes, &user, id, &lifetime)
@@ -103,7 +96,7 @@ pub(crate) async fn create_join_token(id: i64, lifetime: String) -> Result<(), A
         created.view.created_at.unwrap_or_default(),
         created.view.expires_at.unwrap_or_default()
     );
-    set_response_header(http::header::SET_COOKIE, &created_cookie(id, &value, 120, st.config.public_url_is_https()));
+    set_response_header(http::header::SET_COOKIE, &created_cookie(id, &value, 120, secure));
     leptos_axum::redirect(&page);
     Ok(())
 }

@@ -342,10 +342,12 @@ pub(crate) fn Overview(
     // After a move: the endpoint moved; old kubeconfigs work until the
     // grace period ends. Shown until the owner dismisses it.
     let moved = c.old_endpoint.clone().filter(|o| !o.dismissed).map(|o| {
+        // Where it moved to: the mode it has now (LoadBalancer, or the gateway).
+        let mode = crate::components::labels::mode_text(locale, c.spec.public_access.mode());
         let text = if o.closed {
-            t_string!(i18n, detail.moved_closed, host = o.host.as_str()).to_string()
+            t_string!(i18n, detail.moved_closed, host = o.host.as_str(), mode = mode).to_string()
         } else {
-            t_string!(i18n, detail.moved_open, host = o.host.as_str()).to_string()
+            t_string!(i18n, detail.moved_open, host = o.host.as_str(), mode = mode).to_string()
         };
         let until = (!o.closed).then(|| {
             view! {

@@ -3,8 +3,17 @@
 use leptos::prelude::*;
 
 use crate::domain::cluster::Cluster;
+use crate::domain::gateway::RouteReason;
 use crate::domain::{ConnectionStatus, Phase, PublicAccess, PublicAccessMode, Reason, StopReason};
 use crate::i18n::*;
+
+/// Whether a count of `n` takes the singular form in `locale` (CLDR's
+/// cardinal plural rules: English `one` is exactly 1 for a whole number;
+/// Chinese and Japanese have one form for every count). The `_singular`
+/// locale keys hold that form (the same text in zh-CN and ja).
+pub(crate) fn singular(locale: Locale, n: i64) -> bool {
+    matches!(locale, Locale::en) && n == 1
+}
 
 pub(crate) fn mode_text(locale: Locale, mode: Option<PublicAccessMode>) -> &'static str {
     match mode {
@@ -62,6 +71,7 @@ pub(crate) fn reason_text(locale: Locale, reason: &Reason) -> Option<String> {
         Reason::NotStarting(_) => td_string!(locale, reason.not_starting),
         Reason::HelmFailed(_) => td_string!(locale, reason.helm_failed),
         Reason::NamespaceTaken(_) => td_string!(locale, reason.namespace_taken),
+        Reason::HostRefused(_) => td_string!(locale, reason.host_refused),
         Reason::LbPending(None) => {
             return Some(format!(
                 "{} {}",
@@ -93,23 +103,23 @@ pub(crate) fn reason_text(locale: Locale, reason: &Reason) -> Option<String> {
     })
 }
 
-/// A route condition's `Reason: message` with the reasons the Gateway API
-/// defines (`apis/v1/shared_types.go`) in words; others as they are.
-pub(crate) fn route_reason_words(locale: Locale, detail: &str) -> String {
-    let (code, message) = detail.split_once(": ").unwrap_or((detail, ""));
-    let words = match code {
-        "NotAllowedByListeners" => td_string!(locale, reason.route.not_allowed_by_listeners),
-        "NoMatchingListenerHostname" => td_string!(locale, reason.route.no_matching_listener_hostname),
-        "NoMatchingParent" => td_string!(locale, reason.route.no_matching_parent),
-        "UnsupportedValue" => td_string!(locale, reason.route.unsupported_value),
-        "Pending" => td_string!(locale, reason.route.pending),
-        "BackendNotFound" => td_string!(locale, reason.route.backend_not_found),
-        "RefNotPermitted" => td_string!(locale, reason.route.ref_not_permitted),
-        "InvalidKind" => td_string!(locale, reason.route.invalid_kind),
-        "UnsupportedProtocol" => td_string!(locale, reason.route.unsupported_protocol),
-        _ => return detail.to_owned(),
+/// A route condition's reason and message, with the reasons the Gateway API
+/// defines (`apis/v1/shared_types.go`) in words; others as they came.
+pub(crate) fn route_reason_words(locale: Locale, route: &RouteReason) -> String {
+    use crate::domain::gateway::RouteCode as C;
+    let words = match &route.code {
+        C::NotAllowedByListeners => td_string!(locale, reason.route.not_allowed_by_listeners),
+        C::NoMatchingListenerHostname => td_string!(locale, reason.route.no_matching_listener_hostname),
+        C::NoMatchingParent => td_string!(locale, reason.route.no_matching_parent),
+        C::UnsupportedValue => td_string!(locale, reason.route.unsupported_value),
+        C::Pending => td_string!(locale, reason.route.pending),
+        C::BackendNotFound => td_string!(locale, reason.route.backend_not_found),
+        C::RefNotPermitted => td_string!(locale, reason.route.ref_not_permitted),
+        C::InvalidKind => td_string!(locale, reason.route.invalid_kind),
+        C::UnsupportedProtocol => td_string!(locale, reason.route.unsupported_protocol),
+        C::Other(_) => return route.to_string(),
     };
-    if message.is_empty() { format!("{words} ({code})") } else { format!("{words} ({code}: {message})") }
+    format!("{words} ({route})")
 }
 
 /// Why a move stopped a cluster, in words: the move's own reason, or the

@@ -11,14 +11,25 @@ pub(crate) fn QuotaLine(quota: QuotaView) -> impl IntoView {
     let i18n = use_i18n();
     let locale = i18n.get_locale_untracked();
     let (u, l) = (quota.used, quota.limit.unwrap_or(crate::domain::quota::Quota::UNLIMITED));
+    let one = |n: u32| crate::components::labels::singular(locale, i64::from(n));
     let used = [
-        td_string!(locale, quota.clusters_used, used = u.clusters).to_string(),
+        if one(u.clusters) {
+            td_string!(locale, quota.clusters_used_singular, used = u.clusters).to_string()
+        } else {
+            td_string!(locale, quota.clusters_used, used = u.clusters).to_string()
+        },
         td_string!(locale, quota.cpu_used, used = cores(u.cpu_millis)).to_string(),
         td_string!(locale, quota.memory_used, used = u.memory_gib).to_string(),
         td_string!(locale, quota.storage_used, used = u.storage_gib).to_string(),
     ];
     let of_limit = [
-        l.clusters.map(|n| td_string!(locale, quota.clusters, used = u.clusters, limit = n).to_string()),
+        l.clusters.map(|n| {
+            if one(n) {
+                td_string!(locale, quota.clusters_singular, used = u.clusters, limit = n).to_string()
+            } else {
+                td_string!(locale, quota.clusters, used = u.clusters, limit = n).to_string()
+            }
+        }),
         l.cpu_millis.map(|n| td_string!(locale, quota.cpu, used = cores(u.cpu_millis), limit = cores(n)).to_string()),
         l.memory_gib.map(|n| td_string!(locale, quota.memory, used = u.memory_gib, limit = n).to_string()),
         l.storage_gib.map(|n| td_string!(locale, quota.storage, used = u.storage_gib, limit = n).to_string()),
@@ -44,10 +55,8 @@ pub(crate) fn QuotaLine(quota: QuotaView) -> impl IntoView {
                 .limit
                 .is_none()
                 .then(|| {
-                    view! {
-                        " "
-                        {t!(i18n, quota.admin)}
-                    }
+                    // Its own line: not read as one more part of the list.
+                    view! { <span class="block">{t!(i18n, quota.admin)}</span> }
                 })}
         </p>
     }

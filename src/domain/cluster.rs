@@ -352,8 +352,10 @@ impl Cluster {
             Step::Stored
         } else if self.status.phase == Phase::Ready {
             Step::Ready
-        } else if matches!(reason, Reason::Installing | Reason::HelmFailed(_) | Reason::NamespaceTaken(_))
-            || (failed && reason.is_none())
+        } else if matches!(
+            reason,
+            Reason::Installing | Reason::HelmFailed(_) | Reason::HostRefused(_) | Reason::NamespaceTaken(_)
+        ) || (failed && reason.is_none())
         {
             Step::Installing
         } else if reason.is_none() && self.status.phase == Phase::Pending {

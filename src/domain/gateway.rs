@@ -228,9 +228,70 @@ impl Condition {
         list.iter().find(|c| c.type_ == type_)
     }
 
-    /// `Reason: message` (the message only when there is one).
-    fn words(&self) -> String {
-        if self.message.is_empty() { self.reason.clone() } else { format!("{}: {}", self.reason, self.message) }
+    /// Its reason and message, typed.
+    fn route_reason(&self) -> RouteReason {
+        RouteReason { code: RouteCode::of(&self.reason), message: self.message.clone() }
+    }
+}
+
+/// A route condition's reason: those the Gateway API defines for `Accepted`
+/// and `ResolvedRefs` (`apis/v1/shared_types.go`), which the pages put in
+/// words, or an implementation's own, kept as it came.
+#[derive(Debug, Clone, PartialEq, Eq, strum::EnumString, strum::IntoStaticStr)]
+pub enum RouteCode {
+    NotAllowedByListeners,
+    NoMatchingListenerHostname,
+    NoMatchingParent,
+    UnsupportedValue,
+    Pending,
+    BackendNotFound,
+    RefNotPermitted,
+    InvalidKind,
+    UnsupportedProtocol,
+    #[strum(default)]
+    Other(String),
+}
+
+impl RouteCode {
+    pub(crate) fn of(reason: &str) -> Self {
+        reason.parse().unwrap_or_else(|_| Self::Other(reason.to_owned()))
+    }
+
+    /// The condition's reason as the controller wrote it.
+    pub(crate) fn as_str(&self) -> &str {
+        match self {
+            Self::Other(reason) => reason,
+            known => known.into(),
+        }
+    }
+}
+
+/// Why the Gateway's controller does not take a route: the condition's
+/// reason and message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouteReason {
+    pub code: RouteCode,
+    pub message: String,
+}
+
+impl RouteReason {
+    /// Reads what [`fmt::Display`] wrote (the stored status text's detail,
+    /// `domain::reason`): `Reason` or `Reason: message`. A condition's
+    /// reason never holds a space (`metav1.Condition`'s pattern), so the
+    /// first `": "` ends it.
+    pub(crate) fn parse(text: &str) -> Self {
+        let (code, message) = text.split_once(": ").unwrap_or((text, ""));
+        Self { code: RouteCode::of(code), message: message.to_owned() }
+    }
+}
+
+/// `Reason`, or `Reason: message` when there is a message.
+impl std::fmt::Display for RouteReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.message.as_str() {
+            "" => f.write_str(self.code.as_str()),
+            message => write!(f, "{}: {message}", self.code.as_str()),
+        }
     }
 }
 
@@ -253,9 +314,9 @@ pub(crate) enum RouteState {
     /// `Accepted=False`: the reason (`NotAllowedByListeners`,
     /// `NoMatchingListenerHostname`, `NoMatchingParent`,
     /// `UnsupportedValue`, …) and the controller's message.
-    NotAccepted(String),
+    NotAccepted(RouteReason),
     /// `ResolvedRefs=False`: `BackendNotFound`, `RefNotPermitted`, …
-    RefsUnresolved(String),
+    RefsUnresolved(RouteReason),
     Attached,
 }
 
@@ -268,8 +329,8 @@ pub(crate) fn route_state(facts: &RouteFacts) -> RouteState {
         Condition::find(conditions, "Accepted").filter(current),
         Condition::find(conditions, "ResolvedRefs").filter(current),
     ) {
-        (Some(a), _) if !a.status => RouteState::NotAccepted(a.words()),
-        (_, Some(r)) if !r.status => RouteState::RefsUnresolved(r.words()),
+        (Some(a), _) if !a.status => RouteState::NotAccepted(a.route_reason()),
+        (_, Some(r)) if !r.status => RouteState::RefsUnresolved(r.route_reason()),
         (Some(_), Some(_)) => RouteState::Attached,
         _ => RouteState::Waiting,
     }
@@ -523,11 +584,11 @@ mod tests {
             (facts(Some(vec![accepted.clone(), resolved.clone()])), RouteState::Attached),
             (
                 facts(Some(vec![cond("Accepted", false, "NotAllowedByListeners", Some(2)), resolved.clone()])),
-                RouteState::NotAccepted("NotAllowedByListeners".into()),
+                RouteState::NotAccepted(RouteReason { code: RouteCode::NotAllowedByListeners, message: String::new() }),
             ),
             (
                 facts(Some(vec![accepted.clone(), cond("ResolvedRefs", false, "BackendNotFound", Some(2))])),
-                RouteState::RefsUnresolved("BackendNotFound".into()),
+                RouteState::RefsUnresolved(RouteReason { code: RouteCode::BackendNotFound, message: String::new() }),
             ),
             // written for the route's previous generation: not yet looked at
             (
@@ -544,8 +605,30 @@ mod tests {
         let f = facts(Some(vec![with_message, cond("ResolvedRefs", true, "ResolvedRefs", None)]));
         assert_eq!(
             route_state(&f),
-            RouteState::NotAccepted("NoMatchingListenerHostname: no listener hostname matches".into())
+            RouteState::NotAccepted(RouteReason {
+                code: RouteCode::NoMatchingListenerHostname,
+                message: "no listener hostname matches".into()
+            })
         );
+    }
+
+    #[test]
+    fn route_reasons_read_back_as_written() {
+        let reason = |code, message: &str| RouteReason { code, message: message.into() };
+        for (text, want) in [
+            ("NotAllowedByListeners", reason(RouteCode::NotAllowedByListeners, "")),
+            (
+                "BackendNotFound: service \"vc\" not found",
+                reason(RouteCode::BackendNotFound, "service \"vc\" not found"),
+            ),
+            ("Pending: waiting: for the controller", reason(RouteCode::Pending, "waiting: for the controller")),
+            ("ListenerBusy", reason(RouteCode::Other("ListenerBusy".into()), "")),
+            ("acme.io:Conflict: another route", reason(RouteCode::Other("acme.io:Conflict".into()), "another route")),
+        ] {
+            let read = RouteReason::parse(text);
+            assert_eq!(read, want, "{text}");
+            assert_eq!(read.to_string(), text);
+        }
     }
 
     #[test]

@@ -484,7 +484,9 @@ impl MoveForm {
                     .filter(|(_, h)| !h.is_empty())
                     .collect(),
             ),
-            _ => HostSource::Template(self.hosts.trim().to_owned()),
+            // The form's default (and a form posted without the choice).
+            "template" | "" => HostSource::Template(self.hosts.trim().to_owned()),
+            _ => return Err(AppError::at(ErrorCode::MoveHostsInvalid, Field::Hosts)),
         };
         validate_source(&hosts)?;
         let number = |s: &str, default: i64| {
@@ -667,6 +669,10 @@ mod tests {
         assert!(r.all && r.hosts == HostSource::Range("10.0.0.1-10.0.0.9".into()));
         assert!(form("template", "api.example.com", "", "").request().is_err(), "no {{name}}");
         assert!(form("template", "{name}.example.com", "", "").request().is_ok());
+        assert!(form("", "{name}.example.com", "", "").request().is_ok(), "the form's default");
+        // A source the form does not offer is refused, not read as a template.
+        let e = form("dns", "{name}.example.com", "", "").request().unwrap_err();
+        assert_eq!((e.code, e.field), (ErrorCode::MoveHostsInvalid, Some(Field::Hosts)));
         let mut bad = form("range", "10.0.0.1-10.0.0.9", "", "");
         bad.concurrency = "many".into();
         assert_eq!(bad.request().unwrap_err().code, ErrorCode::BadRequest);

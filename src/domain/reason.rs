@@ -13,6 +13,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use super::ConnectionStatus;
+use super::gateway::RouteReason;
 
 /// The reason part of a cluster's status. Ready with nothing to add is `None`.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -31,6 +32,11 @@ pub enum Reason {
     /// The name's namespace or HelmChart on the host is not the console's
     /// (left untouched); names the object.
     NamespaceTaken(String),
+    /// The host's API server refused a request of the console's for good (a
+    /// 4xx that retrying cannot mend: a validation, a webhook, a quota):
+    /// the step and the API server's words. (Stored as `helm_failed` before
+    /// 2026-12-06: such texts still read as [`Reason::HelmFailed`].)
+    HostRefused(String),
     /// The LoadBalancer has no address yet, with the provider's words.
     LbPending(Option<String>),
     /// The pod is on its way.
@@ -52,9 +58,9 @@ pub enum Reason {
     RouteWaiting,
     /// The Gateway's controller did not accept the route: its reason and message
     /// (`NotAllowedByListeners`, `NoMatchingListenerHostname`, …).
-    RouteNotAccepted(String),
+    RouteNotAccepted(RouteReason),
     /// The route's backend could not be resolved: reason and message.
-    RouteRefsUnresolved(String),
+    RouteRefsUnresolved(RouteReason),
     /// The Gateway has no address yet (or is not there), with what is known.
     GatewayPending(Option<String>),
     /// A stored text this build does not know, kept whole.
@@ -67,14 +73,12 @@ impl Reason {
         ReasonCode::from(self).into()
     }
 
-    /// The upstream component's words, when there are any.
+    /// The upstream component's words, when they are text (a route's
+    /// reason is typed: [`RouteReason`]).
     pub(crate) fn detail(&self) -> Option<&str> {
         match self {
             Self::HelmFailed(d) | Self::LbPending(d) | Self::GatewayPending(d) => d.as_deref(),
-            Self::NamespaceTaken(d)
-            | Self::NotStarting(d)
-            | Self::RouteNotAccepted(d)
-            | Self::RouteRefsUnresolved(d) => Some(d),
+            Self::NamespaceTaken(d) | Self::HostRefused(d) | Self::NotStarting(d) => Some(d),
             Self::ProbeFailed(s) => Some(s.as_str()),
             _ => None,
         }
@@ -101,12 +105,13 @@ impl Reason {
             (Ok(ReasonCode::GatewayNotConfigured), None) => Self::GatewayNotConfigured,
             (Ok(ReasonCode::GatewayApiMissing), None) => Self::GatewayApiMissing,
             (Ok(ReasonCode::RouteWaiting), None) => Self::RouteWaiting,
-            (Ok(ReasonCode::RouteNotAccepted), Some(d)) => Self::RouteNotAccepted(d),
-            (Ok(ReasonCode::RouteRefsUnresolved), Some(d)) => Self::RouteRefsUnresolved(d),
+            (Ok(ReasonCode::RouteNotAccepted), Some(d)) => Self::RouteNotAccepted(RouteReason::parse(&d)),
+            (Ok(ReasonCode::RouteRefsUnresolved), Some(d)) => Self::RouteRefsUnresolved(RouteReason::parse(&d)),
             (Ok(ReasonCode::GatewayPending), d) => Self::GatewayPending(d),
             (Ok(ReasonCode::HelmFailed), d) => Self::HelmFailed(d),
             (Ok(ReasonCode::LbPending), d) => Self::LbPending(d),
             (Ok(ReasonCode::NamespaceTaken), Some(d)) => Self::NamespaceTaken(d),
+            (Ok(ReasonCode::HostRefused), Some(d)) => Self::HostRefused(d),
             (Ok(ReasonCode::NotStarting), Some(d)) => Self::NotStarting(d),
             (Ok(ReasonCode::ProbeFailed), Some(d)) => match d.parse() {
                 Ok(status) => Self::ProbeFailed(status),
@@ -122,6 +127,7 @@ impl fmt::Display for Reason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match (self, self.detail()) {
             (Self::None, _) => Ok(()),
+            (Self::RouteNotAccepted(r) | Self::RouteRefsUnresolved(r), _) => write!(f, "{}: {r}", self.code()),
             (Self::Unknown(raw), _) => f.write_str(raw),
             (_, Some(d)) if !d.is_empty() => write!(f, "{}: {d}", self.code()),
             _ => f.write_str(self.code()),
@@ -233,6 +239,7 @@ mod tests {
 
     #[test]
     fn reasons_read_and_write_the_same_text() {
+        use super::super::gateway::RouteCode;
         use ConnectionStatus as C;
         let table = [
             ("", Reason::None),
@@ -248,6 +255,15 @@ mod tests {
             ("lb_pending", Reason::LbPending(None)),
             ("lb_pending: no available IPs", Reason::LbPending(Some("no available IPs".into()))),
             ("namespace_taken: namespace kubebyon-db", Reason::NamespaceTaken("namespace kubebyon-db".into())),
+            (
+                "host_refused: apply HelmChart: spec.valuesContent: Invalid value",
+                Reason::HostRefused("apply HelmChart: spec.valuesContent: Invalid value".into()),
+            ),
+            // What an API server's refusal was stored as before it had its own code.
+            (
+                "helm_failed: apply HelmChart: admission webhook denied the request",
+                Reason::HelmFailed(Some("apply HelmChart: admission webhook denied the request".into())),
+            ),
             ("not_starting: 0/2 nodes are available", Reason::NotStarting("0/2 nodes are available".into())),
             ("probe_failed: refused", Reason::ProbeFailed(C::Refused)),
             ("probe_failed: certificate_untrusted", Reason::ProbeFailed(C::CertificateUntrusted)),
@@ -256,9 +272,15 @@ mod tests {
             ("route_waiting", Reason::RouteWaiting),
             (
                 "route_not_accepted: NotAllowedByListeners: no listener admits it",
-                Reason::RouteNotAccepted("NotAllowedByListeners: no listener admits it".into()),
+                Reason::RouteNotAccepted(RouteReason {
+                    code: RouteCode::NotAllowedByListeners,
+                    message: "no listener admits it".into(),
+                }),
             ),
-            ("route_refs_unresolved: BackendNotFound", Reason::RouteRefsUnresolved("BackendNotFound".into())),
+            (
+                "route_refs_unresolved: BackendNotFound",
+                Reason::RouteRefsUnresolved(RouteReason { code: RouteCode::BackendNotFound, message: String::new() }),
+            ),
             ("gateway_pending", Reason::GatewayPending(None)),
             ("gateway_pending: gw/shared not found", Reason::GatewayPending(Some("gw/shared not found".into()))),
             ("route_not_accepted", Reason::Unknown("route_not_accepted".into())),
@@ -267,6 +289,7 @@ mod tests {
             ("quota_waiting: 3", Reason::Unknown("quota_waiting: 3".into())),
             ("installing: now", Reason::Unknown("installing: now".into())),
             ("not_starting", Reason::Unknown("not_starting".into())),
+            ("host_refused", Reason::Unknown("host_refused".into())),
             ("probe_failed: teapot", Reason::Unknown("probe_failed: teapot".into())),
             ("helm said \"no\" — ünïcode", Reason::Unknown("helm said \"no\" — ünïcode".into())),
         ];

@@ -16,7 +16,9 @@ use crate::components::error_text::error_text;
 use crate::components::islands::live_region::LiveRegion;
 use crate::components::labels::format_time;
 use crate::components::layout::Layout;
-use crate::domain::moves::{DEFAULT_CONCURRENCY, DEFAULT_GRACE_DAYS, ItemState, MoveForm, MoveView, Plan, SwitchStep};
+use crate::domain::moves::{
+    DEFAULT_CONCURRENCY, DEFAULT_GRACE_DAYS, ItemState, MoveForm, MoveView, Plan, Problem, SwitchStep,
+};
 use crate::domain::{AppError, ErrorCode};
 use crate::i18n::*;
 
@@ -32,16 +34,38 @@ fn item_state_text(i18n: I18nContext<Locale>, state: ItemState, step: Option<Swi
     }
 }
 
-fn problem_text(i18n: I18nContext<Locale>, p: &str) -> &'static str {
+/// The page's counted texts.
+#[derive(Clone, Copy)]
+enum Count {
+    Changes,
+    Start,
+    Blocked,
+}
+
+/// A counted text in the singular or plural form `n` takes.
+fn count_text(i18n: I18nContext<Locale>, n: usize, which: Count) -> String {
+    let one = crate::components::labels::singular(i18n.get_locale_untracked(), i64::try_from(n).unwrap_or(i64::MAX));
+    let n = n.to_string();
+    match (which, one) {
+        (Count::Changes, true) => t_string!(i18n, moves.changes_count_singular, n = n).to_string(),
+        (Count::Changes, false) => t_string!(i18n, moves.changes_count, n = n).to_string(),
+        (Count::Start, true) => t_string!(i18n, moves.start_singular, n = n).to_string(),
+        (Count::Start, false) => t_string!(i18n, moves.start, n = n).to_string(),
+        (Count::Blocked, true) => t_string!(i18n, moves.blocked_singular, n = n).to_string(),
+        (Count::Blocked, false) => t_string!(i18n, moves.blocked, n = n).to_string(),
+    }
+}
+
+fn problem_text(i18n: I18nContext<Locale>, p: Problem) -> &'static str {
     match p {
-        "host_in_use" => t_string!(i18n, moves.problem_host_in_use),
-        "host_twice_in_batch" => t_string!(i18n, moves.problem_host_twice_in_batch),
-        "range_exhausted" => t_string!(i18n, moves.problem_range_exhausted),
-        "no_address_request" => t_string!(i18n, moves.problem_no_address_request),
-        "does_not_resolve" => t_string!(i18n, moves.problem_does_not_resolve),
-        "not_a_gateway_host" => t_string!(i18n, moves.problem_not_a_gateway_host),
-        "already_migrating" => t_string!(i18n, moves.problem_already_migrating),
-        _ => t_string!(i18n, moves.problem_host_invalid),
+        Problem::HostInvalid => t_string!(i18n, moves.problem_host_invalid),
+        Problem::HostInUse => t_string!(i18n, moves.problem_host_in_use),
+        Problem::HostTwiceInBatch => t_string!(i18n, moves.problem_host_twice_in_batch),
+        Problem::RangeExhausted => t_string!(i18n, moves.problem_range_exhausted),
+        Problem::NoAddressRequest => t_string!(i18n, moves.problem_no_address_request),
+        Problem::DoesNotResolve => t_string!(i18n, moves.problem_does_not_resolve),
+        Problem::NotAGatewayHost => t_string!(i18n, moves.problem_not_a_gateway_host),
+        Problem::AlreadyMoving => t_string!(i18n, moves.problem_already_migrating),
     }
 }
 
@@ -83,7 +107,7 @@ fn PlanView(form: MoveForm, plan: Plan) -> impl IntoView {
                     let blocking = p.blocks();
                     view! {
                         <li class=if blocking { "field-error" } else { "field-hint" } data-problem=p.as_str()>
-                            {problem_text(i18n, p.as_str())}
+                            {problem_text(i18n, *p)}
                         </li>
                     }
                 })
@@ -113,7 +137,7 @@ fn PlanView(form: MoveForm, plan: Plan) -> impl IntoView {
                     <td class="font-mono text-xs">{item.planned_sans.join(", ")}</td>
                     <td>
                         <details>
-                            <summary>{t!(i18n, moves.changes_count, n = item.changes.len().to_string())}</summary>
+                            <summary>{count_text(i18n, item.changes.len(), Count::Changes)}</summary>
                             <ul>{changes}</ul>
                         </details>
                     </td>
@@ -137,7 +161,7 @@ fn PlanView(form: MoveForm, plan: Plan) -> impl IntoView {
                 <input type="hidden" name="target" value=form.target.clone() />
                 <p class="banner">{t!(i18n, moves.start_warning)}</p>
                 <button type="submit" class="btn btn-primary self-start">
-                    {t!(i18n, moves.start, n = n.to_string())}
+                    {count_text(i18n, n, Count::Start)}
                 </button>
             </form>
         }
@@ -149,7 +173,7 @@ fn PlanView(form: MoveForm, plan: Plan) -> impl IntoView {
                 .then(|| {
                     view! {
                         <p class="form-error" role="alert">
-                            {t!(i18n, moves.blocked, n = blocked.to_string())}
+                            {count_text(i18n, blocked, Count::Blocked)}
                         </p>
                     }
                 })}

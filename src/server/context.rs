@@ -5,6 +5,7 @@
 use http::request::Parts;
 use leptos::prelude::*;
 
+use super::http::request::RequestFacts;
 use super::state::AppState;
 use crate::domain::user::CurrentUser;
 use crate::domain::{AppError, ErrorCode};
@@ -33,14 +34,12 @@ pub(crate) fn header(name: &str) -> Option<String> {
     use_context::<Parts>().and_then(|p| p.headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned))
 }
 
-/// The client's throttling key: the socket address (put into extensions by
-/// axum's `ConnectInfo`), or behind a trusted proxy the forwarded one.
-pub(crate) fn client_addr() -> String {
-    let (Some(parts), Ok(st)) = (use_context::<Parts>(), state()) else {
-        return String::new();
-    };
-    let peer = parts.extensions.get::<axum::extract::ConnectInfo<std::net::SocketAddr>>().map(|c| c.0.ip());
-    peer.map(|ip| st.config.client_key(ip, &parts.headers)).unwrap_or_default()
+/// What the guard worked out of this request (https, the client's
+/// throttling key, the console's address): `server::http::request`.
+pub(crate) fn request() -> Result<RequestFacts, AppError> {
+    use_context::<Parts>()
+        .and_then(|p| p.extensions.get::<RequestFacts>().cloned())
+        .ok_or(AppError::new(ErrorCode::Internal))
 }
 
 pub(crate) fn set_response_header(name: http::HeaderName, value: &str) {

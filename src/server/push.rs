@@ -132,7 +132,8 @@ impl Hub {
     fn subscribe(self: &Arc<Self>, topic: Topic, current: i64) -> watch::Receiver<i64> {
         let hub = self.clone();
         self.started.call_once(move || {
-            tokio::spawn(hub.watch_database());
+            let supervised = crate::server::controllers::supervise::supervise;
+            tokio::spawn(supervised("live_updates", move || hub.clone().watch_database()));
         });
         let mut topics = self.topics.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let tx = topics.entry(topic).or_insert_with(|| watch::Sender::new(current));

@@ -40,7 +40,8 @@ impl Calls {
     }
 }
 
-/// `VERB resource` of a request (`WATCH` for watches, `/sub` for subresources).
+/// `VERB resource` of a request (`WATCH` for watches, `LIST` for a GET of a
+/// collection, `/sub` for subresources).
 fn call_kind<B>(req: &http::Request<B>) -> String {
     let uri = req.uri();
     let parts: Vec<&str> = uri.path().trim_start_matches('/').split('/').collect();
@@ -49,7 +50,13 @@ fn call_kind<B>(req: &http::Request<B>) -> String {
     let rest = if rest.len() > 2 && rest[0] == "namespaces" { &rest[2..] } else { rest };
     let resource = rest.first().copied().unwrap_or("?");
     let sub = if rest.len() > 2 { format!("/{}", rest[2]) } else { String::new() };
-    let verb = if uri.query().is_some_and(|q| q.contains("watch=true")) { "WATCH" } else { req.method().as_str() };
+    let verb = if uri.query().is_some_and(|q| q.contains("watch=true")) {
+        "WATCH"
+    } else if req.method() == http::Method::GET && rest.len() == 1 {
+        "LIST"
+    } else {
+        req.method().as_str()
+    };
     format!("{verb} {resource}{sub}")
 }
 

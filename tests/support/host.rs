@@ -147,7 +147,11 @@ pub async fn context_on(host: &TestHost, pool: sqlx::AnyPool) -> Arc<Context> {
 
 /// [`context_on`], acting as host user `user`.
 pub async fn context_as(host: &TestHost, pool: sqlx::AnyPool, user: &str) -> Arc<Context> {
-    let client = console_client(host, user).await;
+    context_with(console_client(host, user).await, pool).await
+}
+
+/// [`context_on`] with its host client given.
+pub async fn context_with(client: kube::Client, pool: sqlx::AnyPool) -> Arc<Context> {
     let request = reconciler::detect_address_request(&client).await;
     assert_eq!(request, AddressRequest::MetalLb, "MetalLB's IPAddressPool CRD is detected");
     let mut ctx = Context::new(client, pool, request);
@@ -188,12 +192,31 @@ pub async fn env_as(host: &TestHost, user: &str) -> Env {
     env
 }
 
+/// [`env_on`] whose reconciler's every host call `calls` counts
+/// (`support::calls`), acting as the console's user.
+pub async fn env_counting(host: &TestHost, calls: &'static super::calls::Calls) -> Env {
+    let path = console_kubeconfig(host).await;
+    let client = super::calls::counting_client(&path, calls).await;
+    let env = env_with(host, |pool| context_with(client, pool)).await;
+    env.start();
+    env
+}
+
 /// [`env_as`] with its reconciler not running yet ([`Env::start`]): a test
 /// can set up what an older console left first.
 pub async fn env_parked(host: &TestHost, user: &str) -> Env {
+    env_with(host, |pool| context_as(host, pool, user)).await
+}
+
+/// A parked console on a fresh SQLite file whose reconciler `context` makes.
+async fn env_with<F, Fut>(host: &TestHost, context: F) -> Env
+where
+    F: FnOnce(sqlx::AnyPool) -> Fut,
+    Fut: std::future::Future<Output = Arc<Context>>,
+{
     let (url, dir) = super::sqlite_url();
     let pool = kubebyon::server::db::connect(&url).await.expect("database");
-    let ctx = context_as(host, pool.clone(), user).await;
+    let ctx = context(pool.clone()).await;
     let console = Console::with_host(pool, Some(ctx.clone()));
     // The admin's NodePort public host: the test host's first node.
     let cookie = sign_in_admin(&console, "root", &host.net.node().to_string()).await;

@@ -63,12 +63,6 @@ pub(crate) fn cookie_value<'a>(header: &'a str, name: &str) -> Option<&'a str> {
     header.split(';').filter_map(|pair| pair.trim().split_once('=')).find(|(k, _)| *k == name).map(|(_, v)| v)
 }
 
-/// Cookies are Secure when the console is served over https: its public URL
-/// says so, or the proxy in front of it does.
-pub(crate) fn secure(public_url_is_https: bool, forwarded_proto: Option<&str>) -> bool {
-    public_url_is_https || forwarded_proto.is_some_and(|p| p.eq_ignore_ascii_case("https"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -99,14 +93,6 @@ mod tests {
         assert_eq!(cookie_value(h, "i18n_pref_locale"), Some("zh-CN"));
         assert_eq!(cookie_value(h, "missing"), None);
         assert_eq!(cookie_value("", COOKIE), None);
-    }
-
-    #[test]
-    fn secure_table() {
-        assert!(!secure(false, None));
-        assert!(secure(true, None));
-        assert!(secure(false, Some("HTTPS")));
-        assert!(!secure(false, Some("http")));
     }
 
     #[test]

@@ -10,12 +10,40 @@
 //!   database, so replicas driving at once cannot repeat one.
 //! - [`node_removal`]: removes joined nodes as `vcluster node delete` does
 //!   (cordon, evict, wait, delete), one idempotent step per pass; no lease.
+//! - [`housekeeping`]: expired sessions and old sign-in records, hourly.
+//! - the live pages' poller (`server::push::Hub`), started with the first
+//!   open page, supervised as these are.
 //! - [`supervise`]: restarts a background task that panicked, and reports it.
+//! - [`backoff`]: the one back-off rule they all wait by.
 //!
 //! Request handlers never call these; they store a change and wake the
 //! reconciler (`service::wake`).
 
+pub(crate) mod backoff;
+pub(crate) mod housekeeping;
 pub mod move_driver;
 pub mod node_removal;
 pub mod reconciler;
 pub mod supervise;
+
+use std::time::Duration;
+
+use self::supervise::supervise;
+use crate::server::state::AppState;
+
+/// Starts the loops that need no host connection of their own, each
+/// supervised: the move driver, the node removals (with a host) and the
+/// housekeeping. (The reconciler starts with its host connection, `main`.)
+pub fn start(state: &AppState) {
+    let pool = state.pool.clone();
+    let timeout = i64::try_from(state.config.move_address_timeout_secs).unwrap_or(i64::MAX);
+    tokio::spawn(supervise("move_driver", move || move_driver::drive(pool.clone(), Duration::from_secs(2), timeout)));
+    if let Some(host) = state.host.clone() {
+        let pool = state.pool.clone();
+        tokio::spawn(supervise("node_removal", move || {
+            node_removal::drive(pool.clone(), host.clone(), Duration::from_secs(2))
+        }));
+    }
+    let pool = state.pool.clone();
+    tokio::spawn(supervise("session_expiry", move || housekeeping::run(pool.clone())));
+}

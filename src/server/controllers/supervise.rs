@@ -29,9 +29,9 @@ fn mark(worker: &'static str, up: bool) {
     }
 }
 
-/// The wait before the `n`th restart in a row (from 1).
-pub(crate) fn backoff(n: u32) -> Duration {
-    Duration::from_secs(1u64 << n.saturating_sub(1).min(5)).min(Duration::from_secs(30))
+/// The wait before the `n`th restart in a row (from 1): 1 s, 2 s, 4 s, … up to 30 s.
+fn restart_wait(n: u32) -> Duration {
+    super::backoff::backoff(Duration::from_secs(1), n, Duration::from_secs(30))
 }
 
 /// Runs `start()`'s future as `worker`, again whenever it panics or returns.
@@ -53,7 +53,7 @@ where
         }
         // A worker that ran a while starts the back-off anew.
         restarts = if started.elapsed() > Duration::from_secs(300) { 1 } else { restarts + 1 };
-        tokio::time::sleep(backoff(restarts)).await;
+        tokio::time::sleep(restart_wait(restarts)).await;
     }
 }
 
@@ -65,8 +65,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn backoff_table() {
-        assert_eq!([1, 2, 3, 6, 7, 40].map(|n| backoff(n).as_secs()), [1, 2, 4, 30, 30, 30]);
+    fn restart_wait_table() {
+        assert_eq!([1, 2, 3, 6, 7, 40].map(|n| restart_wait(n).as_secs()), [1, 2, 4, 30, 30, 30]);
     }
 
     /// A worker that panics is marked down, counted, and runs again.

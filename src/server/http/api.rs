@@ -4,7 +4,7 @@
 
 use axum::Json;
 use axum::extract::rejection::JsonRejection;
-use axum::extract::{FromRequest, FromRequestParts, Path, State};
+use axum::extract::{Extension, FromRequest, FromRequestParts, Path, State};
 use axum::http::StatusCode;
 use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
@@ -16,7 +16,7 @@ use crate::domain::cluster::Cluster;
 use crate::domain::settings::SettingsInput;
 use crate::domain::user::CurrentUser;
 use crate::domain::{AppError, ErrorCode, SystemSettings};
-use crate::server::auth::session;
+use crate::server::http::request::RequestFacts;
 use crate::server::service::{accounts, clusters, join, settings};
 use crate::server::state::AppState;
 
@@ -349,7 +349,7 @@ pub(crate) struct LoginReply {
 
 pub(crate) async fn login(
     State(st): State<AppState>,
-    axum::extract::ConnectInfo(addr): axum::extract::ConnectInfo<std::net::SocketAddr>,
+    Extension(request): Extension<RequestFacts>,
     headers: http::HeaderMap,
     ApiJson(body): ApiJson<LoginBody>,
 ) -> Result<Response, ApiError> {
@@ -358,27 +358,27 @@ pub(crate) async fn login(
         &st.limiter,
         &body.username,
         &body.password,
-        &st.config.client_key(addr.ip(), &headers),
-        cookies(&st, &headers),
+        &request.client_key,
+        cookies(&request, &headers),
     )
     .await?;
     let reply = LoginReply { username: user.username, role: user.role };
     Ok(([(header::SET_COOKIE, cookie)], Json(reply)).into_response())
 }
 
-pub(crate) async fn logout(State(st): State<AppState>, headers: http::HeaderMap) -> Result<Response, ApiError> {
-    let cookie = accounts::sign_out(&st.pool, cookies(&st, &headers)).await?;
+pub(crate) async fn logout(
+    State(st): State<AppState>,
+    Extension(request): Extension<RequestFacts>,
+    headers: http::HeaderMap,
+) -> Result<Response, ApiError> {
+    let cookie = accounts::sign_out(&st.pool, cookies(&request, &headers)).await?;
     Ok(([(header::SET_COOKIE, cookie)], StatusCode::NO_CONTENT).into_response())
 }
 
-/// The request's cookies, and whether the session cookie is `Secure` (the
-/// public URL is https, or the proxy's `X-Forwarded-Proto` says so).
-fn cookies<'a>(st: &AppState, headers: &'a http::HeaderMap) -> accounts::Cookies<'a> {
-    let forwarded = headers.get("x-forwarded-proto").and_then(|v| v.to_str().ok());
-    accounts::Cookies {
-        header: headers.get(header::COOKIE).and_then(|v| v.to_str().ok()),
-        secure: session::secure(st.config.public_url_is_https(), forwarded),
-    }
+/// The request's cookies, and whether the session cookie is `Secure`
+/// (served over https: [`RequestFacts::https`]).
+fn cookies<'a>(request: &RequestFacts, headers: &'a http::HeaderMap) -> accounts::Cookies<'a> {
+    accounts::Cookies { header: headers.get(header::COOKIE).and_then(|v| v.to_str().ok()), secure: request.https }
 }
 
 /// Any other `/api/...` path: a JSON 404, not the HTML page.
@@ -498,8 +498,7 @@ pub(crate) async fn revoke_join_token(
 /// plane's join script, byte for byte (`service::join_script`).
 pub(crate) async fn join_script(
     State(st): State<AppState>,
-    axum::extract::ConnectInfo(addr): axum::extract::ConnectInfo<std::net::SocketAddr>,
-    headers: http::HeaderMap,
+    Extension(request): Extension<RequestFacts>,
     Path(id): Path<String>,
     axum::extract::RawQuery(query): axum::extract::RawQuery,
 ) -> Response {
@@ -507,7 +506,7 @@ pub(crate) async fn join_script(
         .find(|(k, _)| k == "token")
         .map(|(_, v)| v.into_owned())
         .unwrap_or_default();
-    let client = st.config.client_key(addr.ip(), &headers);
+    let client = request.client_key;
     // The id is the service's to judge: a malformed one is one more refusal.
     let answer = crate::server::service::join_script::script(&st.pool, st.host.as_ref(), &id, &token, &client)
         .await

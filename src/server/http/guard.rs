@@ -94,11 +94,10 @@ fn is_length_limit(e: &axum::Error) -> bool {
 }
 
 pub(crate) async fn guard(State(state): State<AppState>, mut req: Request<Body>, next: Next) -> Response {
+    let peer = req.extensions().get::<axum::extract::ConnectInfo<std::net::SocketAddr>>().map(|c| c.0.ip());
+    let facts = super::request::RequestFacts::of(&state.config, peer, req.headers());
+    let https = facts.https;
     let headers = req.headers();
-    let https = session::secure(
-        state.config.public_url_is_https(),
-        header_str(headers, header::HeaderName::from_static("x-forwarded-proto")),
-    );
     let token = header_str(headers, header::COOKIE)
         .and_then(|c| session::token(c, https))
         .filter(|_| !is_asset(req.uri().path()));
@@ -144,6 +143,7 @@ pub(crate) async fn guard(State(state): State<AppState>, mut req: Request<Body>,
     if let Some(user) = user {
         req.extensions_mut().insert(user);
     }
+    req.extensions_mut().insert(facts);
     let asset = is_asset(req.uri().path());
     let mut res = server_fn_status(next.run(req).await).await;
     let h = res.headers_mut();

@@ -5,6 +5,7 @@ pub(crate) mod api;
 pub(crate) mod guard;
 pub(crate) mod lang;
 pub(crate) mod live;
+pub(crate) mod request;
 pub mod router;
 pub mod serve;
 pub(crate) mod telemetry;

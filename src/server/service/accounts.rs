@@ -80,7 +80,7 @@ pub(crate) async fn logout(pool: &AnyPool, token: &str) -> Result<(), AppError> 
 }
 
 /// The client's side of a sign-in or sign-out: the request's `Cookie` header
-/// and whether the session cookie is `Secure` ([`session::secure`]).
+/// and whether the session cookie is `Secure` ([`crate::server::http::request::https`]).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Cookies<'a> {
     pub header: Option<&'a str>,

@@ -716,7 +716,7 @@ mod tests {
             assert!(e.is_permanent());
             assert_eq!(
                 e.status_reason().to_string(),
-                "helm_failed: apply HelmChart: spec.valuesContent: Invalid value"
+                "host_refused: apply HelmChart: spec.valuesContent: Invalid value"
             );
         }
 

@@ -39,6 +39,7 @@ use tokio::sync::Notify;
 
 use super::apply::{FIELD_MANAGER, charts_resource};
 use super::gather::{Listed, Raw};
+use crate::domain::gateway::RouteVersion;
 use crate::domain::render;
 
 /// What changed since the observer last looked: the namespaces of the
@@ -175,86 +176,119 @@ impl Slim for Event {
     }
 }
 
-/// Runs one watch into `index`, slimming each object; records what changed.
-fn spawn<K>(api: Api<K>, cfg: watcher::Config, index: Arc<Index<K>>, touched: SharedTouched, wake: Arc<Notify>)
-where
-    K: Resource
-        + Slim
-        + Clone
-        + serde::Serialize
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + 'static,
+/// What a watched kind must be.
+trait Watched:
+    Resource + Clone + serde::Serialize + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static
 {
-    tokio::spawn(async move {
-        let mut building: Option<Kept> = None;
-        let mut stream = watcher(api, cfg).default_backoff().boxed();
-        while let Some(ev) = stream.next().await {
-            let Ok(ev) = ev else { continue };
-            let changed = match ev {
-                watcher::Event::Init => {
-                    building = Some(BTreeMap::new());
-                    None
+}
+
+impl<K> Watched for K where
+    K: Resource + Clone + serde::Serialize + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static
+{
+}
+
+/// Where one watch's objects go, cut down how, and whom it tells.
+struct Sink<K> {
+    /// The watch's name in logs (as [`Caches::sizes`] names it).
+    watch: &'static str,
+    index: Arc<Index<K>>,
+    /// The object cut down to what is read ([`Slim::slim`] for most kinds).
+    slim: fn(K) -> K,
+    /// Whether it is kept at all ([`Slim::kept`]).
+    kept: fn(&K) -> bool,
+    touched: SharedTouched,
+    wake: Arc<Notify>,
+}
+
+impl<K: Slim> Sink<K> {
+    /// A kind cut down by its [`Slim`] rules.
+    fn slimmed(watch: &'static str, index: Arc<Index<K>>, touched: &SharedTouched, wake: &Arc<Notify>) -> Self {
+        Self { watch, index, slim: K::slim, kept: K::kept, touched: touched.clone(), wake: wake.clone() }
+    }
+}
+
+/// Runs one watch into its sink until the process ends (or the task is aborted).
+fn spawn<K: Watched>(api: Api<K>, cfg: watcher::Config, sink: Sink<K>) -> tokio::task::AbortHandle {
+    tokio::spawn(follow(watcher(api, cfg).default_backoff().boxed(), sink)).abort_handle()
+}
+
+/// Takes a watch's events into its sink until the stream ends. An error is
+/// logged and skipped: kube-rs's watcher retries with back-off (relisting
+/// when it must) and the index keeps what it had meanwhile.
+async fn follow<K: Watched>(
+    mut stream: impl futures::Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Unpin,
+    sink: Sink<K>,
+) {
+    let Sink { watch, index, slim, kept, touched, wake } = sink;
+    let mut building: Option<Kept> = None;
+    while let Some(ev) = stream.next().await {
+        let ev = match ev {
+            Ok(ev) => ev,
+            Err(e) => {
+                tracing::warn!(watch, error = %e, "a watch of the host failed; retrying with back-off");
+                continue;
+            }
+        };
+        let changed = match ev {
+            watcher::Event::Init => {
+                building = Some(BTreeMap::new());
+                None
+            }
+            watcher::Event::InitApply(o) => {
+                if in_console_namespace(o.meta())
+                    && kept(&o)
+                    && let o = slim(o)
+                    && let Some(json) = encode(&o)
+                {
+                    building.get_or_insert_default().insert(key(o.meta()), json);
                 }
-                watcher::Event::InitApply(o) => {
-                    if in_console_namespace(o.meta())
-                        && o.kept()
-                        && let o = o.slim()
-                        && let Some(json) = encode(&o)
-                    {
-                        building.get_or_insert_default().insert(key(o.meta()), json);
-                    }
-                    None
+                None
+            }
+            watcher::Event::InitDone => {
+                if let Ok(mut objects) = index.objects.write() {
+                    *objects = building.take().unwrap_or_default();
                 }
-                watcher::Event::InitDone => {
-                    if let Ok(mut objects) = index.objects.write() {
-                        *objects = building.take().unwrap_or_default();
-                    }
-                    index.ready.send_replace(true);
-                    Some(None)
+                index.ready.send_replace(true);
+                Some(None)
+            }
+            watcher::Event::Apply(o) => {
+                if !in_console_namespace(o.meta()) || !kept(&o) {
+                    continue;
                 }
-                watcher::Event::Apply(o) => {
-                    if !in_console_namespace(o.meta()) || !o.kept() {
-                        continue;
-                    }
-                    let o = o.slim();
-                    let Some(json) = encode(&o) else { continue };
-                    let (ns, name) = key(o.meta());
-                    if let Ok(mut objects) = index.objects.write() {
-                        objects.insert((ns.clone(), name), json);
-                    }
-                    Some(Some(ns))
+                let o = slim(o);
+                let Some(json) = encode(&o) else { continue };
+                let (ns, name) = key(o.meta());
+                if let Ok(mut objects) = index.objects.write() {
+                    objects.insert((ns.clone(), name), json);
                 }
-                watcher::Event::Delete(o) => {
-                    if !in_console_namespace(o.meta()) {
-                        continue;
-                    }
-                    let (ns, name) = key(o.meta());
-                    let kept =
-                        index.objects.write().is_ok_and(|mut objects| objects.remove(&(ns.clone(), name)).is_some());
-                    // An object never kept (an Event about the tenant's pods) changes nothing.
-                    if !kept {
-                        continue;
-                    }
-                    Some(Some(ns))
+                Some(Some(ns))
+            }
+            watcher::Event::Delete(o) => {
+                if !in_console_namespace(o.meta()) {
+                    continue;
                 }
-            };
-            let Some(changed) = changed else { continue };
-            if let Ok(mut t) = touched.lock() {
-                match changed {
-                    // A (re)list, or a cluster-scoped object (a Node): everything.
-                    None => t.all = true,
-                    Some(ns) if ns.is_empty() => t.all = true,
-                    Some(ns) => {
-                        t.namespaces.insert(ns);
-                    }
+                let (ns, name) = key(o.meta());
+                let kept = index.objects.write().is_ok_and(|mut objects| objects.remove(&(ns.clone(), name)).is_some());
+                // An object never kept (an Event about the tenant's pods) changes nothing.
+                if !kept {
+                    continue;
+                }
+                Some(Some(ns))
+            }
+        };
+        let Some(changed) = changed else { continue };
+        if let Ok(mut t) = touched.lock() {
+            match changed {
+                // A (re)list, or a cluster-scoped object (a Node): everything.
+                None => t.all = true,
+                Some(ns) if ns.is_empty() => t.all = true,
+                Some(ns) => {
+                    t.namespaces.insert(ns);
                 }
             }
-            wake.notify_one();
         }
-    });
+        wake.notify_one();
+    }
 }
 
 pub(crate) struct Caches {
@@ -275,8 +309,20 @@ pub(crate) struct Caches {
     /// `FailedBinding` Events (the persistentvolume-controller's, Normal): why a claim waits.
     pub bindings: Arc<Index<Event>>,
     pub nodes: Arc<Index<Node>>,
+    /// The console's `TLSRoute`s (label `app.kubernetes.io/managed-by=kubebyon`),
+    /// watched in the version the host serves once it is known ([`Caches::watch_routes`]).
+    routes: Mutex<Option<RouteWatch>>,
     /// What changed since the observer last took it.
     pub touched: SharedTouched,
+    wake: Arc<Notify>,
+}
+
+/// The route watch: its version, its index, and its task (aborted when the
+/// host starts serving another version, or none).
+struct RouteWatch {
+    version: RouteVersion,
+    index: Arc<Index<DynamicObject>>,
+    task: tokio::task::AbortHandle,
 }
 
 impl Caches {
@@ -297,29 +343,29 @@ impl Caches {
             warnings: Index::new(),
             bindings: Index::new(),
             nodes: Index::new(),
+            routes: Mutex::new(None),
             touched: touched.clone(),
+            wake: wake.clone(),
         };
         let (t, w) = (&touched, &wake);
-        let ar = charts_resource();
-        spawn(
-            Api::<DynamicObject>::all_with(client.clone(), &ar),
-            labels(&managed),
-            caches.charts.clone(),
-            t.clone(),
-            w.clone(),
-        );
-        spawn(Api::all(client.clone()), labels(helm), caches.jobs.clone(), t.clone(), w.clone());
-        spawn(Api::all(client.clone()), labels(helm), caches.pods.clone(), t.clone(), w.clone());
+        let charts = Api::<DynamicObject>::all_with(client.clone(), &charts_resource());
+        spawn(charts, labels(&managed), Sink::slimmed("helmcharts", caches.charts.clone(), t, w));
+        spawn(Api::all(client.clone()), labels(helm), Sink::slimmed("jobs", caches.jobs.clone(), t, w));
+        spawn(Api::all(client.clone()), labels(helm), Sink::slimmed("job_pods", caches.pods.clone(), t, w));
         let vcluster = labels("app=vcluster");
-        spawn(Api::all(client.clone()), vcluster.clone(), caches.services.clone(), t.clone(), w.clone());
-        spawn(Api::all(client.clone()), vcluster.clone(), caches.control_planes.clone(), t.clone(), w.clone());
-        spawn(Api::all(client.clone()), vcluster.clone(), caches.stateful_sets.clone(), t.clone(), w.clone());
-        spawn(Api::all(client.clone()), vcluster, caches.claims.clone(), t.clone(), w.clone());
+        let sink = Sink::slimmed("services", caches.services.clone(), t, w);
+        spawn(Api::all(client.clone()), vcluster.clone(), sink);
+        let sink = Sink::slimmed("vcluster_pods", caches.control_planes.clone(), t, w);
+        spawn(Api::all(client.clone()), vcluster.clone(), sink);
+        let sink = Sink::slimmed("statefulsets", caches.stateful_sets.clone(), t, w);
+        spawn(Api::all(client.clone()), vcluster.clone(), sink);
+        spawn(Api::all(client.clone()), vcluster, Sink::slimmed("claims", caches.claims.clone(), t, w));
         let fields = |f: &str| watcher::Config::default().fields(f);
         let (warnings, bindings) = (fields("type=Warning"), fields("reason=FailedBinding"));
-        spawn(Api::all(client.clone()), warnings, caches.warnings.clone(), t.clone(), w.clone());
-        spawn(Api::all(client.clone()), bindings, caches.bindings.clone(), t.clone(), w.clone());
-        spawn(Api::all(client.clone()), watcher::Config::default(), caches.nodes.clone(), t.clone(), w.clone());
+        spawn(Api::all(client.clone()), warnings, Sink::slimmed("warning_events", caches.warnings.clone(), t, w));
+        spawn(Api::all(client.clone()), bindings, Sink::slimmed("binding_events", caches.bindings.clone(), t, w));
+        let all = watcher::Config::default();
+        spawn(Api::all(client.clone()), all, Sink::slimmed("nodes", caches.nodes.clone(), t, w));
         caches.charts.wait_until_ready().await;
         caches.jobs.wait_until_ready().await;
         caches.pods.wait_until_ready().await;
@@ -366,13 +412,49 @@ impl Caches {
         self.nodes.all()
     }
 
+    /// Watches the console's `TLSRoute`s in `version` (the one the host
+    /// serves; none: no watch), starting or replacing the watch when the
+    /// version changed. Cheap when it did not.
+    pub(crate) fn watch_routes(&self, client: &Client, version: Option<RouteVersion>) {
+        let Ok(mut current) = self.routes.lock() else { return };
+        if current.as_ref().map(|w| w.version) == version {
+            return;
+        }
+        if let Some(old) = current.take() {
+            old.task.abort();
+        }
+        let Some(version) = version else { return };
+        let index = Index::new();
+        let managed = format!("{}={}", render::MANAGED_BY.0, render::MANAGED_BY.1);
+        let api = Api::<DynamicObject>::all_with(client.clone(), &super::apply::routes_resource(version));
+        let sink = Sink {
+            watch: "tlsroutes",
+            index: index.clone(),
+            slim: slim::route,
+            kept: |_| true,
+            touched: self.touched.clone(),
+            wake: self.wake.clone(),
+        };
+        let task = spawn(api, watcher::Config::default().labels(&managed), sink);
+        *current = Some(RouteWatch { version, index, task });
+    }
+
+    /// A cluster's `TLSRoute` in `version` as the watch last saw it: `None`
+    /// when no watch of that version has listed yet (read it from the host),
+    /// `Some(None)` when the console has none of that name.
+    pub(crate) fn route(&self, version: RouteVersion, ns: &str, name: &str) -> Option<Option<DynamicObject>> {
+        let current = self.routes.lock().ok()?;
+        let watch = current.as_ref().filter(|w| w.version == version && *w.index.ready.borrow())?;
+        Some(watch.index.get(ns, name))
+    }
+
     /// What changed since the last call.
     pub(crate) fn take_touched(&self) -> Touched {
         self.touched.lock().map(|mut t| std::mem::take(&mut *t)).unwrap_or_default()
     }
 
     /// Objects and bytes kept, per watch (`/metrics`, what `make bench-scale` prints).
-    pub(crate) fn sizes(&self) -> [(&'static str, usize, usize); 10] {
+    pub(crate) fn sizes(&self) -> [(&'static str, usize, usize); 11] {
         fn size<K: serde::de::DeserializeOwned>(name: &'static str, i: &Index<K>) -> (&'static str, usize, usize) {
             (name, i.len(), i.bytes())
         }
@@ -387,6 +469,11 @@ impl Caches {
             size("warning_events", &self.warnings),
             size("binding_events", &self.bindings),
             size("nodes", &self.nodes),
+            self.routes.lock().ok().and_then(|w| w.as_ref().map(|w| size("tlsroutes", &w.index))).unwrap_or((
+                "tlsroutes",
+                0,
+                0,
+            )),
         ]
     }
 }
@@ -394,6 +481,17 @@ impl Caches {
 /// Each watched kind cut down to what `gather` and `observe` read. Pure.
 pub(crate) mod slim {
     use super::*;
+
+    /// A `TLSRoute`: its metadata as [`meta`] keeps it, its spec (compared
+    /// with the rendering, a few hundred bytes) and its parents' status (the
+    /// Gateway's conditions); nothing else.
+    pub(crate) fn route(r: DynamicObject) -> DynamicObject {
+        let data = serde_json::json!({
+            "spec": r.data.get("spec").cloned().unwrap_or_default(),
+            "status": {"parents": r.data.pointer("/status/parents").cloned().unwrap_or_default()},
+        });
+        DynamicObject { types: r.types, metadata: meta(r.metadata), data }
+    }
 
     /// Name, namespace, UID, labels, creation and deletion times, generation
     /// and finalizers; no annotations, no managed fields, no owners.
@@ -628,6 +726,39 @@ mod tests {
                 "containerStatuses": [{"name": "syncer", "image": "i", "imageID": "sha", "ready": true, "restartCount": 2}]}
         }))
         .unwrap()
+    }
+
+    /// A watch that fails (here the API server's 403 in the stream) is
+    /// logged with its name and the host's words, and the index keeps what it
+    /// had and takes what comes after (kube-rs's watcher retries by itself).
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_failed_watch_is_logged_and_the_index_keeps_what_it_had() {
+        let log = crate::server::testing::LogCapture::start();
+
+        let node = |name: &str| Node {
+            metadata: ObjectMeta { name: Some(name.into()), ..ObjectMeta::default() },
+            ..Node::default()
+        };
+        let forbidden: kube::core::Status =
+            serde_json::from_value(json!({"status": "Failure", "reason": "Forbidden", "code": 403,
+            "message": "nodes is forbidden: User \"kubebyon\" cannot watch resource \"nodes\""}))
+            .unwrap();
+        let events = vec![
+            Ok(watcher::Event::Init),
+            Ok(watcher::Event::InitApply(node("a"))),
+            Ok(watcher::Event::InitDone),
+            Err(watcher::Error::WatchError(Box::new(forbidden))),
+            Ok(watcher::Event::Apply(node("b"))),
+        ];
+        let (index, touched) = (Index::<Node>::new(), SharedTouched::default());
+        let sink = Sink::slimmed("nodes", index.clone(), &touched, &Arc::new(Notify::new()));
+        follow(futures::stream::iter(events), sink).await;
+        let names: Vec<_> = index.all().into_iter().filter_map(|n| n.metadata.name).collect();
+        assert_eq!(names, ["a", "b"]);
+        assert!(touched.lock().unwrap().all, "a Node change touches every cluster");
+        let log = log.text();
+        assert!(log.contains("a watch of the host failed") && log.contains("watch=\"nodes\""), "{log}");
+        assert!(log.contains("cannot watch resource"), "the host's words: {log}");
     }
 
     #[test]

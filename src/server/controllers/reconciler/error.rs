@@ -66,12 +66,13 @@ impl Error {
         }
     }
 
-    /// The status reason of a cluster this failure stopped: taken (naming
-    /// the object), or helm failed with the API server's words.
+    /// The status reason of a cluster this failure stopped (a permanent
+    /// one, [`Error::is_permanent`]): taken (naming the object), or refused
+    /// by the host's API server, with the step and its words.
     pub(crate) fn status_reason(&self) -> Reason {
         match self {
             Self::Taken(object) => Reason::NamespaceTaken(object.clone()),
-            _ => Reason::HelmFailed(Some(self.reason())),
+            _ => Reason::HostRefused(self.reason()),
         }
     }
 }
@@ -122,6 +123,6 @@ mod tests {
         assert!(taken.is_permanent());
         assert_eq!(taken.kind(), "taken");
         assert_eq!(taken.status_reason().to_string(), "namespace_taken: namespace kubebyon-db");
-        assert_eq!(api(422).status_reason().to_string(), "helm_failed: apply HelmChart: refused");
+        assert_eq!(api(422).status_reason().to_string(), "host_refused: apply HelmChart: refused");
     }
 }

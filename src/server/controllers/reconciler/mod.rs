@@ -23,7 +23,7 @@ pub mod gather;
 pub(crate) mod kubeconfig;
 pub(crate) mod observe;
 pub mod probe;
-pub(crate) mod probes;
+pub(crate) mod probe_schedule;
 pub(crate) mod rollout;
 pub(crate) mod roster;
 
@@ -109,8 +109,8 @@ pub struct Context {
     join_calls: tokio::sync::Semaphore,
     /// Each user's share of the request pools (`service::call_budget`).
     pub(crate) user_calls: crate::server::service::call_budget::UserCalls,
-    /// The endpoints' probes, run off the passes ([`probes`]).
-    probes: Arc<probes::Probes>,
+    /// The endpoints' probes, run off the passes ([`probe_schedule`]).
+    probes: Arc<probe_schedule::Probes>,
     /// Whether k3s's ServiceLB was seen serving one of the console's
     /// LoadBalancer Services (its finalizer on the Service).
     servicelb: std::sync::atomic::AtomicBool,
@@ -171,7 +171,7 @@ impl Context {
             lease: DEFAULT_CLAIM_LEASE,
             leader_lease: DEFAULT_LEADER_LEASE,
             operator: Default::default(),
-            probes: probes::Probes::new(wake.clone()),
+            probes: probe_schedule::Probes::new(wake.clone()),
             servicelb: std::sync::atomic::AtomicBool::new(false),
             helm_egress: Mutex::default(),
             policy_egress: Mutex::default(),
@@ -517,6 +517,10 @@ pub(crate) async fn pass(ctx: &Context, full: bool) -> Result<()> {
         tracing::info!(?version, "TLSRoute version served by the host");
         *v = version;
     }
+    // The console's routes are watched in that version (once the other watches run).
+    if let Some(caches) = ctx.caches.get() {
+        caches.watch_routes(&ctx.client, ctx.route_version());
+    }
     work(ctx).await?;
     if !observer(ctx).await? {
         return Ok(());
@@ -591,8 +595,8 @@ async fn work(ctx: &Context) -> Result<()> {
                 // namespace deletion) is polled at most every few seconds;
                 // failures back off exponentially.
                 let delay = match e {
-                    Error::NotYet(_) => backoff(ctx.retry_base, op.attempts).min(NOT_YET_POLL),
-                    _ => backoff(ctx.retry_base, op.attempts),
+                    Error::NotYet(_) => retry_wait(ctx.retry_base, op.attempts).min(NOT_YET_POLL),
+                    _ => retry_wait(ctx.retry_base, op.attempts),
                 };
                 tracing::info!(cluster = op.cluster_id, error = %e, ?delay, "operation retried later");
                 operations::retry_later(&ctx.pool, op.id, &ctx.worker, delay.as_secs().max(1) as i64, &e.reason())
@@ -603,10 +607,11 @@ async fn work(ctx: &Context) -> Result<()> {
     Ok(())
 }
 
-/// Exponential backoff with jitter: base·2^(attempts−1), ±25 %, at most 5 min.
-pub(crate) fn backoff(base: Duration, attempts: i64) -> Duration {
-    let exp = base.saturating_mul(1u32 << attempts.clamp(1, 12).saturating_sub(1) as u32);
-    let capped = exp.min(Duration::from_secs(300));
+/// The wait before an operation's next try, with jitter: base·2^(attempts−1)
+/// (attempts counted up to 12), at most 5 min, ±25 %.
+pub(crate) fn retry_wait(base: Duration, attempts: i64) -> Duration {
+    let attempts = u32::try_from(attempts.clamp(1, 12)).unwrap_or(1);
+    let capped = crate::server::controllers::backoff::backoff(base, attempts, Duration::from_secs(300));
     let jitter = 0.75 + rand::random::<f64>() * 0.5;
     capped.mul_f64(jitter)
 }
@@ -1001,9 +1006,10 @@ async fn observe_one(
     Ok(())
 }
 
-/// A gateway cluster's route and the admin's Gateway, read now; and whether
-/// the route differs from its rendering (missing, or changed by someone, or
-/// the admin named another Gateway): then it is applied again.
+/// A gateway cluster's route (from the route watch; read from the host only
+/// until the watch has listed) and the admin's Gateway; and whether the
+/// route differs from its rendering (missing, or changed by someone, or the
+/// admin named another Gateway): then it is applied again.
 async fn gateway_facts(
     ctx: &Context,
     cluster: &Cluster,
@@ -1021,9 +1027,14 @@ async fn gateway_facts(
     let (Some(gw), Some(version)) = (settings.gateway.as_ref(), version) else { return Ok((facts, false)) };
     let name = cluster.spec.name.as_str();
     let ns = render::namespace(name);
-    let routes: Api<kube::api::DynamicObject> =
-        Api::namespaced_with(ctx.client.clone(), &ns, &apply::routes_resource(version));
-    let route = error::ignore_not_found(routes.get(name).await).map_err(error::kube("read TLSRoute"))?;
+    let route = match ctx.caches.get().and_then(|c| c.route(version, &ns, name)) {
+        Some(watched) => watched,
+        None => {
+            let routes: Api<kube::api::DynamicObject> =
+                Api::namespaced_with(ctx.client.clone(), &ns, &apply::routes_resource(version));
+            error::ignore_not_found(routes.get(name).await).map_err(error::kube("read TLSRoute"))?
+        }
+    };
     let wanted = apply::wanted_route(cluster, settings, Some(version), ctx.installation().await?);
     let ours =
         route.as_ref().is_some_and(|r| r.labels().get(render::CLUSTER_ID_LABEL) == Some(&cluster.id.to_string()));

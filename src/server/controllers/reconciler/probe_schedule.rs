@@ -22,11 +22,12 @@ pub(crate) const OK_REFRESH: Duration = Duration::from_secs(1);
 /// The longest wait between probes of an endpoint that keeps failing.
 pub(crate) const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
-/// The wait after `failures` failures in a row: 1 s, 2 s, 4 s, … up to [`MAX_BACKOFF`].
-pub(crate) fn backoff(failures: u32) -> Duration {
+/// The wait after `failures` failures in a row: 1 s, 2 s, 4 s, … up to
+/// [`MAX_BACKOFF`]; [`OK_REFRESH`] after none.
+pub(crate) fn wait_after(failures: u32) -> Duration {
     match failures {
         0 => OK_REFRESH,
-        n => Duration::from_secs(1u64 << (n - 1).min(5)).min(MAX_BACKOFF),
+        n => crate::server::controllers::backoff::backoff(Duration::from_secs(1), n, MAX_BACKOFF),
     }
 }
 
@@ -48,7 +49,7 @@ pub(crate) fn due(memo: Option<&Memo>, endpoint: &str, now: Instant) -> bool {
         None => true,
         Some(m) if m.endpoint != endpoint => true,
         Some(m) if m.in_flight => false,
-        Some(m) => now.duration_since(m.at) >= backoff(m.failures),
+        Some(m) => now.duration_since(m.at) >= wait_after(m.failures),
     }
 }
 
@@ -129,8 +130,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn backoff_table() {
-        let secs = |n| backoff(n).as_secs();
+    fn wait_after_table() {
+        let secs = |n| wait_after(n).as_secs();
         assert_eq!([0, 1, 2, 3, 4, 5, 6, 7, 50].map(secs), [1, 1, 2, 4, 8, 16, 30, 30, 30]);
     }
 
