@@ -9,6 +9,7 @@ use kubebyon::server::cli::Command;
 use kubebyon::server::config::{Config, LogFormat};
 use kubebyon::server::controllers::reconciler;
 use kubebyon::server::controllers::supervise::supervise;
+use kubebyon::server::host;
 use kubebyon::server::service::accounts;
 use kubebyon::server::state::AppState;
 use kubebyon::server::{auth, db, http};
@@ -144,24 +145,25 @@ async fn serve(pool: AnyPool, db_shown: String, config: Config) -> anyhow::Resul
     }
 
     let state_simulated = config.simulated_host;
-    let host = match reconciler::connect().await {
+    let host = match host::connect().await {
         Ok(client) => {
             // Start-up never waits long on the host: a host that does not answer
             // within a few seconds is detected again on the first full pass.
-            let detect = reconciler::detect_address_request(&client);
+            let detect = host::detect_address_request(&client);
             let request = tokio::time::timeout(std::time::Duration::from_secs(3), detect)
                 .await
                 .unwrap_or(kubebyon::domain::render::AddressRequest::None);
-            let mut ctx = reconciler::Context::new(client, pool.clone(), request);
-            ctx.resolver.targets = config.probe_targets();
-            ctx.leader_lease = std::time::Duration::from_secs(config.leader_lease_secs);
-            ctx.lease = std::time::Duration::from_secs(config.claim_lease_secs);
+            let mut host = host::Host::new(client, pool.clone(), request);
+            host.resolver.targets = config.probe_targets();
+            let host = Arc::new(host);
+            let mut ctx = reconciler::Context::new(host.clone(), pool.clone());
+            ctx.timing.leader_lease = std::time::Duration::from_secs(config.leader_lease_secs);
+            ctx.timing.lease = std::time::Duration::from_secs(config.claim_lease_secs);
             ctx.operator = config.operator_limits();
             ctx.allow_helm_egress(config.helm_proxy_ports.iter().copied());
             let ctx = Arc::new(ctx);
-            let run = ctx.clone();
-            tokio::spawn(supervise("reconciler", move || reconciler::run(run.clone())));
-            Some(ctx)
+            tokio::spawn(supervise("reconciler", move || reconciler::run(ctx.clone())));
+            Some(host)
         }
         Err(e) => {
             // Said once; cluster requests stay queued until a host is configured.

@@ -181,12 +181,12 @@ async fn gateway_clusters_are_reached_by_name_through_one_address() {
     // in the Gateway's words; named back, Ready again.
     apply_named_gateway(host, "narrow", host.net.addr(228).into(), json!({"from": "Same"})).await;
     offer_named_gateway(&env, "narrow").await;
-    env.ctx.wake();
+    env.ctx.host.wake();
     let words = env.converge_message(a, "route_not_accepted", "NotAllowedByListeners").await;
     let page = env.console.get(&format!("/clusters/{a}"), Some(&env.cookie)).await.body;
     assert!(page.contains("allowedRoutes"), "the reason in words on the page ({words})");
     offer_gateway(&env).await;
-    env.ctx.wake();
+    env.ctx.host.wake();
     env.converge(a, "a Ready again", ready).await;
 
     // The Gateway publishes a name (type Hostname), as a cloud load
@@ -199,15 +199,15 @@ async fn gateway_clusters_are_reached_by_name_through_one_address() {
         Patch::Merge(json!({"metadata": {"annotations": {hostsim::node::gateway::ADDRESS_HOSTNAME: name}}}))
     };
     gateways.patch("shared", &PatchParams::default(), &named(Some("gw-lb.invalid"))).await.unwrap();
-    env.ctx.wake();
+    env.ctx.host.wake();
     env.converge(a, "waiting while the Gateway's name does not resolve", |s| s["message"] == "gateway_pending").await;
-    env.ctx.resolver.insert("gw-lb.invalid", gateway_ip(host.net));
-    env.ctx.wake();
+    env.ctx.host.resolver.insert("gw-lb.invalid", gateway_ip(host.net));
+    env.ctx.host.wake();
     env.converge(a, "a Ready through the Gateway's name", ready).await;
     let page = env.console.get(&format!("/clusters/{a}"), Some(&env.cookie)).await.body;
     assert!(page.contains("a.k.test → gw-lb.invalid"), "the detail page names the Gateway's name");
     gateways.patch("shared", &PatchParams::default(), &named(None)).await.unwrap();
-    env.ctx.wake();
+    env.ctx.host.wake();
 
     // gateway → LoadBalancer → gateway.
     let lb_ip = host.net.addr(227).to_string();
@@ -349,7 +349,7 @@ async fn twenty_node_port_clusters_move_to_the_gateway_and_old_kubeconfigs_last_
     let mut tried = [false, false];
     let mut answered = [false; 20];
     let view = loop {
-        env.ctx.wake();
+        env.ctx.host.wake();
         let v = env.console.get(&format!("/api/admin/moves/{id}"), Some(&env.cookie)).await.json();
         most = most.max(v["counts"]["switching"].as_u64().unwrap_or(0));
         for (n, index) in [(0, 0), (1, 19)] {
@@ -392,7 +392,7 @@ async fn twenty_node_port_clusters_move_to_the_gateway_and_old_kubeconfigs_last_
             "ClusterIP and the old port refused after the grace period",
             std::time::Duration::from_secs(120),
             || async {
-                env.ctx.wake();
+                env.ctx.host.wake();
                 let t = svc.get(&names[i]).await.ok()?.spec?.type_;
                 (t.as_deref() == Some("ClusterIP") && ts::refused(addr).await).then_some(())
             },

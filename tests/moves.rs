@@ -32,7 +32,7 @@ async fn move_view(env: &Env, id: i64) -> Value {
 /// Waits until every cluster of the migration is settled; keeps the reconciler awake.
 async fn wait_finished(env: &Env, id: i64, within: Duration) -> Value {
     let found = ts::eventually("the migration finishes", within, || async {
-        env.ctx.wake();
+        env.ctx.host.wake();
         let v = move_view(env, id).await;
         (v["finished"] == true).then_some(v)
     })
@@ -104,7 +104,7 @@ async fn twenty_node_port_clusters_move_to_their_range_in_batches_and_old_kubeco
         c["old_endpoint"]["closed"] == false && now + 5 < until
     };
     let view = loop {
-        env.ctx.wake();
+        env.ctx.host.wake();
         let v = move_view(&env, id).await;
         most = most.max(v["counts"]["switching"].as_u64().unwrap_or(0));
         for (n, index) in [(0, 0), (1, 19)] {
@@ -150,7 +150,7 @@ async fn twenty_node_port_clusters_move_to_their_range_in_batches_and_old_kubeco
     assert!(within >= 1, "an old endpoint was tried within its grace period ({within} were)");
     for (n, port) in old_ports.iter().enumerate() {
         ts::eventually("the old endpoint refuses after the grace period", Duration::from_secs(90), || async {
-            env.ctx.wake();
+            env.ctx.host.wake();
             ts::refused(&format!("{}:{port}", net.node())).await.then_some(())
         })
         .await
@@ -200,7 +200,7 @@ async fn a_cluster_without_an_address_fails_with_metallbs_reason_the_others_fini
     // Roll back: NodePort again, on the port it had, with a working kubeconfig.
     let r = env.console.send("POST", &url(ids[1], "rollback"), Some(&env.cookie), None, "").await;
     assert_eq!(r.status, 200, "{}", r.body);
-    env.ctx.wake();
+    env.ctx.host.wake();
     let c = env.converge(ids[1], "NodePort Ready again", ready).await;
     assert_eq!(c["spec"]["public_access"]["mode"], "nodeport");
     assert_eq!(c["status"]["public_access_port"].as_u64(), Some(ports[1]), "the old port came back");

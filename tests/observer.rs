@@ -42,7 +42,8 @@ async fn settled(n: usize) -> (Context, sqlx::AnyPool, tempfile::TempDir) {
         .execute(&pool)
         .await
         .unwrap();
-    (Context::new(client, pool.clone(), AddressRequest::None), pool, dir)
+    let host = std::sync::Arc::new(kubebyon::server::host::Host::new(client, pool.clone(), AddressRequest::None));
+    (Context::new(host, pool.clone()), pool, dir)
 }
 
 /// Marks cluster `c<i>` failed (a change the observer must see).

@@ -240,7 +240,7 @@ async fn hand_edit(env: &Env, id: i64, edit: impl FnOnce(&mut kubebyon::domain::
     let op = kubebyon::domain::change::Operation::Update { changes: vec![] };
     let user = c.owner_id;
     db::clusters::update_spec(pool, id, c.generation, &spec, mode, &op, user, None).await.unwrap().expect("updated");
-    env.ctx.wake();
+    env.ctx.host.wake();
 }
 
 /// A StatefulSet's claim size cannot change (the API server refuses updates to
@@ -311,7 +311,7 @@ async fn a_first_install_that_fails_is_never_ready_through_the_retries() {
     never_ready_while_jobs_retry(&env, id, "kubebyon-firstfail", Duration::from_secs(20), "metadata.annotations").await;
     bad.load_balancer_annotations.remove("bad key!");
     kubebyon::server::db::settings::save(&pool, &bad).await.unwrap();
-    env.ctx.wake();
+    env.ctx.host.wake();
     env.converge(id, "Ready once the cause is gone", ready).await;
 }
 
@@ -400,7 +400,7 @@ async fn certificate_names_after_a_restart_are_exactly_the_current_ones() {
     let env = env().await;
     let node = host().net.node();
     for name in ["names-a.example", "names-b.example"] {
-        env.ctx.resolver.insert(name, node.into());
+        env.ctx.host.resolver.insert(name, node.into());
     }
     let access = |h: &str| json!({"enabled": true, "mode": "nodeport", "control_plane_host": h});
     let id = env.create_ready("names", access("names-a.example")).await;
@@ -461,7 +461,7 @@ async fn deleting_a_cluster_uninstalls_it_and_frees_the_name() {
     env.converge(id, "Ready", ready).await;
     let r = env.console.send("DELETE", &format!("/api/console/clusters/{id}"), Some(&env.cookie), None, "").await;
     assert_eq!(r.status, 202, "{}", r.body);
-    env.ctx.wake();
+    env.ctx.host.wake();
     // The row goes once the namespace is gone, which is the real
     // kube-controller-manager's namespace controller's work: it deletes the
     // contents first and requeues with backoff while any remain. Under the
@@ -497,7 +497,7 @@ async fn a_delete_refused_for_want_of_permission_is_retried_until_it_is_allowed(
     env.converge(id, "Ready", ready).await;
     let bindings = kube::Api::<ClusterRoleBinding>::all(host().client().await.unwrap());
     bindings.delete(&test_binding(user), &Default::default()).await.expect("unbind");
-    let charts = kubebyon::server::testing::helm_charts(&env.ctx.client, "kubebyon-unbound");
+    let charts = kubebyon::server::testing::helm_charts(&env.ctx.host.client, "kubebyon-unbound");
     ts::eventually("the console's calls refused", WAIT, || async {
         matches!(charts.get_opt("unbound").await, Err(kube::Error::Api(s)) if s.code == 403).then_some(())
     })
@@ -506,7 +506,7 @@ async fn a_delete_refused_for_want_of_permission_is_retried_until_it_is_allowed(
 
     let r = env.console.send("DELETE", &format!("/api/console/clusters/{id}"), Some(&env.cookie), None, "").await;
     assert_eq!(r.status, 202, "{}", r.body);
-    env.ctx.wake();
+    env.ctx.host.wake();
     let op = || async {
         sqlx::query_as::<_, (String, i64, Option<String>)>(
             "SELECT state, attempts, last_error FROM cluster_operations WHERE cluster_id = $1 AND kind = 'delete'",
@@ -528,7 +528,7 @@ async fn a_delete_refused_for_want_of_permission_is_retried_until_it_is_allowed(
     assert!(c["deletion_requested"] == true && c["status"]["phase"] != "failed", "still deleting: {c}");
 
     console_kubeconfig_as(host(), user).await; // bound again
-    env.ctx.wake();
+    env.ctx.host.wake();
     let gone = ts::eventually("the cluster row gone", WAIT, || async {
         let r = env.console.get(&format!("/api/console/clusters/{id}"), Some(&env.cookie)).await;
         (r.status == 404).then_some(())
@@ -586,7 +586,7 @@ async fn load_balancer_cluster_with_a_dns_host_probes_ok_through_the_resolver() 
     let ip = ts::wait_ingress(&client, "kubebyon-lb-dns", "lb-dns", WAIT).await.unwrap();
     let c = env.converge(id, "probe fails before the name resolves", |s| s["connection_status"] == "dns_failure").await;
     assert_eq!(c["status"]["phase"], "provisioning");
-    env.ctx.resolver.insert(name, ip.parse().unwrap());
+    env.ctx.host.resolver.insert(name, ip.parse().unwrap());
     let c = env.converge(id, "Ready through the resolver", ready).await;
     assert_eq!(c["status"]["api_endpoint"], format!("https://{name}:443"));
     let hc = ts::helmcharts(&client, "kubebyon-lb-dns").get("lb-dns").await.unwrap();
@@ -601,7 +601,7 @@ async fn load_balancer_cluster_with_a_dns_host_probes_ok_through_the_resolver() 
 #[tokio::test]
 async fn probe_outcomes_are_told_apart() {
     use kubebyon::domain::ConnectionStatus as S;
-    use kubebyon::server::controllers::reconciler::probe::{Credentials, Resolver, probe};
+    use kubebyon::server::host::probe::{Credentials, Resolver, probe};
     let env = env().await;
     let net = host().net;
     let a_ip = net.addr(212).to_string();
@@ -760,7 +760,7 @@ async fn a_node_port_endpoint_is_its_pods_node_of_three_and_follows_the_pod() {
     settings["nodeport_public_host"] = json!("third.example.test");
     let r = env.console.json("PUT", "/api/admin/system-settings", Some(&env.cookie), settings).await;
     assert_eq!(r.status, 200, "{}", r.body);
-    env.ctx.wake();
+    env.ctx.host.wake();
     let want = format!("https://third.example.test:{port}");
     env.converge(id, "the admin's host", |s| s["api_endpoint"] == want.as_str()).await;
 }
@@ -778,7 +778,7 @@ async fn helm_failures_say_why_and_settings_follow_through() {
     let other = host().net.other_node().to_string();
     let r = env.console.json("PUT", "/api/admin/system-settings", Some(&env.cookie), nodeport_settings(&other)).await;
     assert_eq!(r.status, 200, "{}", r.body);
-    env.ctx.wake();
+    env.ctx.host.wake();
     let c = env
         .converge(id, "endpoint on the new host", |s| {
             s["api_endpoint"] == format!("https://{other}:{port}") && s["phase"] == "ready"
@@ -800,14 +800,14 @@ async fn helm_failures_say_why_and_settings_follow_through() {
     let mut bad = kubebyon::server::db::settings::load(&pool).await.unwrap();
     bad.load_balancer_annotations.insert("bad key!".into(), "x".into());
     kubebyon::server::db::settings::save(&pool, &bad).await.unwrap();
-    env.ctx.wake();
+    env.ctx.host.wake();
     let c =
         env.converge(lb, "helm's words", |s| s["message"].as_str().is_some_and(|m| m.contains("UPGRADE FAILED"))).await;
     let msg = c["status"]["message"].as_str().unwrap();
     assert!(msg.starts_with("helm_failed: Error: UPGRADE FAILED:") && msg.contains("metadata.annotations"), "{msg}");
     bad.load_balancer_annotations.remove("bad key!");
     kubebyon::server::db::settings::save(&pool, &bad).await.unwrap();
-    env.ctx.wake();
+    env.ctx.host.wake();
     env.converge(lb, "recovered", ready).await;
     kubectl_get_ns(&before_failure, "settle-lb-same-ca").expect("upgraded again, not reinstalled: the same CA");
     let admin = host().client().await.unwrap();
@@ -826,7 +826,7 @@ async fn helm_failures_say_why_and_settings_follow_through() {
         (r.json()["clusters_rerendered"].clone(), r.json()["detected_address_request"].clone()),
         (json!(1), json!("metallb"))
     );
-    env.ctx.wake();
+    env.ctx.host.wake();
     let admin = host().client().await.unwrap();
     let chart = |ns: &'static str, name: &'static str| {
         let admin = admin.clone();
@@ -848,7 +848,7 @@ async fn helm_failures_say_why_and_settings_follow_through() {
     let r = env.console.json("PUT", "/api/admin/system-settings", Some(&env.cookie), body).await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(r.json()["clusters_rerendered"], 2);
-    env.ctx.wake();
+    env.ctx.host.wake();
     for (ns, name) in [("kubebyon-settle", "settle"), ("kubebyon-settle-lb", "settle-lb")] {
         ts::eventually("chart 0.30.5 applied", WAIT, || async {
             (chart(ns, name).await?["version"] == "0.30.5").then_some(())
@@ -952,7 +952,7 @@ async fn work_retries_through_an_api_server_outage() {
     let pool = kubebyon::server::db::connect(&url).await.expect("database");
     let ctx = context_on(own, pool.clone()).await;
     tokio::spawn(reconciler::run(ctx.clone()));
-    let console = Console::with_host(pool, Some(ctx.clone()));
+    let console = Console::with_host(pool, Some(ctx.host.clone()));
     let cookie = sign_in_admin(&console, "ops", &own.net.node().to_string()).await;
 
     own.stop_api_server().expect("API server stopped");
@@ -962,14 +962,14 @@ async fn work_retries_through_an_api_server_outage() {
     assert_eq!(r.status, 201, "requests are stored while the host is down: {}", r.body);
     let id = r.json()["id"].as_i64().unwrap();
     assert_eq!(console.get("/api/console/clusters", Some(&cookie)).await.status, 200, "pages keep working");
-    ctx.wake();
+    ctx.host.wake();
     tokio::time::sleep(Duration::from_secs(10)).await;
     let events = console.get(&format!("/api/console/clusters/{id}/events"), Some(&cookie)).await.json();
     assert_ne!(events[0]["state"], "done", "nothing can be applied while the API server is down: {events}");
     assert!(events[0]["attempts"].as_i64().unwrap_or(0) >= 2, "retried with backoff: {events}");
 
     own.start_api_server().expect("API server back");
-    ctx.wake();
+    ctx.host.wake();
     // The operation's next retry may be up to one backoff step away (0.2 s
     // doubling, ±25 %); and every upstream part on the way — kube-controller-
     // manager's Job and StatefulSet controllers, kube-scheduler, helm-controller
@@ -1005,7 +1005,7 @@ async fn a_host_without_an_l2_advertisement_or_a_default_storage_class() {
     let pool = kubebyon::server::db::connect(&url).await.expect("database");
     let ctx = context_on(own, pool.clone()).await;
     tokio::spawn(reconciler::run(ctx.clone()));
-    let console = Console::with_host(pool, Some(ctx.clone()));
+    let console = Console::with_host(pool, Some(ctx.host.clone()));
     let cookie = sign_in_admin(&console, "ops", &own.net.node().to_string()).await;
     let admin = own.client().await.unwrap();
     let status = |id: i64| {
@@ -1019,7 +1019,7 @@ async fn a_host_without_an_l2_advertisement_or_a_default_storage_class() {
                 "public_access": access});
             let r = console.json("POST", "/api/console/clusters", Some(cookie), body).await;
             assert_eq!(r.status, 201, "{}", r.body);
-            ctx.wake();
+            ctx.host.wake();
             r.json()["id"].as_i64().unwrap()
         }
     };
@@ -1084,7 +1084,7 @@ async fn a_host_without_an_l2_advertisement_or_a_default_storage_class() {
     .await
     .unwrap();
     classes.patch("local-path", &pp, &default("true")).await.unwrap();
-    ctx.wake();
+    ctx.host.wake();
     for id in [lb, np] {
         ts::eventually("Ready once the host has it back", WAIT * 2, || async {
             (status(id).await["phase"] == "ready").then_some(())
@@ -1128,7 +1128,7 @@ async fn a_legacy_node_port_keeps_its_port_when_the_console_takes_over() {
     let hc = ts::helmcharts(&client, ns).get("legacy").await.unwrap();
     let values = hc.data["spec"]["valuesContent"].as_str().unwrap();
     assert!(!values.contains("httpsNodePort"), "{values}");
-    let installation = env.ctx.installation().await.unwrap().to_owned();
+    let installation = env.ctx.host.installation().await.unwrap().to_owned();
     assert_eq!(hc.labels().get(INSTALLATION_LABEL), Some(&installation), "the chart is labelled as ours now");
     let record = db::clusters::host_record(&env.console.pool, id).await.unwrap();
     assert_eq!(record.namespace_uid, created.metadata.uid, "the namespace is remembered by its UID");
@@ -1192,7 +1192,7 @@ async fn a_second_console_never_touches_the_first_ones_cluster_of_the_same_name(
     let client = host().client().await.unwrap();
     let ns = Api::<Namespace>::all(client).get("kubebyon-twin").await.unwrap();
     assert!(ns.metadata.deletion_timestamp.is_none(), "the first console's namespace stays");
-    first.ctx.wake();
+    first.ctx.host.wake();
     first.converge(a, "first console's twin still Ready", ready).await;
     kubectl_get_ns(&first.kubeconfig(a).await, "twin").expect("its kubeconfig still works");
 }
@@ -1217,7 +1217,7 @@ async fn tenant_isolation_objects_are_made_and_follow_the_settings() {
     assert_eq!(labels["pod-security.kubernetes.io/warn"], "restricted", "{labels:?}");
     let policies = Api::<NetworkPolicy>::namespaced(admin.clone(), "kubebyon-iso");
     let np = policies.get("kubebyon-isolation").await.expect("the console's NetworkPolicy");
-    assert_eq!(np.labels()[INSTALLATION_LABEL], env.ctx.installation().await.unwrap());
+    assert_eq!(np.labels()[INSTALLATION_LABEL], env.ctx.host.installation().await.unwrap());
     let spec = serde_json::to_value(np.spec.unwrap()).unwrap();
     assert_eq!(spec["policyTypes"], json!(["Ingress", "Egress"]), "{spec}");
     assert_eq!(spec["podSelector"], json!({}), "every pod of the namespace");
@@ -1234,7 +1234,7 @@ async fn tenant_isolation_objects_are_made_and_follow_the_settings() {
     off["network_policy"] = json!(false);
     let r = env.console.json("PUT", "/api/admin/system-settings", Some(&env.cookie), off.clone()).await;
     assert_eq!(r.status, 200, "{}", r.body);
-    env.ctx.wake();
+    env.ctx.host.wake();
     ts::eventually("the NetworkPolicy removed", WAIT, || async {
         policies.get_opt("kubebyon-isolation").await.unwrap().is_none().then_some(())
     })
@@ -1243,7 +1243,7 @@ async fn tenant_isolation_objects_are_made_and_follow_the_settings() {
     off["network_policy"] = json!(true);
     let r = env.console.json("PUT", "/api/admin/system-settings", Some(&env.cookie), off).await;
     assert_eq!(r.status, 200, "{}", r.body);
-    env.ctx.wake();
+    env.ctx.host.wake();
     ts::eventually("the NetworkPolicy back", WAIT, || async {
         policies.get_opt("kubebyon-isolation").await.unwrap().map(|_| ())
     })
@@ -1266,7 +1266,7 @@ async fn servicelb_serving_a_clusters_service_is_noticed() {
     let finalizer = kubebyon::server::controllers::reconciler::gather::SERVICELB_FINALIZER;
     let patch = json!({"metadata": {"finalizers": [finalizer]}});
     services.patch("slb", &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&patch)).await.unwrap();
-    env.ctx.resync_all();
+    env.ctx.host.resync_all();
     ts::eventually("ServiceLB noticed", WAIT, || async {
         let s = env.console.get("/api/admin/system-settings", Some(&env.cookie)).await.json();
         (s["detected_servicelb"] == true).then_some(())
@@ -1295,11 +1295,14 @@ async fn endpoints_that_never_answer_do_not_delay_another_clusters_ready() {
     // Names the probe resolves: `hole-*` to an address whose listeners never
     // accept; every other unknown name to a DNS server that never answers.
     let hole = host().net.addr(240);
-    env.ctx.resolver.set_lookup(reconciler::probe::Lookup(Arc::new(|_, _| Box::pin(futures::future::pending()))));
+    env.ctx
+        .host
+        .resolver
+        .set_lookup(kubebyon::server::host::probe::Lookup(Arc::new(|_, _| Box::pin(futures::future::pending()))));
     let mut stalled = Vec::new();
     for i in 0..10 {
         let name = format!("hole-{i}.kubebyon.test");
-        env.ctx.resolver.insert(&name, hole.into());
+        env.ctx.host.resolver.insert(&name, hole.into());
         let access = json!({"enabled": true, "mode": "nodeport", "control_plane_host": name});
         stalled.push(env.create(&format!("hole-{i}"), access).await);
         let access =
@@ -1402,7 +1405,7 @@ async fn a_name_whose_namespace_is_still_terminating_waits_then_installs() {
     namespaces.patch("kubebyon-later", &Default::default(), &kube::api::Patch::Merge(&release)).await.unwrap();
     env.converge(id, "Ready once the old namespace is gone", ready).await;
     let ns = namespaces.get("kubebyon-later").await.unwrap();
-    let installation = env.ctx.installation().await.unwrap().to_owned();
+    let installation = env.ctx.host.installation().await.unwrap().to_owned();
     assert_eq!(ns.labels().get(INSTALLATION_LABEL), Some(&installation));
 }
 
@@ -1672,7 +1675,7 @@ async fn join_tokens() {
         }
     };
     let (id, other) = (create("join").await, create("join-b").await);
-    env.ctx.wake();
+    env.ctx.host.wake();
     let client = host().client().await.unwrap();
     let name = "join.kubebyon.test";
     let mut ip = None;
@@ -1682,9 +1685,9 @@ async fn join_tokens() {
             Ok(a) => a.parse::<std::net::IpAddr>().unwrap(),
             Err(e) => panic!("{e}: {}", env.cluster(if cluster == "join" { id } else { other }).await),
         };
-        env.ctx.resolver.insert(&format!("{cluster}.kubebyon.test"), addr);
+        env.ctx.host.resolver.insert(&format!("{cluster}.kubebyon.test"), addr);
         // Cluster DNS in production; here the Service's name leads to its LoadBalancer address.
-        env.ctx.resolver.insert(&format!("{cluster}.{ns}"), addr);
+        env.ctx.host.resolver.insert(&format!("{cluster}.{ns}"), addr);
         ip.get_or_insert(addr);
     }
     let ip = ip.unwrap();
@@ -1980,7 +1983,7 @@ async fn refusals_take_the_same_time_whatever_the_cluster(env: &Env, id: i64, to
         data_dir: "unused".into(),
         ..Config::default()
     };
-    let console = support::http::Console::with(env.ctx.pool.clone(), Some(env.ctx.clone()), config);
+    let console = support::http::Console::with(env.ctx.pool.clone(), Some(env.ctx.host.clone()), config);
     let wrong = format!("{token_id}.{}", "0".repeat(16));
     let timed: Vec<(bool, f64)> = futures::stream::iter(0..200u32)
         .map(|i| {

@@ -113,9 +113,11 @@ async fn switch_node_port_to_load_balancer() {
     settings.nodeport_public_host = Some(kubebyon::domain::Host::parse(&net.node().to_string()).unwrap());
     kubebyon::server::db::settings::save(&pool_db, &settings).await.unwrap();
     let client = counting_client(&host.kubeconfig, &CONSOLE).await;
-    let mut ctx = Context::new(client, pool_db.clone(), kubebyon::domain::render::AddressRequest::MetalLb);
+    let mut console_host =
+        kubebyon::server::host::Host::new(client, pool_db.clone(), kubebyon::domain::render::AddressRequest::MetalLb);
     // The test host serves on 127.0.0.0/8.
-    ctx.resolver.targets.allow_loopback = true;
+    console_host.resolver.targets.allow_loopback = true;
+    let ctx = Context::new(Arc::new(console_host), pool_db.clone());
     // The console's own timings (a full pass every minute, retries from
     // 2 s): each full pass asks the host which LoadBalancer provider and
     // TLSRoute version it serves, so a shorter resync would count calls a
@@ -131,7 +133,7 @@ async fn switch_node_port_to_load_balancer() {
         .unwrap();
         ids.push(clusters::create(&pool_db, &Default::default(), &Default::default(), &user, &draft).await.unwrap().id);
     }
-    ctx.wake();
+    ctx.host.wake();
     let all_ready = |want_lb: bool| {
         let pool_db = pool_db.clone();
         async move {
@@ -157,7 +159,7 @@ async fn switch_node_port_to_load_balancer() {
         .unwrap();
         clusters::update(&pool_db, &Default::default(), &Default::default(), &user, *id, &patch).await.unwrap();
     }
-    ctx.wake();
+    ctx.host.wake();
     ts::eventually("all switched and Ready", wait, || all_ready(true)).await.unwrap();
     let console_time = t0.elapsed();
     let console_calls = CONSOLE.total();

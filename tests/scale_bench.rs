@@ -664,13 +664,13 @@ async fn bench_move_to_load_balancer() {
     // No MetalLB runs to be detected: the admin's setting names it.
     settings.load_balancer_address_request = kubebyon::domain::settings::AddressStyle::MetalLb;
     db::settings::save(&pool, &settings).await.unwrap();
-    let mut ctx = Context::new(
+    let mut console_host = kubebyon::server::host::Host::new(
         counting_client(&host.kubeconfig, &CONSOLE).await,
         pool.clone(),
         kubebyon::domain::render::AddressRequest::MetalLb,
     );
-    ctx.resolver.targets.allow_loopback = true;
-    let ctx = std::sync::Arc::new(ctx);
+    console_host.resolver.targets.allow_loopback = true;
+    let ctx = std::sync::Arc::new(Context::new(std::sync::Arc::new(console_host), pool.clone()));
     let reconciling = tokio::spawn(reconciler::run(ctx.clone()));
     let t = Instant::now();
     let mut ids = Vec::new();
@@ -678,7 +678,7 @@ async fn bench_move_to_load_balancer() {
         let spec = support::spec(&format!("m{i:04}"), PublicAccess::NodePort { host: None });
         ids.push(db::clusters::insert(&pool, user.id, &spec, PublicAccessMode::NodePort, None).await.unwrap());
     }
-    ctx.wake();
+    ctx.host.wake();
     let all_ready = |on_lb: bool| {
         let pool = pool.clone();
         async move {
@@ -705,7 +705,7 @@ async fn bench_move_to_load_balancer() {
         .unwrap();
         clusters::update(&pool, &Default::default(), &Default::default(), &user, *id, &patch).await.unwrap();
     }
-    ctx.wake();
+    ctx.host.wake();
     wait_all("LoadBalancer", true).await;
     let console_time = t0.elapsed();
     let (console_calls, console_kinds) = (CONSOLE.total(), CONSOLE.by_kind());

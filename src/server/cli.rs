@@ -140,11 +140,11 @@ pub async fn move_clusters(pool: &sqlx::AnyPool, args: MoveArgs, address_timeout
         .filter(|u| u.is_admin())
         .ok_or_else(|| anyhow!("{:?} is not an admin account (--as)", args.admin))?;
     // How the host's LoadBalancer provider is asked, as the console sees it.
-    let detected = match crate::server::controllers::reconciler::connect().await {
-        Ok(client) => Some(crate::server::controllers::reconciler::detect_address_request(&client).await),
+    let detected = match crate::server::host::connect().await {
+        Ok(client) => Some(crate::server::host::detect_address_request(&client).await),
         Err(_) => None,
     };
-    let host = crate::server::service::HostLink { detected, reconciler: None };
+    let host = crate::server::service::HostLink { detected, host: None };
     let plan = moves::dry_run(pool, &admin, host, &req).await.context("refused")?;
     println!("{:<24} {:<34} {:<34} problems", "cluster", "now", "new endpoint");
     for i in &plan.items {

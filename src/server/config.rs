@@ -52,7 +52,7 @@ pub struct Config {
     /// Addresses the connection test never reaches besides link-local ones
     /// (comma-separated): the host cluster's Pod and Service ranges.
     #[arg(long, env = "KUBEBYON_PROBE_DENY_CIDRS", value_delimiter = ',', value_parser = cidr,
-          default_value = crate::server::controllers::reconciler::probe::K3S_CIDRS)]
+          default_value = crate::server::host::probe::K3S_CIDRS)]
     pub probe_deny_cidrs: Vec<Cidr>,
     /// The connection test may reach loopback addresses (a host on this
     /// machine); on with the simulated host.
@@ -248,8 +248,8 @@ impl Config {
     }
 
     /// What the probe may connect to.
-    pub fn probe_targets(&self) -> crate::server::controllers::reconciler::probe::Targets {
-        crate::server::controllers::reconciler::probe::Targets {
+    pub fn probe_targets(&self) -> crate::server::host::probe::Targets {
+        crate::server::host::probe::Targets {
             deny: self.probe_deny_cidrs.clone(),
             allow_loopback: self.probe_loopback || self.simulated_host,
         }

@@ -7,6 +7,7 @@ pub mod config;
 pub(crate) mod context;
 pub mod controllers;
 pub mod db;
+pub mod host;
 pub mod http;
 pub(crate) mod metrics;
 pub mod push;

@@ -8,7 +8,7 @@ use sqlx::AnyPool;
 
 use super::auth::rate_limit::LoginLimiter;
 use super::config::Config;
-use super::controllers::reconciler;
+use super::host::Host;
 
 #[derive(Clone, FromRef)]
 pub struct AppState {
@@ -18,8 +18,8 @@ pub struct AppState {
     /// Spec writes per user ([`super::service::write_limit`]).
     pub spec_writes: Arc<super::service::write_limit::SpecWriteLimiter>,
     pub config: Arc<Config>,
-    /// The host cluster connection and its reconciler, when there is a host.
-    pub host: Option<Arc<reconciler::Context>>,
+    /// The console's handle on the host cluster, when there is a host.
+    pub host: Option<Arc<Host>>,
     /// The live pages' event streams ([`super::push`]).
     pub push: Arc<super::push::Hub>,
 }

@@ -8,7 +8,7 @@ use kube::api::{Api, ListParams};
 use kube::{Client, ResourceExt};
 
 use crate::domain::render::MANAGED_BY;
-pub use crate::server::controllers::reconciler::apply::{charts_resource, helm_charts};
+pub use crate::server::host::objects::{charts_resource, helm_charts};
 
 /// The namespaces of the console's clusters, by the label it puts on them.
 pub async fn managed_namespaces(client: &Client) -> Result<Vec<String>> {

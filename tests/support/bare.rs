@@ -12,7 +12,7 @@ use hostsim::testsupport as ts;
 use k8s_openapi::api::core::v1::{Namespace, Secret, Service};
 use kube::api::{Api, PostParams};
 use kube::runtime::watcher;
-use kubebyon::server::controllers::reconciler::probe::{Credentials, Resolver, probe};
+use kubebyon::server::host::probe::{Credentials, Resolver, probe};
 use serde_json::json;
 
 /// N NodePort installs (by `admin`, not timed), each until helm's Job completes.

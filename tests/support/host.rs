@@ -9,6 +9,7 @@ use hostsim::testhost::TestHost;
 use hostsim::testsupport as ts;
 use kubebyon::domain::render::AddressRequest;
 use kubebyon::server::controllers::reconciler::{self, Context};
+use kubebyon::server::host::Host;
 use serde_json::{Value, json};
 
 use super::http::Console;
@@ -152,15 +153,16 @@ pub async fn context_as(host: &TestHost, pool: sqlx::AnyPool, user: &str) -> Arc
 
 /// [`context_on`] with its host client given.
 pub async fn context_with(client: kube::Client, pool: sqlx::AnyPool) -> Arc<Context> {
-    let request = reconciler::detect_address_request(&client).await;
+    let request = kubebyon::server::host::detect_address_request(&client).await;
     assert_eq!(request, AddressRequest::MetalLb, "MetalLB's IPAddressPool CRD is detected");
-    let mut ctx = Context::new(client, pool, request);
+    let mut host = Host::new(client, pool.clone(), request);
     // The test host serves on 127.0.0.0/8.
-    ctx.resolver.targets.allow_loopback = true;
-    ctx.resync = Duration::from_millis(500);
-    ctx.retry_base = Duration::from_millis(200);
-    ctx.lease = Duration::from_secs(2);
-    ctx.leader_lease = Duration::from_secs(2);
+    host.resolver.targets.allow_loopback = true;
+    let mut ctx = Context::new(Arc::new(host), pool);
+    ctx.timing.resync = Duration::from_millis(500);
+    ctx.timing.retry_base = Duration::from_millis(200);
+    ctx.timing.lease = Duration::from_secs(2);
+    ctx.timing.leader_lease = Duration::from_secs(2);
     Arc::new(ctx)
 }
 
@@ -217,7 +219,7 @@ where
     let (url, dir) = super::sqlite_url();
     let pool = kubebyon::server::db::connect(&url).await.expect("database");
     let ctx = context(pool.clone()).await;
-    let console = Console::with_host(pool, Some(ctx.clone()));
+    let console = Console::with_host(pool, Some(ctx.host.clone()));
     // The admin's NodePort public host: the test host's first node.
     let cookie = sign_in_admin(&console, "root", &host.net.node().to_string()).await;
     Env { console, cookie, ctx, _db: dir }
@@ -230,7 +232,7 @@ impl Env {
         let every = std::time::Duration::from_secs(1);
         tokio::spawn(kubebyon::server::controllers::node_removal::drive(
             self.ctx.pool.clone(),
-            self.ctx.clone(),
+            self.ctx.host.clone(),
             every,
         ));
     }
@@ -239,7 +241,7 @@ impl Env {
     pub async fn delete(&self, id: i64) -> Result<(), String> {
         let r = self.console.send("DELETE", &format!("/api/console/clusters/{id}"), Some(&self.cookie), None, "").await;
         assert_eq!(r.status, 202, "{}", r.body);
-        self.ctx.wake();
+        self.ctx.host.wake();
         ts::eventually("the cluster row gone", 3 * WAIT, || async {
             let r = self.console.get(&format!("/api/console/clusters/{id}"), Some(&self.cookie)).await;
             (r.status == 404).then_some(())
@@ -256,7 +258,7 @@ impl Env {
         let body = json!({"name": name, "resources": resources, "public_access": access});
         let r = self.console.json("POST", "/api/console/clusters", Some(&self.cookie), body).await;
         assert_eq!(r.status, 201, "{}", r.body);
-        self.ctx.wake();
+        self.ctx.host.wake();
         r.json()["id"].as_i64().expect("id")
     }
 
@@ -267,7 +269,7 @@ impl Env {
     pub async fn patch_with(&self, id: i64, body: Value) {
         let r = self.console.json("PATCH", &format!("/api/console/clusters/{id}"), Some(&self.cookie), body).await;
         assert_eq!(r.status, 200, "{}", r.body);
-        self.ctx.wake();
+        self.ctx.host.wake();
     }
 
     pub async fn cluster(&self, id: i64) -> Value {

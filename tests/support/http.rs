@@ -54,16 +54,12 @@ impl Console {
     }
 
     /// The console with a host cluster connection (its reconciler is not run here).
-    pub fn with_host(pool: AnyPool, host: Option<Arc<kubebyon::server::controllers::reconciler::Context>>) -> Self {
+    pub fn with_host(pool: AnyPool, host: Option<Arc<kubebyon::server::host::Host>>) -> Self {
         Self::with(pool, host, Config { data_dir: "unused".into(), ..Config::default() })
     }
 
     /// The console with its configuration given.
-    pub fn with(
-        pool: AnyPool,
-        host: Option<Arc<kubebyon::server::controllers::reconciler::Context>>,
-        config: Config,
-    ) -> Self {
+    pub fn with(pool: AnyPool, host: Option<Arc<kubebyon::server::host::Host>>, config: Config) -> Self {
         let mut conf = leptos::config::get_configuration(Some("Cargo.toml")).expect("leptos options");
         // No built site here: plain asset names (the release build hashes them).
         conf.leptos_options.hash_files = false;

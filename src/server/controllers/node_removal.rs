@@ -16,16 +16,16 @@ use kube::core::PartialObjectMeta;
 use sqlx::AnyPool;
 
 use crate::domain::nodes::{DrainNode, DrainPod, DrainStep, EVICTION_GRACE_SECS, RemovalReason, drain_step};
-use crate::server::controllers::reconciler::{Context, virtual_client_without_retry};
 use crate::server::db;
 use crate::server::db::node_removals::RemovalRow;
+use crate::server::host::Host;
 use crate::server::service::virtual_read;
 
 /// One pass over every running removal. Safe to run in several places at once.
-pub async fn advance(pool: &AnyPool, host: &Context) -> Result<(), db::DbError> {
+pub async fn advance(pool: &AnyPool, host: &Host) -> Result<(), db::DbError> {
     for row in db::node_removals::running(pool).await? {
         let Some(cluster) = db::clusters::get(pool, row.cluster_id).await? else { continue };
-        let client = match virtual_client_without_retry(host, &cluster).await {
+        let client = match host.virtual_client_without_retry(&cluster).await {
             Ok(Some(client)) => client,
             other => {
                 if let Err(e) = other {
@@ -176,7 +176,7 @@ fn daemon_or_mirror(pod: &PartialObjectMeta<Pod>) -> bool {
 
 /// Runs the driver every `every` until the process ends (the console's
 /// background task).
-pub async fn drive(pool: AnyPool, host: std::sync::Arc<Context>, every: Duration) {
+pub async fn drive(pool: AnyPool, host: std::sync::Arc<Host>, every: Duration) {
     loop {
         if let Err(e) = advance(&pool, &host).await {
             tracing::warn!(error = %e, "node removal pass failed");

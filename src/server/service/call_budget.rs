@@ -2,13 +2,13 @@
 //! downloads, reads of a cluster's own API server (join tokens, nodes, the
 //! pages' joined-node warnings) and the settings page's host facts. Every
 //! replica has one pool of host calls for requests (16 at once, 25 s each:
-//! `reconciler::Context::for_request`); without a budget per user, one user's
+//! `host::Host::for_request`); without a budget per user, one user's
 //! parallel probes of an endpoint that never answers held all of it. A user
 //! may run [`AT_ONCE`] such calls at once and start them at the rate of a
 //! token bucket ([`BURST`], one more every [`INTERVAL_MS`]); past either,
 //! `calls_rate_limited` (429, `Retry-After: 1`). In memory, per process; users are accounts, so the
 //! table is bounded by them. The anonymous join script has a pool of its own
-//! (`reconciler::Calls::Join`), never this budget.
+//! (`host::Calls::Join`), never this budget.
 
 use std::collections::HashMap;
 use std::sync::Mutex;

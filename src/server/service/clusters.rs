@@ -234,7 +234,7 @@ pub(crate) async fn events(
 /// Gateway's, as the host reports it (`None` in another mode, without a host
 /// or an offer, or before the Gateway has one).
 pub(crate) async fn gateway_address(
-    host: Option<&super::Reconciler>,
+    host: Option<&super::HostHandle>,
     cluster: &Cluster,
     offer: Option<&crate::domain::gateway::GatewayOffer>,
 ) -> Option<String> {
@@ -274,16 +274,16 @@ pub(crate) async fn history(
 /// or nothing readable on the host: `kubeconfig_unavailable`.
 pub(crate) async fn probe(
     pool: &AnyPool,
-    host: Option<&std::sync::Arc<crate::server::controllers::reconciler::Context>>,
+    host: Option<&super::HostHandle>,
     user: &CurrentUser,
     id: i64,
 ) -> Result<crate::domain::cluster::ProbeOutcome, AppError> {
     let cluster = get(pool, user, id).await?;
     let unavailable = || AppError::new(ErrorCode::KubeconfigUnavailable);
     let host = host.ok_or_else(unavailable)?;
-    let _call = host.user_calls.take(user.id)?;
+    let _call = host.user_calls().take(user.id)?;
     super::wake(Some(host));
-    match crate::server::controllers::reconciler::probe_now(host, &cluster).await {
+    match host.probe_now(&cluster).await {
         Ok(Some(r)) => Ok(crate::domain::cluster::ProbeOutcome { status: r.status, detail: r.detail }),
         Ok(None) => Err(unavailable()),
         Err(e) => {
@@ -299,15 +299,15 @@ pub(crate) async fn probe(
 /// installed, public access off).
 pub(crate) async fn kubeconfig(
     pool: &AnyPool,
-    host: Option<&std::sync::Arc<crate::server::controllers::reconciler::Context>>,
+    host: Option<&super::HostHandle>,
     user: &CurrentUser,
     id: i64,
 ) -> Result<(ClusterName, String), AppError> {
     let cluster = get(pool, user, id).await?;
     let unavailable = || AppError::new(ErrorCode::KubeconfigUnavailable);
     let host = host.ok_or_else(unavailable)?;
-    let _call = host.user_calls.take(user.id)?;
-    let text = match crate::server::controllers::reconciler::download(host, &cluster).await {
+    let _call = host.user_calls().take(user.id)?;
+    let text = match host.download(&cluster).await {
         Ok(Some(text)) => text,
         Ok(None) => return Err(unavailable()),
         Err(e) => {

@@ -12,7 +12,7 @@ use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::core::PartialObjectMeta;
 use sqlx::AnyPool;
 
-use super::Reconciler;
+use super::HostHandle;
 use crate::domain::audit::AuditAction;
 use crate::domain::cluster::Cluster;
 use crate::domain::join::{self, JoinToken, Lifetime};
@@ -28,7 +28,7 @@ use crate::server::service::write_limit::SpecWriteLimiter;
 /// (`service::call_budget`: over it, `calls_rate_limited`).
 async fn open<'h>(
     pool: &AnyPool,
-    host: Option<&'h Reconciler>,
+    host: Option<&'h HostHandle>,
     user: &CurrentUser,
     id: i64,
 ) -> Result<(Cluster, kube::Client, UserCall<'h>), AppError> {
@@ -37,7 +37,7 @@ async fn open<'h>(
 }
 
 async fn connect<'h>(
-    host: Option<&'h Reconciler>,
+    host: Option<&'h HostHandle>,
     user: &CurrentUser,
     cluster: Cluster,
 ) -> Result<(Cluster, kube::Client, UserCall<'h>), AppError> {
@@ -46,8 +46,8 @@ async fn connect<'h>(
     }
     let unavailable = || AppError::new(ErrorCode::ControlPlaneUnavailable);
     let host = host.ok_or_else(unavailable)?;
-    let call = host.user_calls.take(user.id)?;
-    match crate::server::controllers::reconciler::virtual_client(host, &cluster).await {
+    let call = host.user_calls().take(user.id)?;
+    match host.virtual_client(&cluster).await {
         Ok(Some(client)) => Ok((cluster, client, call)),
         Ok(None) => Err(unavailable()),
         Err(e) => {
@@ -81,7 +81,7 @@ fn read_failed(cluster: &Cluster, what: &str, e: ReadError) -> AppError {
 /// flood a control plane with Secrets or the audit log with rows.
 pub(crate) async fn create_token(
     pool: &AnyPool,
-    host: Option<&Reconciler>,
+    host: Option<&HostHandle>,
     writes: &SpecWriteLimiter,
     user: &CurrentUser,
     id: i64,
@@ -111,7 +111,7 @@ pub(crate) async fn create_token(
 /// The cluster's tokens (vCluster's label), soonest to expire first.
 pub(crate) async fn list_tokens(
     pool: &AnyPool,
-    host: Option<&Reconciler>,
+    host: Option<&HostHandle>,
     user: &CurrentUser,
     id: i64,
 ) -> Result<Vec<TokenView>, AppError> {
@@ -148,7 +148,7 @@ async fn tokens_of(cluster: &Cluster, client: &kube::Client) -> Result<Vec<Token
 /// Deletes token `token_id`; an id that is not one of the cluster's tokens is not found.
 pub(crate) async fn revoke_token(
     pool: &AnyPool,
-    host: Option<&Reconciler>,
+    host: Option<&HostHandle>,
     writes: &SpecWriteLimiter,
     user: &CurrentUser,
     id: i64,
@@ -181,7 +181,7 @@ pub(crate) async fn revoke_token(
 /// The virtual cluster's nodes, by name.
 pub(crate) async fn list_nodes(
     pool: &AnyPool,
-    host: Option<&Reconciler>,
+    host: Option<&HostHandle>,
     user: &CurrentUser,
     id: i64,
 ) -> Result<Vec<NodeView>, AppError> {
@@ -219,7 +219,7 @@ fn node_view(node: &k8s_openapi::api::core::v1::Node) -> NodeView {
 /// What the join page shows ([`Overview`]).
 pub(crate) async fn overview(
     pool: &AnyPool,
-    host: Option<&Reconciler>,
+    host: Option<&HostHandle>,
     user: &CurrentUser,
     id: i64,
 ) -> Result<Overview, AppError> {
@@ -261,7 +261,7 @@ pub(crate) struct Overview {
 /// same request while one runs returns that one. Audited when started.
 pub(crate) async fn remove_node(
     pool: &AnyPool,
-    host: Option<&Reconciler>,
+    host: Option<&HostHandle>,
     writes: &SpecWriteLimiter,
     user: &CurrentUser,
     id: i64,
@@ -312,7 +312,7 @@ pub(crate) fn now() -> i64 {
 /// control plane answers within two seconds (pages warn with them; no answer
 /// is no warning, never an error).
 /// Within the user's call budget: over it, no warning either.
-pub(crate) async fn joined_node_names(host: Option<&Reconciler>, user: &CurrentUser, cluster: &Cluster) -> Vec<String> {
+pub(crate) async fn joined_node_names(host: Option<&HostHandle>, user: &CurrentUser, cluster: &Cluster) -> Vec<String> {
     if !cluster.spec.own_nodes || cluster.deletion_requested {
         return Vec::new();
     }

@@ -29,12 +29,12 @@ use sqlx::AnyPool;
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
-use super::Reconciler;
+use super::HostHandle;
 use super::virtual_read;
 use crate::domain::join::{self, JoinToken};
 use crate::domain::{AppError, ErrorCode};
-use crate::server::controllers::reconciler::{self, InternalTarget};
 use crate::server::db;
+use crate::server::host::InternalTarget;
 
 /// How long the control plane may take and how much it may send.
 #[derive(Debug, Clone, Copy)]
@@ -80,7 +80,7 @@ pub(crate) const REFUSAL_TIME: Duration = Duration::from_secs(1);
 /// address gets through, a leaked token does not fetch without limit.
 pub(crate) async fn script(
     pool: &AnyPool,
-    host: Option<&Reconciler>,
+    host: Option<&HostHandle>,
     raw_id: &str,
     raw_token: &str,
     client: &str,
@@ -101,7 +101,7 @@ pub(crate) async fn script(
 
 async fn checked(
     pool: &AnyPool,
-    host: Option<&Reconciler>,
+    host: Option<&HostHandle>,
     raw_id: &str,
     raw_token: &str,
     refuse_at: tokio::time::Instant,
@@ -113,7 +113,7 @@ async fn checked(
     let lookup = async {
         let cluster = db::clusters::get(pool, id).await?.filter(|c| c.spec.own_nodes && !c.deletion_requested);
         let (Some(cluster), Some(host)) = (cluster, host) else { return Ok::<_, db::DbError>(None) };
-        let (client, target) = match reconciler::virtual_client_and_target(host, &cluster).await {
+        let (client, target) = match host.virtual_client_and_target(&cluster).await {
             Ok(Some(both)) => both,
             Ok(None) => return Ok(None),
             Err(e) => {
@@ -299,7 +299,7 @@ mod tests {
         let ca = Ca::generate("vcluster-ca").unwrap();
         let (addr, seen) = control_plane(&ca, ok(b"#!/bin/sh"), Duration::ZERO).await;
         let mut t = target(&ca, addr);
-        t.host = crate::server::controllers::reconciler::endpoint_authority("https://203.0.113.9:31443");
+        t.host = crate::server::host::virtual_cluster::endpoint_authority("https://203.0.113.9:31443");
         fetch(&t, &token(), FAST).await.unwrap();
         let head = seen.lock().unwrap()[0].to_ascii_lowercase();
         assert!(head.contains("\r\nhost: 203.0.113.9:31443\r\n"), "{head}");
@@ -313,7 +313,7 @@ mod tests {
             ("https://[2001:db8::1]:6443", Some("[2001:db8::1]:6443")),
             ("not a url", None),
         ] {
-            let got = crate::server::controllers::reconciler::endpoint_authority(endpoint);
+            let got = crate::server::host::virtual_cluster::endpoint_authority(endpoint);
             assert_eq!(got.as_deref(), authority, "{endpoint}");
         }
     }

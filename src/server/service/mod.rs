@@ -18,31 +18,32 @@ pub mod write_limit;
 use crate::domain::{AppError, ErrorCode};
 use crate::server::db::DbError;
 
-/// This process's reconciler, when it runs one (no host: none).
-pub(crate) type Reconciler = std::sync::Arc<crate::server::controllers::reconciler::Context>;
+/// The console's handle on the host, when it has one.
+pub(crate) type HostHandle = std::sync::Arc<crate::server::host::Host>;
 
 /// Tells this process's reconciler, when it runs one, that a change was
 /// stored (another replica's finds it on its next pass). The only wake call
 /// outside the reconciler; entry points never call it (the use case does).
-pub(crate) fn wake(host: Option<&Reconciler>) {
+pub(crate) fn wake(host: Option<&HostHandle>) {
     if let Some(host) = host {
         host.wake();
     }
 }
 
 /// What a use case knows of the host: how its LoadBalancer provider is asked
-/// for an address, and the reconciler to wake after a change. `kubebyon move`
-/// knows the first (it asks the host itself) and has no reconciler to wake.
+/// for an address, and the host whose reconciler to wake after a change.
+/// `kubebyon move` knows the first (it asks the host itself) and has no
+/// reconciler to wake.
 #[derive(Clone, Copy, Default)]
 pub struct HostLink<'a> {
     pub detected: Option<crate::domain::settings::AddressRequest>,
-    pub reconciler: Option<&'a Reconciler>,
+    pub host: Option<&'a HostHandle>,
 }
 
 impl<'a> HostLink<'a> {
     /// The console's own host, as pages and the JSON API see it.
-    pub(crate) fn of(host: Option<&'a Reconciler>) -> Self {
-        Self { detected: host.map(|h| h.detected()), reconciler: host }
+    pub(crate) fn of(host: Option<&'a HostHandle>) -> Self {
+        Self { detected: host.map(|h| h.detected()), host }
     }
 }
 

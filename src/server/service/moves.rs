@@ -250,7 +250,7 @@ pub async fn start(pool: &AnyPool, user: &CurrentUser, host: HostLink<'_>, req: 
         plan.grace_secs
     );
     super::audit::record(pool, user, AuditAction::MoveStarted, &audit_target(id), &detail).await;
-    super::wake(host.reconciler);
+    super::wake(host.host);
     Ok(id)
 }
 
@@ -335,7 +335,7 @@ pub(crate) enum ItemAction {
 /// dispatch the JSON API and the progress page share.
 pub(crate) async fn item_action(
     pool: &AnyPool,
-    host: Option<&std::sync::Arc<crate::server::controllers::reconciler::Context>>,
+    host: Option<&super::HostHandle>,
     user: &CurrentUser,
     id: i64,
     cluster_id: i64,

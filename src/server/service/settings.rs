@@ -21,14 +21,14 @@ pub(crate) async fn get(pool: &AnyPool, user: &CurrentUser) -> Result<SystemSett
 /// where there is no host or it did not answer).
 pub(crate) async fn view(
     pool: &AnyPool,
-    host: Option<&super::Reconciler>,
+    host: Option<&super::HostHandle>,
     policy: &crate::domain::gateway::HostPolicy,
     limits: &crate::domain::settings::OperatorLimits,
     user: &CurrentUser,
 ) -> Result<crate::domain::settings::SettingsView, AppError> {
     let settings = get(pool, user).await?;
     // The host's facts, within the admin's call budget (`service::call_budget`).
-    let _call = host.map(|h| h.user_calls.take(user.id)).transpose()?;
+    let _call = host.map(|h| h.user_calls().take(user.id)).transpose()?;
     let (gateway_api, storage_classes) = match host {
         Some(h) => (h.gateway_api_view().await.ok(), h.storage_classes().await.ok()),
         None => (None, None),
@@ -54,7 +54,7 @@ pub(crate) async fn view(
 /// How the host's LoadBalancer provider is asked for an address, and whether
 /// k3s's ServiceLB was seen serving the console's Services (`None` without a
 /// host).
-pub(crate) fn detected(host: Option<&super::Reconciler>) -> (Option<AddressRequest>, Option<bool>) {
+pub(crate) fn detected(host: Option<&super::HostHandle>) -> (Option<AddressRequest>, Option<bool>) {
     (super::HostLink::of(host).detected, host.map(|h| h.servicelb_seen()))
 }
 
@@ -86,7 +86,7 @@ pub(crate) struct PublicDefaults {
 /// LoadBalancer provider is asked).
 pub(crate) async fn update(
     pool: &AnyPool,
-    host: Option<&std::sync::Arc<crate::server::controllers::reconciler::Context>>,
+    host: Option<&super::HostHandle>,
     user: &CurrentUser,
     input: &SettingsInput<'_>,
     limits: &crate::domain::settings::OperatorLimits,

@@ -37,10 +37,10 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource, ResourceExt};
 use tokio::sync::Notify;
 
-use super::apply::{FIELD_MANAGER, charts_resource};
 use super::gather::{Listed, Raw};
 use crate::domain::gateway::RouteVersion;
 use crate::domain::render;
+use crate::server::host::objects::{ANNOTATION_PREFIX, FIELD_MANAGER, charts_resource, routes_resource};
 
 /// What changed since the observer last looked: the namespaces of the
 /// objects that changed, or everything.
@@ -426,7 +426,7 @@ impl Caches {
         let Some(version) = version else { return };
         let index = Index::new();
         let managed = format!("{}={}", render::MANAGED_BY.0, render::MANAGED_BY.1);
-        let api = Api::<DynamicObject>::all_with(client.clone(), &super::apply::routes_resource(version));
+        let api = Api::<DynamicObject>::all_with(client.clone(), &routes_resource(version));
         let sink = Sink {
             watch: "tlsroutes",
             index: index.clone(),
@@ -516,10 +516,11 @@ pub(crate) mod slim {
     pub(crate) fn chart(mut c: DynamicObject) -> DynamicObject {
         let digest = super::super::gather::spec_digest(&c).unwrap_or_default();
         let data = serde_json::json!({ super::super::gather::SPEC_DIGEST: digest });
-        let annotations =
-            c.metadata.annotations.take().map(|a| {
-                a.into_iter().filter(|(k, _)| k.starts_with(super::super::apply::ANNOTATION_PREFIX)).collect()
-            });
+        let annotations = c
+            .metadata
+            .annotations
+            .take()
+            .map(|a| a.into_iter().filter(|(k, _)| k.starts_with(ANNOTATION_PREFIX)).collect());
         let managed = c.metadata.managed_fields.take().map(|m| {
             m.into_iter()
                 .filter(|e| e.manager.as_deref() == Some(FIELD_MANAGER))
@@ -704,6 +705,12 @@ pub(crate) mod slim {
             ..NodeStatus::default()
         });
         Node { metadata: meta(n.metadata), spec: None, status }
+    }
+}
+
+impl crate::server::host::Watched for Caches {
+    fn sizes(&self) -> Vec<(&'static str, usize, usize)> {
+        Caches::sizes(self).to_vec()
     }
 }
 

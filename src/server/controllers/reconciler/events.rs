@@ -94,7 +94,7 @@ impl Recorder {
                 Budget::REFILL.as_secs()
             ),
         };
-        let chart = super::apply::charts_resource();
+        let chart = crate::server::host::objects::charts_resource();
         let regarding = ObjectReference {
             api_version: Some(chart.api_version),
             kind: Some(chart.kind),

@@ -15,13 +15,14 @@ use k8s_openapi::api::core::v1::{Event, Node, PersistentVolumeClaim, Pod, Secret
 use kube::api::{Api, DynamicObject, ListParams, LogParams};
 use kube::{Client, ResourceExt};
 
-use super::apply::{FIELD_MANAGER, GENERATION_ANNOTATION, helm_charts};
-use super::error::{Result, ignore_not_found, kube};
 use super::observe::{JobState, NodeAddresses, Observation};
-use super::probe::Credentials;
 use super::rollout::{self, HostEvent, PodFacts, Rollout, StatefulSetFacts};
 use crate::domain::endpoint::{Ingress, ServiceObservation};
 use crate::domain::render;
+use crate::server::host::error::{Result, ignore_not_found, kube};
+use crate::server::host::objects::{FIELD_MANAGER, GENERATION_ANNOTATION, helm_charts};
+use crate::server::host::probe::Credentials;
+use crate::server::host::secrets::{complete, credentials, read_secret};
 
 /// What was read, beyond the pure observation.
 pub(crate) struct Gathered {
@@ -30,14 +31,8 @@ pub(crate) struct Gathered {
     pub chart_generation: Option<i64>,
     /// The HelmChart's spec as the host holds it, as a digest per field ([`spec_digest`]).
     pub chart_spec: Option<BTreeMap<String, u64>>,
-    /// The PEM credentials of `vc-<name>`, for the probe and the download.
+    /// The PEM credentials of `vc-<name>`, for the probe.
     pub credentials: Option<Credentials>,
-    /// vCluster's kubeconfig text (`vc-<name>` key `config`).
-    pub vcluster_config: Option<String>,
-}
-
-pub(super) fn text(s: &Secret, key: &str) -> Option<String> {
-    String::from_utf8(s.data.as_ref()?.get(key)?.0.clone()).ok()
 }
 
 /// A digest of a JSON value (of a rendering, or a chart's spec field).
@@ -60,26 +55,6 @@ pub(crate) fn spec_digest(chart: &DynamicObject) -> Option<BTreeMap<String, u64>
     }
     let spec = chart.data.get("spec")?.as_object()?;
     Some(spec.iter().map(|(k, v)| (k.clone(), digest(v))).collect())
-}
-
-/// The CA, client certificate and key of `vc-<name>` (its `config` repeats
-/// them); `None` if any is missing or empty (the reconciler's memo may keep
-/// only that they are there).
-pub(super) fn credentials(s: &Secret) -> Option<Credentials> {
-    let pem = |key| text(s, key).filter(|t| !t.is_empty());
-    Some(Credentials {
-        ca_pem: pem("certificate-authority")?,
-        cert_pem: pem("client-certificate")?,
-        key_pem: pem("client-key")?,
-    })
-}
-
-/// Whether `vc-<name>` holds what a kubeconfig is made of: the three
-/// credentials and `config` (their values may be left out by the memo).
-pub(super) fn complete(s: &Secret) -> bool {
-    ["certificate-authority", "client-certificate", "client-key", "config"]
-        .iter()
-        .all(|k| s.data.as_ref().is_some_and(|d| d.contains_key(*k)))
 }
 
 /// The Ready nodes' addresses.
@@ -411,13 +386,6 @@ pub(crate) async fn fetch(client: &Client, name: &str) -> Result<Raw> {
     })
 }
 
-/// `vc-<name>`, read now.
-pub(crate) async fn read_secret(client: &Client, name: &str) -> Result<Option<Secret>> {
-    let ns = render::namespace(name);
-    ignore_not_found(Api::<Secret>::namespaced(client.clone(), &ns).get(&render::kubeconfig_secret(name)).await)
-        .map_err(kube("read vc Secret"))
-}
-
 /// From the raw objects to what the status needs (`stale_jobs`: install Jobs
 /// known to predate the last values change); reads the Job pod's log only
 /// while helm fails, and the Service's Events only while its address is pending.
@@ -484,7 +452,6 @@ pub(crate) async fn assemble(
     };
     let secret = raw.secret;
     let credentials = secret.as_ref().and_then(credentials);
-    let vcluster_config = secret.as_ref().and_then(|s| text(s, "config"));
     let pod = current_pod(raw.control_plane_pods.iter(), name);
     let rollout = raw.stateful_set.as_ref().map_or(Rollout::Missing, |s| stateful_set_facts(s).rollout());
     let mut facts = pod.map(pod_facts);
@@ -517,7 +484,6 @@ pub(crate) async fn assemble(
         chart_generation,
         chart_spec: hc.as_ref().and_then(spec_digest),
         credentials,
-        vcluster_config,
     }
 }
 

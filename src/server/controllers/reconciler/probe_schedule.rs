@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{Notify, Semaphore};
 
-use super::probe::{self, Credentials, Resolver};
 use crate::domain::ConnectionStatus;
+use crate::server::host::probe::{self, Credentials, Resolver};
 
 /// Probes at once, per process.
 pub(crate) const SLOTS: usize = 32;
