@@ -67,3 +67,64 @@ fn the_readme_settings_table_is_the_config() {
     let unknown: Vec<&&str> = documented.iter().filter(|v| !read.contains(**v) && !others.contains(v)).collect();
     assert!(unknown.is_empty(), "README documents variables the console does not read: {unknown:?}");
 }
+
+/// docs/architecture.md's module map is the tree: every file and folder it
+/// names exists where the map puts it, and every folder under `src/` is named.
+#[test]
+fn the_module_map_is_the_tree() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("docs/architecture.md")).unwrap();
+    let map = doc.split_once("## Module map\n\n```\nsrc/\n").expect("the module map").1;
+    let map = map.split_once("```").expect("the map's end").0;
+    // (depth, names) of each entry line: `│   ├── a.rs, b.rs   what they are`.
+    let mut folders: Vec<String> = Vec::new();
+    let mut named = BTreeSet::new();
+    for line in map.lines() {
+        let Some(at) = line.find("├── ").or_else(|| line.find("└── ")) else { continue };
+        let depth = line[..at].chars().count() / 4;
+        let entry = &line[at + "├── ".len()..];
+        // The names lead the entry: `a.rs, b.rs`, then what they are.
+        let names = leading_names(entry);
+        folders.truncate(depth);
+        for name in &names {
+            let path = format!("src/{}{name}", folders.concat());
+            assert!(root.join(&path).exists(), "docs/architecture.md's module map names {path}, which does not exist");
+            named.insert(path.trim_end_matches('/').to_owned());
+        }
+        if let [folder] = names.as_slice()
+            && folder.ends_with('/')
+        {
+            folders.push(folder.clone());
+        }
+    }
+    let mut unnamed = Vec::new();
+    let mut stack = vec![root.join("src")];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                let relative = path.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+                if !named.contains(&relative) {
+                    unnamed.push(relative);
+                }
+                stack.push(path);
+            }
+        }
+    }
+    assert!(named.len() >= 40, "{named:?}");
+    assert!(unnamed.is_empty(), "docs/architecture.md's module map does not name {unnamed:?}");
+}
+
+/// `a.rs, b/` from `a.rs, b/  what they are`: file and folder names separated by `, `.
+fn leading_names(entry: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut rest = entry;
+    loop {
+        let end = rest.find(|c: char| !(c.is_ascii_alphanumeric() || "_.-/".contains(c))).unwrap_or(rest.len());
+        names.push(rest[..end].to_owned());
+        match rest[end..].strip_prefix(", ") {
+            Some(more) => rest = more,
+            None => return names,
+        }
+    }
+}

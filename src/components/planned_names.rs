@@ -10,6 +10,7 @@
 use leptos::prelude::*;
 
 use super::islands::cluster_forms::ClusterFormValues;
+use crate::domain::host_objects;
 use crate::domain::sans::{self, AddedName};
 use crate::domain::{Host, PublicAccess};
 use crate::i18n::*;
@@ -31,7 +32,7 @@ pub(crate) struct Shown {
 /// The panel's state for form `values`; `current` is the stored public access (edit).
 pub(crate) fn shown(values: &ClusterFormValues, nodeport_host: Option<&Host>, current: Option<&PublicAccess>) -> Shown {
     let name = values.name.trim().to_owned();
-    let ns_name = if name.is_empty() { String::new() } else { format!("{name}.{}", sans::namespace(&name)) };
+    let ns_name = if name.is_empty() { String::new() } else { format!("{name}.{}", host_objects::namespace(&name)) };
     let Some(access) = values.access() else {
         let line = if values.host.trim().is_empty() { "required" } else { "invalid" };
         return Shown { line, public_host: String::new(), assigned: "", breaks: false, name, ns_name };

@@ -9,6 +9,7 @@ pub mod endpoint;
 pub mod error;
 pub mod gateway;
 pub mod host;
+pub mod host_objects;
 /// Server-side only: bootstrap tokens are Kubernetes Secrets (k8s-openapi).
 #[cfg(feature = "ssr")]
 pub mod join;

@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use crate::domain::cluster::{Cluster, OldEndpoint};
 use crate::domain::endpoint::{Endpoint, HTTPS_PORT};
+use crate::domain::host_objects::namespace;
 use crate::domain::nodes::SecretRef;
 use crate::domain::settings::PodSecurity;
 use crate::domain::{ClusterSpec, Host, PublicAccess, SystemSettings};
@@ -25,8 +26,6 @@ pub(crate) const CLUSTER_ID_LABEL: &str = "kubebyon.io/cluster-id";
 /// id is generated once and kept in the database): only the console's own
 /// create writes it, and nothing without it is ever changed or deleted.
 pub const INSTALLATION_LABEL: &str = "kubebyon.io/installation";
-
-pub(crate) use crate::domain::sans::{cluster_of_namespace, helm_job, kubeconfig_secret, namespace};
 
 #[derive(Serialize, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]

@@ -10,6 +10,7 @@
 //! and `controlPlane.proxy.extraSANs` — where the console puts the public host
 //! (`render::values`). Pure: the forms' island runs it in the browser too.
 
+use super::host_objects::namespace;
 use super::{Host, PublicAccess};
 
 /// Names every API server certificate covers (vCluster's fixed in-cluster names).
@@ -21,28 +22,6 @@ pub(crate) const IN_CLUSTER: [&str; 6] = [
     "localhost",
     "127.0.0.1",
 ];
-
-/// The host namespace of a cluster (its HelmChart, Service and Secrets).
-pub(crate) fn namespace(name: &str) -> String {
-    format!("kubebyon-{name}")
-}
-
-/// The cluster a host namespace is [`namespace`] of (by name alone: whether
-/// the console made it is the reader's to check).
-pub(crate) fn cluster_of_namespace(ns: &str) -> Option<&str> {
-    ns.strip_prefix("kubebyon-").filter(|n| !n.is_empty())
-}
-
-/// helm-controller's Job for the cluster's HelmChart (named after the cluster):
-/// `helm-install-<chart>`, in [`namespace`].
-pub(crate) fn helm_job(name: &str) -> String {
-    format!("helm-install-{name}")
-}
-
-/// The Secret vCluster writes its kubeconfig to: `vc-<release>`, in [`namespace`].
-pub(crate) fn kubeconfig_secret(name: &str) -> String {
-    format!("vc-{name}")
-}
 
 /// Names vCluster adds once the host knows them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

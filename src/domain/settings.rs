@@ -389,6 +389,135 @@ pub(crate) struct SettingsInput<'a> {
     pub storage_class: &'a str,
 }
 
+/// Every settings field as text: what [`SystemSettings::parse`] reads, owned.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct SettingsText {
+    pub default_mode: String,
+    pub nodeport_public_host: String,
+    pub load_balancer_annotations: String,
+    pub load_balancer_class: String,
+    pub load_balancer_address_request: String,
+    pub chart_repo: String,
+    pub chart_version: String,
+    pub quota: crate::domain::quota::QuotaText,
+    pub pod_security: String,
+    pub network_policy: String,
+    pub private_nodes: String,
+    pub platform_api_key: String,
+    pub placement: GatewayPlacementText,
+}
+
+impl SettingsText {
+    /// The text of stored settings (parsed, it gives them back).
+    pub(crate) fn of(s: &SystemSettings) -> Self {
+        let switch = |on: bool| if on { "on" } else { "off" }.to_owned();
+        Self {
+            default_mode: s.default_mode.as_str().to_owned(),
+            nodeport_public_host: s.nodeport_public_host.as_ref().map(ToString::to_string).unwrap_or_default(),
+            load_balancer_annotations: s.annotations_text(),
+            load_balancer_class: s.load_balancer_class.clone().unwrap_or_default(),
+            load_balancer_address_request: s.load_balancer_address_request.as_str().to_owned(),
+            chart_repo: s.chart_repo.clone(),
+            chart_version: s.chart_version.clone(),
+            quota: crate::domain::quota::QuotaText::of(&s.quota),
+            pod_security: s.pod_security.as_str().to_owned(),
+            network_policy: switch(s.network_policy),
+            private_nodes: switch(s.private_nodes),
+            platform_api_key: s.platform_api_key.as_ref().map(ToString::to_string).unwrap_or_default(),
+            placement: s.gateway_placement_text(),
+        }
+    }
+
+    /// What [`SystemSettings::parse`] reads.
+    pub(crate) fn input(&self) -> SettingsInput<'_> {
+        let p = &self.placement;
+        SettingsInput {
+            default_mode: &self.default_mode,
+            nodeport_public_host: &self.nodeport_public_host,
+            load_balancer_annotations: &self.load_balancer_annotations,
+            load_balancer_class: &self.load_balancer_class,
+            load_balancer_address_request: &self.load_balancer_address_request,
+            chart_repo: &self.chart_repo,
+            chart_version: &self.chart_version,
+            quota: self.quota.as_input(),
+            pod_security: &self.pod_security,
+            network_policy: &self.network_policy,
+            private_nodes: &self.private_nodes,
+            platform_api_key: &self.platform_api_key,
+            gateway: &p.gateway,
+            gateway_listener: &p.gateway_listener,
+            gateway_domain_suffix: &p.gateway_domain_suffix,
+            spread: &p.spread,
+            spread_topology_key: &p.spread_topology_key,
+            storage_class: &p.storage_class,
+        }
+    }
+}
+
+/// A change to the settings as the form posts it or the JSON API is turned
+/// into: each field's text, `None` where the request left the field out (the
+/// stored value is kept). [`SettingsPatch::over`] is the one merge.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SettingsPatch {
+    pub default_mode: Option<String>,
+    pub nodeport_public_host: Option<String>,
+    pub load_balancer_annotations: Option<String>,
+    pub load_balancer_class: Option<String>,
+    pub load_balancer_address_request: Option<String>,
+    pub chart_repo: Option<String>,
+    pub chart_version: Option<String>,
+    pub quota_clusters: Option<String>,
+    pub quota_cpu: Option<String>,
+    pub quota_memory_gib: Option<String>,
+    pub quota_storage_gib: Option<String>,
+    pub pod_security: Option<String>,
+    pub network_policy: Option<String>,
+    pub private_nodes: Option<String>,
+    pub platform_api_key: Option<String>,
+    pub gateway: Option<String>,
+    pub gateway_listener: Option<String>,
+    pub gateway_domain_suffix: Option<String>,
+    pub spread: Option<String>,
+    pub spread_topology_key: Option<String>,
+    pub storage_class: Option<String>,
+}
+
+impl SettingsPatch {
+    /// The whole settings' text: each field the patch gives, else the stored one's.
+    pub(crate) fn over(self, stored: &SystemSettings) -> SettingsText {
+        let kept = SettingsText::of(stored);
+        let pick = |given: Option<String>, kept: String| given.unwrap_or(kept);
+        let (q, p) = (kept.quota, kept.placement);
+        SettingsText {
+            default_mode: pick(self.default_mode, kept.default_mode),
+            nodeport_public_host: pick(self.nodeport_public_host, kept.nodeport_public_host),
+            load_balancer_annotations: pick(self.load_balancer_annotations, kept.load_balancer_annotations),
+            load_balancer_class: pick(self.load_balancer_class, kept.load_balancer_class),
+            load_balancer_address_request: pick(self.load_balancer_address_request, kept.load_balancer_address_request),
+            chart_repo: pick(self.chart_repo, kept.chart_repo),
+            chart_version: pick(self.chart_version, kept.chart_version),
+            quota: crate::domain::quota::QuotaText {
+                clusters: pick(self.quota_clusters, q.clusters),
+                cpu: pick(self.quota_cpu, q.cpu),
+                memory_gib: pick(self.quota_memory_gib, q.memory_gib),
+                storage_gib: pick(self.quota_storage_gib, q.storage_gib),
+            },
+            pod_security: pick(self.pod_security, kept.pod_security),
+            network_policy: pick(self.network_policy, kept.network_policy),
+            private_nodes: pick(self.private_nodes, kept.private_nodes),
+            platform_api_key: pick(self.platform_api_key, kept.platform_api_key),
+            placement: GatewayPlacementText {
+                gateway: pick(self.gateway, p.gateway),
+                gateway_listener: pick(self.gateway_listener, p.gateway_listener),
+                gateway_domain_suffix: pick(self.gateway_domain_suffix, p.gateway_domain_suffix),
+                spread: pick(self.spread, p.spread),
+                spread_topology_key: pick(self.spread_topology_key, p.spread_topology_key),
+                storage_class: pick(self.storage_class, p.storage_class),
+            },
+        }
+    }
+}
+
 impl SystemSettings {
     pub(crate) fn parse(input: &SettingsInput<'_>) -> Result<Self, AppError> {
         let default_mode = PublicAccessMode::parse(input.default_mode)
@@ -734,6 +863,64 @@ mod tests {
         ];
         for (inp, want) in bad {
             assert_eq!(SystemSettings::parse(&inp), want, "{inp:?}");
+        }
+    }
+
+    /// Stored settings' text parses back to them, and a patch changes only
+    /// the fields it gives: the one merge the form and the JSON API share.
+    #[test]
+    fn a_patch_keeps_what_it_leaves_out() {
+        let mut full = SettingsText::of(&SystemSettings::default());
+        full.default_mode = "loadbalancer".into();
+        full.nodeport_public_host = "203.0.113.7".into();
+        full.load_balancer_annotations = "metallb.io/address-pool: public".into();
+        full.load_balancer_class = "metallb".into();
+        full.quota = crate::domain::quota::QuotaText {
+            clusters: "3".into(),
+            cpu: "2.5".into(),
+            memory_gib: "8".into(),
+            storage_gib: String::new(),
+        };
+        full.pod_security = "privileged".into();
+        full.network_policy = "off".into();
+        full.private_nodes = "on".into();
+        full.platform_api_key = "kubebyon/platform-key".into();
+        full.placement.gateway = "gateways/shared".into();
+        full.placement.gateway_listener = "tls".into();
+        full.placement.gateway_domain_suffix = "clusters.example.com".into();
+        full.placement.spread = "required".into();
+        full.placement.storage_class = "fast".into();
+        let stored = SystemSettings::parse(&full.input()).expect("valid");
+        for s in [SystemSettings::default(), stored.clone()] {
+            assert_eq!(SystemSettings::parse(&SettingsText::of(&s).input()).as_ref(), Ok(&s), "{s:?}");
+            // Nothing given: nothing changes.
+            assert_eq!(SettingsPatch::default().over(&s), SettingsText::of(&s));
+        }
+        // (the patch, what the stored settings become)
+        type Change = fn(&mut SystemSettings);
+        let cases: [(SettingsPatch, Change); 5] = [
+            (SettingsPatch { quota_cpu: Some(String::new()), ..Default::default() }, |s| s.quota.cpu_millis = None),
+            (SettingsPatch { network_policy: Some("on".into()), ..Default::default() }, |s| s.network_policy = true),
+            (
+                SettingsPatch {
+                    gateway: Some(String::new()),
+                    gateway_listener: Some(String::new()),
+                    ..Default::default()
+                },
+                |s| s.gateway = None,
+            ),
+            (SettingsPatch { gateway_domain_suffix: Some(String::new()), ..Default::default() }, |s| {
+                s.gateway_domain_suffix = None
+            }),
+            (SettingsPatch { load_balancer_class: Some(String::new()), ..Default::default() }, |s| {
+                s.load_balancer_class = None
+            }),
+        ];
+        for (patch, change) in cases {
+            let what = format!("{patch:?}");
+            let mut want = stored.clone();
+            change(&mut want);
+            assert_eq!(SystemSettings::parse(&patch.over(&stored).input()), Ok(want), "{what}");
         }
     }
 

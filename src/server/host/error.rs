@@ -12,6 +12,10 @@ pub enum Error {
     Db(#[from] DbError),
     #[error("waiting for the host: {0}")]
     NotYet(&'static str),
+    /// A request's host calls did not end within their time
+    /// (`host::REQUEST_CALL_TIMEOUT`).
+    #[error("the host did not answer in time: {0}")]
+    TimedOut(&'static str),
     /// An object the cluster needs exists on the host and is not the
     /// console's (`namespace kubebyon-db`): left untouched, the cluster fails.
     #[error("{0} exists on the host and was not created by this console")]
@@ -51,6 +55,7 @@ impl Error {
             Self::Kube(..) => "unreachable",
             Self::Db(_) => "database",
             Self::NotYet(_) => "not_ready",
+            Self::TimedOut(_) => "timed_out",
             Self::Taken(_) => "taken",
         }
     }
@@ -61,7 +66,7 @@ impl Error {
             Self::Kube(step, kube::Error::Api(s)) => format!("{step}: {}", s.message),
             Self::Kube(step, _) => format!("{step}: the host cluster did not answer"),
             Self::Db(_) => "database error".into(),
-            Self::NotYet(what) => (*what).into(),
+            Self::NotYet(what) | Self::TimedOut(what) => (*what).into(),
             Self::Taken(_) => self.to_string(),
         }
     }
@@ -119,6 +124,9 @@ mod tests {
             assert_eq!(api(code).kind(), kind, "{code}");
         }
         assert!(!Error::NotYet("uninstalling").is_permanent());
+        let late = Error::TimedOut("the host did not answer in time");
+        assert!(!late.is_permanent());
+        assert_eq!(late.kind(), "timed_out");
         let taken = Error::Taken("namespace kubebyon-db".into());
         assert!(taken.is_permanent());
         assert_eq!(taken.kind(), "taken");

@@ -95,7 +95,7 @@ impl Host {
         };
         tokio::time::timeout(REQUEST_CALL_TIMEOUT, bounded)
             .await
-            .unwrap_or(Err(Error::NotYet("the host did not answer in time")))
+            .unwrap_or(Err(Error::TimedOut("the host did not answer in time")))
     }
 
     /// This console's installation id, the label of what it creates on the host.

@@ -16,12 +16,12 @@ use kube::api::Api;
 
 use super::error::{Result, ignore_not_found, kube};
 use super::probe::Credentials;
-use crate::domain::render;
+use crate::domain::host_objects;
 
 /// `vc-<name>`, read now.
 pub(crate) async fn read_secret(client: &Client, name: &str) -> Result<Option<Secret>> {
-    let ns = render::namespace(name);
-    ignore_not_found(Api::<Secret>::namespaced(client.clone(), &ns).get(&render::kubeconfig_secret(name)).await)
+    let ns = host_objects::namespace(name);
+    ignore_not_found(Api::<Secret>::namespaced(client.clone(), &ns).get(&host_objects::kubeconfig_secret(name)).await)
         .map_err(kube("read vc Secret"))
 }
 

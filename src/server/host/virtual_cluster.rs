@@ -14,14 +14,14 @@ use super::objects::helm_charts;
 use super::secrets::{self, credentials, read_secret, text};
 use super::{Calls, Host, kubeconfig, probe};
 use crate::domain::cluster::Cluster;
-use crate::domain::render;
+use crate::domain::host_objects;
 
 impl Host {
     /// `vc-<name>` read now with the cluster's HelmChart (two GETs); `None`
     /// unless the chart is this console's for this cluster.
     async fn read_ours(&self, cluster: &Cluster) -> Result<Option<Secret>> {
         let name = cluster.spec.name.as_str();
-        let chart = ignore_not_found(helm_charts(&self.client, &render::namespace(name)).get(name).await)
+        let chart = ignore_not_found(helm_charts(&self.client, &host_objects::namespace(name)).get(name).await)
             .map_err(kube("read HelmChart"))?;
         if !self.installation.chart_is_ours(cluster.id, chart.as_ref()).await? {
             return Ok(None);
@@ -100,7 +100,7 @@ impl Host {
     async fn load_balancer_address(&self, cluster: &Cluster) -> Option<std::net::SocketAddr> {
         let name = cluster.spec.name.as_str();
         let services: Api<k8s_openapi::api::core::v1::Service> =
-            Api::namespaced(self.client.clone(), &render::namespace(name));
+            Api::namespaced(self.client.clone(), &host_objects::namespace(name));
         let svc = tokio::time::timeout(Duration::from_secs(5), services.get_opt(name)).await.ok()?.ok().flatten()?;
         let ingress = svc.status?.load_balancer?.ingress?;
         let ip = ingress.iter().find_map(|i| i.ip.as_deref()?.parse().ok())?;
@@ -148,7 +148,7 @@ impl Host {
 /// certificate carries — it has no `.svc` forms), port 443.
 pub(crate) fn internal_name(cluster: &Cluster) -> String {
     let name = cluster.spec.name.as_str();
-    format!("{name}.{}", render::namespace(name))
+    format!("{name}.{}", host_objects::namespace(name))
 }
 
 /// The cluster's control plane at its internal address, as the join script

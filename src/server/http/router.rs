@@ -17,48 +17,29 @@ use crate::server::state::AppState;
 /// Request bodies larger than this are refused with 413.
 pub(crate) const BODY_LIMIT: usize = 64 * 1024;
 
-/// The JSON API and the other plain axum routes, path by path. The router
+/// The JSON API (`api::routes`, each resource's) and the other plain axum
+/// routes, path by path. The router
 /// mounts exactly these; the authorization matrix test (tests/authz.rs) reads
 /// the same list, so a route added here without a matrix entry fails it.
 pub fn api_routes() -> Vec<(&'static str, MethodRouter<AppState>)> {
-    vec![
-        ("/api/console/clusters", get(api::list_clusters).post(api::create_cluster)),
-        ("/api/console/clusters/{id}", get(api::get_cluster).patch(api::update_cluster).delete(api::delete_cluster)),
-        ("/api/console/clusters/{id}/events", get(api::cluster_events)),
-        ("/api/console/clusters/{id}/kubeconfig", get(api::cluster_kubeconfig)),
-        ("/api/console/clusters/{id}/probe", post(api::probe_cluster)),
-        ("/api/console/clusters/{id}/join-tokens", get(api::list_join_tokens).post(api::create_join_token)),
-        ("/api/console/clusters/{id}/join-tokens/{token}", axum::routing::delete(api::revoke_join_token)),
-        ("/api/console/clusters/{id}/nodes", get(api::list_nodes)),
-        ("/api/console/clusters/{id}/nodes/{node}", axum::routing::delete(api::remove_node)),
-        ("/api/console/clusters/{id}/node-removals", get(api::list_node_removals)),
-        ("/api/console/quota", get(api::my_quota)),
+    let mut routes = api::routes();
+    routes.extend([
         // Server-sent events: the versions live pages follow (`server::push`).
         ("/events/clusters", get(super::live::list_stream)),
         ("/events/clusters/{id}", get(super::live::cluster_stream)),
-        // No session: machines fetch their join script with a join token.
-        ("/api/join/clusters/{id}/script", get(api::join_script)),
-        ("/clusters/{id}/kubeconfig", get(api::cluster_kubeconfig)),
-        ("/api/admin/system-settings", get(api::get_settings).put(api::update_settings)),
-        ("/api/admin/audit", get(api::list_audit)),
-        ("/api/admin/moves", get(api::list_moves).post(api::start_move)),
-        ("/api/admin/moves/dry-run", post(api::move_dry_run)),
-        ("/api/admin/moves/{id}", get(api::get_move)),
-        ("/api/admin/moves/{id}/clusters/{cluster}/{action}", post(api::move_item_action)),
         // Paths from before "migration" was renamed "move": 308 to the new ones.
         ("/api/admin/migrations", get(renamed).post(renamed)),
         ("/api/admin/migrations/{*rest}", get(renamed).post(renamed)),
         ("/admin/migrations", get(renamed)),
         ("/admin/migrations/{*rest}", get(renamed)),
         ("/fn/migrations/{*rest}", post(renamed)),
-        ("/api/auth/login", post(api::login)),
-        ("/api/auth/logout", post(api::logout)),
         ("/api/{*rest}", any(api::not_found)),
         ("/lang/{code}", get(lang::switch)),
         ("/healthz", get(healthz)),
         ("/readyz", get(telemetry::readyz)),
         ("/metrics", get(telemetry::metrics_page)),
-    ]
+    ]);
+    routes
 }
 
 async fn healthz() -> &'static str {

@@ -4,7 +4,7 @@ use sqlx::AnyPool;
 
 use crate::domain::cluster::Cluster;
 use crate::domain::render;
-use crate::domain::settings::{AddressRequest, SettingsInput};
+use crate::domain::settings::{AddressRequest, SettingsPatch};
 use crate::domain::user::CurrentUser;
 use crate::domain::{AppError, SystemSettings};
 use crate::server::db;
@@ -80,22 +80,23 @@ pub(crate) struct PublicDefaults {
     pub gateway: Option<crate::domain::gateway::GatewayOffer>,
 }
 
-/// Validates and stores the settings; returns them and how many clusters'
-/// HelmCharts render differently under them; this process's reconciler, when
-/// it runs one, re-renders them now (`host`, which also tells how the host's
-/// LoadBalancer provider is asked).
+/// Merges `patch` over the stored settings (a field it leaves out keeps its
+/// stored value), validates and stores the result; returns it and how many
+/// clusters' HelmCharts render differently under it; this process's
+/// reconciler, when it runs one, re-renders them now (`host`, which also
+/// tells how the host's LoadBalancer provider is asked).
 pub(crate) async fn update(
     pool: &AnyPool,
     host: Option<&super::HostHandle>,
     user: &CurrentUser,
-    input: &SettingsInput<'_>,
+    patch: SettingsPatch,
     limits: &crate::domain::settings::OperatorLimits,
 ) -> Result<(SystemSettings, usize), AppError> {
     user.require_admin()?;
     let detected = super::HostLink::of(host).detected;
-    let settings = SystemSettings::parse(input)?;
-    limits.check(&settings)?;
     let before = db::settings::load(pool).await?;
+    let settings = SystemSettings::parse(&patch.over(&before).input())?;
+    limits.check(&settings)?;
     db::settings::save(pool, &settings).await?;
     let clusters = db::clusters::list(pool, None).await?;
     let rerendered = rerendered(&clusters, &before, &settings, detected);

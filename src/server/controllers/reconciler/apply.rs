@@ -23,6 +23,7 @@ use std::collections::BTreeSet;
 
 use crate::domain::cluster::Cluster;
 use crate::domain::gateway::RouteVersion;
+use crate::domain::host_objects;
 use crate::domain::nodes::SecretRef;
 use crate::domain::render::{self, AddressRequest, INSTALLATION_LABEL};
 use crate::domain::settings::PodSecurity;
@@ -71,7 +72,7 @@ pub(crate) async fn ensure_route(
 ) -> Result<()> {
     let Some(version) = version else { return Ok(()) };
     let name = cluster.spec.name.as_str();
-    let ns = render::namespace(name);
+    let ns = host_objects::namespace(name);
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &ns, &routes_resource(version));
     let current = ignore_not_found(api.get(name).await).map_err(kube("read TLSRoute"))?;
     match (current, wanted) {
@@ -214,7 +215,7 @@ async fn ensure_platform_key_grant(client: &Client, name: &str, key: &SecretRef,
         .map_err(kube("apply the platform key's Role"))?;
     let bindings: Api<RoleBinding> = Api::namespaced(client.clone(), &key.namespace);
     let binding = render::platform_key_binding(owner.cluster_id, &owner.installation, name, key);
-    let binding_name = render::namespace(name);
+    let binding_name = host_objects::namespace(name);
     match bindings.get_opt(&binding_name).await.map_err(kube("read the platform key's RoleBinding"))? {
         Some(b) if owner.created(&b.metadata) => Ok(()),
         Some(_) => Err(Error::Taken(format!("RoleBinding {}/{binding_name}", key.namespace))),
@@ -236,7 +237,7 @@ async fn ensure_platform_key_grant(client: &Client, name: &str, key: &SecretRef,
 /// (by UID) when it is the console's: the last step of an own-nodes uninstall.
 async fn remove_platform_key_grant(client: &Client, name: &str, key_namespace: &str, owner: &Owner) -> Result<()> {
     let bindings: Api<RoleBinding> = Api::namespaced(client.clone(), key_namespace);
-    let binding_name = render::namespace(name);
+    let binding_name = host_objects::namespace(name);
     if let Some(b) = bindings.get_opt(&binding_name).await.map_err(kube("read the platform key's RoleBinding"))?
         && owner.created(&b.metadata)
     {
@@ -271,7 +272,7 @@ pub(crate) async fn apply(
 ) -> Result<Applied> {
     let HostFacts { request, route_version, helm_egress } = *host;
     let name = cluster.spec.name.as_str();
-    let ns = render::namespace(name);
+    let ns = host_objects::namespace(name);
     let api = helm_charts(client, &ns);
     let before = match cached {
         Some(c) => c,
@@ -344,7 +345,7 @@ pub(crate) async fn uninstall(
     key_namespace: Option<&str>,
 ) -> Result<()> {
     let name = cluster.spec.name.as_str();
-    let ns = render::namespace(name);
+    let ns = host_objects::namespace(name);
     let namespaces: Api<Namespace> = Api::all(client.clone());
     let gone = || async {
         match key_namespace.filter(|_| cluster.spec.own_nodes) {

@@ -39,6 +39,7 @@ use tokio::sync::Notify;
 
 use super::gather::{Listed, Raw};
 use crate::domain::gateway::RouteVersion;
+use crate::domain::host_objects;
 use crate::domain::render;
 use crate::server::host::objects::{ANNOTATION_PREFIX, FIELD_MANAGER, charts_resource, routes_resource};
 
@@ -131,7 +132,7 @@ fn key(meta: &ObjectMeta) -> (String, String) {
 /// Whether an object is in one of the console's namespaces (cluster-scoped
 /// objects always are kept).
 fn in_console_namespace(meta: &ObjectMeta) -> bool {
-    meta.namespace.as_deref().is_none_or(|ns| render::cluster_of_namespace(ns).is_some())
+    meta.namespace.as_deref().is_none_or(|ns| host_objects::cluster_of_namespace(ns).is_some())
 }
 
 /// A watched kind: what of it is kept ([`slim`]), and which objects.
@@ -381,7 +382,7 @@ impl Caches {
 
     /// A cluster's objects as the watches last saw them.
     pub(crate) fn raw(&self, name: &str) -> Raw {
-        let ns = render::namespace(name);
+        let ns = host_objects::namespace(name);
         let warnings = self.warnings.in_namespace(&ns);
         let service_events = warnings
             .iter()
@@ -400,7 +401,7 @@ impl Caches {
             stateful_set: self.stateful_sets.get(&ns, name),
             service_events: Some(service_events),
             chart: self.charts.get(&ns, name),
-            job: self.jobs.get(&ns, &render::helm_job(name)),
+            job: self.jobs.get(&ns, &host_objects::helm_job(name)),
             job_pods: Some(self.pods.in_namespace(&ns)),
             service: self.services.get(&ns, name),
             secret: None,
@@ -651,7 +652,7 @@ pub(crate) mod slim {
     /// `<template>-<name>-<n>`); any other Event of the namespace is not the
     /// console's to keep (vCluster syncs the tenant's pods and Services into it).
     pub(crate) fn is_about_the_chart(e: &Event) -> bool {
-        let cluster = e.metadata.namespace.as_deref().and_then(render::cluster_of_namespace);
+        let cluster = e.metadata.namespace.as_deref().and_then(host_objects::cluster_of_namespace);
         let (kind, name) = (e.involved_object.kind.as_deref(), e.involved_object.name.as_deref());
         matches!((cluster, kind, name), (Some(c), Some(k), Some(n)) if about_the_chart(c, k, n))
     }

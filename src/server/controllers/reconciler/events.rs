@@ -23,7 +23,7 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Client;
 use kube::runtime::events::{Event, EventType, Recorder as KubeRecorder, Reporter};
 
-use crate::domain::render;
+use crate::domain::host_objects;
 
 /// The Events' `reportingController`.
 pub(crate) const CONTROLLER: &str = "kubebyon.io/console";
@@ -99,7 +99,7 @@ impl Recorder {
             api_version: Some(chart.api_version),
             kind: Some(chart.kind),
             name: Some(name.into()),
-            namespace: Some(render::namespace(name)),
+            namespace: Some(host_objects::namespace(name)),
             uid,
             ..ObjectReference::default()
         };

@@ -18,7 +18,7 @@ use kube::{Client, ResourceExt};
 use super::observe::{JobState, NodeAddresses, Observation};
 use super::rollout::{self, HostEvent, PodFacts, Rollout, StatefulSetFacts};
 use crate::domain::endpoint::{Ingress, ServiceObservation};
-use crate::domain::render;
+use crate::domain::host_objects;
 use crate::server::host::error::{Result, ignore_not_found, kube};
 use crate::server::host::objects::{FIELD_MANAGER, GENERATION_ANNOTATION, helm_charts};
 use crate::server::host::probe::Credentials;
@@ -361,10 +361,10 @@ async fn blocked(
 
 /// Reads one cluster's objects with GETs (on-demand paths: download, probe API).
 pub(crate) async fn fetch(client: &Client, name: &str) -> Result<Raw> {
-    let ns = render::namespace(name);
+    let ns = host_objects::namespace(name);
     let chart = ignore_not_found(helm_charts(client, &ns).get(name).await).map_err(kube("read HelmChart"))?;
     let jobs: Api<Job> = Api::namespaced(client.clone(), &ns);
-    let job = ignore_not_found(jobs.get(&render::helm_job(name)).await).map_err(kube("read Job"))?;
+    let job = ignore_not_found(jobs.get(&host_objects::helm_job(name)).await).map_err(kube("read Job"))?;
     let services: Api<Service> = Api::namespaced(client.clone(), &ns);
     let service = ignore_not_found(services.get(name).await).map_err(kube("read Service"))?;
     let secret = read_secret(client, name).await?;
@@ -397,7 +397,7 @@ pub(crate) async fn assemble(
     raw: Raw,
     stale_jobs: &BTreeSet<String>,
 ) -> Gathered {
-    let ns = render::namespace(name);
+    let ns = host_objects::namespace(name);
     let hc = raw.chart;
     let chart_generation =
         hc.as_ref().and_then(|h| h.annotations().get(GENERATION_ANNOTATION).and_then(|g| g.parse().ok()));

@@ -14,6 +14,7 @@ use super::work::{apply_tracked, ensure_policy_egress, fail_status};
 use super::{Context, apply, cache, gather, observe, roster};
 use crate::domain::cluster::Cluster;
 use crate::domain::gateway::GatewayRef;
+use crate::domain::host_objects;
 use crate::domain::render;
 use crate::domain::{Phase, Reason};
 use crate::server::db::{self, clusters};
@@ -117,7 +118,7 @@ pub(super) async fn observe_all(ctx: &Context, full: bool) -> Result<()> {
     let everything = full || touched.all || nodes_changed;
     let mut wanted: BTreeSet<i64> = changed;
     for ns in &touched.namespaces {
-        if let Some(id) = render::cluster_of_namespace(ns).and_then(|n| roster.id_of(n)) {
+        if let Some(id) = host_objects::cluster_of_namespace(ns).and_then(|n| roster.id_of(n)) {
             wanted.insert(id);
         }
     }
@@ -307,7 +308,7 @@ async fn gateway_facts(
     };
     let (Some(gw), Some(version)) = (settings.gateway.as_ref(), version) else { return Ok((facts, false)) };
     let name = cluster.spec.name.as_str();
-    let ns = render::namespace(name);
+    let ns = host_objects::namespace(name);
     let route = match ctx.caches().and_then(|c| c.route(version, &ns, name)) {
         Some(watched) => watched,
         None => {

@@ -11,7 +11,7 @@ use kube::api::Api;
 
 use super::{Context, apply, events, gather};
 use crate::domain::cluster::Cluster;
-use crate::domain::render;
+use crate::domain::host_objects;
 use crate::domain::{ClusterStatus, Phase, Reason};
 use crate::server::db::{self, clusters, operations};
 use crate::server::host::error::{Error, Result};
@@ -142,7 +142,7 @@ pub(super) async fn apply_tracked(
         map.entry(cluster.id).or_default().insert(uid);
     }
     if applied.changed {
-        ctx.memory.helm_runs.forget(&crate::domain::render::namespace(cluster.spec.name.as_str()));
+        ctx.memory.helm_runs.forget(&crate::domain::host_objects::namespace(cluster.spec.name.as_str()));
         let note = format!(
             "The console applied generation {} of cluster {} (id {}, owner {}): helm-controller installs or upgrades it",
             cluster.generation,
@@ -168,7 +168,7 @@ pub(super) async fn ensure_policy_egress(ctx: &Context, cluster: &Cluster) -> Re
         known.clone()
     };
     let owner = ctx.host.installation.owner(cluster.id).await?;
-    let ns = crate::domain::render::namespace(cluster.spec.name.as_str());
+    let ns = crate::domain::host_objects::namespace(cluster.spec.name.as_str());
     apply::ensure_network_policy(&ctx.host.client, &ns, &owner, true, cluster.spec.own_nodes, &egress).await?;
     tracing::info!(cluster = %cluster.spec.name.as_str(), ports = ?egress, "NetworkPolicy applied again: helm's Jobs leave by these ports too");
     if let Ok(mut m) = ctx.egress.applied.lock() {
@@ -182,8 +182,8 @@ async fn current_job_uid(ctx: &Context, cluster: &Cluster) -> Option<String> {
     if let Some(c) = ctx.caches() {
         return c.raw(name).job.and_then(|j| j.uid());
     }
-    let jobs: Api<Job> = Api::namespaced(ctx.host.client.clone(), &render::namespace(name));
-    jobs.get_opt(&render::helm_job(name)).await.ok().flatten().and_then(|j| j.uid())
+    let jobs: Api<Job> = Api::namespaced(ctx.host.client.clone(), &host_objects::namespace(name));
+    jobs.get_opt(&host_objects::helm_job(name)).await.ok().flatten().and_then(|j| j.uid())
 }
 
 /// Fails the cluster's current generation for `reason`.

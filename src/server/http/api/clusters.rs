@@ -1,0 +1,131 @@
+//! Clusters: list, create, read, change, delete; their history, kubeconfig,
+//! connection check; and the signed-in user's quota.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{MethodRouter, get, post};
+use http::header;
+
+use super::{ApiError, ApiJson, ApiResult, ApiUser, BeforeQuery, cluster_id};
+use crate::domain::change::ClusterEvent;
+use crate::domain::cluster::Cluster;
+use crate::domain::{AppError, ErrorCode};
+use crate::server::service::clusters;
+use crate::server::state::AppState;
+
+/// The routes of clusters.
+pub(crate) fn routes() -> Vec<(&'static str, MethodRouter<AppState>)> {
+    vec![
+        ("/api/console/clusters", get(list_clusters).post(create_cluster)),
+        ("/api/console/clusters/{id}", get(get_cluster).patch(update_cluster).delete(delete_cluster)),
+        ("/api/console/clusters/{id}/events", get(cluster_events)),
+        ("/api/console/clusters/{id}/kubeconfig", get(cluster_kubeconfig)),
+        ("/api/console/clusters/{id}/probe", post(probe_cluster)),
+        ("/api/console/quota", get(my_quota)),
+        ("/clusters/{id}/kubeconfig", get(cluster_kubeconfig)),
+    ]
+}
+
+/// `per_page` of the API list when not given, and its upper bound.
+const API_PAGE: u32 = 100;
+const API_PAGE_MAX: u32 = 500;
+
+/// One page of clusters, filtered like the list page (`q`, `mode`, `phase`,
+/// `owner`, `page`, plus `per_page`); the body stays an array, the count of
+/// every match is in `X-Total-Count`.
+pub(crate) async fn list_clusters(
+    State(st): State<AppState>,
+    ApiUser(u): ApiUser,
+    axum::extract::Query(params): axum::extract::Query<std::collections::HashMap<String, String>>,
+) -> Result<Response, ApiError> {
+    let query = crate::domain::listing::ListQuery::from_params(|k| params.get(k).cloned());
+    let per_page =
+        params.get("per_page").and_then(|p| p.parse::<u32>().ok()).unwrap_or(API_PAGE).clamp(1, API_PAGE_MAX);
+    let page = clusters::list_page(&st.pool, &u, &query, per_page).await?;
+    Ok(([("x-total-count", page.total.to_string())], Json(page.items)).into_response())
+}
+
+pub(crate) async fn create_cluster(
+    State(st): State<AppState>,
+    ApiUser(u): ApiUser,
+    ApiJson(draft): ApiJson<clusters::ClusterDraft>,
+) -> Result<(StatusCode, Json<Cluster>), ApiError> {
+    Ok((
+        StatusCode::CREATED,
+        Json(clusters::create(&st.pool, &st.spec_writes, &st.config.host_policy(), &u, &draft).await?),
+    ))
+}
+
+pub(crate) async fn get_cluster(
+    State(st): State<AppState>,
+    ApiUser(u): ApiUser,
+    Path(id): Path<String>,
+) -> ApiResult<Cluster> {
+    Ok(Json(clusters::get(&st.pool, &u, cluster_id(&id)?).await?))
+}
+
+pub(crate) async fn update_cluster(
+    State(st): State<AppState>,
+    ApiUser(u): ApiUser,
+    Path(id): Path<String>,
+    ApiJson(patch): ApiJson<clusters::ClusterPatch>,
+) -> ApiResult<Cluster> {
+    Ok(Json(clusters::update(&st.pool, &st.spec_writes, &st.config.host_policy(), &u, cluster_id(&id)?, &patch).await?))
+}
+
+pub(crate) async fn delete_cluster(
+    State(st): State<AppState>,
+    ApiUser(u): ApiUser,
+    Path(id): Path<String>,
+) -> Result<(StatusCode, Json<Cluster>), ApiError> {
+    Ok((StatusCode::ACCEPTED, Json(clusters::delete(&st.pool, &st.spec_writes, &u, cluster_id(&id)?, None).await?)))
+}
+
+/// `GET /api/console/clusters/{id}/events[?before=ID]`: the newest 50
+/// requests (older ones with `before`, the last id of the previous page).
+pub(crate) async fn cluster_events(
+    State(st): State<AppState>,
+    ApiUser(u): ApiUser,
+    Path(id): Path<String>,
+    query: Result<axum::extract::Query<BeforeQuery>, axum::extract::rejection::QueryRejection>,
+) -> ApiResult<Vec<ClusterEvent>> {
+    let axum::extract::Query(q) = query.map_err(|_| ApiError(AppError::new(ErrorCode::BadRequest)))?;
+    Ok(Json(clusters::events(&st.pool, &u, cluster_id(&id)?, q.before).await?))
+}
+
+/// The kubeconfig of a cluster, read from the host now: owner or admin only,
+/// an attachment, never cached, never stored or logged. 409 when there is none.
+pub(crate) async fn cluster_kubeconfig(
+    State(st): State<AppState>,
+    ApiUser(u): ApiUser,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let (name, text) = clusters::kubeconfig(&st.pool, st.host.as_ref(), &u, cluster_id(&id)?).await?;
+    let disposition = format!("attachment; filename=\"kubeconfig-{}.yaml\"", name.as_str());
+    let headers = [
+        (header::CONTENT_TYPE, "application/yaml".to_owned()),
+        (header::CACHE_CONTROL, "no-store".to_owned()),
+        (header::CONTENT_DISPOSITION, disposition),
+    ];
+    Ok((headers, text).into_response())
+}
+
+/// Runs the connection check now (owner or admin) and wakes the reconciler.
+pub(crate) async fn probe_cluster(
+    State(st): State<AppState>,
+    ApiUser(u): ApiUser,
+    Path(id): Path<String>,
+) -> ApiResult<crate::domain::cluster::ProbeOutcome> {
+    Ok(Json(clusters::probe(&st.pool, st.host.as_ref(), &u, cluster_id(&id)?).await?))
+}
+
+/// What the signed-in user holds of their quota, and their limits (`limit`
+/// is `null` for admins).
+pub(crate) async fn my_quota(
+    State(st): State<AppState>,
+    ApiUser(u): ApiUser,
+) -> ApiResult<crate::domain::quota::QuotaView> {
+    Ok(Json(crate::server::service::quota::view(&st.pool, &u).await?))
+}
