@@ -11,6 +11,8 @@
 // The browser build compiles the shared domain for the few types islands use;
 // what only the server calls is dead there. The server build checks dead code.
 #![cfg_attr(not(feature = "ssr"), allow(dead_code))]
+// No function past 120 lines (clippy.toml), views included: split it.
+#![warn(clippy::too_many_lines)]
 
 pub(crate) mod actions;
 pub mod app;

@@ -287,61 +287,37 @@ fn Events(events: Vec<ClusterEvent>) -> impl IntoView {
     .into_any()
 }
 
-/// Everything about the cluster that changes as the host reports: the part of
-/// the page [`LiveRegion`] replaces while work is in progress.
-#[component]
-pub(crate) fn Overview(
-    page: ClusterPage,
-    /// The outcome of the connection test just run (from the URL).
-    probed: Option<ProbeOutcome>,
-    /// Why the connection test could not run (from the URL).
-    probe_error: Option<AppError>,
-) -> impl IntoView {
-    let i18n = use_i18n();
+/// What "Test connection" saw: the status, and the names the certificate
+/// covers on a mismatch, else the server's version or the HTTP status.
+fn probe_outcome(i18n: I18nContext<Locale>, o: ProbeOutcome) -> impl IntoView + use<> {
     let locale = i18n.get_locale_untracked();
-    let c = page.cluster.clone();
+    let detail = o.detail.clone().map(|d| {
+        let label = if o.status == ConnectionStatus::CertificateHostMismatch {
+            format!(" {} ", t_string!(i18n, detail.probe_sans))
+        } else {
+            " — ".to_owned()
+        };
+        view! {
+            {label}
+            <span class="font-mono">{d}</span>
+        }
+    });
+    view! {
+        <p class="note" role="status" data-testid="probe-outcome" data-status=o.status.as_str()>
+            {t!(i18n, detail.probe_result)}
+            ": "
+            {connection_text(locale, o.status)}
+            {detail}
+        </p>
+    }
+}
+
+/// After a move: the endpoint moved; old kubeconfigs work until the grace
+/// period ends. Shown until the owner dismisses it.
+fn moved_notice(i18n: I18nContext<Locale>, c: &Cluster) -> Option<impl IntoView + use<>> {
+    let locale = i18n.get_locale_untracked();
     let id = c.id;
-    let testable = c.status.api_endpoint.is_some();
-    let outcome = probed.map(|o| {
-        // What the probe saw: the names the certificate covers on a mismatch,
-        // else the server's version or the HTTP status.
-        let detail = o.detail.clone().map(|d| {
-            let label = if o.status == ConnectionStatus::CertificateHostMismatch {
-                format!(" {} ", t_string!(i18n, detail.probe_sans))
-            } else {
-                " — ".to_owned()
-            };
-            view! {
-                {label}
-                <span class="font-mono">{d}</span>
-            }
-        });
-        view! {
-            <p class="note" role="status" data-testid="probe-outcome" data-status=o.status.as_str()>
-                {t!(i18n, detail.probe_result)}
-                ": "
-                {connection_text(locale, o.status)}
-                {detail}
-            </p>
-        }
-    });
-    let probe_error = probe_error.map(|e| {
-        view! {
-            <p class="field-error" role="alert" data-error-code=e.code.as_str()>
-                {crate::components::error_text::error_text(locale, e.code)}
-            </p>
-        }
-    });
-    let attention = c.unusable_host.clone().map(|raw| {
-        view! {
-            <p class="banner" role="alert" data-testid="unusable-host">
-                {t!(i18n, detail.unusable_host, host = raw)}
-            </p>
-        }
-    });
-    // After a move: the endpoint moved; old kubeconfigs work until the
-    // grace period ends. Shown until the owner dismisses it.
-    let moved = c.old_endpoint.clone().filter(|o| !o.dismissed).map(|o| {
+    c.old_endpoint.clone().filter(|o| !o.dismissed).map(|o| {
         // Where it moved to: the mode it has now (LoadBalancer, or the gateway).
         let mode = crate::components::labels::mode_text(locale, c.spec.public_access.mode());
         let text = if o.closed {
@@ -369,17 +345,13 @@ pub(crate) fn Overview(
                 </form>
             </div>
         }
-    });
-    let banner = if c.deletion_failed() {
-        Some(t_string!(i18n, detail.deletion_failed))
-    } else if c.deletion_requested {
-        Some(t_string!(i18n, detail.deletion_requested))
-    } else if c.waiting_for_host() {
-        Some(t_string!(i18n, detail.waiting_for_host))
-    } else {
-        None
-    };
-    let kubeconfig = if c.kubeconfig_downloadable() {
+    })
+}
+
+/// The kubeconfig download, or why there is none yet.
+fn kubeconfig_action(i18n: I18nContext<Locale>, c: &Cluster) -> AnyView {
+    let id = c.id;
+    if c.kubeconfig_downloadable() {
         view! {
             <a href=format!("/clusters/{id}/kubeconfig") class="btn btn-primary" download="" data-testid="kubeconfig">
                 {t!(i18n, detail.kubeconfig_download)}
@@ -396,7 +368,50 @@ pub(crate) fn Overview(
             </p>
         }
         .into_any()
+    }
+}
+
+/// Everything about the cluster that changes as the host reports: the part of
+/// the page [`LiveRegion`] replaces while work is in progress.
+#[component]
+pub(crate) fn Overview(
+    page: ClusterPage,
+    /// The outcome of the connection test just run (from the URL).
+    probed: Option<ProbeOutcome>,
+    /// Why the connection test could not run (from the URL).
+    probe_error: Option<AppError>,
+) -> impl IntoView {
+    let i18n = use_i18n();
+    let locale = i18n.get_locale_untracked();
+    let c = page.cluster.clone();
+    let id = c.id;
+    let testable = c.status.api_endpoint.is_some();
+    let outcome = probed.map(|o| probe_outcome(i18n, o));
+    let probe_error = probe_error.map(|e| {
+        view! {
+            <p class="field-error" role="alert" data-error-code=e.code.as_str()>
+                {crate::components::error_text::error_text(locale, e.code)}
+            </p>
+        }
+    });
+    let attention = c.unusable_host.clone().map(|raw| {
+        view! {
+            <p class="banner" role="alert" data-testid="unusable-host">
+                {t!(i18n, detail.unusable_host, host = raw)}
+            </p>
+        }
+    });
+    let moved = moved_notice(i18n, &c);
+    let banner = if c.deletion_failed() {
+        Some(t_string!(i18n, detail.deletion_failed))
+    } else if c.deletion_requested {
+        Some(t_string!(i18n, detail.deletion_requested))
+    } else if c.waiting_for_host() {
+        Some(t_string!(i18n, detail.waiting_for_host))
+    } else {
+        None
     };
+    let kubeconfig = kubeconfig_action(i18n, &c);
     view! {
         <div
             id=crate::components::islands::live_region::REGION_ID

@@ -17,7 +17,7 @@ use crate::components::islands::live_region::LiveRegion;
 use crate::components::labels::format_time;
 use crate::components::layout::Layout;
 use crate::domain::moves::{
-    DEFAULT_CONCURRENCY, DEFAULT_GRACE_DAYS, ItemState, MoveForm, MoveView, Plan, Problem, SwitchStep,
+    DEFAULT_CONCURRENCY, DEFAULT_GRACE_DAYS, ItemState, Movable, MoveForm, MoveView, Plan, Problem, SwitchStep,
 };
 use crate::domain::{AppError, ErrorCode};
 use crate::i18n::*;
@@ -208,50 +208,7 @@ pub(crate) fn MovesPage() -> impl IntoView {
             Err(e) => return problem_view(e),
         };
         let f = form.clone().unwrap_or_default();
-        let chosen: Vec<String> = f.clusters.split(',').map(|s| s.trim().to_owned()).collect();
-        let rows = movable
-            .into_iter()
-            .map(|m| {
-                let id = format!("cluster-{}", m.name);
-                let checked = chosen.contains(&m.name);
-                let typed_host = f
-                    .typed
-                    .split(',')
-                    .find_map(|p| p.split_once('=').filter(|(n, _)| *n == m.name).map(|(_, h)| h.to_owned()))
-                    .unwrap_or_default();
-                let host_label = t_string!(i18n, moves.typed_host_for, cluster = m.name.as_str()).to_string();
-                view! {
-                    <tr>
-                        <td>
-                            <input type="checkbox" id=id.clone() name="clusters" value=m.name.clone() checked=checked />
-                        </td>
-                        <th scope="row" class="font-mono">
-                            <label for=id>{m.name.clone()}</label>
-                        </th>
-                        <td>{m.owner}</td>
-                        <td class="font-mono text-sm">
-                            {if m.enabled {
-                                m.endpoint.unwrap_or_else(|| "—".into())
-                            } else {
-                                t_string!(i18n, moves.access_off).to_owned()
-                            }}
-                        </td>
-                        <td>
-                            <input
-                                type="text"
-                                name=format!("host.{}", m.name)
-                                value=typed_host
-                                class="field-input"
-                                aria-label=host_label
-                                placeholder="api.example.com"
-                                autocomplete="off"
-                                spellcheck="false"
-                            />
-                        </td>
-                    </tr>
-                }
-            })
-            .collect_view();
+        let rows = cluster_rows(i18n, movable, &f);
         let plan = match &form {
             Some(f) => match move_plan(f.clone()).await {
                 Ok(plan) => view! { <PlanView form=f.clone() plan /> }.into_any(),
@@ -284,144 +241,15 @@ pub(crate) fn MovesPage() -> impl IntoView {
                             <label for="include_disabled">{t!(i18n, moves.include_disabled)}</label>
                         </div>
                     </fieldset>
-                    <fieldset class="card-section">
-                        <legend class="section-title">{t!(i18n, moves.target)}</legend>
-                        <div class="check">
-                            <input
-                                type="radio"
-                                id="target_loadbalancer"
-                                name="target"
-                                value="loadbalancer"
-                                checked=f.target != "gateway"
-                            />
-                            <label for="target_loadbalancer">{t!(i18n, mode.loadbalancer)}</label>
-                        </div>
-                        <div class="check">
-                            <input
-                                type="radio"
-                                id="target_gateway"
-                                name="target"
-                                value="gateway"
-                                checked=f.target == "gateway"
-                            />
-                            <label for="target_gateway">{t!(i18n, mode.gateway)}</label>
-                        </div>
-                        <p class="field-hint">{t!(i18n, moves.target_hint)}</p>
-                    </fieldset>
-                    <fieldset class="card-section">
-                        <legend class="section-title">{t!(i18n, moves.hosts)}</legend>
-                        <div class="check">
-                            <input type="radio" id="source_template" name="source" value="template" checked=template />
-                            <label for="source_template">{t!(i18n, moves.source_template)}</label>
-                        </div>
-                        <div class="check">
-                            <input
-                                type="radio"
-                                id="source_range"
-                                name="source"
-                                value="range"
-                                checked=f.source == "range"
-                            />
-                            <label for="source_range">{t!(i18n, moves.source_range)}</label>
-                        </div>
-                        <div class="check">
-                            <input
-                                type="radio"
-                                id="source_typed"
-                                name="source"
-                                value="typed"
-                                checked=f.source == "typed"
-                            />
-                            <label for="source_typed">{t!(i18n, moves.source_typed)}</label>
-                        </div>
-                        <div class="field">
-                            <label for="hosts" class="field-label">
-                                {t!(i18n, moves.hosts_value)}
-                            </label>
-                            <input
-                                id="hosts"
-                                name="hosts"
-                                type="text"
-                                class="field-input"
-                                value=f.hosts.clone()
-                                autocomplete="off"
-                                spellcheck="false"
-                                aria-describedby="hosts-hint"
-                            />
-                            <p id="hosts-hint" class="field-hint">
-                                {t!(i18n, moves.hosts_hint)}
-                            </p>
-                        </div>
-                        <div class="grid gap-4 sm:grid-cols-2">
-                            <div class="field">
-                                <label for="concurrency" class="field-label">
-                                    {t!(i18n, moves.concurrency)}
-                                </label>
-                                <input
-                                    id="concurrency"
-                                    name="concurrency"
-                                    type="text"
-                                    inputmode="numeric"
-                                    class="field-input"
-                                    value=if f.concurrency.is_empty() {
-                                        DEFAULT_CONCURRENCY.to_string()
-                                    } else {
-                                        f.concurrency.clone()
-                                    }
-                                />
-                            </div>
-                            <div class="field">
-                                <label for="grace_days" class="field-label">
-                                    {t!(i18n, moves.grace_days)}
-                                </label>
-                                <input
-                                    id="grace_days"
-                                    name="grace_days"
-                                    type="text"
-                                    inputmode="numeric"
-                                    class="field-input"
-                                    value=if f.grace_days.is_empty() {
-                                        DEFAULT_GRACE_DAYS.to_string()
-                                    } else {
-                                        f.grace_days.clone()
-                                    }
-                                    aria-describedby="grace_days-hint"
-                                />
-                                <p id="grace_days-hint" class="field-hint">
-                                    {t!(i18n, moves.grace_hint)}
-                                </p>
-                            </div>
-                        </div>
-                    </fieldset>
+                    {target_fieldset(i18n, &f)}
+                    {hosts_fieldset(i18n, &f, template)}
                     <button type="submit" class="btn btn-primary self-start">
                         {t!(i18n, moves.dry_run)}
                     </button>
                 </form>
             </section>
             {plan}
-            <section class="card">
-                <h2 class="section-title">{t!(i18n, moves.recent)}</h2>
-                <ul>
-                    {recent
-                        .into_iter()
-                        .map(|m| {
-                            let done = m.counts.get(&ItemState::Done).copied().unwrap_or(0);
-                            let failed = m.counts.get(&ItemState::Failed).copied().unwrap_or(0);
-                            view! {
-                                <li>
-                                    <a href=format!("/admin/moves/{}", m.id)>{format!("#{}", m.id)}</a>
-                                    " — "
-                                    {format_time(m.created_at)}
-                                    " — "
-                                    {t!(
-                                        i18n, moves.summary, done = done.to_string(), failed = failed.to_string(), total = m.items.len().to_string()
-                                    )}
-                                </li>
-                            }
-                        })
-                        .collect_view()}
-                </ul>
-            </section>
+            {recent_list(i18n, recent)}
         }
         .into_any()
     });
@@ -430,6 +258,204 @@ pub(crate) fn MovesPage() -> impl IntoView {
             <Title text=t_string!(i18n, moves.title) />
             <Suspense fallback=|| ()>{content}</Suspense>
         </Layout>
+    }
+}
+
+/// The movable clusters, each a row to pick it with and type its host.
+fn cluster_rows(i18n: I18nContext<Locale>, movable: Vec<Movable>, f: &MoveForm) -> impl IntoView + use<> {
+    let chosen: Vec<String> = f.clusters.split(',').map(|s| s.trim().to_owned()).collect();
+    movable
+        .into_iter()
+        .map(|m| {
+            let id = format!("cluster-{}", m.name);
+            let checked = chosen.contains(&m.name);
+            let typed_host = f
+                .typed
+                .split(',')
+                .find_map(|p| p.split_once('=').filter(|(n, _)| *n == m.name).map(|(_, h)| h.to_owned()))
+                .unwrap_or_default();
+            let host_label = t_string!(i18n, moves.typed_host_for, cluster = m.name.as_str()).to_string();
+            view! {
+                <tr>
+                    <td>
+                        <input type="checkbox" id=id.clone() name="clusters" value=m.name.clone() checked=checked />
+                    </td>
+                    <th scope="row" class="font-mono">
+                        <label for=id>{m.name.clone()}</label>
+                    </th>
+                    <td>{m.owner}</td>
+                    <td class="font-mono text-sm">
+                        {if m.enabled {
+                            m.endpoint.unwrap_or_else(|| "—".into())
+                        } else {
+                            t_string!(i18n, moves.access_off).to_owned()
+                        }}
+                    </td>
+                    <td>
+                        <input
+                            type="text"
+                            name=format!("host.{}", m.name)
+                            value=typed_host
+                            class="field-input"
+                            aria-label=host_label
+                            placeholder="api.example.com"
+                            autocomplete="off"
+                            spellcheck="false"
+                        />
+                    </td>
+                </tr>
+            }
+        })
+        .collect_view()
+}
+
+/// Where the clusters move: LoadBalancer or the admin's Gateway.
+fn target_fieldset(i18n: I18nContext<Locale>, f: &MoveForm) -> impl IntoView + use<> {
+    view! {
+        <fieldset class="card-section">
+            <legend class="section-title">{t!(i18n, moves.target)}</legend>
+            <div class="check">
+                <input
+                    type="radio"
+                    id="target_loadbalancer"
+                    name="target"
+                    value="loadbalancer"
+                    checked=f.target != "gateway"
+                />
+                <label for="target_loadbalancer">{t!(i18n, mode.loadbalancer)}</label>
+            </div>
+            <div class="check">
+                <input
+                    type="radio"
+                    id="target_gateway"
+                    name="target"
+                    value="gateway"
+                    checked=f.target == "gateway"
+                />
+                <label for="target_gateway">{t!(i18n, mode.gateway)}</label>
+            </div>
+            <p class="field-hint">{t!(i18n, moves.target_hint)}</p>
+        </fieldset>
+    }
+}
+
+/// Where the hosts come from, and how many clusters move at once.
+fn hosts_fieldset(i18n: I18nContext<Locale>, f: &MoveForm, template: bool) -> impl IntoView + use<> {
+    view! {
+        <fieldset class="card-section">
+            <legend class="section-title">{t!(i18n, moves.hosts)}</legend>
+            <div class="check">
+                <input type="radio" id="source_template" name="source" value="template" checked=template />
+                <label for="source_template">{t!(i18n, moves.source_template)}</label>
+            </div>
+            <div class="check">
+                <input
+                    type="radio"
+                    id="source_range"
+                    name="source"
+                    value="range"
+                    checked=f.source == "range"
+                />
+                <label for="source_range">{t!(i18n, moves.source_range)}</label>
+            </div>
+            <div class="check">
+                <input
+                    type="radio"
+                    id="source_typed"
+                    name="source"
+                    value="typed"
+                    checked=f.source == "typed"
+                />
+                <label for="source_typed">{t!(i18n, moves.source_typed)}</label>
+            </div>
+            <div class="field">
+                <label for="hosts" class="field-label">
+                    {t!(i18n, moves.hosts_value)}
+                </label>
+                <input
+                    id="hosts"
+                    name="hosts"
+                    type="text"
+                    class="field-input"
+                    value=f.hosts.clone()
+                    autocomplete="off"
+                    spellcheck="false"
+                    aria-describedby="hosts-hint"
+                />
+                <p id="hosts-hint" class="field-hint">
+                    {t!(i18n, moves.hosts_hint)}
+                </p>
+            </div>
+            <div class="grid gap-4 sm:grid-cols-2">
+                <div class="field">
+                    <label for="concurrency" class="field-label">
+                        {t!(i18n, moves.concurrency)}
+                    </label>
+                    <input
+                        id="concurrency"
+                        name="concurrency"
+                        type="text"
+                        inputmode="numeric"
+                        class="field-input"
+                        value=if f.concurrency.is_empty() {
+                            DEFAULT_CONCURRENCY.to_string()
+                        } else {
+                            f.concurrency.clone()
+                        }
+                    />
+                </div>
+                <div class="field">
+                    <label for="grace_days" class="field-label">
+                        {t!(i18n, moves.grace_days)}
+                    </label>
+                    <input
+                        id="grace_days"
+                        name="grace_days"
+                        type="text"
+                        inputmode="numeric"
+                        class="field-input"
+                        value=if f.grace_days.is_empty() {
+                            DEFAULT_GRACE_DAYS.to_string()
+                        } else {
+                            f.grace_days.clone()
+                        }
+                        aria-describedby="grace_days-hint"
+                    />
+                    <p id="grace_days-hint" class="field-hint">
+                        {t!(i18n, moves.grace_hint)}
+                    </p>
+                </div>
+            </div>
+        </fieldset>
+    }
+}
+
+/// The latest moves, newest first.
+fn recent_list(i18n: I18nContext<Locale>, recent: Vec<MoveView>) -> impl IntoView + use<> {
+    view! {
+    <section class="card">
+        <h2 class="section-title">{t!(i18n, moves.recent)}</h2>
+        <ul>
+            {recent
+                .into_iter()
+                .map(|m| {
+                    let done = m.counts.get(&ItemState::Done).copied().unwrap_or(0);
+                    let failed = m.counts.get(&ItemState::Failed).copied().unwrap_or(0);
+                    view! {
+                        <li>
+                            <a href=format!("/admin/moves/{}", m.id)>{format!("#{}", m.id)}</a>
+                            " — "
+                            {format_time(m.created_at)}
+                            " — "
+                            {t!(
+                                i18n, moves.summary, done = done.to_string(), failed = failed.to_string(), total = m.items.len().to_string()
+                            )}
+                        </li>
+                    }
+                })
+                .collect_view()}
+        </ul>
+    </section>
     }
 }
 

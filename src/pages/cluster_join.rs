@@ -175,94 +175,8 @@ fn Live(page: JoinPage, revoke_error: Option<AppError>) -> impl IntoView {
             }
         })
         .collect_view();
-    let now = page.now;
-    let tokens = page
-        .tokens
-        .iter()
-        .map(|t| {
-            let expires = match t.expires_at {
-                None => t_string!(i18n, join.never).to_owned(),
-                Some(at) => match remaining(at, now) {
-                    None => t_string!(i18n, join.expired).to_owned(),
-                    Some((h, m, s)) => {
-                        t_string!(i18n, join.expires_in, h = h.to_string(), m = m.to_string(), s = s.to_string())
-                            .to_string()
-                    }
-                },
-            };
-            let token_id = t.id.clone();
-            view! {
-                <tr data-token=t.id.clone()>
-                    <td class="font-mono">{t.id.clone()}</td>
-                    <td>{t.created_at.map(|s| view! { <Time secs=s /> })}</td>
-                    // The countdown as rendered, and the moment itself: a
-                    // still page (nothing in progress) does not tick.
-                    <td data-field="expires">
-                        {expires}
-                        {t
-                            .expires_at
-                            .map(|at| {
-                                view! {
-                                    " · "
-                                    <Time secs=at />
-                                }
-                            })}
-                    </td>
-                    <td class="font-mono" data-field="token-nodes">
-                        {t.nodes.join(", ")}
-                    </td>
-                    <td>
-                        <form method="post" action=RevokeJoinToken::PATH data-form="revoke-token">
-                            <input type="hidden" name="id" value=id />
-                            <input type="hidden" name="token_id" value=token_id.clone() />
-                            <button
-                                type="submit"
-                                class="btn btn-small btn-danger"
-                                aria-label=t_string!(i18n, join.revoke_label, id = token_id)
-                            >
-                                {t!(i18n, join.revoke)}
-                            </button>
-                        </form>
-                    </td>
-                </tr>
-            }
-        })
-        .collect_view();
-    let removing = |name: &str| page.removals.iter().any(|r| r.node == name && r.state == RemovalState::Draining);
-    let nodes = page
-        .nodes
-        .iter()
-        .map(|n| {
-            let actions = if removing(&n.name) {
-                view! {
-                    <span class="badge badge-updating" data-field="removing">
-                        {t!(i18n, join.removing)}
-                    </span>
-                }
-                .into_any()
-            } else {
-                view! {
-                    <RemoveForm id name=n.name.clone() drain=true />
-                    // A machine that is gone never confirms its pods stopped:
-                    // offered once the node is not Ready.
-                    {(!n.ready).then(|| view! { <RemoveForm id name=n.name.clone() drain=false /> })}
-                }
-                .into_any()
-            };
-            view! {
-                <tr data-node=n.name.clone()>
-                    <td class="font-mono">{n.name.clone()}</td>
-                    <td data-field="ready">
-                        {if n.ready { t_string!(i18n, join.yes) } else { t_string!(i18n, join.no) }}
-                    </td>
-                    <td class="font-mono">{n.kubelet_version.clone()}</td>
-                    <td class="font-mono">{n.internal_ip.clone()}</td>
-                    <td>{n.since.map(|s| view! { <Time secs=s /> })}</td>
-                    <td class="flex gap-2">{actions}</td>
-                </tr>
-            }
-        })
-        .collect_view();
+    let tokens = token_rows(i18n, &page);
+    let nodes = node_rows(i18n, &page);
     let removals = (!page.removals.is_empty()).then(|| view! { <Removals removals=page.removals.clone() /> });
     let (no_tokens, no_nodes) = (page.tokens.is_empty(), page.nodes.is_empty());
     let in_progress = join_in_progress(page.cluster.in_progress(), &page.tokens, &page.nodes, &page.removals, page.now);
@@ -334,6 +248,103 @@ fn Live(page: JoinPage, revoke_error: Option<AppError>) -> impl IntoView {
             {removals}
         </div>
     }
+}
+
+/// The join tokens, each with its countdown, the nodes that joined with it
+/// and its revoke form.
+fn token_rows(i18n: I18nContext<Locale>, page: &JoinPage) -> impl IntoView + use<> {
+    let id = page.cluster.id;
+    let now = page.now;
+    page.tokens
+        .iter()
+        .map(|t| {
+            let expires = match t.expires_at {
+                None => t_string!(i18n, join.never).to_owned(),
+                Some(at) => match remaining(at, now) {
+                    None => t_string!(i18n, join.expired).to_owned(),
+                    Some((h, m, s)) => {
+                        t_string!(i18n, join.expires_in, h = h.to_string(), m = m.to_string(), s = s.to_string())
+                            .to_string()
+                    }
+                },
+            };
+            let token_id = t.id.clone();
+            view! {
+                <tr data-token=t.id.clone()>
+                    <td class="font-mono">{t.id.clone()}</td>
+                    <td>{t.created_at.map(|s| view! { <Time secs=s /> })}</td>
+                    // The countdown as rendered, and the moment itself: a
+                    // still page (nothing in progress) does not tick.
+                    <td data-field="expires">
+                        {expires}
+                        {t
+                            .expires_at
+                            .map(|at| {
+                                view! {
+                                    " · "
+                                    <Time secs=at />
+                                }
+                            })}
+                    </td>
+                    <td class="font-mono" data-field="token-nodes">
+                        {t.nodes.join(", ")}
+                    </td>
+                    <td>
+                        <form method="post" action=RevokeJoinToken::PATH data-form="revoke-token">
+                            <input type="hidden" name="id" value=id />
+                            <input type="hidden" name="token_id" value=token_id.clone() />
+                            <button
+                                type="submit"
+                                class="btn btn-small btn-danger"
+                                aria-label=t_string!(i18n, join.revoke_label, id = token_id)
+                            >
+                                {t!(i18n, join.revoke)}
+                            </button>
+                        </form>
+                    </td>
+                </tr>
+            }
+        })
+        .collect_view()
+}
+
+/// The joined nodes, each with its removal forms (or that it is being removed).
+fn node_rows(i18n: I18nContext<Locale>, page: &JoinPage) -> impl IntoView + use<> {
+    let id = page.cluster.id;
+    let removing = |name: &str| page.removals.iter().any(|r| r.node == name && r.state == RemovalState::Draining);
+    page.nodes
+        .iter()
+        .map(|n| {
+            let actions = if removing(&n.name) {
+                view! {
+                    <span class="badge badge-updating" data-field="removing">
+                        {t!(i18n, join.removing)}
+                    </span>
+                }
+                .into_any()
+            } else {
+                view! {
+                    <RemoveForm id name=n.name.clone() drain=true />
+                    // A machine that is gone never confirms its pods stopped:
+                    // offered once the node is not Ready.
+                    {(!n.ready).then(|| view! { <RemoveForm id name=n.name.clone() drain=false /> })}
+                }
+                .into_any()
+            };
+            view! {
+                <tr data-node=n.name.clone()>
+                    <td class="font-mono">{n.name.clone()}</td>
+                    <td data-field="ready">
+                        {if n.ready { t_string!(i18n, join.yes) } else { t_string!(i18n, join.no) }}
+                    </td>
+                    <td class="font-mono">{n.kubelet_version.clone()}</td>
+                    <td class="font-mono">{n.internal_ip.clone()}</td>
+                    <td>{n.since.map(|s| view! { <Time secs=s /> })}</td>
+                    <td class="flex gap-2">{actions}</td>
+                </tr>
+            }
+        })
+        .collect_view()
 }
 
 /// Remove (drain first) or remove without draining: a plain form.

@@ -16,10 +16,12 @@
 //!   kubeconfig download, the probe run now;
 //! - [`probe`], [`kubeconfig`]: the endpoint probe and the kubeconfig a user
 //!   gets, pure but for the probe's connection;
+//! - [`https`]: the one HTTPS client (the probe's and the join script's);
 //! - [`error`]: what a host call's failure is and whether to try again.
 
 pub mod error;
 pub mod facts;
+pub(crate) mod https;
 pub(crate) mod kubeconfig;
 pub(crate) mod objects;
 pub mod probe;

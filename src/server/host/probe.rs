@@ -12,7 +12,6 @@ use std::time::Duration;
 
 use http_body_util::{BodyExt, Empty};
 use hyper::body::Bytes;
-use hyper_util::rt::TokioIo;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::{CertificateError, ClientConfig, RootCertStore};
@@ -204,19 +203,11 @@ pub async fn probe_via(endpoint: &str, via: Option<IpAddr>, creds: &Credentials,
     let Ok(request) = request else {
         return Report::of(ConnectionStatus::HttpError, Some("bad host".into()));
     };
-    let exchange = async {
-        let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(tls)).await?;
-        let answer = async {
-            let response = sender.send_request(request).await?;
-            let status = response.status().as_u16();
-            let body = response.into_body().collect().await?.to_bytes();
-            Ok::<_, hyper::Error>((status, body))
-        };
-        tokio::select! {
-            answer = answer => answer,
-            Err(e) = connection => Err(e),
-        }
-    };
+    let exchange = super::https::send(tls, request, async |response| {
+        let status = response.status().as_u16();
+        let body = response.into_body().collect().await?.to_bytes();
+        Ok::<_, hyper::Error>((status, body))
+    });
     let (code, body) = match tokio::time::timeout(TIMEOUT, exchange).await {
         Err(_) => return Report::of(ConnectionStatus::Timeout, None),
         Ok(Err(e)) => return http_failure(&e),
@@ -255,13 +246,7 @@ fn client_config(creds: &Credentials) -> Result<ClientConfig, Box<dyn std::error
     let chain: Vec<CertificateDer<'static>> =
         CertificateDer::pem_slice_iter(creds.cert_pem.as_bytes()).collect::<Result<_, _>>()?;
     let key = PrivateKeyDer::from_pem_slice(creds.key_pem.as_bytes())?;
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()?
-        .with_root_certificates(roots)
-        .with_client_auth_cert(chain, key)?;
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Ok(config)
+    Ok(super::https::client_config(roots, Some((chain, key)))?)
 }
 
 fn tls_io_failure(e: &std::io::Error) -> Report {

@@ -21,10 +21,9 @@ use std::time::Duration;
 
 use http_body_util::{BodyExt, Empty, Limited};
 use hyper::body::Bytes;
-use hyper_util::rt::TokioIo;
 use k8s_openapi::api::core::v1::Secret;
+use rustls::RootCertStore;
 use rustls::pki_types::{CertificateDer, ServerName};
-use rustls::{ClientConfig, RootCertStore};
 use sqlx::AnyPool;
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
@@ -34,7 +33,7 @@ use super::virtual_read;
 use crate::domain::join::{self, JoinToken};
 use crate::domain::{AppError, ErrorCode};
 use crate::server::db;
-use crate::server::host::InternalTarget;
+use crate::server::host::{InternalTarget, https};
 
 /// How long the control plane may take and how much it may send.
 #[derive(Debug, Clone, Copy)]
@@ -158,7 +157,11 @@ pub(crate) async fn fetch(target: &InternalTarget, token: &JoinToken, limits: Li
 }
 
 async fn exchange(target: &InternalTarget, token: &JoinToken, max_bytes: usize) -> Result<Bytes, Failure> {
-    let config = tls_config(&target.roots).map_err(Failure::Tls)?;
+    let mut roots = RootCertStore::empty();
+    for der in &target.roots {
+        roots.add(CertificateDer::from(der.clone())).map_err(|e| Failure::Tls(e.to_string()))?;
+    }
+    let config = https::client_config(roots, None).map_err(|e| Failure::Tls(e.to_string()))?;
     let name = ServerName::try_from(target.server_name.clone()).map_err(|e| Failure::Tls(e.to_string()))?;
     let tcp = TcpStream::connect(target.addr).await.map_err(|e| Failure::Connect(e.kind().to_string()))?;
     let tls = TlsConnector::from(Arc::new(config)).connect(name, tcp).await.map_err(|e| Failure::Tls(e.to_string()))?;
@@ -170,11 +173,7 @@ async fn exchange(target: &InternalTarget, token: &JoinToken, max_bytes: usize) 
         .header(http::header::ACCEPT, "*/*")
         .body(Empty::<Bytes>::new())
         .map_err(|e| Failure::Http(e.to_string()))?;
-    let http_failure = |e: hyper::Error| Failure::Http(e.to_string());
-    let (mut sender, connection) =
-        hyper::client::conn::http1::handshake(TokioIo::new(tls)).await.map_err(http_failure)?;
-    let answer = async {
-        let response = sender.send_request(request).await.map_err(http_failure)?;
+    https::send(tls, request, async |response| {
         let status = response.status().as_u16();
         if status != 200 {
             return Err(Failure::Status(status));
@@ -188,26 +187,14 @@ async fn exchange(target: &InternalTarget, token: &JoinToken, max_bytes: usize) 
             Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(Failure::TooLarge(max_bytes)),
             Err(e) => Err(Failure::Http(e.to_string())),
         }
-    };
-    tokio::select! {
-        answer = answer => answer,
-        Err(e) = connection => Err(http_failure(e)),
-    }
+    })
+    .await
 }
 
-fn tls_config(roots: &[Vec<u8>]) -> Result<ClientConfig, String> {
-    let mut store = RootCertStore::empty();
-    for der in roots {
-        store.add(CertificateDer::from(der.clone())).map_err(|e| e.to_string())?;
+impl From<hyper::Error> for Failure {
+    fn from(e: hyper::Error) -> Self {
+        Self::Http(e.to_string())
     }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
-        .with_root_certificates(store)
-        .with_no_client_auth();
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Ok(config)
 }
 
 #[cfg(test)]
