@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2016,SC2034  # on_exit's commands are single-quoted on purpose: evaluated at exit
 # `make bench-scale`: the figures of a thousand clusters on one host (issue
 # 26), not pass/fail, and not part of `make test`:
 #  - the observer's database reads per pass with 10,000 clusters in the
@@ -53,13 +54,13 @@ done
 fi
 
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+on_exit 'rm -rf "$work"'
 if only pages; then
 echo "== open detail pages (cargo test --test live bench_open_pages -- --ignored, against a release console)"
 port=$(free_port)
 serve "$work" "$port"
 pid=$!
-trap 'kill $pid 2>/dev/null || true; rm -rf "$work"' EXIT
+on_exit 'kill "$pid" 2>/dev/null'
 wait_healthy "$port"
 base="http://127.0.0.1:$port"
 users=${KUBEBYON_BENCH_USERS:-10}
@@ -79,7 +80,6 @@ echo "server: pid $pid, RSS before $(awk '/VmRSS/{print $2, $3}' /proc/$pid/stat
 KUBEBYON_BENCH_BASE="127.0.0.1:$port" KUBEBYON_BENCH_PID=$pid KUBEBYON_BENCH_PAGES="$work/pages" \
   cargo test --quiet --features ssr --test live bench_open_pages -- --ignored --nocapture 2>&1 | grep -E '^(==|nothing)'
 kill "$pid"; wait "$pid" 2>/dev/null || true
-trap 'rm -rf "$work"' EXIT
 fi
 
 if only latency; then
@@ -88,7 +88,8 @@ host_dir="$work/host"
 host_kubeconfig=$(KUBEBYON_HOST_DIR="$host_dir" KUBEBYON_HOST_API_PORT=$(free_port) \
   bash scripts/host-up.sh --test-latency --test-net --node-cpu 64 --node-memory 256Gi --node-ephemeral-storage 4Ti \
     --vcluster-api relay | tail -n 1)
-trap 'kill $host_console_pid 2>/dev/null || true; KUBEBYON_HOST_DIR="$host_dir" bash scripts/host-down.sh >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
+on_exit 'KUBEBYON_HOST_DIR="$host_dir" bash scripts/host-down.sh >/dev/null 2>&1'
+on_exit '[ -z "${host_console_pid:-}" ] || kill "$host_console_pid" 2>/dev/null'
 host_port=$(free_port)
 KUBECONFIG="$host_kubeconfig" LEPTOS_SITE_ADDR="127.0.0.1:$host_port" KUBEBYON_DATA_DIR="$work/data-host" \
   KUBEBYON_PROBE_LOOPBACK=1 KUBEBYON_ADMIN_PASSWORD="bench-password-123" "$KUBEBYON_BIN" serve >"$work/console-host.log" 2>&1 &
@@ -96,7 +97,9 @@ host_console_pid=$!
 wait_healthy "$host_port"
 KUBEBYON_HOST_CONSOLE_URL="http://127.0.0.1:$host_port" KUBEBYON_HOST_NET="$(cat "$host_dir/net")" \
   KUBEBYON_HOST_KUBECONFIG="$host_kubeconfig" KUBEBYON_ADMIN_PASSWORD="bench-password-123" \
-  npx playwright test --config end2end/bench.config.ts 2>&1 | grep -E '^(==|lat-)|✘|Error|expect' || true
+  npx playwright test --config end2end/bench.config.ts >"$work/latency.log" 2>&1 ||
+  { grep -E '✘|Error|expect' "$work/latency.log" >&2; die "the latency benchmark failed (its log: $work/latency.log)"; }
+grep -E '^(==|lat-)' "$work/latency.log"
 fi
 
 if only move; then

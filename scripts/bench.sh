@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2016  # on_exit's commands are single-quoted on purpose: evaluated at exit
 # `make bench`: figures, not pass/fail. Prints the release hydrate bundle size
 # (raw and gzip -9), the console's memory after start and after 200 page loads,
 # the clusters list page's time, size and memory with 100 and 10,000 clusters,
@@ -33,7 +34,8 @@ work=$(mktemp -d)
 port=$(free_port)
 serve "$work" "$port"
 pid=$!
-trap 'kill $pid 2>/dev/null; rm -rf "$work"' EXIT
+on_exit 'rm -rf "$work"'
+on_exit 'kill "$pid" 2>/dev/null'
 wait_healthy "$port"
 echo "== server memory (pid $pid)"
 echo "after start:      $(awk '/VmRSS/{print $2, $3}' /proc/$pid/status) RSS"
@@ -95,7 +97,7 @@ small=$(mktemp -d)
 small_port=$(free_port)
 serve "$small" "$small_port"
 small_pid=$!
-trap 'kill $pid $small_pid 2>/dev/null; rm -rf "$work" "$small"' EXIT
+on_exit 'kill "$small_pid" 2>/dev/null; rm -rf "$small"'
 small_base="http://127.0.0.1:$small_port"
 wait_healthy "$small_port"
 big_jar=$jar big_base=$base
@@ -120,7 +122,7 @@ curl -fsS -b "$jar" -o "$site/pkg/bench-list.html" "$base/clusters"
 # loader) measured alone: the sign-in page has no query, and its own bytes
 # as a static file are its baseline.
 curl -fsS -b "$jar" -o "$site/pkg/bench-login.html" "$base/login"
-trap 'kill $pid 2>/dev/null || true; rm -rf "$work"; rm -f "$site/pkg/bench-list.html" "$site/pkg/bench-login.html"' EXIT
+on_exit 'rm -f "$site/pkg/bench-list.html" "$site/pkg/bench-login.html"'
 static=$(median "$base/pkg/bench-list.html")
 health=$(median "$base/healthz")
 one=$(median "$base/api/console/clusters/$id")
@@ -144,22 +146,29 @@ printf 'the frame alone (sign-in page, no query): curl %s ms against its static 
 rm -f "$site/pkg/bench-list.html" "$site/pkg/bench-login.html"
 
 echo "== cold start to the first 200 (SQLite)"
-# cold_start DIR: ms from exec to the first 200 of /login (the sign-in page, rendered).
+# cold_start DIR: ms from exec to the first 200 of /login (the sign-in page,
+# rendered); fails when the console exits first or gives none in 120 s.
 cold_start() {
-  local p t0 t1 cpid
+  local p t0 t1 cpid limit=$((SECONDS + 120))
   p=$(free_port)
   t0=$(date +%s%N)
   KUBEBYON_SPEC_WRITE_LIMIT=off KUBECONFIG="$work/no-host.kubeconfig" LEPTOS_SITE_ADDR="127.0.0.1:$p" KUBEBYON_DATA_DIR="$1" KUBEBYON_ADMIN_PASSWORD="bench-password-123" \
     "$KUBEBYON_BIN" serve >"$work/cold.log" 2>&1 &
   cpid=$!
-  until curl -fsS -o /dev/null "http://127.0.0.1:$p/login" 2>/dev/null; do sleep 0.005; done
+  until curl -fsS -o /dev/null "http://127.0.0.1:$p/login" 2>/dev/null; do
+    kill -0 "$cpid" 2>/dev/null || { tail -n 20 "$work/cold.log" >&2; die "the console exited before its first 200"; }
+    ((SECONDS < limit)) || { kill "$cpid"; die "no 200 from the console within 120 s"; }
+    sleep 0.005
+  done
   t1=$(date +%s%N)
   kill "$cpid"; wait "$cpid" 2>/dev/null || true
   echo $(( (t1 - t0) / 1000000 ))
 }
-printf 'empty data folder (creates and migrates the database, hashes the admin password): %s ms\n' "$(cold_start "$work/cold-empty")"
+cold=$(cold_start "$work/cold-empty")
+printf 'empty data folder (creates and migrates the database, hashes the admin password): %s ms\n' "$cold"
 kill "$pid"; wait "$pid" 2>/dev/null || true
-printf 'with the 10,000 clusters above: %s ms\n' "$(cold_start "$work")"
+cold=$(cold_start "$work")
+printf 'with the 10,000 clusters above: %s ms\n' "$cold"
 
 echo "== reconciler: NodePort -> LoadBalancer switches on the upstream test host (relay)"
 KUBEBYON_CONTROL_PLANE_DIR="$(bash scripts/build-control-plane.sh | tail -n 1)" \

@@ -41,6 +41,20 @@ free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
+# on_exit 'COMMAND': runs COMMAND (evaluated then, so it sees the variables'
+# last values) when the script exits, before the commands registered earlier;
+# one failing does not stop the others. One EXIT trap for all: a script
+# registers what it starts instead of replacing its trap each time.
+_on_exit=()
+on_exit() {
+  _on_exit+=("$1")
+  trap _run_on_exit EXIT
+}
+_run_on_exit() {
+  local i
+  for ((i = ${#_on_exit[@]} - 1; i >= 0; i--)); do eval "${_on_exit[i]}" || true; done
+}
+
 # wait_healthy PORT [PID LOG] [SECONDS]: until the console on 127.0.0.1:PORT
 # answers /healthz; fails when PID has exited (LOG shown) or after SECONDS (60).
 wait_healthy() {

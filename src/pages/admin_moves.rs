@@ -325,13 +325,7 @@ fn target_fieldset(i18n: I18nContext<Locale>, f: &MoveForm) -> impl IntoView + u
                 <label for="target_loadbalancer">{t!(i18n, mode.loadbalancer)}</label>
             </div>
             <div class="check">
-                <input
-                    type="radio"
-                    id="target_gateway"
-                    name="target"
-                    value="gateway"
-                    checked=f.target == "gateway"
-                />
+                <input type="radio" id="target_gateway" name="target" value="gateway" checked=f.target == "gateway" />
                 <label for="target_gateway">{t!(i18n, mode.gateway)}</label>
             </div>
             <p class="field-hint">{t!(i18n, moves.target_hint)}</p>
@@ -349,23 +343,11 @@ fn hosts_fieldset(i18n: I18nContext<Locale>, f: &MoveForm, template: bool) -> im
                 <label for="source_template">{t!(i18n, moves.source_template)}</label>
             </div>
             <div class="check">
-                <input
-                    type="radio"
-                    id="source_range"
-                    name="source"
-                    value="range"
-                    checked=f.source == "range"
-                />
+                <input type="radio" id="source_range" name="source" value="range" checked=f.source == "range" />
                 <label for="source_range">{t!(i18n, moves.source_range)}</label>
             </div>
             <div class="check">
-                <input
-                    type="radio"
-                    id="source_typed"
-                    name="source"
-                    value="typed"
-                    checked=f.source == "typed"
-                />
+                <input type="radio" id="source_typed" name="source" value="typed" checked=f.source == "typed" />
                 <label for="source_typed">{t!(i18n, moves.source_typed)}</label>
             </div>
             <div class="field">
@@ -433,29 +415,29 @@ fn hosts_fieldset(i18n: I18nContext<Locale>, f: &MoveForm, template: bool) -> im
 /// The latest moves, newest first.
 fn recent_list(i18n: I18nContext<Locale>, recent: Vec<MoveView>) -> impl IntoView + use<> {
     view! {
-    <section class="card">
-        <h2 class="section-title">{t!(i18n, moves.recent)}</h2>
-        <ul>
-            {recent
-                .into_iter()
-                .map(|m| {
-                    let done = m.counts.get(&ItemState::Done).copied().unwrap_or(0);
-                    let failed = m.counts.get(&ItemState::Failed).copied().unwrap_or(0);
-                    view! {
-                        <li>
-                            <a href=format!("/admin/moves/{}", m.id)>{format!("#{}", m.id)}</a>
-                            " — "
-                            {format_time(m.created_at)}
-                            " — "
-                            {t!(
-                                i18n, moves.summary, done = done.to_string(), failed = failed.to_string(), total = m.items.len().to_string()
-                            )}
-                        </li>
-                    }
-                })
-                .collect_view()}
-        </ul>
-    </section>
+        <section class="card">
+            <h2 class="section-title">{t!(i18n, moves.recent)}</h2>
+            <ul>
+                {recent
+                    .into_iter()
+                    .map(|m| {
+                        let done = m.counts.get(&ItemState::Done).copied().unwrap_or(0);
+                        let failed = m.counts.get(&ItemState::Failed).copied().unwrap_or(0);
+                        view! {
+                            <li>
+                                <a href=format!("/admin/moves/{}", m.id)>{format!("#{}", m.id)}</a>
+                                " — "
+                                {format_time(m.created_at)}
+                                " — "
+                                {t!(
+                                    i18n, moves.summary, done = done.to_string(), failed = failed.to_string(), total = m.items.len().to_string()
+                                )}
+                            </li>
+                        }
+                    })
+                    .collect_view()}
+            </ul>
+        </section>
     }
 }
 
