@@ -8,7 +8,6 @@ use anyhow::{Context, bail};
 use kubebyon::server::cli::Command;
 use kubebyon::server::config::{Config, LogFormat};
 use kubebyon::server::controllers::reconciler;
-use kubebyon::server::controllers::supervise::supervise;
 use kubebyon::server::host;
 use kubebyon::server::service::accounts;
 use kubebyon::server::state::AppState;
@@ -145,7 +144,7 @@ async fn serve(pool: AnyPool, db_shown: String, config: Config) -> anyhow::Resul
     }
 
     let state_simulated = config.simulated_host;
-    let host = match host::connect().await {
+    let connected = match host::connect().await {
         Ok(client) => {
             // Start-up never waits long on the host: a host that does not answer
             // within a few seconds is detected again on the first full pass.
@@ -161,9 +160,7 @@ async fn serve(pool: AnyPool, db_shown: String, config: Config) -> anyhow::Resul
             ctx.timing.lease = std::time::Duration::from_secs(config.claim_lease_secs);
             ctx.operator = config.operator_limits();
             ctx.allow_helm_egress(config.helm_proxy_ports.iter().copied());
-            let ctx = Arc::new(ctx);
-            tokio::spawn(supervise("reconciler", move || reconciler::run(ctx.clone())));
-            Some(host)
+            Some((host, Arc::new(ctx)))
         }
         Err(e) => {
             // Said once; cluster requests stay queued until a host is configured.
@@ -171,6 +168,7 @@ async fn serve(pool: AnyPool, db_shown: String, config: Config) -> anyhow::Resul
             None
         }
     };
+    let (host, reconciler) = connected.unzip();
     let host_shown = if host.is_some() { "connected" } else { "NOT CONFIGURED (set KUBECONFIG); changes stay queued" };
     let state = AppState {
         leptos_options: conf.leptos_options,
@@ -181,8 +179,8 @@ async fn serve(pool: AnyPool, db_shown: String, config: Config) -> anyhow::Resul
         config: Arc::new(config),
         host,
     };
-    // The move driver, node removals and housekeeping (all state in the database).
-    kubebyon::server::controllers::start(&state);
+    // The reconciler, the move driver, node removals and housekeeping.
+    kubebyon::server::controllers::start(&state, reconciler);
     let limits = http::serve::Limits {
         max_connections: state.config.max_connections,
         per_client: state.config.max_connections_per_client,

@@ -29,6 +29,14 @@ struct Replica {
     url: String,
 }
 
+/// A replica's process ends with the test, also when an assertion fails.
+impl Drop for Replica {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
@@ -243,8 +251,4 @@ async fn two_replicas_share_the_work_and_survive_kill_9_of_the_lease_holder() {
         all_ready.as_secs_f64(),
         takeover.as_secs_f64()
     );
-    for r in &mut replicas {
-        let _ = r.child.kill();
-        let _ = r.child.wait();
-    }
 }

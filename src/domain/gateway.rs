@@ -248,7 +248,8 @@ pub enum RouteCode {
     RefNotPermitted,
     InvalidKind,
     UnsupportedProtocol,
-    #[strum(default)]
+    /// Not parsed from text: [`RouteCode::of`] makes it of any other reason.
+    #[strum(disabled)]
     Other(String),
 }
 

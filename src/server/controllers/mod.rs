@@ -17,7 +17,7 @@
 //! - [`backoff`]: the one back-off rule they all wait by.
 //!
 //! Request handlers never call these; they store a change and wake the
-//! reconciler (`service::wake`).
+//! reconciler (`service::wake`, through the `Host`). `start` runs them all.
 
 pub(crate) mod backoff;
 pub(crate) mod housekeeping;
@@ -31,10 +31,14 @@ use std::time::Duration;
 use self::supervise::supervise;
 use crate::server::state::AppState;
 
-/// Starts the loops that need no host connection of their own, each
-/// supervised: the move driver, the node removals (with a host) and the
-/// housekeeping. (The reconciler starts with its host connection, `main`.)
-pub fn start(state: &AppState) {
+/// Starts every background loop, each supervised: the reconciler (`main`
+/// makes it with its host connection and its settings), the move driver, the
+/// node removals (with a host) and the housekeeping. (The live pages' poller
+/// starts with the first open page.)
+pub fn start(state: &AppState, reconciler: Option<std::sync::Arc<reconciler::Context>>) {
+    if let Some(ctx) = reconciler {
+        tokio::spawn(supervise("reconciler", move || reconciler::run(ctx.clone())));
+    }
     let pool = state.pool.clone();
     let timeout = i64::try_from(state.config.move_address_timeout_secs).unwrap_or(i64::MAX);
     tokio::spawn(supervise("move_driver", move || move_driver::drive(pool.clone(), Duration::from_secs(2), timeout)));

@@ -135,48 +135,6 @@ fn in_console_namespace(meta: &ObjectMeta) -> bool {
     meta.namespace.as_deref().is_none_or(|ns| host_objects::cluster_of_namespace(ns).is_some())
 }
 
-/// A watched kind: what of it is kept ([`slim`]), and which objects.
-pub(crate) trait Slim: Sized {
-    /// The object cut down to what `gather` and `observe` read.
-    fn slim(self) -> Self;
-    /// Whether the console keeps this object at all (its namespace aside).
-    fn kept(&self) -> bool {
-        true
-    }
-}
-
-/// `impl Slim` for kinds whose every object in the console's namespaces is kept.
-macro_rules! slim_by {
-    ($($kind:ty => $slim:path),* $(,)?) => {
-        $(impl Slim for $kind {
-            fn slim(self) -> Self {
-                $slim(self)
-            }
-        })*
-    };
-}
-
-slim_by!(
-    DynamicObject => slim::chart,
-    Job => slim::job,
-    Pod => slim::pod,
-    Service => slim::service,
-    StatefulSet => slim::stateful_set,
-    PersistentVolumeClaim => slim::claim,
-    Node => slim::node,
-);
-
-impl Slim for Event {
-    fn slim(self) -> Self {
-        slim::event(self)
-    }
-
-    /// Only Events about one of the chart's own objects ([`slim::about_the_chart`]).
-    fn kept(&self) -> bool {
-        slim::is_about_the_chart(self)
-    }
-}
-
 /// What a watched kind must be.
 trait Watched:
     Resource + Clone + serde::Serialize + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static
@@ -193,18 +151,29 @@ struct Sink<K> {
     /// The watch's name in logs (as [`Caches::sizes`] names it).
     watch: &'static str,
     index: Arc<Index<K>>,
-    /// The object cut down to what is read ([`Slim::slim`] for most kinds).
+    /// The object cut down to what is read (a function of [`slim`]).
     slim: fn(K) -> K,
-    /// Whether it is kept at all ([`Slim::kept`]).
+    /// Whether it is kept at all (its namespace aside).
     kept: fn(&K) -> bool,
     touched: SharedTouched,
     wake: Arc<Notify>,
 }
 
-impl<K: Slim> Sink<K> {
-    /// A kind cut down by its [`Slim`] rules.
-    fn slimmed(watch: &'static str, index: Arc<Index<K>>, touched: &SharedTouched, wake: &Arc<Notify>) -> Self {
-        Self { watch, index, slim: K::slim, kept: K::kept, touched: touched.clone(), wake: wake.clone() }
+impl<K> Sink<K> {
+    /// Every object of the console's namespaces kept, cut down by `slim`.
+    fn new(
+        watch: &'static str,
+        index: Arc<Index<K>>,
+        slim: fn(K) -> K,
+        touched: &SharedTouched,
+        wake: &Arc<Notify>,
+    ) -> Self {
+        Self { watch, index, slim, kept: |_| true, touched: touched.clone(), wake: wake.clone() }
+    }
+
+    /// Only the objects `kept` says.
+    fn keeping(self, kept: fn(&K) -> bool) -> Self {
+        Self { kept, ..self }
     }
 }
 
@@ -350,23 +319,31 @@ impl Caches {
         };
         let (t, w) = (&touched, &wake);
         let charts = Api::<DynamicObject>::all_with(client.clone(), &charts_resource());
-        spawn(charts, labels(&managed), Sink::slimmed("helmcharts", caches.charts.clone(), t, w));
-        spawn(Api::all(client.clone()), labels(helm), Sink::slimmed("jobs", caches.jobs.clone(), t, w));
-        spawn(Api::all(client.clone()), labels(helm), Sink::slimmed("job_pods", caches.pods.clone(), t, w));
+        spawn(charts, labels(&managed), Sink::new("helmcharts", caches.charts.clone(), slim::chart, t, w));
+        spawn(Api::all(client.clone()), labels(helm), Sink::new("jobs", caches.jobs.clone(), slim::job, t, w));
+        spawn(Api::all(client.clone()), labels(helm), Sink::new("job_pods", caches.pods.clone(), slim::pod, t, w));
         let vcluster = labels("app=vcluster");
-        let sink = Sink::slimmed("services", caches.services.clone(), t, w);
+        let sink = Sink::new("services", caches.services.clone(), slim::service, t, w);
         spawn(Api::all(client.clone()), vcluster.clone(), sink);
-        let sink = Sink::slimmed("vcluster_pods", caches.control_planes.clone(), t, w);
+        let sink = Sink::new("vcluster_pods", caches.control_planes.clone(), slim::pod, t, w);
         spawn(Api::all(client.clone()), vcluster.clone(), sink);
-        let sink = Sink::slimmed("statefulsets", caches.stateful_sets.clone(), t, w);
+        let sink = Sink::new("statefulsets", caches.stateful_sets.clone(), slim::stateful_set, t, w);
         spawn(Api::all(client.clone()), vcluster.clone(), sink);
-        spawn(Api::all(client.clone()), vcluster, Sink::slimmed("claims", caches.claims.clone(), t, w));
+        spawn(Api::all(client.clone()), vcluster, Sink::new("claims", caches.claims.clone(), slim::claim, t, w));
         let fields = |f: &str| watcher::Config::default().fields(f);
         let (warnings, bindings) = (fields("type=Warning"), fields("reason=FailedBinding"));
-        spawn(Api::all(client.clone()), warnings, Sink::slimmed("warning_events", caches.warnings.clone(), t, w));
-        spawn(Api::all(client.clone()), bindings, Sink::slimmed("binding_events", caches.bindings.clone(), t, w));
+        spawn(
+            Api::all(client.clone()),
+            warnings,
+            Sink::new("warning_events", caches.warnings.clone(), slim::event, t, w).keeping(slim::is_about_the_chart),
+        );
+        spawn(
+            Api::all(client.clone()),
+            bindings,
+            Sink::new("binding_events", caches.bindings.clone(), slim::event, t, w).keeping(slim::is_about_the_chart),
+        );
         let all = watcher::Config::default();
-        spawn(Api::all(client.clone()), all, Sink::slimmed("nodes", caches.nodes.clone(), t, w));
+        spawn(Api::all(client.clone()), all, Sink::new("nodes", caches.nodes.clone(), slim::node, t, w));
         caches.charts.wait_until_ready().await;
         caches.jobs.wait_until_ready().await;
         caches.pods.wait_until_ready().await;
@@ -428,14 +405,7 @@ impl Caches {
         let index = Index::new();
         let managed = format!("{}={}", render::MANAGED_BY.0, render::MANAGED_BY.1);
         let api = Api::<DynamicObject>::all_with(client.clone(), &routes_resource(version));
-        let sink = Sink {
-            watch: "tlsroutes",
-            index: index.clone(),
-            slim: slim::route,
-            kept: |_| true,
-            touched: self.touched.clone(),
-            wake: self.wake.clone(),
-        };
+        let sink = Sink::new("tlsroutes", index.clone(), slim::route, &self.touched, &self.wake);
         let task = spawn(api, watcher::Config::default().labels(&managed), sink);
         *current = Some(RouteWatch { version, index, task });
     }
@@ -759,7 +729,7 @@ mod tests {
             Ok(watcher::Event::Apply(node("b"))),
         ];
         let (index, touched) = (Index::<Node>::new(), SharedTouched::default());
-        let sink = Sink::slimmed("nodes", index.clone(), &touched, &Arc::new(Notify::new()));
+        let sink = Sink::new("nodes", index.clone(), slim::node, &touched, &Arc::new(Notify::new()));
         follow(futures::stream::iter(events), sink).await;
         let names: Vec<_> = index.all().into_iter().filter_map(|n| n.metadata.name).collect();
         assert_eq!(names, ["a", "b"]);
@@ -859,7 +829,7 @@ mod tests {
         }))
         .unwrap();
         let whole = super::super::gather::Listed::of([&event], [&claim]);
-        assert!(event.kept(), "about the chart's claim");
+        assert!(slim::is_about_the_chart(&event), "about the chart's claim");
         let (event, claim) = (slim::event(event), slim::claim(claim));
         let kept = super::super::gather::Listed::of([&event], [&claim]);
         assert_eq!(kept, whole);
@@ -895,8 +865,8 @@ mod tests {
                 "involvedObject": {"kind": "Pod", "name": "demo-0"}, "type": "Warning"}))
             .unwrap()
         };
-        assert!(event("kubebyon-demo").kept());
-        assert!(!event("kubebyon-other").kept(), "another cluster's namespace");
+        assert!(slim::is_about_the_chart(&event("kubebyon-demo")));
+        assert!(!slim::is_about_the_chart(&event("kubebyon-other")), "another cluster's namespace");
     }
 
     #[test]
