@@ -1,5 +1,5 @@
 # The two commands of the README. Everything else is in scripts/.
-.PHONY: run test bench bench-scale lint test-host
+.PHONY: run test bench bench-scale lint fmt test-host
 
 run: ## Build and run the console on http://127.0.0.1:3000 (embedded SQLite in ./data)
 	bash scripts/run.sh
@@ -15,6 +15,9 @@ bench-scale: ## Figures at scale: observer reads (10,000 clusters), RSS per clus
 
 lint: ## Formatting, clippy (console and hostsim) and shellcheck (scripts); part of `make test`
 	bash scripts/install-tools.sh --test && bash scripts/lint.sh
+
+fmt: ## Format the code as `make lint` checks it: leptosfmt (view! macros), then rustfmt (the console and hostsim)
+	bash scripts/install-tools.sh --test && bash -c 'source scripts/lib.sh && leptosfmt src >/dev/null && cargo fmt && cargo fmt --manifest-path hostsim/Cargo.toml'
 
 test-host: ## Only the host cluster tests: real etcd + kube-apiserver + kube-controller-manager, hostsim
 	bash scripts/hostsim-test.sh

@@ -10,7 +10,7 @@ source scripts/lib.sh
 
 step "rustfmt and leptosfmt (view! macros)"
 cargo fmt --check
-leptosfmt --check src >/dev/null || { echo "run: leptosfmt src && cargo fmt" >&2; exit 1; }
+leptosfmt --check src >/dev/null || { echo "run: make fmt" >&2; exit 1; }
 cargo fmt --check --manifest-path hostsim/Cargo.toml
 
 if $with_clippy; then
