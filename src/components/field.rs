@@ -65,3 +65,23 @@ pub(crate) fn TextField(
         </div>
     }
 }
+
+/// The `<option>`s of a `<select>` over `choices`: each one's value is
+/// `value(c)` and its text `label(c)`; the one equal to `selected` is marked.
+pub(crate) fn options<T: Copy + PartialEq + 'static>(
+    choices: impl IntoIterator<Item = T>,
+    selected: Option<T>,
+    value: fn(T) -> &'static str,
+    label: impl Fn(T) -> &'static str,
+) -> impl IntoView {
+    choices
+        .into_iter()
+        .map(|c| {
+            view! {
+                <option value=value(c) selected=selected == Some(c)>
+                    {label(c)}
+                </option>
+            }
+        })
+        .collect_view()
+}

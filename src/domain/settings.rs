@@ -92,15 +92,35 @@ pub(crate) struct GatewayPlacementText {
     pub storage_class: String,
 }
 
+impl GatewayPlacementText {
+    /// The Gateway's two fields (no Gateway: empty); the others empty.
+    pub(crate) fn of_gateway(gateway: Option<&GatewayRef>) -> Self {
+        Self {
+            gateway: gateway.map(GatewayRef::key).unwrap_or_default(),
+            gateway_listener: gateway.and_then(|g| g.listener.clone()).unwrap_or_default(),
+            ..Self::default()
+        }
+    }
+
+    /// The placement's three fields; the others empty.
+    pub(crate) fn of_placement(placement: &Placement) -> Self {
+        Self {
+            spread: placement.spread.as_str().to_owned(),
+            spread_topology_key: placement.topology_key.clone(),
+            storage_class: placement.storage_class.clone().unwrap_or_default(),
+            ..Self::default()
+        }
+    }
+}
+
 impl SystemSettings {
     pub(crate) fn gateway_placement_text(&self) -> GatewayPlacementText {
+        let gateway = GatewayPlacementText::of_gateway(self.gateway.as_ref());
         GatewayPlacementText {
-            gateway: self.gateway.as_ref().map(GatewayRef::key).unwrap_or_default(),
-            gateway_listener: self.gateway.as_ref().and_then(|g| g.listener.clone()).unwrap_or_default(),
+            gateway: gateway.gateway,
+            gateway_listener: gateway.gateway_listener,
             gateway_domain_suffix: self.gateway_domain_suffix.as_ref().map(ToString::to_string).unwrap_or_default(),
-            spread: self.placement.spread.as_str().to_owned(),
-            spread_topology_key: self.placement.topology_key.clone(),
-            storage_class: self.placement.storage_class.clone().unwrap_or_default(),
+            ..GatewayPlacementText::of_placement(&self.placement)
         }
     }
 

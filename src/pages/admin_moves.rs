@@ -369,46 +369,59 @@ fn hosts_fieldset(i18n: I18nContext<Locale>, f: &MoveForm, template: bool) -> im
                 </p>
             </div>
             <div class="grid gap-4 sm:grid-cols-2">
-                <div class="field">
-                    <label for="concurrency" class="field-label">
-                        {t!(i18n, moves.concurrency)}
-                    </label>
-                    <input
-                        id="concurrency"
-                        name="concurrency"
-                        type="text"
-                        inputmode="numeric"
-                        class="field-input"
-                        value=if f.concurrency.is_empty() {
-                            DEFAULT_CONCURRENCY.to_string()
-                        } else {
-                            f.concurrency.clone()
-                        }
-                    />
-                </div>
-                <div class="field">
-                    <label for="grace_days" class="field-label">
-                        {t!(i18n, moves.grace_days)}
-                    </label>
-                    <input
-                        id="grace_days"
-                        name="grace_days"
-                        type="text"
-                        inputmode="numeric"
-                        class="field-input"
-                        value=if f.grace_days.is_empty() {
-                            DEFAULT_GRACE_DAYS.to_string()
-                        } else {
-                            f.grace_days.clone()
-                        }
-                        aria-describedby="grace_days-hint"
-                    />
-                    <p id="grace_days-hint" class="field-hint">
-                        {t!(i18n, moves.grace_hint)}
-                    </p>
-                </div>
+                {number_field(
+                    "concurrency",
+                    t_string!(i18n, moves.concurrency),
+                    &f.concurrency,
+                    DEFAULT_CONCURRENCY,
+                    None,
+                )}
+                {number_field(
+                    "grace_days",
+                    t_string!(i18n, moves.grace_days),
+                    &f.grace_days,
+                    DEFAULT_GRACE_DAYS,
+                    Some(t_string!(i18n, moves.grace_hint)),
+                )}
             </div>
         </fieldset>
+    }
+}
+
+/// A whole-number field showing `default` until the admin typed something,
+/// with its hint when it has one.
+fn number_field(
+    id: &'static str,
+    label: &'static str,
+    typed: &str,
+    default: i64,
+    hint: Option<&'static str>,
+) -> impl IntoView + use<> {
+    let value = if typed.is_empty() { default.to_string() } else { typed.to_owned() };
+    let hint_id = format!("{id}-hint");
+    view! {
+        <div class="field">
+            <label for=id class="field-label">
+                {label}
+            </label>
+            <input
+                id=id
+                name=id
+                type="text"
+                inputmode="numeric"
+                class="field-input"
+                value=value
+                aria-describedby=hint.map(|_| hint_id.clone())
+            />
+            {hint
+                .map(|h| {
+                    view! {
+                        <p id=hint_id class="field-hint">
+                            {h}
+                        </p>
+                    }
+                })}
+        </div>
     }
 }
 

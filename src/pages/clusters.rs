@@ -11,6 +11,7 @@ use strum::VariantArray;
 use super::problem::problem_view;
 use crate::actions::auth::session_now;
 use crate::actions::clusters::list_clusters;
+use crate::components::field::options;
 use crate::components::islands::live_region::{LiveBound, LiveRegion};
 use crate::components::labels::{Text, access_text, mode_text, phase_badge_markup, phase_text, shown_phase};
 use crate::components::layout::Layout;
@@ -55,7 +56,7 @@ fn Filters(query: ListQuery, is_admin: bool) -> impl IntoView {
     let i18n = use_i18n();
     let locale = i18n.get_locale_untracked();
     let all = t_string!(i18n, clusters.filter_all);
-    let mode_label = |m: ModeFilter| mode_text(locale, m.mode());
+    let mode_label = move |m: ModeFilter| mode_text(locale, m.mode());
     view! {
         <form method="get" action="/clusters" class="filters" role="search" data-form="filters">
             <div class="field">
@@ -70,15 +71,7 @@ fn Filters(query: ListQuery, is_admin: bool) -> impl IntoView {
                 </label>
                 <select id="mode" name="mode" class="field-input">
                     <option value="">{all}</option>
-                    {ModeFilter::all()
-                        .map(|m| {
-                            view! {
-                                <option value=m.as_str() selected=query.mode == Some(m)>
-                                    {mode_label(m)}
-                                </option>
-                            }
-                        })
-                        .collect_view()}
+                    {options(ModeFilter::all(), query.mode, ModeFilter::as_str, mode_label)}
                 </select>
             </div>
             <div class="field">
@@ -87,17 +80,12 @@ fn Filters(query: ListQuery, is_admin: bool) -> impl IntoView {
                 </label>
                 <select id="phase" name="phase" class="field-input">
                     <option value="">{all}</option>
-                    {Phase::VARIANTS
-                        .iter()
-                        .copied()
-                        .map(|p| {
-                            view! {
-                                <option value=p.as_str() selected=query.phase == Some(p)>
-                                    {phase_text(locale, p)}
-                                </option>
-                            }
-                        })
-                        .collect_view()}
+                    {options(
+                        Phase::VARIANTS.iter().copied(),
+                        query.phase,
+                        Phase::as_str,
+                        move |p| phase_text(locale, p),
+                    )}
                 </select>
             </div>
             {is_admin

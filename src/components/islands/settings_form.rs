@@ -4,7 +4,7 @@ use leptos::prelude::*;
 
 use crate::actions::settings::SaveSettings;
 use crate::components::error_text::{FieldError, action_error};
-use crate::components::field::TextField;
+use crate::components::field::{TextField, options};
 use crate::components::island_form::IslandForm;
 use crate::components::quota::quota_fields;
 use crate::domain::placement::Spread;
@@ -131,23 +131,17 @@ fn load_balancer_fields(
                 class="field-input"
                 aria-describedby="load_balancer_address_request-hint load_balancer_address_request-detected"
             >
-                {<AddressStyle as strum::VariantArray>::VARIANTS
-                    .iter()
-                    .copied()
-                    .map(|style| {
-                        let label = match style {
-                            AddressStyle::Auto => t_string!(i18n, settings.address_auto),
-                            AddressStyle::MetalLb => t_string!(i18n, settings.address_metallb),
-                            AddressStyle::KubeVip => t_string!(i18n, settings.address_kube_vip),
-                            AddressStyle::None => t_string!(i18n, settings.address_none),
-                        };
-                        view! {
-                            <option value=style.as_str() selected=settings.load_balancer_address_request == style>
-                                {label}
-                            </option>
-                        }
-                    })
-                    .collect_view()}
+                {options(
+                    <AddressStyle as strum::VariantArray>::VARIANTS.iter().copied(),
+                    Some(settings.load_balancer_address_request),
+                    AddressStyle::as_str,
+                    move |style| match style {
+                        AddressStyle::Auto => t_string!(i18n, settings.address_auto),
+                        AddressStyle::MetalLb => t_string!(i18n, settings.address_metallb),
+                        AddressStyle::KubeVip => t_string!(i18n, settings.address_kube_vip),
+                        AddressStyle::None => t_string!(i18n, settings.address_none),
+                    },
+                )}
             </select>
             <p id="load_balancer_address_request-hint" class="field-hint">
                 {t!(i18n, settings.address_request_hint)}
@@ -234,12 +228,15 @@ fn isolation_and_nodes(
                     {t!(i18n, settings.pod_security)}
                 </label>
                 <select id="pod_security" name="pod_security" class="field-input" aria-describedby="pod_security-hint">
-                    <option value="baseline" selected=settings.pod_security == PodSecurity::Baseline>
-                        {t!(i18n, settings.pod_security_baseline)}
-                    </option>
-                    <option value="privileged" selected=settings.pod_security == PodSecurity::Privileged>
-                        {t!(i18n, settings.pod_security_privileged)}
-                    </option>
+                    {options(
+                        <PodSecurity as strum::VariantArray>::VARIANTS.iter().copied(),
+                        Some(settings.pod_security),
+                        PodSecurity::as_str,
+                        move |p| match p {
+                            PodSecurity::Baseline => t_string!(i18n, settings.pod_security_baseline),
+                            PodSecurity::Privileged => t_string!(i18n, settings.pod_security_privileged),
+                        },
+                    )}
                 </select>
                 <p id="pod_security-hint" class="field-hint">
                     {t!(i18n, settings.pod_security_hint)}
@@ -328,22 +325,16 @@ fn gateway_and_placement(
                     {t!(i18n, settings.spread)}
                 </label>
                 <select id="spread" name="spread" class="field-input" aria-describedby="spread-hint">
-                    {<Spread as strum::VariantArray>::VARIANTS
-                        .iter()
-                        .copied()
-                        .map(|s| {
-                            let label = match s {
-                                Spread::Off => t_string!(i18n, settings.spread_off),
-                                Spread::Preferred => t_string!(i18n, settings.spread_preferred),
-                                Spread::Required => t_string!(i18n, settings.spread_required),
-                            };
-                            view! {
-                                <option value=s.as_str() selected=spread == s>
-                                    {label}
-                                </option>
-                            }
-                        })
-                        .collect_view()}
+                    {options(
+                        <Spread as strum::VariantArray>::VARIANTS.iter().copied(),
+                        Some(spread),
+                        Spread::as_str,
+                        move |s| match s {
+                            Spread::Off => t_string!(i18n, settings.spread_off),
+                            Spread::Preferred => t_string!(i18n, settings.spread_preferred),
+                            Spread::Required => t_string!(i18n, settings.spread_required),
+                        },
+                    )}
                 </select>
                 <p id="spread-hint" class="field-hint">
                     {t!(i18n, settings.spread_hint)}

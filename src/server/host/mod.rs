@@ -110,16 +110,6 @@ impl Host {
         &self.slots.per_user
     }
 
-    /// The LoadBalancer provider as last detected on the host.
-    pub(crate) fn detected(&self) -> AddressRequest {
-        self.seen.detected()
-    }
-
-    /// Whether k3s's ServiceLB serves the console's LoadBalancer Services.
-    pub(crate) fn servicelb_seen(&self) -> bool {
-        self.seen.servicelb()
-    }
-
     /// Wakes the reconciler (a change was stored).
     pub fn wake(&self) {
         self.changes.wake.notify_one();
@@ -172,17 +162,19 @@ impl Installation {
     /// Who the console is on the host for one cluster, with what the
     /// database remembers of the cluster's objects.
     pub(crate) async fn owner(&self, cluster_id: i64) -> Result<objects::Owner> {
-        let installation = self.id().await?.to_owned();
         let record = db::clusters::host_record(&self.pool, cluster_id).await?;
-        Ok(objects::Owner { installation, cluster_id, record })
+        self.owner_by(cluster_id, record).await
     }
 
     /// The console as an object's labels name it (nothing stored is consulted):
     /// with `adopt_legacy`, the labels of before the installation id count too.
     pub(crate) async fn label_owner(&self, cluster_id: i64, adopt_legacy: bool) -> Result<objects::Owner> {
-        let installation = self.id().await?.to_owned();
-        let record = db::clusters::HostRecord { namespace_uid: None, adopt_legacy };
-        Ok(objects::Owner { installation, cluster_id, record })
+        self.owner_by(cluster_id, db::clusters::HostRecord { namespace_uid: None, adopt_legacy }).await
+    }
+
+    /// The console as `record` says it made cluster `cluster_id`'s objects.
+    async fn owner_by(&self, cluster_id: i64, record: db::clusters::HostRecord) -> Result<objects::Owner> {
+        Ok(objects::Owner { installation: self.id().await?.to_owned(), cluster_id, record })
     }
 
     /// Whether a HelmChart read from the host is this cluster's, made by this

@@ -43,7 +43,7 @@ pub struct HostLink<'a> {
 impl<'a> HostLink<'a> {
     /// The console's own host, as pages and the JSON API see it.
     pub(crate) fn of(host: Option<&'a HostHandle>) -> Self {
-        Self { detected: host.map(|h| h.detected()), host }
+        Self { detected: host.map(|h| h.seen.detected()), host }
     }
 }
 

@@ -55,7 +55,7 @@ pub(crate) async fn view(
 /// k3s's ServiceLB was seen serving the console's Services (`None` without a
 /// host).
 pub(crate) fn detected(host: Option<&super::HostHandle>) -> (Option<AddressRequest>, Option<bool>) {
-    (super::HostLink::of(host).detected, host.map(|h| h.servicelb_seen()))
+    (host.map(|h| h.seen.detected()), host.map(|h| h.seen.servicelb()))
 }
 
 /// What any signed-in user's forms and pages show of the settings: the default

@@ -6,6 +6,7 @@ use axum::routing::{MethodRouter, get};
 use serde::{Deserialize, Serialize};
 
 use super::{ApiError, ApiJson, ApiResult, ApiUser};
+use crate::domain::settings::GatewayPlacementText;
 use crate::domain::{AppError, ErrorCode, SystemSettings};
 use crate::server::service::settings;
 use crate::server::state::AppState;
@@ -105,10 +106,8 @@ impl SettingsBody {
         let switch = |on: bool| if on { "on" } else { "off" }.to_owned();
         let quota = self.quota.as_ref().map(crate::domain::quota::QuotaText::of);
         // The objects through the form's text: `null` is an empty field.
-        let gateway = self.gateway.map(|g| SystemSettings { gateway: g, ..SystemSettings::default() });
-        let gateway = gateway.as_ref().map(SystemSettings::gateway_placement_text);
-        let placement = self.placement.map(|p| SystemSettings { placement: p, ..SystemSettings::default() });
-        let placement = placement.as_ref().map(SystemSettings::gateway_placement_text);
+        let gateway = self.gateway.map(|g| GatewayPlacementText::of_gateway(g.as_ref()));
+        let placement = self.placement.as_ref().map(GatewayPlacementText::of_placement);
         Ok(crate::domain::settings::SettingsPatch {
             default_mode: Some(self.default_cluster_public_access_mode),
             nodeport_public_host: Some(self.nodeport_public_host.unwrap_or_default()),
