@@ -145,3 +145,29 @@ test('own nodes: offered by the admin, refused without a LoadBalancer, with and 
     await expect(page.getByRole('status')).toHaveText(t('en', 'settings.rerendered', { n: '0' }));
   }
 });
+
+test('a settings error is shown in the field it belongs to, in the page language, and the last one is taken away', async ({ page }) => {
+  // The settings fields are server-rendered children of the island that saves
+  // them: the island places each error into them (show_field_errors).
+  await signIn(page, 'admin', ADMIN_PASSWORD);
+  await page.goto('/admin/settings');
+  await page.getByRole('link', { name: t('zh-CN', 'languages.zh_CN') }).click();
+  await expect(page.locator('html')).toHaveAttribute('lang', 'zh-CN');
+  await hydrated(page);
+  const submit = page.getByRole('button', { name: t('zh-CN', 'settings.submit') });
+  const lbClass = page.locator('#load_balancer_class');
+  await lbClass.fill('not a class!');
+  await submit.click();
+  await expect(page.locator('#load_balancer_class-error')).toHaveText(t('zh-CN', 'errors.load_balancer_class_invalid'));
+  await expect(lbClass).toHaveAttribute('aria-invalid', 'true');
+  await expect(lbClass).toHaveAttribute('aria-describedby', 'load_balancer_class-hint load_balancer_class-error');
+
+  await lbClass.fill('');
+  await page.locator('#platform_api_key').fill('Not A Ref');
+  await submit.click();
+  await expect(page.locator('#platform_api_key-error')).toHaveText(t('zh-CN', 'errors.platform_api_key_invalid'));
+  await expect(page.locator('#load_balancer_class-error')).toHaveCount(0);
+  await expect(lbClass).toHaveAttribute('aria-invalid', 'false');
+  await expect(lbClass).toHaveAttribute('aria-describedby', 'load_balancer_class-hint');
+  await expect(page.locator('form[data-form=settings] .field-error')).toHaveCount(1);
+});

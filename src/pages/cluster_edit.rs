@@ -8,6 +8,7 @@ use super::cluster_detail::JoinedNodesWarning;
 use super::problem::problem_view;
 use super::{retyped, route_id, url_error};
 use crate::actions::clusters::{UpdateCluster, load_cluster};
+use crate::components::cluster_fields::ClusterFields;
 use crate::components::islands::cluster_forms::{ClusterFormValues, EditClusterForm};
 use crate::components::layout::Layout;
 use crate::components::planned_names::{self, PlannedNames};
@@ -47,11 +48,12 @@ pub(crate) fn EditClusterPage() -> impl IntoView {
                         <JoinedNodesWarning names=p.joined_nodes.clone() on_delete=false />
                         <EditClusterForm
                             id=p.cluster.id
-                            values
+                            values=values.clone()
                             nodeport_host=p.nodeport_host
                             current=p.cluster.spec.public_access.clone()
                             url_error=url_error(UpdateCluster::PATH)
                         >
+                            <ClusterFields values url_error=url_error(UpdateCluster::PATH) editing=true />
                             <PlannedNames shown handed_out=endpoint />
                         </EditClusterForm>
                     </section>

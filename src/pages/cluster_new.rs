@@ -7,6 +7,7 @@ use server_fn::ServerFn;
 use super::problem::problem_view;
 use super::{retyped, url_error};
 use crate::actions::clusters::{CreateCluster, form_defaults};
+use crate::components::cluster_fields::ClusterFields;
 use crate::components::islands::cluster_forms::{ClusterFormValues, CreateClusterForm};
 use crate::components::layout::Layout;
 use crate::components::planned_names::{self, PlannedNames};
@@ -28,11 +29,15 @@ pub(crate) fn NewClusterPage() -> impl IntoView {
                 view! {
                     <QuotaLine quota=defaults.quota />
                     <CreateClusterForm
-                        values
+                        values=values.clone()
                         nodeport_host=defaults.nodeport_host
-                        own_nodes_offered=defaults.own_nodes_offered
                         url_error=url_error(CreateCluster::PATH)
                     >
+                        <ClusterFields
+                            values
+                            url_error=url_error(CreateCluster::PATH)
+                            own_nodes_offered=defaults.own_nodes_offered
+                        />
                         <PlannedNames shown />
                     </CreateClusterForm>
                 }

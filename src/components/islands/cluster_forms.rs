@@ -1,19 +1,23 @@
-//! Create and edit forms for a cluster. Both share the field components;
-//! the create form preselects the admin's default mode.
+//! The islands that submit the create and edit forms of a cluster. Their
+//! fields are server-rendered children (`components::cluster_fields`), so
+//! only the frame, the typing the planned names follow, the errors and the
+//! buttons hydrate.
 
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::actions::clusters::{CreateCluster, UpdateCluster};
-use crate::components::error_text::{FieldError, action_error};
-use crate::components::field::TextField;
-use crate::components::island_form::IslandForm;
-use crate::components::public_access_fields::PublicAccessFields;
+use crate::components::error_text::action_error;
+use crate::components::island_form::{IslandForm, show_field_errors};
 use crate::domain::cluster::Cluster;
 use crate::domain::gateway::GatewayOffer;
 use crate::domain::public_access::PublicAccessInput;
-use crate::domain::{AppError, Field, Host, PublicAccess, PublicAccessMode, Resources};
+use crate::domain::{AppError, Host, PublicAccess, PublicAccessMode, Resources};
 use crate::i18n::*;
+
+/// `data-form` of the create and edit forms.
+const CREATE: &str = "create-cluster";
+const EDIT: &str = "edit-cluster";
 
 /// The editable values of a cluster, as form text.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -87,51 +91,6 @@ impl ClusterFormValues {
     }
 }
 
-#[component]
-fn ResourceFields(
-    values: ClusterFormValues,
-    #[prop(into)] error: Signal<Option<AppError>>,
-    /// An existing cluster: its storage is fixed at creation.
-    #[prop(optional)]
-    editing: bool,
-) -> impl IntoView {
-    let i18n = use_i18n();
-    let storage_hint =
-        if editing { t_string!(i18n, form.storage_fixed_hint) } else { t_string!(i18n, form.storage_hint) };
-    view! {
-        <fieldset class="card-section">
-            <legend class="section-title">{t!(i18n, form.resources)}</legend>
-            <div class="grid gap-4 sm:grid-cols-3">
-                <TextField
-                    field=Field::Cpu
-                    label=t_string!(i18n, form.cpu)
-                    hint=t_string!(i18n, form.cpu_hint)
-                    value=values.cpu
-                    error
-                    inputmode="decimal"
-                />
-                <TextField
-                    field=Field::Memory
-                    label=t_string!(i18n, form.memory)
-                    hint=t_string!(i18n, form.memory_hint)
-                    value=values.memory_gib
-                    error
-                    inputmode="numeric"
-                />
-                <TextField
-                    field=Field::Storage
-                    label=t_string!(i18n, form.storage)
-                    hint=storage_hint
-                    value=values.storage_gib
-                    error
-                    inputmode="numeric"
-                    readonly=editing
-                />
-            </div>
-        </fieldset>
-    }
-}
-
 /// Follows what is typed into the form (any input inside it), for the planned names.
 fn track_typing(draft: RwSignal<ClusterFormValues>) -> impl Fn(leptos::ev::Event) + Copy {
     move |ev: leptos::ev::Event| {
@@ -181,64 +140,23 @@ fn follow_planned_names(
 pub(crate) fn CreateClusterForm(
     values: ClusterFormValues,
     nodeport_host: Option<Host>,
-    /// Whether the admin offers own nodes: the checkbox shows only then.
-    own_nodes_offered: bool,
     url_error: Option<AppError>,
-    /// The planned-names panel, rendered by the page.
+    /// The fields (`components::cluster_fields::ClusterFields`) and the
+    /// planned-names panel, rendered by the page.
     children: Children,
 ) -> impl IntoView {
     let i18n = use_i18n();
     let action = ServerAction::<CreateCluster>::new();
     let error = action_error(action.value(), action.version(), url_error);
-    let draft = RwSignal::new(values.clone());
+    show_field_errors(CREATE, error);
+    let draft = RwSignal::new(values);
     let typing = track_typing(draft);
     follow_planned_names(draft, nodeport_host, None);
     view! {
-        <IslandForm action name="create-cluster" error>
+        <IslandForm action name=CREATE error>
             <div class="contents" on:input=typing on:change=typing>
-                <TextField
-                    field=Field::Name
-                    label=t_string!(i18n, form.name)
-                    hint=t_string!(i18n, form.name_hint)
-                    value=values.name.clone()
-                    error
-                    autocomplete="off"
-                    required=true
-                />
-                <ResourceFields values=values.clone() error />
-                <PublicAccessFields
-                    enabled=values.enabled
-                    mode=values.mode
-                    host=values.host.clone()
-                    gateway=values.gateway.clone()
-                    error
-                    default_note=true
-                />
-                {own_nodes_offered
-                    .then(|| {
-                        view! {
-                            <fieldset class="card-section">
-                                <legend class="section-title">{t!(i18n, form.nodes)}</legend>
-                                <div class="check">
-                                    <input
-                                        type="checkbox"
-                                        id="own_nodes"
-                                        name="own_nodes"
-                                        value="on"
-                                        checked=values.own_nodes
-                                        aria-describedby="own_nodes-hint"
-                                    />
-                                    <label for="own_nodes">{t!(i18n, form.own_nodes)}</label>
-                                </div>
-                                <p id="own_nodes-hint" class="field-hint">
-                                    {t!(i18n, form.own_nodes_hint)}
-                                </p>
-                                <FieldError field=Field::OwnNodes error />
-                            </fieldset>
-                        }
-                    })}
+                {children()}
             </div>
-            {children()}
             <div class="form-actions">
                 <button type="submit" class="btn btn-primary" disabled=move || action.pending().get()>
                     {t!(i18n, form.create_submit)}
@@ -259,29 +177,23 @@ pub(crate) fn EditClusterForm(
     /// The stored public access (for the warning).
     current: PublicAccess,
     url_error: Option<AppError>,
-    /// The planned-names panel, rendered by the page.
+    /// The fields (`components::cluster_fields::ClusterFields`) and the
+    /// planned-names panel, rendered by the page.
     children: Children,
 ) -> impl IntoView {
     let i18n = use_i18n();
     let action = ServerAction::<UpdateCluster>::new();
     let error = action_error(action.value(), action.version(), url_error);
-    let draft = RwSignal::new(values.clone());
+    show_field_errors(EDIT, error);
+    let draft = RwSignal::new(values);
     let typing = track_typing(draft);
     follow_planned_names(draft, nodeport_host, Some(current));
     view! {
-        <IslandForm action name="edit-cluster" error>
+        <IslandForm action name=EDIT error>
             <input type="hidden" name="id" value=id />
             <div class="contents" on:input=typing on:change=typing>
-                <ResourceFields values=values.clone() error editing=true />
-                <PublicAccessFields
-                    enabled=values.enabled
-                    mode=values.mode
-                    host=values.host.clone()
-                    gateway=values.gateway.clone()
-                    error
-                />
+                {children()}
             </div>
-            {children()}
             <div class="form-actions">
                 <button type="submit" class="btn btn-primary" disabled=move || action.pending().get()>
                     {t!(i18n, form.save_submit)}
