@@ -7,7 +7,7 @@
 use leptos::prelude::*;
 
 use crate::components::error_text::FieldError;
-use crate::components::field::TextField;
+use crate::components::field::{CheckField, TextField};
 use crate::components::islands::cluster_forms::ClusterFormValues;
 use crate::components::public_access_fields::PublicAccessFields;
 use crate::domain::{AppError, Field};
@@ -52,25 +52,17 @@ pub(crate) fn ClusterFields(
             error
             default_note=!editing
         />
-        {(own_nodes_offered && !editing)
+        {own_nodes_offered
             .then(|| {
                 view! {
                     <fieldset class="card-section">
                         <legend class="section-title">{t!(i18n, form.nodes)}</legend>
-                        <div class="check">
-                            <input
-                                type="checkbox"
-                                id="own_nodes"
-                                name="own_nodes"
-                                value="on"
-                                checked=own_nodes
-                                aria-describedby="own_nodes-hint"
-                            />
-                            <label for="own_nodes">{t!(i18n, form.own_nodes)}</label>
-                        </div>
-                        <p id="own_nodes-hint" class="field-hint">
-                            {t!(i18n, form.own_nodes_hint)}
-                        </p>
+                        <CheckField
+                            id="own_nodes"
+                            label=t_string!(i18n, form.own_nodes)
+                            hint=t_string!(i18n, form.own_nodes_hint)
+                            checked=own_nodes
+                        />
                         <FieldError field=Field::OwnNodes error />
                     </fieldset>
                 }

@@ -85,3 +85,19 @@ pub(crate) fn options<T: Copy + PartialEq + 'static>(
         })
         .collect_view()
 }
+
+/// A check box with its label and hint (posted as `on` when checked), as the
+/// create form's own-nodes and public-access switches show it.
+#[component]
+pub(crate) fn CheckField(id: &'static str, label: &'static str, hint: &'static str, checked: bool) -> impl IntoView {
+    let hint_id = format!("{id}-hint");
+    view! {
+        <div class="check">
+            <input type="checkbox" id=id name=id value="on" checked=checked aria-describedby=hint_id.clone() />
+            <label for=id>{label}</label>
+        </div>
+        <p id=hint_id class="field-hint">
+            {hint}
+        </p>
+    }
+}

@@ -6,6 +6,7 @@
 use leptos::prelude::*;
 
 use super::error_text::FieldError;
+use super::field::CheckField;
 use crate::domain::gateway::GatewayOffer;
 use crate::domain::{AppError, Field, PublicAccessMode};
 use crate::i18n::*;
@@ -51,20 +52,12 @@ pub(crate) fn PublicAccessFields(
     view! {
         <fieldset class="pa-form card-section">
             <legend class="section-title">{t!(i18n, form.public_access)}</legend>
-            <div class="check">
-                <input
-                    type="checkbox"
-                    id="public_access_enabled"
-                    name="public_access_enabled"
-                    value="on"
-                    checked=enabled
-                    aria-describedby="public_access_enabled-hint"
-                />
-                <label for="public_access_enabled">{t!(i18n, form.public_access_enabled)}</label>
-            </div>
-            <p id="public_access_enabled-hint" class="field-hint">
-                {t!(i18n, form.public_access_hint)}
-            </p>
+            <CheckField
+                id="public_access_enabled"
+                label=t_string!(i18n, form.public_access_enabled)
+                hint=t_string!(i18n, form.public_access_hint)
+                checked=enabled
+            />
             <div class="pa-when-enabled">
                 <fieldset class="mode-choice" aria-describedby=default_note.then_some("public_access_mode-note")>
                     <legend class="field-label">{t!(i18n, form.mode)}</legend>

@@ -39,6 +39,7 @@ pub(crate) fn EditClusterPage() -> impl IntoView {
                 let endpoint = p.cluster.clone().shown().status.api_endpoint;
                 let current = &p.cluster.spec.public_access;
                 let shown = planned_names::shown(&values, p.nodeport_host.as_ref(), Some(current));
+                let error = url_error(UpdateCluster::PATH);
                 view! {
                     <section class="card max-w-3xl">
                         <h1 class="page-title">
@@ -51,9 +52,9 @@ pub(crate) fn EditClusterPage() -> impl IntoView {
                             values=values.clone()
                             nodeport_host=p.nodeport_host
                             current=p.cluster.spec.public_access.clone()
-                            url_error=url_error(UpdateCluster::PATH)
+                            url_error=error.clone()
                         >
-                            <ClusterFields values url_error=url_error(UpdateCluster::PATH) editing=true />
+                            <ClusterFields values url_error=error editing=true />
                             <PlannedNames shown handed_out=endpoint />
                         </EditClusterForm>
                     </section>

@@ -26,18 +26,15 @@ pub(crate) fn NewClusterPage() -> impl IntoView {
                     values = values.retyped(|k| q.get(k), true);
                 }
                 let shown = planned_names::shown(&values, defaults.nodeport_host.as_ref(), None);
+                let error = url_error(CreateCluster::PATH);
                 view! {
                     <QuotaLine quota=defaults.quota />
                     <CreateClusterForm
                         values=values.clone()
                         nodeport_host=defaults.nodeport_host
-                        url_error=url_error(CreateCluster::PATH)
+                        url_error=error.clone()
                     >
-                        <ClusterFields
-                            values
-                            url_error=url_error(CreateCluster::PATH)
-                            own_nodes_offered=defaults.own_nodes_offered
-                        />
+                        <ClusterFields values url_error=error own_nodes_offered=defaults.own_nodes_offered />
                         <PlannedNames shown />
                     </CreateClusterForm>
                 }
