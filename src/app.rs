@@ -9,6 +9,7 @@ use crate::i18n::I18nContextProvider;
 use crate::pages::admin_audit::AuditPage;
 use crate::pages::admin_moves::{MovePage, MovesPage};
 use crate::pages::admin_settings::SettingsPage;
+use crate::pages::admin_teams::TeamsPage;
 use crate::pages::admin_users::UsersPage;
 use crate::pages::cluster_detail::ClusterDetailPage;
 use crate::pages::cluster_edit::EditClusterPage;
@@ -86,6 +87,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/clusters/:id/join") view=ClusterJoinPage ssr=ssr.clone() />
                     <Route path=path!("/admin/settings") view=SettingsPage ssr=ssr.clone() />
                     <Route path=path!("/admin/users") view=UsersPage ssr=ssr.clone() />
+                    <Route path=path!("/admin/teams") view=TeamsPage ssr=ssr.clone() />
                     <Route path=path!("/admin/audit") view=AuditPage ssr=ssr.clone() />
                     <Route path=path!("/admin/moves") view=MovesPage ssr=ssr.clone() />
                     <Route path=path!("/admin/moves/:id") view=MovePage ssr=ssr />

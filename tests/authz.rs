@@ -1,8 +1,9 @@
 //! The authorization matrix: every JSON route, every server function and
 //! every page, as read from the router itself (`router::api_routes`, the
-//! server function registry, leptos' route list), called by anonymous, user
-//! A (the owner), user B and an admin through the real router and a real
-//! SQLite file. Each answer must be the status the matrix names; a route
+//! server function registry, leptos' route list), called by anonymous, Alice
+//! (the owner), Dora (an admin member), Erin (an editor), Vic (a viewer,
+//! through a team), Bob (no member) and a console admin through the real
+//! router and a real SQLite file (issue 42). Each answer must be the status the matrix names; a route
 //! without a matrix entry, or an entry for a route that no longer exists,
 //! fails the test.
 
@@ -10,22 +11,31 @@ mod support;
 
 use std::collections::BTreeSet;
 
+use kubebyon::domain::membership::MemberKind::{Team, User};
+use kubebyon::domain::membership::MemberRole;
 use kubebyon::server::auth::session;
+use kubebyon::server::db::members;
 use serde_json::json;
 use support::http::Console;
 
 const PW: &str = "correct horse battery";
 
 /// Who calls. `Anon` has no cookie; the others get a fresh session per call
-/// (so a sign-out row cannot end a later row's session).
+/// (so a sign-out row cannot end a later row's session). Alice owns the
+/// cluster; Dora is its admin member, Erin its editor, Vic a viewer through
+/// the team `viewers`; Bob has nothing to do with it; Admin is a console admin.
 #[derive(Clone, Copy, Debug)]
 enum Who {
     Anon,
     Alice,
+    Dora,
+    Erin,
+    Vic,
     Bob,
     Admin,
 }
-const WHO: [Who; 4] = [Who::Anon, Who::Alice, Who::Bob, Who::Admin];
+const WHO: [Who; 7] = [Who::Anon, Who::Alice, Who::Dora, Who::Erin, Who::Vic, Who::Bob, Who::Admin];
+const N: usize = WHO.len();
 
 /// An expected answer: an exact status, or any success/redirect.
 #[derive(Clone, Copy, Debug)]
@@ -45,7 +55,7 @@ struct Row {
     /// Alice's for this call, `{U}` user carol, `{who}` the caller's name.
     path: &'static str,
     body: &'static str,
-    want: [Want; 4],
+    want: [Want; N],
 }
 
 const fn row(
@@ -53,18 +63,36 @@ const fn row(
     route: &'static str,
     path: &'static str,
     body: &'static str,
-    want: [Want; 4],
+    want: [Want; N],
 ) -> Row {
     Row { method, route, path, body, want }
 }
 
-const OWNER_ONLY: [Want; 4] = [Is(401), Ok, Is(404), Ok];
-const SIGNED_IN: [Want; 4] = [Is(401), Ok, Ok, Ok];
-const ADMIN_ONLY: [Want; 4] = [Is(401), Is(403), Is(403), Ok];
-const ANYONE: [Want; 4] = [Ok, Ok, Ok, Ok];
-const PAGE_SIGNED_IN: [Want; 4] = [SIGN_IN, Ok, Ok, Ok];
-const PAGE_OWNER: [Want; 4] = [SIGN_IN, Ok, Is(404), Ok];
-const PAGE_ADMIN: [Want; 4] = [SIGN_IN, Is(403), Is(403), Ok];
+/// Those who may see the cluster (its owner, members, admins); others: not found.
+const SEE: [Want; N] = [Is(401), Ok, Ok, Ok, Ok, Is(404), Ok];
+/// Those whose role may change it; a viewer is refused.
+const EDIT: [Want; N] = [Is(401), Ok, Ok, Ok, Is(403), Is(404), Ok];
+/// Those with the admin role on it (owner, admin member, console admin).
+const ADMIN_ROLE: [Want; N] = [Is(401), Ok, Ok, Is(403), Is(403), Is(404), Ok];
+/// The same, where the request then fails for everyone allowed with `code`.
+const fn admin_role_then(code: u16) -> [Want; N] {
+    [Is(401), Is(code), Is(code), Is(403), Is(403), Is(404), Is(code)]
+}
+/// Those who may see it, where the request then fails with `code`.
+const fn see_then(code: u16) -> [Want; N] {
+    [Is(401), Is(code), Is(code), Is(code), Is(code), Is(404), Is(code)]
+}
+const SIGNED_IN: [Want; N] = [Is(401), Ok, Ok, Ok, Ok, Ok, Ok];
+const ADMIN_ONLY: [Want; N] = [Is(401), Is(403), Is(403), Is(403), Is(403), Is(403), Ok];
+const fn admin_only_then(code: u16) -> [Want; N] {
+    [Is(401), Is(403), Is(403), Is(403), Is(403), Is(403), Is(code)]
+}
+const ANYONE: [Want; N] = [Ok; N];
+const PAGE_SIGNED_IN: [Want; N] = [SIGN_IN, Ok, Ok, Ok, Ok, Ok, Ok];
+const PAGE_SEE: [Want; N] = [SIGN_IN, Ok, Ok, Ok, Ok, Is(404), Ok];
+const PAGE_EDIT: [Want; N] = [SIGN_IN, Ok, Ok, Ok, Is(403), Is(404), Ok];
+const PAGE_ADMIN: [Want; N] = [SIGN_IN, Is(403), Is(403), Is(403), Is(403), Is(403), Ok];
+const PAGE_REDIRECT: [Want; N] = [SIGN_IN, Is(308), Is(308), Is(308), Is(308), Is(308), Is(308)];
 
 const CREATE: &str =
     r#"{"name":"{who}-c","resources":{"cpu":"1","memory_gib":2,"storage_gib":5},"public_access":{"enabled":false}}"#;
@@ -87,78 +115,88 @@ fn matrix() -> Vec<Row> {
         row("GET", "/api/console/quota", "/api/console/quota", "", SIGNED_IN),
         // Live pages' event streams (`server::push`): read up to the first event.
         row("GET", "/events/clusters", "/events/clusters", "", SIGNED_IN),
-        row("GET", "/events/clusters/{id}", "/events/clusters/{C}", "", OWNER_ONLY),
-        row("GET", "/api/console/clusters/{id}", "/api/console/clusters/{C}", "", OWNER_ONLY),
+        row("GET", "/events/clusters/{id}", "/events/clusters/{C}", "", SEE),
+        row("GET", "/api/console/clusters/{id}", "/api/console/clusters/{C}", "", SEE),
         row(
             "PATCH",
             "/api/console/clusters/{id}",
             "/api/console/clusters/{C}",
             r#"{"resources":{"cpu":"1","memory_gib":2,"storage_gib":5}}"#,
-            OWNER_ONLY,
+            EDIT,
         ),
-        row("DELETE", "/api/console/clusters/{id}", "/api/console/clusters/{F}", "", OWNER_ONLY),
-        row("GET", "/api/console/clusters/{id}/events", "/api/console/clusters/{C}/events", "", OWNER_ONLY),
-        // No host cluster here: the owner and admins learn there is no kubeconfig yet.
+        row("DELETE", "/api/console/clusters/{id}", "/api/console/clusters/{F}", "", ADMIN_ROLE),
+        row("GET", "/api/console/clusters/{id}/events", "/api/console/clusters/{C}/events", "", SEE),
+        // No host cluster here: those who may have the (admin) kubeconfig
+        // learn there is none yet; editors and viewers may not have it.
         row(
             "GET",
             "/api/console/clusters/{id}/kubeconfig",
             "/api/console/clusters/{C}/kubeconfig",
             "",
-            [Is(401), Is(409), Is(404), Is(409)],
+            admin_role_then(409),
         ),
         // The browser's download link: anonymous visitors are sent to sign in.
-        row("GET", "/clusters/{id}/kubeconfig", "/clusters/{C}/kubeconfig", "", [SIGN_IN, Is(409), Is(404), Is(409)]),
         row(
-            "POST",
-            "/api/console/clusters/{id}/probe",
-            "/api/console/clusters/{C}/probe",
+            "GET",
+            "/clusters/{id}/kubeconfig",
+            "/clusters/{C}/kubeconfig",
             "",
-            [Is(401), Is(409), Is(404), Is(409)],
+            [SIGN_IN, Is(409), Is(409), Is(403), Is(403), Is(404), Is(409)],
         ),
-        // Alice's cluster has no own nodes: its owner and admins learn so.
+        row("POST", "/api/console/clusters/{id}/probe", "/api/console/clusters/{C}/probe", "", see_then(409)),
+        // Alice's cluster has no own nodes: those who may see it learn so.
         row(
             "GET",
             "/api/console/clusters/{id}/join-tokens",
             "/api/console/clusters/{C}/join-tokens",
             "",
-            [Is(401), Is(409), Is(404), Is(409)],
+            see_then(409),
         ),
         row(
             "POST",
             "/api/console/clusters/{id}/join-tokens",
             "/api/console/clusters/{C}/join-tokens",
             "{}",
-            [Is(401), Is(409), Is(404), Is(409)],
+            admin_role_then(409),
         ),
         row(
             "DELETE",
             "/api/console/clusters/{id}/join-tokens/{token}",
             "/api/console/clusters/{C}/join-tokens/abcdef",
             "",
-            [Is(401), Is(409), Is(404), Is(409)],
+            admin_role_then(409),
         ),
-        row(
-            "GET",
-            "/api/console/clusters/{id}/nodes",
-            "/api/console/clusters/{C}/nodes",
-            "",
-            [Is(401), Is(409), Is(404), Is(409)],
-        ),
+        row("GET", "/api/console/clusters/{id}/nodes", "/api/console/clusters/{C}/nodes", "", see_then(409)),
         row(
             "DELETE",
             "/api/console/clusters/{id}/nodes/{node}",
             "/api/console/clusters/{C}/nodes/byo-1",
             "",
-            [Is(401), Is(409), Is(404), Is(409)],
+            admin_role_then(409),
         ),
         // Read from the console's database: an empty list, not "no own nodes".
+        row("GET", "/api/console/clusters/{id}/node-removals", "/api/console/clusters/{C}/node-removals", "", SEE),
+        // Sharing (issue 42). `{M}`: carol, made a viewer member just before the call.
+        row("GET", "/api/console/clusters/{id}/members", "/api/console/clusters/{C}/members", "", SEE),
         row(
-            "GET",
-            "/api/console/clusters/{id}/node-removals",
-            "/api/console/clusters/{C}/node-removals",
-            "",
-            OWNER_ONLY,
+            "PUT",
+            "/api/console/clusters/{id}/members",
+            "/api/console/clusters/{C}/members",
+            r#"{"name":"carol","role":"view"}"#,
+            ADMIN_ROLE,
         ),
+        row(
+            "DELETE",
+            "/api/console/clusters/{id}/members/{kind}/{member}",
+            "/api/console/clusters/{C}/members/user/{M}",
+            "",
+            ADMIN_ROLE,
+        ),
+        row("GET", "/api/admin/teams", "/api/admin/teams", "", ADMIN_ONLY),
+        row("POST", "/api/admin/teams", "/api/admin/teams", r#"{"name":"{who}-team"}"#, admin_only_then(201)),
+        row("DELETE", "/api/admin/teams/{id}", "/api/admin/teams/999", "", admin_only_then(404)),
+        row("PUT", "/api/admin/teams/{id}/members/{username}", "/api/admin/teams/{T}/members/carol", "", ADMIN_ONLY),
+        row("DELETE", "/api/admin/teams/{id}/members/{username}", "/api/admin/teams/{T}/members/carol", "", ADMIN_ONLY),
         // Machines, without a session: the same 404 for everyone when the
         // cluster has no own nodes (the token is never even looked up).
         row(
@@ -166,77 +204,72 @@ fn matrix() -> Vec<Row> {
             "/api/join/clusters/{id}/script",
             "/api/join/clusters/{C}/script?token=abcdef.0123456789abcdef",
             "",
-            [Is(404); 4],
+            [Is(404); N],
         ),
         row("GET", "/api/admin/system-settings", "/api/admin/system-settings", "", ADMIN_ONLY),
         row("PUT", "/api/admin/system-settings", "/api/admin/system-settings", SETTINGS, ADMIN_ONLY),
         row("GET", "/api/admin/audit", "/api/admin/audit", "", ADMIN_ONLY),
         row("GET", "/api/admin/moves", "/api/admin/moves", "", ADMIN_ONLY),
         // Paths from before the rename: redirected, whoever asks (the new path authorizes).
-        row("GET", "/api/admin/migrations", "/api/admin/migrations", "", [Is(308); 4]),
-        row("POST", "/api/admin/migrations", "/api/admin/migrations", MOVE, [Is(308); 4]),
-        row("GET", "/api/admin/migrations/{*rest}", "/api/admin/migrations/999", "", [Is(308); 4]),
-        row("POST", "/api/admin/migrations/{*rest}", "/api/admin/migrations/dry-run", MOVE, [Is(308); 4]),
-        row("POST", "/fn/migrations/{*rest}", "/fn/migrations/plan", "", [Is(308); 4]),
-        row("POST", "/api/admin/moves", "/api/admin/moves", MOVE, [Is(401), Is(403), Is(403), Is(201)]),
+        row("GET", "/api/admin/migrations", "/api/admin/migrations", "", [Is(308); N]),
+        row("POST", "/api/admin/migrations", "/api/admin/migrations", MOVE, [Is(308); N]),
+        row("GET", "/api/admin/migrations/{*rest}", "/api/admin/migrations/999", "", [Is(308); N]),
+        row("POST", "/api/admin/migrations/{*rest}", "/api/admin/migrations/dry-run", MOVE, [Is(308); N]),
+        row("POST", "/fn/migrations/{*rest}", "/fn/migrations/plan", "", [Is(308); N]),
+        row("POST", "/api/admin/moves", "/api/admin/moves", MOVE, admin_only_then(201)),
         row("POST", "/api/admin/moves/dry-run", "/api/admin/moves/dry-run", MOVE, ADMIN_ONLY),
-        row("GET", "/api/admin/moves/{id}", "/api/admin/moves/999", "", [Is(401), Is(403), Is(403), Is(404)]),
+        row("GET", "/api/admin/moves/{id}", "/api/admin/moves/999", "", admin_only_then(404)),
         row(
             "POST",
             "/api/admin/moves/{id}/clusters/{cluster}/{action}",
             "/api/admin/moves/999/clusters/{C}/retry",
             "",
-            [Is(401), Is(403), Is(403), Is(404)],
+            admin_only_then(404),
         ),
+        // Each caller fails with its own name (one failure per account, so
+        // no account reaches the lock).
         row(
             "POST",
             "/api/auth/login",
             "/api/auth/login",
-            r#"{"username":"alice","password":"not the password"}"#,
-            [Is(401); 4],
+            r#"{"username":"{who}","password":"not the password"}"#,
+            [Is(401); N],
         ),
         row("POST", "/api/auth/logout", "/api/auth/logout", "", ANYONE),
-        row("GET", "/api/{*rest}", "/api/no-such-thing", "", [Is(404); 4]),
+        row("GET", "/api/{*rest}", "/api/no-such-thing", "", [Is(404); N]),
         row("GET", "/lang/{code}", "/lang/zh-CN", "", ANYONE),
         row("GET", "/healthz", "/healthz", "", ANYONE),
         row("GET", "/readyz", "/readyz", "", ANYONE),
         row("GET", "/metrics", "/metrics", "", ANYONE),
         // Server functions (what the pages call; form-encoded like a browser).
-        // Bob's name here: Alice's four failures above leave her one before the lock.
-        row("POST", "/fn/login", "/fn/login", "username=bob&password=not+the+password", [Is(401); 4]),
+        row("POST", "/fn/login", "/fn/login", "username={who}&password=not+the+password", [Is(401); N]),
         row("POST", "/fn/logout", "/fn/logout", "", ANYONE),
         row("POST", "/fn/whoami", "/fn/whoami", "", ANYONE),
         row("POST", "/fn/clusters/list", "/fn/clusters/list", "query[q]=&query[page]=1", SIGNED_IN),
-        row("POST", "/fn/clusters/get", "/fn/clusters/get", "id={C}", OWNER_ONLY),
+        row("POST", "/fn/clusters/get", "/fn/clusters/get", "id={C}", SEE),
         row("POST", "/fn/clusters/defaults", "/fn/clusters/defaults", "", SIGNED_IN),
         row("POST", "/fn/clusters/create", "/fn/clusters/create", FORM_CREATE, SIGNED_IN),
-        row("POST", "/fn/clusters/update", "/fn/clusters/update", FORM_UPDATE, OWNER_ONLY),
-        row(
-            "POST",
-            "/fn/clusters/delete",
-            "/fn/clusters/delete",
-            "id={C}&confirm=wrong",
-            [Is(401), Is(422), Is(404), Is(422)],
-        ),
-        row("POST", "/fn/clusters/probe", "/fn/clusters/probe", "id={C}", [Is(401), Is(409), Is(404), Is(409)]),
-        row("POST", "/fn/clusters/dismiss-moved", "/fn/clusters/dismiss-moved", "id={C}", OWNER_ONLY),
+        row("POST", "/fn/clusters/update", "/fn/clusters/update", FORM_UPDATE, EDIT),
+        row("POST", "/fn/clusters/delete", "/fn/clusters/delete", "id={C}&confirm=wrong", admin_role_then(422)),
+        row("POST", "/fn/clusters/probe", "/fn/clusters/probe", "id={C}", see_then(409)),
+        row("POST", "/fn/clusters/dismiss-moved", "/fn/clusters/dismiss-moved", "id={C}", EDIT),
         // The join page's functions: Alice's cluster has no own nodes.
-        row("POST", "/fn/join/get", "/fn/join/get", "id={C}", OWNER_ONLY),
-        row("POST", "/fn/join/create", "/fn/join/create", "id={C}&lifetime=1h", [Is(401), Is(409), Is(404), Is(409)]),
+        row("POST", "/fn/join/get", "/fn/join/get", "id={C}", SEE),
+        row("POST", "/fn/join/create", "/fn/join/create", "id={C}&lifetime=1h", admin_role_then(409)),
+        row("POST", "/fn/join/revoke", "/fn/join/revoke", "id={C}&token_id=abcdef", admin_role_then(409)),
+        row("POST", "/fn/join/remove-node", "/fn/join/remove-node", "id={C}&node=byo-1", admin_role_then(409)),
         row(
             "POST",
-            "/fn/join/revoke",
-            "/fn/join/revoke",
-            "id={C}&token_id=abcdef",
-            [Is(401), Is(409), Is(404), Is(409)],
+            "/fn/members/put",
+            "/fn/members/put",
+            "id={C}&member_kind=user&member=carol&member_role=view",
+            ADMIN_ROLE,
         ),
-        row(
-            "POST",
-            "/fn/join/remove-node",
-            "/fn/join/remove-node",
-            "id={C}&node=byo-1",
-            [Is(401), Is(409), Is(404), Is(409)],
-        ),
+        row("POST", "/fn/members/remove", "/fn/members/remove", "id={C}&kind=user&member_id={M}", ADMIN_ROLE),
+        row("POST", "/fn/teams/list", "/fn/teams/list", "", ADMIN_ONLY),
+        row("POST", "/fn/teams/create", "/fn/teams/create", "team_name={who}-t", ADMIN_ONLY),
+        row("POST", "/fn/teams/delete", "/fn/teams/delete", "team_id=999", admin_only_then(404)),
+        row("POST", "/fn/teams/member", "/fn/teams/member", "team_id={T}&member=carol&add=true", ADMIN_ONLY),
         row("POST", "/fn/moves/movable", "/fn/moves/movable", "", ADMIN_ONLY),
         row(
             "POST",
@@ -246,16 +279,10 @@ fn matrix() -> Vec<Row> {
             ADMIN_ONLY,
         ),
         // Alice's clusters are in the migration started above by now.
-        row("POST", "/fn/moves/start", "/fn/moves/start", FORM_MOVE, [Is(401), Is(403), Is(403), Is(409)]),
-        row("POST", "/fn/moves/get", "/fn/moves/get", "id=999", [Is(401), Is(403), Is(403), Is(404)]),
+        row("POST", "/fn/moves/start", "/fn/moves/start", FORM_MOVE, admin_only_then(409)),
+        row("POST", "/fn/moves/get", "/fn/moves/get", "id=999", admin_only_then(404)),
         row("POST", "/fn/moves/recent", "/fn/moves/recent", "", ADMIN_ONLY),
-        row(
-            "POST",
-            "/fn/moves/item",
-            "/fn/moves/item",
-            "id=999&cluster_id={C}&action=retry",
-            [Is(401), Is(403), Is(403), Is(404)],
-        ),
+        row("POST", "/fn/moves/item", "/fn/moves/item", "id=999&cluster_id={C}&action=retry", admin_only_then(404)),
         row("POST", "/fn/users/list", "/fn/users/list", "", ADMIN_ONLY),
         row(
             "POST",
@@ -281,15 +308,22 @@ fn matrix() -> Vec<Row> {
         row("GET", "/login", "/login", "", ANYONE),
         row("GET", "/clusters", "/clusters", "", PAGE_SIGNED_IN),
         row("GET", "/clusters/new", "/clusters/new", "", PAGE_SIGNED_IN),
-        row("GET", "/clusters/{id}", "/clusters/{C}", "", PAGE_OWNER),
-        row("GET", "/clusters/{id}/edit", "/clusters/{C}/edit", "", PAGE_OWNER),
-        row("GET", "/clusters/{id}/join", "/clusters/{C}/join", "", PAGE_OWNER),
+        row("GET", "/clusters/{id}", "/clusters/{C}", "", PAGE_SEE),
+        row("GET", "/clusters/{id}/edit", "/clusters/{C}/edit", "", PAGE_EDIT),
+        row("GET", "/clusters/{id}/join", "/clusters/{C}/join", "", PAGE_SEE),
         row("GET", "/admin/settings", "/admin/settings", "", PAGE_ADMIN),
         row("GET", "/admin/users", "/admin/users", "", PAGE_ADMIN),
+        row("GET", "/admin/teams", "/admin/teams", "", PAGE_ADMIN),
         row("GET", "/admin/moves", "/admin/moves", "", PAGE_ADMIN),
-        row("GET", "/admin/migrations", "/admin/migrations", "", [SIGN_IN, Is(308), Is(308), Is(308)]),
-        row("GET", "/admin/migrations/{*rest}", "/admin/migrations/999", "", [SIGN_IN, Is(308), Is(308), Is(308)]),
-        row("GET", "/admin/moves/{id}", "/admin/moves/999", "", [SIGN_IN, Is(403), Is(403), Is(404)]),
+        row("GET", "/admin/migrations", "/admin/migrations", "", PAGE_REDIRECT),
+        row("GET", "/admin/migrations/{*rest}", "/admin/migrations/999", "", PAGE_REDIRECT),
+        row(
+            "GET",
+            "/admin/moves/{id}",
+            "/admin/moves/999",
+            "",
+            [SIGN_IN, Is(403), Is(403), Is(403), Is(403), Is(403), Is(404)],
+        ),
         row("GET", "/admin/audit", "/admin/audit", "", PAGE_ADMIN),
     ]
 }
@@ -299,7 +333,15 @@ async fn every_route_answers_each_caller_as_the_matrix_says() {
     let (url, _dir) = support::sqlite_url();
     let pool = kubebyon::server::db::connect(&url).await.unwrap();
     let c = Console::new(pool.clone());
-    for (name, admin) in [("admin", true), ("alice", false), ("bob", false), ("carol", false)] {
+    for (name, admin) in [
+        ("admin", true),
+        ("alice", false),
+        ("bob", false),
+        ("carol", false),
+        ("dora", false),
+        ("erin", false),
+        ("vic", false),
+    ] {
         c.user(name, PW, admin).await;
     }
     // Each row deletes or makes clusters of its own, and a cluster being
@@ -320,12 +362,32 @@ async fn every_route_answers_each_caller_as_the_matrix_says() {
     };
     let (alice_id, bob_id, admin_id, carol_id) =
         (id_of("alice").await, id_of("bob").await, id_of("admin").await, id_of("carol").await);
+    let (dora_id, erin_id, vic_id) = (id_of("dora").await, id_of("erin").await, id_of("vic").await);
+    let name = kubebyon::domain::membership::TeamName::parse("viewers").unwrap();
+    let viewers = members::create_team(&pool, &name).await.unwrap();
+    assert!(members::set_in_team(&pool, viewers, vic_id, true).await.unwrap());
+    // Dora, Erin and the team `viewers` on each of Alice's clusters.
+    let share = |cluster: i64| {
+        let pool = pool.clone();
+        async move {
+            for (kind, id, role) in [
+                (User, dora_id, MemberRole::Admin),
+                (User, erin_id, MemberRole::Edit),
+                (Team, viewers, MemberRole::View),
+            ] {
+                members::put(&pool, cluster, kind, id, role, alice_id).await.unwrap();
+            }
+        }
+    };
     let session = |who: Who| {
         let pool = pool.clone();
         async move {
             let uid = match who {
                 Who::Anon => return None,
                 Who::Alice => alice_id,
+                Who::Dora => dora_id,
+                Who::Erin => erin_id,
+                Who::Vic => vic_id,
                 Who::Bob => bob_id,
                 Who::Admin => admin_id,
             };
@@ -340,7 +402,9 @@ async fn every_route_answers_each_caller_as_the_matrix_says() {
         let body = CREATE.replace("{who}-c", &name);
         let r = c.json("POST", "/api/console/clusters", Some(&alice), serde_json::from_str(&body).unwrap()).await;
         assert_eq!(r.status, 201, "{}", r.body);
-        r.json()["id"].as_i64().unwrap()
+        let id = r.json()["id"].as_i64().unwrap();
+        share(id).await;
+        id
     };
     let cluster = new_cluster("alices".into()).await;
 
@@ -359,16 +423,21 @@ async fn every_route_answers_each_caller_as_the_matrix_says() {
     for r in &rows {
         for (who, want) in WHO.into_iter().zip(r.want) {
             let name = format!("{who:?}").to_lowercase();
-            let mut path = r.path.replace("{C}", &cluster.to_string()).replace("{U}", &carol_id.to_string());
+            if r.path.contains("{M}") || r.body.contains("{M}") {
+                members::put(&pool, cluster, User, carol_id, MemberRole::View, alice_id).await.unwrap();
+            }
+            let fill = |t: &str| {
+                t.replace("{C}", &cluster.to_string())
+                    .replace("{U}", &carol_id.to_string())
+                    .replace("{M}", &carol_id.to_string())
+                    .replace("{T}", &viewers.to_string())
+            };
+            let mut path = fill(r.path);
             if path.contains("{F}") {
                 fresh += 1;
                 path = path.replace("{F}", &new_cluster(format!("fresh-{fresh}")).await.to_string());
             }
-            let body = r
-                .body
-                .replace("{C}", &cluster.to_string())
-                .replace("{U}", &carol_id.to_string())
-                .replace("{who}", &name);
+            let body = fill(r.body).replace("{who}", &name);
             let content_type = if body.starts_with('{') {
                 Some("application/json")
             } else if r.path.starts_with("/fn/") {
@@ -395,7 +464,7 @@ async fn every_route_answers_each_caller_as_the_matrix_says() {
         }
     }
     assert!(wrong.is_empty(), "{} of {calls} answers differ from the matrix:\n{}", wrong.len(), wrong.join("\n"));
-    println!("authorization matrix: {} routes × 4 callers = {calls} calls, all as expected", rows.len());
+    println!("authorization matrix: {} routes × {N} callers = {calls} calls, all as expected", rows.len());
     // Nothing of Alice's was changed by anyone else: her cluster is hers, not deleted.
     let r = c.get(&format!("/api/console/clusters/{cluster}"), Some(&alice)).await;
     assert_eq!(r.json()["deletion_requested"], json!(false), "{}", r.body);

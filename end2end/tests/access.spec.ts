@@ -1,7 +1,7 @@
 // Who may see what: the admin default mode, admin-only pages, and another
 // user's cluster.
 import { expect } from '@playwright/test';
-import { test, t, signIn, hydrated, unique, shot, accessible, createUser, newPage, chooseAccess, ADMIN_PASSWORD, USER_PASSWORD , navLink } from './helpers';
+import { test, t, signIn, hydrated, unique, shot, accessible, newPage, chooseAccess, ADMIN_PASSWORD, USER_PASSWORD , navLink, ownerWithCluster } from './helpers';
 
 test('admin sets the default to LoadBalancer and the create form preselects it', async ({ page }) => {
   await signIn(page, 'admin', ADMIN_PASSWORD);
@@ -40,19 +40,8 @@ test('admin sets the default to LoadBalancer and the create form preselects it',
 });
 
 test('a user cannot reach admin pages or another user\'s cluster', async ({ browser, request, baseURL }) => {
-  const [ann, ben] = [unique('ann'), unique('ben')];
-  await createUser(request, baseURL!, ann);
-  await createUser(request, baseURL!, ben);
-
-  const annPage = await newPage(browser);
-  await signIn(annPage, ann, USER_PASSWORD);
-  await annPage.goto('/clusters/new');
-  await hydrated(annPage);
-  await annPage.getByLabel(t('en', 'form.name')).fill(unique('ann-c'));
-  await chooseAccess(annPage, 'en', 'nodeport', '');
-  await annPage.getByRole('button', { name: t('en', 'form.create_submit') }).click();
-  await expect(annPage).toHaveURL(/\/clusters\/\d+$/);
-  const annCluster = new URL(annPage.url()).pathname;
+  const { other: ben, page: annPage, cluster: annCluster } =
+    await ownerWithCluster(browser, request, baseURL!, unique('ann-c'));
   await expect(navLink(annPage, 'en', 'app.nav_settings')).toHaveCount(0);
 
   const benPage = await newPage(browser);

@@ -124,6 +124,23 @@ export async function chooseAccess(
   await page.getByLabel(t(locale, 'form.host')).fill(host);
 }
 
+/** Two new users, and the first signed in (JavaScript on) with a NodePort
+ * cluster just created; its page's path. */
+export async function ownerWithCluster(browser: Browser, request: APIRequestContext, baseURL: string, name: string) {
+  const [owner, other] = [unique('ann'), unique('ben')];
+  await createUser(request, baseURL, owner);
+  await createUser(request, baseURL, other);
+  const page = await newPage(browser);
+  await signIn(page, owner, USER_PASSWORD);
+  await page.goto('/clusters/new');
+  await hydrated(page);
+  await page.getByLabel(t('en', 'form.name')).fill(name);
+  await chooseAccess(page, 'en', 'nodeport', '');
+  await page.getByRole('button', { name: t('en', 'form.create_submit') }).click();
+  await expect(page).toHaveURL(/\/clusters\/\d+$/);
+  return { owner, other, page, cluster: new URL(page.url()).pathname };
+}
+
 /** A link in the main navigation (the page body may repeat it). */
 export function navLink(page: Page, locale: string, key: string) {
   return page.getByRole('navigation', { name: t(locale, 'app.nav_label') }).getByRole('link', { name: t(locale, key) });

@@ -26,7 +26,12 @@ pub(crate) struct ClusterPage {
     pub events: Vec<ClusterEvent>,
     /// Where the shown page of the history sits.
     pub history: HistoryPage,
-    pub viewer_is_admin: bool,
+    /// How the viewer reaches the cluster (owner, console admin, member
+    /// with a role) and what the page offers them.
+    pub access: crate::domain::membership::Access,
+    pub allowed: crate::domain::membership::Allowed,
+    /// Who it is shared with.
+    pub members: Vec<crate::domain::membership::Member>,
     /// The stored mode a disabled cluster returns to (preselected in the edit form).
     pub remembered_mode: PublicAccessMode,
     /// The host it had before public access was turned off (prefilled).
@@ -70,7 +75,8 @@ pub(crate) async fn load_cluster(id: i64, before: Option<i64>) -> Result<Cluster
     use crate::server::context::{require_user, state};
     use crate::server::service::clusters;
     let (st, user) = (state()?, require_user()?);
-    let (cluster, events, remembered_mode, host) = clusters::detail(&st.pool, &user, id, before).await?;
+    let clusters::Detail { cluster, access, events, remembered_mode, remembered_host: host, members } =
+        clusters::detail(&st.pool, &user, id, before).await?;
     // A full page may have older requests after it.
     let full = events.len() == usize::try_from(crate::domain::change::HISTORY_PAGE).unwrap_or(usize::MAX);
     let history = HistoryPage { older: events.last().filter(|_| full).map(|e| e.id), paged: before.is_some() };
@@ -83,7 +89,9 @@ pub(crate) async fn load_cluster(id: i64, before: Option<i64>) -> Result<Cluster
         cluster,
         events,
         history,
-        viewer_is_admin: user.is_admin(),
+        access,
+        allowed: access.allowed(clusters::PER_USER_CREDENTIALS),
+        members,
         remembered_mode,
         remembered_host,
         nodeport_host,

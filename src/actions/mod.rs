@@ -6,6 +6,7 @@ pub(crate) mod audit;
 pub(crate) mod auth;
 pub(crate) mod clusters;
 pub(crate) mod join;
+pub(crate) mod members;
 pub(crate) mod moves;
 pub(crate) mod settings;
 pub(crate) mod users;

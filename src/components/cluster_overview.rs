@@ -233,8 +233,7 @@ fn Facts(page: ClusterPage) -> impl IntoView {
                         </dd>
                     }
                 })}
-            {page
-                .viewer_is_admin
+            {(page.access != crate::domain::membership::Access::Owner)
                 .then(|| {
                     view! {
                         <dt>{t!(i18n, detail.owner)}</dt>
@@ -349,7 +348,15 @@ fn moved_notice(i18n: I18nContext<Locale>, c: &Cluster) -> Option<impl IntoView 
 }
 
 /// The kubeconfig download, or why there is none yet.
-fn kubeconfig_action(i18n: I18nContext<Locale>, c: &Cluster) -> AnyView {
+fn kubeconfig_action(i18n: I18nContext<Locale>, c: &Cluster, allowed: bool) -> AnyView {
+    if !allowed {
+        return view! {
+            <p class="field-hint" data-testid="kubeconfig-role">
+                {t!(i18n, members.kubeconfig_admins_only)}
+            </p>
+        }
+        .into_any();
+    }
     let id = c.id;
     if c.kubeconfig_downloadable() {
         view! {
@@ -411,7 +418,7 @@ pub(crate) fn Overview(
     } else {
         None
     };
-    let kubeconfig = kubeconfig_action(i18n, &c);
+    let kubeconfig = kubeconfig_action(i18n, &c, page.allowed.kubeconfig);
     view! {
         <div
             id=crate::components::islands::live_region::REGION_ID
@@ -424,7 +431,7 @@ pub(crate) fn Overview(
                     <h1 class="page-title font-mono">{c.spec.name.to_string()}</h1>
                     <PhaseBadge phase=shown_phase(&c) />
                 </div>
-                {(!c.deletion_requested)
+                {(!c.deletion_requested && page.allowed.edit)
                     .then(|| {
                         view! {
                             <a href=format!("/clusters/{id}/edit") class="btn btn-primary">

@@ -80,6 +80,7 @@ pub(crate) fn Layout(children: Children) -> impl IntoView {
                 view! {
                     <a href="/admin/settings">{t!(i18n, app.nav_settings)}</a>
                     <a href="/admin/users">{t!(i18n, app.nav_users)}</a>
+                    <a href="/admin/teams">{t!(i18n, app.nav_teams)}</a>
                     <a href="/admin/moves">{t!(i18n, app.nav_moves)}</a>
                     <a href="/admin/audit">{t!(i18n, app.nav_audit)}</a>
                 }

@@ -10,6 +10,7 @@ pub(crate) mod island_form;
 pub(crate) mod islands;
 pub(crate) mod labels;
 pub(crate) mod layout;
+pub(crate) mod members;
 pub(crate) mod planned_names;
 pub(crate) mod public_access_fields;
 pub(crate) mod quota;

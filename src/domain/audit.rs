@@ -39,6 +39,14 @@ pub(crate) enum AuditAction {
     JoinTokenRevoked,
     /// A joined node drained and deleted from its virtual cluster.
     NodeRemoved,
+    /// Sharing (issue 42): a member added to a cluster, its role changed, removed.
+    MemberAdded,
+    MemberRoleChanged,
+    MemberRemoved,
+    TeamCreated,
+    TeamDeleted,
+    TeamMemberAdded,
+    TeamMemberRemoved,
 }
 
 impl AuditAction {

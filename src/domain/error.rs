@@ -110,6 +110,15 @@ pub enum ErrorCode {
     JoinRateLimited,
     /// The control plane did not give a join script (an error, too large, too slow).
     JoinScriptUnavailable,
+    /// A member role other than admin / edit / view.
+    MemberRoleInvalid,
+    /// No user (or team) of that name to share a cluster with.
+    MemberUnknown,
+    /// The owner is not also a member: they hold every right already.
+    MemberIsOwner,
+    /// A team name that is not written like a username.
+    TeamNameInvalid,
+    TeamNameTaken,
     RateLimited,
     /// Too many on-demand calls to clusters by one user (`service::call_budget`).
     CallsRateLimited,
@@ -132,6 +141,7 @@ impl ErrorCode {
             Self::NameTaken
             | Self::HostInUse
             | Self::UsernameTaken
+            | Self::TeamNameTaken
             | Self::ClusterDeleting
             | Self::ChangedConcurrently
             | Self::KubeconfigUnavailable
@@ -203,6 +213,10 @@ pub enum Field {
     Spread,
     SpreadTopologyKey,
     StorageClass,
+    /// The user or team a cluster is shared with.
+    Member,
+    MemberRole,
+    TeamName,
 }
 
 impl Field {

@@ -14,6 +14,7 @@ pub mod host_objects;
 #[cfg(feature = "ssr")]
 pub mod join;
 pub mod listing;
+pub mod membership;
 pub mod moves;
 pub mod nodes;
 pub mod path;

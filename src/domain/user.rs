@@ -90,11 +90,6 @@ impl CurrentUser {
         self.role == Role::Admin
     }
 
-    /// Whether this user may see a cluster owned by `owner_id`: its owner or an admin.
-    pub(crate) fn may_see(&self, owner_id: i64) -> bool {
-        self.is_admin() || owner_id == self.id
-    }
-
     /// The one admin check every admin-only use case makes (in the service
     /// layer; entry points only pass the user on): `forbidden` otherwise.
     pub(crate) fn require_admin(&self) -> Result<(), AppError> {

@@ -32,6 +32,13 @@ pub(crate) fn AuditPage() -> impl IntoView {
         AuditAction::JoinTokenCreated => t_string!(i18n, audit.join_token_created),
         AuditAction::JoinTokenRevoked => t_string!(i18n, audit.join_token_revoked),
         AuditAction::NodeRemoved => t_string!(i18n, audit.node_removed),
+        AuditAction::MemberAdded => t_string!(i18n, audit.member_added),
+        AuditAction::MemberRoleChanged => t_string!(i18n, audit.member_role_changed),
+        AuditAction::MemberRemoved => t_string!(i18n, audit.member_removed),
+        AuditAction::TeamCreated => t_string!(i18n, audit.team_created),
+        AuditAction::TeamDeleted => t_string!(i18n, audit.team_deleted),
+        AuditAction::TeamMemberAdded => t_string!(i18n, audit.team_member_added),
+        AuditAction::TeamMemberRemoved => t_string!(i18n, audit.team_member_removed),
     };
     let content = Suspend::new(async move {
         let entries = match load_audit(before).await {

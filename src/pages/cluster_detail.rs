@@ -6,13 +6,16 @@ use leptos_router::hooks::use_query_map;
 use server_fn::ServerFn;
 
 use super::problem::problem_view;
-use super::{route_id, url_error};
+use super::{retyped, route_id, url_error};
 use crate::actions::clusters::{DeleteCluster, ProbeCluster, load_cluster};
+use crate::actions::members::{PutMember, RemoveMember};
 use crate::components::cluster_overview::Overview;
 use crate::components::islands::delete_form::DeleteClusterForm;
 use crate::components::islands::live_region::{LiveBound, LiveRegion, REGION_ID};
 use crate::components::layout::Layout;
+use crate::components::members::{MembersSection, Typed};
 use crate::domain::cluster::ProbeOutcome;
+use crate::domain::membership::{MemberKind, MemberRole};
 use crate::domain::{AppError, ConnectionStatus, ErrorCode};
 use crate::i18n::*;
 
@@ -56,13 +59,34 @@ pub(crate) fn ClusterDetailPage() -> impl IntoView {
                 // A failed deletion may be asked for again.
                 let deleting = page.cluster.deleting();
                 let joined = page.joined_nodes.clone();
+                let typed = retyped(PutMember::PATH)
+                    .map(|q| Typed {
+                        kind: q.get("member_kind").and_then(|k| MemberKind::parse(&k).ok()),
+                        name: q.get("member").unwrap_or_default(),
+                        role: q.get("member_role").and_then(|r| MemberRole::parse(&r).ok()),
+                    })
+                    .unwrap_or_default();
+                let members = view! {
+                    <MembersSection
+                        id
+                        owner=page.cluster.owner.clone()
+                        members=page.members.clone()
+                        manage=page.allowed.manage_members
+                        your_role=page.access.role()
+                        typed
+                        put_error=url_error(PutMember::PATH)
+                        remove_error=url_error(RemoveMember::PATH)
+                    />
+                };
+                let deletable = !deleting && page.allowed.delete;
                 view! {
                     <Title text=page.cluster.spec.name.to_string() />
                     <LiveRegion region=REGION_ID.to_owned()>
                         <LiveBound />
                         <Overview page probed=probed.clone() probe_error=url_error(ProbeCluster::PATH) />
                     </LiveRegion>
-                    {(!deleting)
+                    {members}
+                    {deletable
                         .then(|| {
                             view! {
                                 <section class="card danger-zone">

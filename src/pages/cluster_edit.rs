@@ -26,6 +26,8 @@ pub(crate) fn EditClusterPage() -> impl IntoView {
         match page {
             Err(e) => problem_view(e),
             Ok(p) if p.cluster.deletion_requested => problem_view(AppError::new(ErrorCode::ClusterDeleting)),
+            // A viewer may see the cluster, not change it.
+            Ok(p) if !p.allowed.edit => problem_view(AppError::new(ErrorCode::Forbidden)),
             Ok(p) => {
                 let mut values = ClusterFormValues::of(
                     &p.cluster,
@@ -52,7 +54,7 @@ pub(crate) fn EditClusterPage() -> impl IntoView {
                             values=values.clone()
                             nodeport_host=p.nodeport_host
                             current=p.cluster.spec.public_access.clone()
-                            url_error=error.clone()
+                            url_error=error
                         >
                             <ClusterFields values url_error=error editing=true />
                             <PlannedNames shown handed_out=endpoint />

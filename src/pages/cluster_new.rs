@@ -29,11 +29,7 @@ pub(crate) fn NewClusterPage() -> impl IntoView {
                 let error = url_error(CreateCluster::PATH);
                 view! {
                     <QuotaLine quota=defaults.quota />
-                    <CreateClusterForm
-                        values=values.clone()
-                        nodeport_host=defaults.nodeport_host
-                        url_error=error.clone()
-                    >
+                    <CreateClusterForm values=values.clone() nodeport_host=defaults.nodeport_host url_error=error>
                         <ClusterFields values url_error=error own_nodes_offered=defaults.own_nodes_offered />
                         <PlannedNames shown />
                     </CreateClusterForm>

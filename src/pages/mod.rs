@@ -4,6 +4,7 @@
 pub(crate) mod admin_audit;
 pub(crate) mod admin_moves;
 pub(crate) mod admin_settings;
+pub(crate) mod admin_teams;
 pub(crate) mod admin_users;
 pub(crate) mod cluster_detail;
 pub(crate) mod cluster_edit;

@@ -40,8 +40,8 @@ pub(crate) const POLL: Duration = Duration::from_millis(200);
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Topic {
     Cluster(i64),
-    /// The clusters of one owner (a user's list).
-    Owner(i64),
+    /// A user's list: their own clusters and those shared with them.
+    User(i64),
     /// Every cluster (an admin's list).
     All,
 }
@@ -148,7 +148,7 @@ impl Hub {
         let Ok(mut topics) = self.topics.lock() else { return };
         topics.retain(|_, tx| tx.receiver_count() > 0);
         for &(id, owner, revision) in touched {
-            for topic in [Topic::Cluster(id), Topic::Owner(owner), Topic::All] {
+            for topic in [Topic::Cluster(id), Topic::User(owner), Topic::All] {
                 if let Some(tx) = topics.get(&topic) {
                     raise(tx, revision);
                 }
@@ -282,7 +282,7 @@ fn raise(tx: &watch::Sender<i64>, version: i64) {
 pub(crate) async fn current(pool: &AnyPool, topic: Topic) -> Result<i64, DbError> {
     match topic {
         Topic::Cluster(id) => Ok(db::clusters::revision_of(pool, id).await?.unwrap_or(0)),
-        Topic::Owner(owner) => db::clusters::list_revision(pool, Some(owner)).await,
+        Topic::User(owner) => db::clusters::list_revision(pool, Some(owner)).await,
         Topic::All => db::clusters::list_revision(pool, None).await,
     }
 }

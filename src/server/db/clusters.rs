@@ -356,13 +356,16 @@ async fn changed_upto(pool: &AnyPool, after: i64) -> Result<Option<i64>, DbError
     Ok((upto > after).then_some(upto))
 }
 
-/// Which clusters changed after revision `after` (id, owner and revision,
-/// deleted ones included; no whole row), and the revision read up to.
+/// Which clusters changed after revision `after` (id, a user whose list
+/// shows it — its owner, and each member — and revision; deleted ones
+/// included; no whole row), and the revision read up to.
 pub async fn touched_since(pool: &AnyPool, after: i64) -> Result<(Vec<(i64, i64, i64)>, i64), DbError> {
     let Some(upto) = changed_upto(pool, after).await? else { return Ok((Vec::new(), after)) };
     let touched: Vec<(i64, i64, i64)> = sqlx::query_as(
         "SELECT id, owner_id, revision FROM clusters WHERE revision > $1 AND revision <= $2 \
-         UNION ALL SELECT cluster_id, owner_id, revision FROM cluster_tombstones WHERE revision > $1 AND revision <= $2",
+         UNION ALL SELECT cluster_id, owner_id, revision FROM cluster_tombstones WHERE revision > $1 AND revision <= $2 \
+         UNION ALL SELECT c.id, m.user_id, c.revision FROM clusters c JOIN cluster_member_users m ON m.cluster_id = c.id \
+           WHERE c.revision > $1 AND c.revision <= $2",
     )
     .bind(after)
     .bind(upto)
@@ -371,15 +374,21 @@ pub async fn touched_since(pool: &AnyPool, after: i64) -> Result<(Vec<(i64, i64,
     Ok((touched, upto))
 }
 
-/// The version of `owner`'s clusters (every cluster: `None`): the highest
-/// revision among them and their deletions.
-pub async fn list_revision(pool: &AnyPool, owner: Option<i64>) -> Result<i64, DbError> {
-    let Some(owner) = owner else { return revision_now(pool).await };
+/// The clusters shared with the user `$user` (issue 42), as a subquery.
+const SHARED_WITH: &str = "SELECT cluster_id FROM cluster_member_users WHERE user_id = $user";
+
+/// The version of the list of `user` (every cluster: `None`): the highest
+/// revision among their own clusters, their deletions and the clusters
+/// shared with them.
+pub async fn list_revision(pool: &AnyPool, user: Option<i64>) -> Result<i64, DbError> {
+    let Some(user) = user else { return revision_now(pool).await };
     let v: Option<i64> = sqlx::query_scalar(
         "SELECT MAX(r) FROM (SELECT MAX(revision) AS r FROM clusters WHERE owner_id = $1 \
-         UNION ALL SELECT MAX(revision) FROM cluster_tombstones WHERE owner_id = $1) t",
+         UNION ALL SELECT MAX(revision) FROM cluster_tombstones WHERE owner_id = $1 \
+         UNION ALL SELECT MAX(c.revision) FROM clusters c JOIN cluster_member_users m ON m.cluster_id = c.id \
+           WHERE m.user_id = $1) t",
     )
-    .bind(owner)
+    .bind(user)
     .fetch_one(pool)
     .await?;
     Ok(v.unwrap_or(0))
@@ -578,8 +587,9 @@ pub async fn list_page(
         format!("${}", binds.len())
     };
     if let Some(o) = owner {
-        // An id, not user input: written into the SQL as a number.
-        conds.push(format!("c.owner_id = {o}"));
+        // An id, not user input: written into the SQL as a number. A user's
+        // list: their own clusters and those shared with them.
+        conds.push(format!("(c.owner_id = {o} OR c.id IN ({SHARED_WITH}))").replace("$user", &o.to_string()));
     }
     if !query.q.is_empty() {
         let escaped: String = query

@@ -4,6 +4,7 @@
 
 pub mod audit;
 pub mod clusters;
+pub mod members;
 pub mod moves;
 pub mod node_removals;
 pub mod operations;

@@ -141,7 +141,7 @@ pub(crate) async fn quota(pool: &AnyPool, id: i64) -> Result<crate::domain::quot
 }
 
 /// Sets a user's own quota limits; false if there is no such user.
-pub(crate) async fn set_quota(pool: &AnyPool, id: i64, quota: &crate::domain::quota::Quota) -> Result<bool, DbError> {
+pub async fn set_quota(pool: &AnyPool, id: i64, quota: &crate::domain::quota::Quota) -> Result<bool, DbError> {
     let n = |v: Option<u64>| v.and_then(|v| i64::try_from(v).ok());
     let done = sqlx::query(
         "UPDATE users SET quota_clusters = $1, quota_cpu_millis = $2, quota_memory_gib = $3, quota_storage_gib = $4, \

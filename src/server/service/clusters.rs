@@ -1,5 +1,7 @@
 //! Cluster use cases: list, view, create, update, delete, history. Users see
-//! and change only their own clusters (others' read as not found); admins all.
+//! their own clusters and those shared with them, and do with a shared one
+//! what their role allows (`domain::membership`); others' read as not
+//! found. Admins: all.
 
 use serde::{Deserialize, Serialize};
 use sqlx::AnyPool;
@@ -8,6 +10,7 @@ use crate::domain::audit::AuditAction;
 use crate::domain::change::{ClusterEvent, HISTORY_PAGE, Operation, describe_update};
 use crate::domain::cluster::Cluster;
 use crate::domain::gateway::HostPolicy;
+use crate::domain::membership::{Access, Can};
 use crate::domain::public_access::PublicAccessRequest;
 use crate::domain::resources::ResourcesRequest;
 use crate::domain::user::CurrentUser;
@@ -67,15 +70,47 @@ pub(crate) async fn list_page(
 /// What `user`'s list follows (`server::push`): an admin's, every cluster.
 pub(crate) fn list_topic(user: &CurrentUser) -> crate::server::push::Topic {
     use crate::server::push::Topic;
-    if user.is_admin() { Topic::All } else { Topic::Owner(user.id) }
+    if user.is_admin() { Topic::All } else { Topic::User(user.id) }
 }
 
 /// The cluster if `user` may see it; `NotFound` otherwise (no existence leak).
 pub(crate) async fn get(pool: &AnyPool, user: &CurrentUser, id: i64) -> Result<Cluster, AppError> {
-    match db::clusters::get(pool, id).await? {
-        Some(c) if user.may_see(c.owner_id) => Ok(c.shown()),
-        _ => Err(AppError::new(ErrorCode::NotFound)),
-    }
+    get_for(pool, user, id, Can::See).await
+}
+
+/// The cluster if `user` may do `can` with it: `NotFound` when they may not
+/// even see it, `Forbidden` when they see it but may not do this.
+pub(crate) async fn get_for(pool: &AnyPool, user: &CurrentUser, id: i64, can: Can) -> Result<Cluster, AppError> {
+    let (cluster, access) = with_access(pool, user, id).await?;
+    if access.allows(can, PER_USER_CREDENTIALS) { Ok(cluster) } else { Err(AppError::new(ErrorCode::Forbidden)) }
+}
+
+/// Whether downloads are credentials of their own user's (issue 42). Not
+/// yet: a download is the cluster's admin credential, so only those with
+/// the admin role may have it.
+pub(crate) const PER_USER_CREDENTIALS: bool = false;
+
+/// The cluster and how `user` reaches it; `NotFound` without any access.
+pub(crate) async fn with_access(pool: &AnyPool, user: &CurrentUser, id: i64) -> Result<(Cluster, Access), AppError> {
+    let not_found = || AppError::new(ErrorCode::NotFound);
+    let cluster = db::clusters::get(pool, id).await?.ok_or_else(not_found)?;
+    let access = access_of(pool, user, &cluster).await?.ok_or_else(not_found)?;
+    Ok((cluster.shown(), access))
+}
+
+/// How `user` reaches `cluster`, if at all.
+pub(crate) async fn access_of(
+    pool: &AnyPool,
+    user: &CurrentUser,
+    cluster: &Cluster,
+) -> Result<Option<Access>, AppError> {
+    Ok(if cluster.owner_id == user.id {
+        Some(Access::Owner)
+    } else if user.is_admin() {
+        Some(Access::ConsoleAdmin)
+    } else {
+        Access::of_memberships(db::members::roles_of(pool, cluster.id, user.id).await?)
+    })
 }
 
 pub async fn create(
@@ -124,7 +159,7 @@ pub async fn update(
     id: i64,
     patch: &ClusterPatch,
 ) -> Result<Cluster, AppError> {
-    let current = get(pool, user, id).await?;
+    let current = get_for(pool, user, id, Can::Edit).await?;
     if current.deletion_requested {
         return Err(AppError::new(ErrorCode::ClusterDeleting));
     }
@@ -164,8 +199,8 @@ pub async fn update(
     }
     writes.take(user.id)?;
     let op = Operation::Update { changes };
-    // The owner's quota, for a user's own edit (admins are not held to it).
-    let limit = super::quota::limit_for(pool, user).await?;
+    // The owner's quota, whoever of its members edits (admins are not held to it).
+    let limit = super::quota::limit_for_owner(pool, user, current.owner_id).await?;
     let hold = limit.as_ref().map(|limit| db::clusters::QuotaHold {
         owner: current.owner_id,
         limit,
@@ -202,7 +237,7 @@ pub(crate) async fn delete(
     id: i64,
     confirm: Option<&str>,
 ) -> Result<Cluster, AppError> {
-    let current = get(pool, user, id).await?;
+    let current = get_for(pool, user, id, Can::Delete).await?;
     if confirm.is_some_and(|typed| typed.trim() != current.spec.name.as_str()) {
         return Err(AppError::at(ErrorCode::ConfirmationMismatch, Field::Confirm));
     }
@@ -244,19 +279,30 @@ pub(crate) async fn gateway_address(
     }
 }
 
-/// Everything a cluster's pages show: the cluster, its history, and the mode
-/// and host a disabled cluster returns to.
+/// Everything a cluster's pages show ([`Detail`]).
 pub(crate) async fn detail(
     pool: &AnyPool,
     user: &CurrentUser,
     id: i64,
     before: Option<i64>,
-) -> Result<(Cluster, Vec<ClusterEvent>, crate::domain::PublicAccessMode, Option<crate::domain::Host>), AppError> {
-    let cluster = get(pool, user, id).await?;
+) -> Result<Detail, AppError> {
+    let (cluster, access) = with_access(pool, user, id).await?;
     let events = history(pool, &cluster, before).await?;
-    let remembered = db::clusters::remembered_mode(pool, id).await?;
-    let host = db::clusters::remembered_host(pool, id).await?;
-    Ok((cluster, events, remembered, host))
+    let remembered_mode = db::clusters::remembered_mode(pool, id).await?;
+    let remembered_host = db::clusters::remembered_host(pool, id).await?;
+    let members = db::members::list(pool, id).await?;
+    Ok(Detail { cluster, access, events, remembered_mode, remembered_host, members })
+}
+
+/// The cluster, how the caller reaches it, its history, the mode and host a
+/// disabled cluster returns to, and who it is shared with.
+pub(crate) struct Detail {
+    pub cluster: Cluster,
+    pub access: Access,
+    pub events: Vec<ClusterEvent>,
+    pub remembered_mode: PublicAccessMode,
+    pub remembered_host: Option<crate::domain::Host>,
+    pub members: Vec<crate::domain::membership::Member>,
 }
 
 /// A page of the history of a cluster the caller already may see (from `get`).
@@ -303,7 +349,7 @@ pub(crate) async fn kubeconfig(
     user: &CurrentUser,
     id: i64,
 ) -> Result<(ClusterName, String), AppError> {
-    let cluster = get(pool, user, id).await?;
+    let cluster = get_for(pool, user, id, Can::Kubeconfig).await?;
     let unavailable = || AppError::new(ErrorCode::KubeconfigUnavailable);
     let host = host.ok_or_else(unavailable)?;
     let _call = host.user_calls().take(user.id)?;
@@ -315,7 +361,7 @@ pub(crate) async fn kubeconfig(
             return Err(unavailable());
         }
     };
-    if user.is_admin() {
+    if cluster.owner_id != user.id {
         let target = format!("cluster:{}", cluster.spec.name);
         super::audit::record(
             pool,
@@ -331,7 +377,7 @@ pub(crate) async fn kubeconfig(
 
 /// The owner (or an admin) has read the notice that the cluster's endpoint moved.
 pub(crate) async fn dismiss_moved_notice(pool: &AnyPool, user: &CurrentUser, id: i64) -> Result<(), AppError> {
-    get(pool, user, id).await?;
+    get_for(pool, user, id, Can::Edit).await?;
     db::moves::dismiss_notice(pool, id).await?;
     Ok(())
 }

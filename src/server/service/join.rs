@@ -16,6 +16,7 @@ use super::HostHandle;
 use crate::domain::audit::AuditAction;
 use crate::domain::cluster::Cluster;
 use crate::domain::join::{self, JoinToken, Lifetime};
+use crate::domain::membership::Can;
 use crate::domain::nodes::{CreatedToken, NodeView, RemovalView, TokenView, Unread};
 use crate::domain::user::CurrentUser;
 use crate::domain::{AppError, ErrorCode};
@@ -31,8 +32,9 @@ async fn open<'h>(
     host: Option<&'h HostHandle>,
     user: &CurrentUser,
     id: i64,
+    can: Can,
 ) -> Result<(Cluster, kube::Client, UserCall<'h>), AppError> {
-    let cluster = super::clusters::get(pool, user, id).await?;
+    let cluster = super::clusters::get_for(pool, user, id, can).await?;
     connect(host, user, cluster).await
 }
 
@@ -89,7 +91,7 @@ pub(crate) async fn create_token(
 ) -> Result<CreatedToken, AppError> {
     let lifetime = Lifetime::parse(lifetime)?;
     writes.take(user.id)?;
-    let (cluster, client, _call) = Box::pin(open(pool, host, user, id)).await?;
+    let (cluster, client, _call) = Box::pin(open(pool, host, user, id, Can::ManageNodes)).await?;
     let secrets: Api<Secret> = Api::namespaced(client, join::NAMESPACE);
     let token = {
         use rand::Rng;
@@ -115,7 +117,7 @@ pub(crate) async fn list_tokens(
     user: &CurrentUser,
     id: i64,
 ) -> Result<Vec<TokenView>, AppError> {
-    let (cluster, client, _call) = Box::pin(open(pool, host, user, id)).await?;
+    let (cluster, client, _call) = Box::pin(open(pool, host, user, id, Can::See)).await?;
     Box::pin(tokens_of(&cluster, &client)).await
 }
 
@@ -160,7 +162,7 @@ pub(crate) async fn revoke_token(
     let token_id = join::token_id(token_id).ok_or_else(not_found)?;
     writes.take(user.id)?;
     let secret_name = join::secret_name(token_id);
-    let (cluster, client, _call) = Box::pin(open(pool, host, user, id)).await?;
+    let (cluster, client, _call) = Box::pin(open(pool, host, user, id, Can::ManageNodes)).await?;
     match Box::pin(virtual_read::get_opt::<Secret>(&client, Some(join::NAMESPACE), &secret_name)).await {
         Ok(Some(s)) if join::token_view(&s).is_some() => {}
         Ok(_) => return Err(not_found()),
@@ -185,7 +187,7 @@ pub(crate) async fn list_nodes(
     user: &CurrentUser,
     id: i64,
 ) -> Result<Vec<NodeView>, AppError> {
-    let (cluster, client, _call) = Box::pin(open(pool, host, user, id)).await?;
+    let (cluster, client, _call) = Box::pin(open(pool, host, user, id, Can::See)).await?;
     Box::pin(nodes_of(&cluster, &client)).await
 }
 
@@ -272,7 +274,7 @@ pub(crate) async fn remove_node(
     let not_found = || AppError::new(ErrorCode::NotFound);
     let name = crate::domain::nodes::node_name(name).ok_or_else(not_found)?;
     writes.take(user.id)?;
-    let (cluster, client, _call) = Box::pin(open(pool, host, user, id)).await?;
+    let (cluster, client, _call) = Box::pin(open(pool, host, user, id, Can::ManageNodes)).await?;
     match Box::pin(virtual_read::exists::<Node>(&client, None, name)).await {
         Ok(true) => {}
         Ok(false) => return Err(not_found()),

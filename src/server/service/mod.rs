@@ -9,6 +9,7 @@ pub mod call_budget;
 pub mod clusters;
 pub mod join;
 pub mod join_script;
+pub mod members;
 pub mod moves;
 pub mod quota;
 pub mod settings;

@@ -13,11 +13,17 @@ use crate::server::db;
 /// The limits `user`'s own writes are held to; `None` for admins (they set
 /// the limits and are not held to them, also when they edit a user's cluster).
 pub(crate) async fn limit_for(pool: &AnyPool, user: &CurrentUser) -> Result<Option<Quota>, AppError> {
+    limit_for_owner(pool, user, user.id).await
+}
+
+/// The limit `user`'s change of a cluster `owner` owns is held to: the
+/// owner's (quotas stay per owner when a member edits; issue 42), none for admins.
+pub(crate) async fn limit_for_owner(pool: &AnyPool, user: &CurrentUser, owner: i64) -> Result<Option<Quota>, AppError> {
     if user.is_admin() {
         return Ok(None);
     }
     let platform = db::settings::load(pool).await?.quota;
-    let own = db::users::quota(pool, user.id).await?;
+    let own = db::users::quota(pool, owner).await?;
     Ok(Some(Quota::effective(&platform, &own)))
 }
 

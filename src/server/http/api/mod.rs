@@ -18,12 +18,22 @@ pub(crate) mod audit;
 pub(crate) mod auth;
 pub(crate) mod clusters;
 pub(crate) mod join;
+pub(crate) mod members;
 pub(crate) mod moves;
 pub(crate) mod settings;
 
 /// Every resource's routes.
 pub(crate) fn routes() -> Vec<(&'static str, axum::routing::MethodRouter<AppState>)> {
-    [clusters::routes(), join::routes(), settings::routes(), audit::routes(), moves::routes(), auth::routes()].concat()
+    [
+        clusters::routes(),
+        join::routes(),
+        members::routes(),
+        settings::routes(),
+        audit::routes(),
+        moves::routes(),
+        auth::routes(),
+    ]
+    .concat()
 }
 
 pub(crate) struct ApiError(pub AppError);

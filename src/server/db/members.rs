@@ -1,0 +1,199 @@
+//! Sharing (issue 42): `cluster_members`, `teams`, `team_members` and the
+//! `cluster_member_users` view (memberships with teams expanded).
+//!
+//! Every change of who may see a cluster writes the cluster's row
+//! (`revision = revision`), so its page, its owner's and its members' lists
+//! follow by push (`server::push`) and the reconciler's observer sees it as
+//! changed.
+
+use sqlx::{AnyPool, FromRow};
+
+use super::{DbError, now};
+use crate::domain::membership::{Member, MemberKind, MemberRole, Team, TeamName};
+
+/// The roles `user` holds on `cluster` through memberships (direct and each
+/// team's); empty: none.
+pub async fn roles_of(pool: &AnyPool, cluster: i64, user: i64) -> Result<Vec<MemberRole>, DbError> {
+    let raw: Vec<String> =
+        sqlx::query_scalar("SELECT role FROM cluster_member_users WHERE cluster_id = $1 AND user_id = $2")
+            .bind(cluster)
+            .bind(user)
+            .fetch_all(pool)
+            .await?;
+    Ok(raw.iter().filter_map(|r| MemberRole::parse(r).ok()).collect())
+}
+
+#[derive(FromRow)]
+struct MemberRow {
+    kind: String,
+    id: i64,
+    name: String,
+    role: String,
+}
+
+/// A cluster's members, users first, by name.
+pub async fn list(pool: &AnyPool, cluster: i64) -> Result<Vec<Member>, DbError> {
+    let rows: Vec<MemberRow> = sqlx::query_as(
+        "SELECT 'user' AS kind, u.id AS id, u.username AS name, m.role AS role \
+           FROM cluster_members m JOIN users u ON u.id = m.user_id WHERE m.cluster_id = $1 \
+         UNION ALL \
+         SELECT 'team', t.id, t.name, m.role \
+           FROM cluster_members m JOIN teams t ON t.id = m.team_id WHERE m.cluster_id = $1 \
+         ORDER BY 1 DESC, 3",
+    )
+    .bind(cluster)
+    .fetch_all(pool)
+    .await?;
+    rows.into_iter()
+        .map(|r| {
+            let bad = || DbError::CorruptRow(format!("cluster member {}:{}", r.kind, r.id));
+            Ok(Member {
+                kind: MemberKind::parse(&r.kind).map_err(|_| bad())?,
+                id: r.id,
+                role: MemberRole::parse(&r.role).map_err(|_| bad())?,
+                name: r.name,
+            })
+        })
+        .collect()
+}
+
+fn column(kind: MemberKind) -> &'static str {
+    match kind {
+        MemberKind::User => "user_id",
+        MemberKind::Team => "team_id",
+    }
+}
+
+/// Adds a member, or sets the role of one already there. Returns the role
+/// it had before (`None`: newly added).
+pub async fn put(
+    pool: &AnyPool,
+    cluster: i64,
+    kind: MemberKind,
+    id: i64,
+    role: MemberRole,
+    by: i64,
+) -> Result<Option<MemberRole>, DbError> {
+    let col = column(kind);
+    let mut tx = pool.begin().await?;
+    let before: Option<String> =
+        sqlx::query_scalar(&format!("SELECT role FROM cluster_members WHERE cluster_id = $1 AND {col} = $2"))
+            .bind(cluster)
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await?;
+    if before.is_some() {
+        sqlx::query(&format!("UPDATE cluster_members SET role = $3 WHERE cluster_id = $1 AND {col} = $2"))
+            .bind(cluster)
+            .bind(id)
+            .bind(role.as_str())
+            .execute(&mut *tx)
+            .await?;
+    } else {
+        sqlx::query(&format!(
+            "INSERT INTO cluster_members (cluster_id, {col}, role, added_by, created_at) VALUES ($1, $2, $3, $4, $5)"
+        ))
+        .bind(cluster)
+        .bind(id)
+        .bind(role.as_str())
+        .bind(by)
+        .bind(now())
+        .execute(&mut *tx)
+        .await?;
+    }
+    touch(&mut tx, cluster).await?;
+    tx.commit().await?;
+    Ok(before.and_then(|r| MemberRole::parse(&r).ok()))
+}
+
+/// Removes a member; `false`: it was not one.
+pub(crate) async fn remove(pool: &AnyPool, cluster: i64, kind: MemberKind, id: i64) -> Result<bool, DbError> {
+    let col = column(kind);
+    let mut tx = pool.begin().await?;
+    let gone = sqlx::query(&format!("DELETE FROM cluster_members WHERE cluster_id = $1 AND {col} = $2"))
+        .bind(cluster)
+        .bind(id)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected()
+        == 1;
+    if gone {
+        touch(&mut tx, cluster).await?;
+    }
+    tx.commit().await?;
+    Ok(gone)
+}
+
+/// A change of who may see `cluster`: its row's next revision.
+async fn touch(tx: &mut sqlx::Transaction<'_, sqlx::Any>, cluster: i64) -> Result<(), DbError> {
+    sqlx::query("UPDATE clusters SET revision = revision WHERE id = $1").bind(cluster).execute(&mut **tx).await?;
+    Ok(())
+}
+
+/// The same for every cluster shared with `team`.
+async fn touch_team(tx: &mut sqlx::Transaction<'_, sqlx::Any>, team: i64) -> Result<(), DbError> {
+    sqlx::query("UPDATE clusters SET revision = revision WHERE id IN (SELECT cluster_id FROM cluster_members WHERE team_id = $1)")
+        .bind(team)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
+pub(crate) async fn team_id(pool: &AnyPool, name: &str) -> Result<Option<i64>, DbError> {
+    Ok(sqlx::query_scalar("SELECT id FROM teams WHERE name = $1").bind(name).fetch_optional(pool).await?)
+}
+
+pub async fn create_team(pool: &AnyPool, name: &TeamName) -> Result<i64, DbError> {
+    Ok(sqlx::query_scalar("INSERT INTO teams (name, created_at) VALUES ($1, $2) RETURNING id")
+        .bind(name.as_str())
+        .bind(now())
+        .fetch_one(pool)
+        .await?)
+}
+
+/// Deletes a team (its memberships go with it); `false`: there was none.
+pub(crate) async fn delete_team(pool: &AnyPool, team: i64) -> Result<bool, DbError> {
+    let mut tx = pool.begin().await?;
+    touch_team(&mut tx, team).await?;
+    let gone = sqlx::query("DELETE FROM teams WHERE id = $1").bind(team).execute(&mut *tx).await?.rows_affected() == 1;
+    tx.commit().await?;
+    Ok(gone)
+}
+
+/// Adds (`true`) or removes (`false`) a user to or from a team; whether
+/// anything changed.
+pub async fn set_in_team(pool: &AnyPool, team: i64, user: i64, member: bool) -> Result<bool, DbError> {
+    let mut tx = pool.begin().await?;
+    let sql = if member {
+        "INSERT INTO team_members (team_id, user_id) VALUES ($1, $2) ON CONFLICT DO NOTHING"
+    } else {
+        "DELETE FROM team_members WHERE team_id = $1 AND user_id = $2"
+    };
+    let changed = sqlx::query(sql).bind(team).bind(user).execute(&mut *tx).await?.rows_affected() == 1;
+    if changed {
+        touch_team(&mut tx, team).await?;
+    }
+    tx.commit().await?;
+    Ok(changed)
+}
+
+/// Every team with its users' names, by name.
+pub(crate) async fn teams(pool: &AnyPool) -> Result<Vec<Team>, DbError> {
+    let rows: Vec<(i64, String, Option<String>)> = sqlx::query_as(
+        "SELECT t.id, t.name, u.username FROM teams t \
+         LEFT JOIN team_members tm ON tm.team_id = t.id LEFT JOIN users u ON u.id = tm.user_id \
+         ORDER BY t.name, u.username",
+    )
+    .fetch_all(pool)
+    .await?;
+    let mut out: Vec<Team> = Vec::new();
+    for (id, name, user) in rows {
+        if out.last().is_none_or(|t| t.id != id) {
+            out.push(Team { id, name, members: Vec::new() });
+        }
+        if let (Some(user), Some(team)) = (user, out.last_mut()) {
+            team.members.push(user);
+        }
+    }
+    Ok(out)
+}
