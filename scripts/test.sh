@@ -135,12 +135,14 @@ fi
 step "a simulated host cluster and a console connected to it (live pages)"
 # --test-net: a 127.A.B.0/24 of its own, claimed by hostsim with the Rust test
 # hosts' lock (hostsim::testhost::Net) and held while it runs, so nothing shares
-# an address or port 443. Only the join page's clusters (`e2e-join*`) read
-# inside the virtual cluster and get their own API server; the others relay
-# (no API server process per cluster).
+# an address or port 443. Only the clusters whose tests read inside the
+# virtual cluster — the join page's (`e2e-join*`) and those whose own
+# kubeconfig is downloaded (`e2e-live*`, `e2e-nojs*`: per-user certificates
+# need a control plane of its own that signs) — get their own API server and
+# controller-manager; the others relay (no process per cluster).
 host_kubeconfig=$(KUBEBYON_HOST_DIR="$work/host" KUBEBYON_HOST_API_PORT=$(free_port) \
   bash scripts/host-up.sh --test-latency --test-net --node-cpu 32 --node-memory 128Gi --node-ephemeral-storage 2Ti \
-    --vcluster-api real --vcluster-api-cap 2 --vcluster-api-releases 'e2e-join*' | tail -n 1)
+    --vcluster-api real --vcluster-api-cap 4 --vcluster-api-releases 'e2e-join*,e2e-live*,e2e-nojs*' | tail -n 1)
 host_net=$(cat "$work/host/net")
 host_port=$(free_port)
 # This one logs as production does (JSON on standard error), checked below.

@@ -126,22 +126,31 @@ fn matrix() -> Vec<Row> {
         ),
         row("DELETE", "/api/console/clusters/{id}", "/api/console/clusters/{F}", "", ADMIN_ROLE),
         row("GET", "/api/console/clusters/{id}/events", "/api/console/clusters/{C}/events", "", SEE),
-        // No host cluster here: those who may have the (admin) kubeconfig
-        // learn there is none yet; editors and viewers may not have it.
-        row(
-            "GET",
-            "/api/console/clusters/{id}/kubeconfig",
-            "/api/console/clusters/{C}/kubeconfig",
-            "",
-            admin_role_then(409),
-        ),
-        // The browser's download link: anonymous visitors are sent to sign in.
+        // No host cluster here: everyone who may see the cluster may have
+        // their own kubeconfig, and learns there is none yet.
+        row("GET", "/api/console/clusters/{id}/kubeconfig", "/api/console/clusters/{C}/kubeconfig", "", see_then(409)),
+        // The browser's download: anonymous visitors are sent to sign in.
         row(
             "GET",
             "/clusters/{id}/kubeconfig",
             "/clusters/{C}/kubeconfig",
             "",
-            [SIGN_IN, Is(409), Is(409), Is(403), Is(403), Is(404), Is(409)],
+            [SIGN_IN, Is(409), Is(409), Is(409), Is(409), Is(404), Is(409)],
+        ),
+        // Break-glass: console admins only (those who see the cluster 403).
+        row(
+            "POST",
+            "/api/console/clusters/{id}/admin-kubeconfig",
+            "/api/console/clusters/{C}/admin-kubeconfig",
+            r#"{"reason":"the matrix"}"#,
+            [Is(401), Is(403), Is(403), Is(403), Is(403), Is(404), Is(409)],
+        ),
+        row(
+            "POST",
+            "/clusters/{id}/admin-kubeconfig",
+            "/clusters/{C}/admin-kubeconfig",
+            "reason=the+matrix",
+            [Is(401), Is(403), Is(403), Is(403), Is(403), Is(404), Is(409)],
         ),
         row("POST", "/api/console/clusters/{id}/probe", "/api/console/clusters/{C}/probe", "", see_then(409)),
         // Alice's cluster has no own nodes: those who may see it learn so.
@@ -440,7 +449,7 @@ async fn every_route_answers_each_caller_as_the_matrix_says() {
             let body = fill(r.body).replace("{who}", &name);
             let content_type = if body.starts_with('{') {
                 Some("application/json")
-            } else if r.path.starts_with("/fn/") {
+            } else if r.path.starts_with("/fn/") || body.contains('=') {
                 Some("application/x-www-form-urlencoded")
             } else {
                 None

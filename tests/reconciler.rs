@@ -34,8 +34,8 @@ use support::http::Console;
 fn host() -> &'static TestHost {
     TestHost::shared(Some(Simulator::Node(|net: Net| hostsim::node::Config {
         vcluster_api: hostsim::node::apiserver::VClusterApi::Real(hostsim::node::apiserver::RealApi::for_releases(
-            3,
-            &["lb-ip", "join", "join-b"],
+            4,
+            &["lb-ip", "join", "join-b", "access"],
         )),
         ..net.node_config()
     })))
@@ -78,13 +78,12 @@ async fn load_balancer_cluster_with_an_ip_host_is_ready_and_its_kubeconfig_works
     assert!(own.iter().any(|n| n == "kube-public") && !own.iter().any(|n| n.starts_with("kubebyon-")), "{own:?}");
     let events = env.console.get(&format!("/api/console/clusters/{id}/events"), Some(&env.cookie)).await.json();
     assert_eq!(events[0]["state"], "done", "{events}");
-    // An admin's download is in the audit log.
+    // The break-glass download is in the audit log, with its reason.
     let log = env.console.get("/api/admin/audit", Some(&env.cookie)).await.json();
     assert!(
-        log.as_array()
-            .unwrap()
-            .iter()
-            .any(|e| e["action"] == "kubeconfig_downloaded" && e["target"] == "cluster:lb-ip"),
+        log.as_array().unwrap().iter().any(|e| e["action"] == "break_glass"
+            && e["target"] == "cluster:lb-ip"
+            && e["detail"].as_str().is_some_and(|d| d.contains("reason: test: the endpoint answers"))),
         "{log}"
     );
     // What the console did is on its HelmChart, as `kubectl describe` shows it.
@@ -95,6 +94,143 @@ async fn load_balancer_cluster_with_an_ip_host_is_ready_and_its_kubeconfig_works
         described.contains("Applied") && described.contains("The console applied generation 1 of cluster lb-ip"),
         "{described}"
     );
+}
+
+/// kubectl with a kubeconfig's text: whether it succeeded, and what it said.
+fn kubectl_as(kubeconfig: &str, tag: &str, args: &[&str]) -> (bool, String) {
+    let path = ts::write_kubeconfig(&host().data_dir, kubeconfig, tag).unwrap();
+    let out = ts::kubectl(&path, args).expect("kubectl runs");
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    (out.status.success(), said)
+}
+
+/// `kubectl auth whoami`: the user and groups the virtual API server sees.
+fn whoami(kubeconfig: &str, tag: &str) -> (String, Vec<String>) {
+    let (ok, said) = kubectl_as(kubeconfig, tag, &["auth", "whoami", "-o", "json"]);
+    assert!(ok, "whoami: {said}");
+    let v: Value = serde_json::from_str(&said).unwrap_or_else(|_| panic!("whoami said {said}"));
+    let info = &v["status"]["userInfo"];
+    let groups = info["groups"].as_array().into_iter().flatten().filter_map(|g| g.as_str().map(str::to_owned));
+    (info["username"].as_str().unwrap_or_default().to_owned(), groups.collect())
+}
+
+/// Issue 42. On a cluster with its own control plane (and the
+/// controller-manager vCluster runs, signing with its CA), a download is
+/// the downloader's own certificate: `kubectl auth whoami` names them by id
+/// with their role's group; a viewer may read and not create a namespace;
+/// removed from the cluster, the same kubeconfig is `Forbidden` within 10 s;
+/// added again, it works again; a binding the tenant deletes is put back.
+/// On a relaying endpoint (the host's own API server) the console refuses
+/// and writes nothing there.
+#[tokio::test]
+async fn per_user_kubeconfigs_follow_membership() {
+    let env = env().await;
+    env.console.user("pu-bob", "correct horse battery", false).await;
+    let bob = env.console.login("pu-bob", "correct horse battery").await;
+    let id_of = |name: &'static str| {
+        let pool = env.ctx.pool.clone();
+        async move { db::users::by_username(&pool, name).await.unwrap().unwrap().id }
+    };
+    let (root_id, bob_id) = (id_of("root").await, id_of("pu-bob").await);
+    let ip = host().net.addr(222).to_string();
+    let id = env.create("access", json!({"enabled": true, "mode": "loadbalancer", "control_plane_host": ip})).await;
+    env.converge(id, "Ready", ready).await;
+
+    // The console admin's own: cluster-admin inside, named by id.
+    let mine = env.own_kubeconfig(id, &env.cookie).await.expect("the admin's own kubeconfig");
+    assert!(!mine.contains("system:masters"));
+    let (user, groups) = whoami(&mine, "pu-root");
+    assert_eq!(user, format!("kubebyon:u:{root_id}"));
+    assert!(groups.contains(&"kubebyon:role:admin".to_owned()), "{groups:?}");
+    let (ok, said) = kubectl_as(&mine, "pu-root", &["create", "namespace", "pu-by-admin"]);
+    assert!(ok, "an admin creates a namespace: {said}");
+
+    // Not a member: no kubeconfig at all.
+    assert_eq!(env.own_kubeconfig(id, &bob).await.unwrap_err(), (404, "not_found".to_owned()));
+
+    // A viewer: reads, may not create.
+    let members = format!("/api/console/clusters/{id}/members");
+    let r = env.console.json("PUT", &members, Some(&env.cookie), json!({"name": "pu-bob", "role": "view"})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let bobs = env.own_kubeconfig(id, &bob).await.expect("the viewer's own kubeconfig");
+    let (user, groups) = whoami(&bobs, "pu-bob");
+    assert_eq!(user, format!("kubebyon:u:{bob_id}"));
+    assert!(groups.contains(&"kubebyon:role:view".to_owned()), "{groups:?}");
+    let (ok, said) = kubectl_as(&bobs, "pu-bob", &["get", "namespaces"]);
+    assert!(ok && said.contains("pu-by-admin"), "a viewer reads: {said}");
+    let (ok, said) = kubectl_as(&bobs, "pu-bob", &["create", "namespace", "pu-by-viewer"]);
+    assert!(!ok && said.contains("Forbidden"), "a viewer may not create a namespace: {said}");
+    // The download is audited with the role and the certificate's end, never the key.
+    let log = env.console.get("/api/admin/audit", Some(&env.cookie)).await.json();
+    let entry =
+        log.as_array().unwrap().iter().find(|e| e["actor"] == "pu-bob" && e["action"] == "kubeconfig_downloaded");
+    let detail = entry.and_then(|e| e["detail"].as_str()).unwrap_or_default();
+    assert!(detail.starts_with("role: view; expires: 20") && !detail.contains("PRIVATE"), "{log}");
+
+    // Removed: the same certificate authorizes nothing, within 10 s.
+    let started = std::time::Instant::now();
+    let r = env.console.send("DELETE", &format!("{members}/user/{bob_id}"), Some(&env.cookie), None, "").await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    ts::eventually("the removed viewer is Forbidden", Duration::from_secs(10), || async {
+        let (ok, said) = kubectl_as(&bobs, "pu-bob-gone", &["get", "namespaces"]);
+        (!ok && said.contains("Forbidden")).then_some(())
+    })
+    .await
+    .unwrap();
+    println!("removed member Forbidden after {:?}", started.elapsed());
+    // Added again: the old certificate works again.
+    let r = env.console.json("PUT", &members, Some(&env.cookie), json!({"name": "pu-bob", "role": "view"})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    ts::eventually("the re-added viewer reads again", Duration::from_secs(10), || async {
+        kubectl_as(&bobs, "pu-bob-back", &["get", "namespaces"]).0.then_some(())
+    })
+    .await
+    .unwrap();
+
+    // The tenant deletes the viewers' binding: the next download puts it back.
+    let (ok, said) = kubectl_as(&mine, "pu-root", &["delete", "clusterrolebinding", "kubebyon:view"]);
+    assert!(ok, "{said}");
+    assert!(!kubectl_as(&bobs, "pu-bob-cut", &["get", "namespaces"]).0, "the binding was the viewer's access");
+    env.own_kubeconfig(id, &env.cookie).await.expect("another download");
+    let (ok, said) = kubectl_as(&bobs, "pu-bob-repaired", &["get", "namespaces"]);
+    assert!(ok, "the console repaired the binding: {said}");
+    // Deleted again, and the tenant points the viewers' binding at
+    // cluster-admin: the slow loop's pass puts both right.
+    kubectl_as(&mine, "pu-root", &["delete", "clusterrolebinding", "kubebyon:view"]);
+    let (ok, said) = kubectl_as(
+        &mine,
+        "pu-root",
+        &["create", "clusterrolebinding", "kubebyon:view", "--clusterrole=cluster-admin", "--user=kubebyon:u:999"],
+    );
+    assert!(ok, "{said}");
+    let written = kubebyon::server::controllers::access_sync::pass(&env.ctx.pool, &env.ctx.host).await;
+    assert!(written >= 1, "the pass wrote the binding again");
+    let (_, said) = kubectl_as(&mine, "pu-root", &["get", "clusterrolebinding", "kubebyon:view", "-o", "json"]);
+    let b: Value = serde_json::from_str(&said).unwrap_or_else(|_| panic!("{said}"));
+    assert_eq!(b["roleRef"]["name"], "view", "{b}");
+    assert_eq!(
+        b["subjects"],
+        json!([{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": format!("kubebyon:u:{bob_id}")}]),
+        "{b}"
+    );
+
+    // A relaying endpoint (this release has no API server of its own): refused,
+    // and nothing written on the host.
+    let ip = host().net.addr(223).to_string();
+    let relay =
+        env.create("pu-relay", json!({"enabled": true, "mode": "loadbalancer", "control_plane_host": ip})).await;
+    env.converge(relay, "Ready", ready).await;
+    let refused = env.own_kubeconfig(relay, &env.cookie).await.unwrap_err();
+    assert_eq!(refused, (409, "per_user_credentials_unavailable".to_owned()));
+    let admin = host().client().await.unwrap();
+    let bindings = Api::<k8s_openapi::api::rbac::v1::ClusterRoleBinding>::all(admin.clone());
+    assert!(bindings.get_opt("kubebyon:admin").await.unwrap().is_none(), "no binding on the host");
+    let csrs = Api::<k8s_openapi::api::certificates::v1::CertificateSigningRequest>::all(admin);
+    let ours =
+        csrs.list(&kube::api::ListParams::default().labels("app.kubernetes.io/managed-by=kubebyon")).await.unwrap();
+    assert!(ours.items.is_empty(), "no certificate request on the host");
+    env.delete(relay).await.expect("the relay cluster goes");
+    env.delete(id).await.expect("the cluster goes");
 }
 
 /// 3. A NodePort cluster: the port is shown and the kubeconfig works against
@@ -1358,7 +1494,8 @@ async fn endpoints_that_never_answer_do_not_delay_another_clusters_ready() {
     let download = async {
         tokio::time::sleep(Duration::from_millis(300)).await;
         let started = std::time::Instant::now();
-        let r = env.console.get(&format!("/api/console/clusters/{after}/kubeconfig"), Some(&second)).await;
+        let path = format!("/api/console/clusters/{after}/admin-kubeconfig");
+        let r = env.console.json("POST", &path, Some(&second), json!({"reason": "test: not held by the flood"})).await;
         (r, started.elapsed())
     };
     let (probes, (r, took)) = tokio::join!(flood, download);

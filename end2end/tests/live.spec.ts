@@ -96,7 +96,7 @@ test('LoadBalancer cluster: Ready without a reload, kubeconfig works, switches s
   await page.goto('/admin/settings');
   await expect(page.locator('#load_balancer_address_request-detected')).toHaveAttribute('data-detected', 'metallb');
 
-  const name = unique('live');
+  const name = unique('e2e-live');
   const lbIp = `${lbPrefix}.210`;
   await page.goto('/clusters/new');
   await hydrated(page);
@@ -176,7 +176,7 @@ test('LoadBalancer cluster: Ready without a reload, kubeconfig works, switches s
 test('NodePort cluster with JavaScript off: complete on each reload, kubeconfig works', async ({ browser }) => {
   const page = await newPage(browser, { js: false });
   await signIn(page, 'admin', ADMIN_PASSWORD, false);
-  const name = unique('nojs');
+  const name = unique('e2e-nojs');
   await page.goto('/clusters/new');
   await page.getByLabel(t('en', 'form.name')).fill(name);
   await chooseAccess(page, 'en', 'nodeport');

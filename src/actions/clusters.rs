@@ -32,6 +32,8 @@ pub(crate) struct ClusterPage {
     pub allowed: crate::domain::membership::Allowed,
     /// Who it is shared with.
     pub members: Vec<crate::domain::membership::Member>,
+    /// The viewer is a console admin: the page offers break-glass.
+    pub break_glass: bool,
     /// The stored mode a disabled cluster returns to (preselected in the edit form).
     pub remembered_mode: PublicAccessMode,
     /// The host it had before public access was turned off (prefilled).
@@ -92,6 +94,7 @@ pub(crate) async fn load_cluster(id: i64, before: Option<i64>) -> Result<Cluster
         access,
         allowed: access.allowed(clusters::PER_USER_CREDENTIALS),
         members,
+        break_glass: user.is_admin(),
         remembered_mode,
         remembered_host,
         nodeport_host,

@@ -22,7 +22,8 @@ pub(crate) async fn put_member(
     let typed =
         [("member_kind", member_kind.as_str()), ("member", member.as_str()), ("member_role", member_role.as_str())];
     let input = MemberInput { kind: Some(member_kind.clone()), name: member.clone(), role: member_role.clone() };
-    members::put(&state()?.pool, &require_user()?, id, &input)
+    let (st, user) = (state()?, require_user()?);
+    members::put(&st.pool, st.host.as_ref(), &user, id, &input)
         .await
         .inspect_err(|e| keep_input_on_error(PutMember::PATH, &page, &typed, e))?;
     leptos_axum::redirect(&format!("{page}#members"));
@@ -34,7 +35,8 @@ pub(crate) async fn remove_member(id: i64, kind: String, member_id: i64) -> Resu
     use crate::server::context::{keep_input_on_error, require_user, state};
     use server_fn::ServerFn as _;
     let page = format!("/clusters/{id}");
-    crate::server::service::members::remove(&state()?.pool, &require_user()?, id, &kind, member_id)
+    let (st, user) = (state()?, require_user()?);
+    crate::server::service::members::remove(&st.pool, st.host.as_ref(), &user, id, &kind, member_id)
         .await
         .inspect_err(|e| keep_input_on_error(RemoveMember::PATH, &page, &[], e))?;
     leptos_axum::redirect(&format!("{page}#members"));
@@ -61,7 +63,8 @@ pub(crate) async fn create_team(team_name: String) -> Result<(), AppError> {
 #[server(prefix = "/fn", endpoint = "teams/delete")]
 pub(crate) async fn delete_team(team_id: i64) -> Result<(), AppError> {
     use crate::server::context::{require_admin, state};
-    crate::server::service::members::delete_team(&state()?.pool, &require_admin()?, team_id).await?;
+    let st = state()?;
+    crate::server::service::members::delete_team(&st.pool, st.host.as_ref(), &require_admin()?, team_id).await?;
     leptos_axum::redirect("/admin/teams?saved=1");
     Ok(())
 }
@@ -73,7 +76,8 @@ pub(crate) async fn set_team_member(team_id: i64, member: String, add: bool) -> 
     use server_fn::ServerFn as _;
     let team = team_id.to_string();
     let typed = [("team_id", team.as_str()), ("member", member.as_str())];
-    crate::server::service::members::set_in_team(&state()?.pool, &require_admin()?, team_id, &member, add)
+    let (st, admin) = (state()?, require_admin()?);
+    crate::server::service::members::set_in_team(&st.pool, st.host.as_ref(), &admin, team_id, &member, add)
         .await
         .inspect_err(|e| keep_input_on_error(SetTeamMember::PATH, "/admin/teams", &typed, e))?;
     leptos_axum::redirect("/admin/teams?saved=1");

@@ -17,6 +17,7 @@ use crate::components::labels::{
 };
 use crate::domain::change::{Change, ClusterEvent, Operation, OperationState};
 use crate::domain::cluster::{Cluster, ProbeOutcome, Step};
+use crate::domain::membership::MemberRole;
 use crate::domain::{AppError, ConnectionStatus, PublicAccessMode, Resources};
 use crate::i18n::*;
 
@@ -347,22 +348,51 @@ fn moved_notice(i18n: I18nContext<Locale>, c: &Cluster) -> Option<impl IntoView 
     })
 }
 
-/// The kubeconfig download, or why there is none yet.
-fn kubeconfig_action(i18n: I18nContext<Locale>, c: &Cluster, allowed: bool) -> AnyView {
-    if !allowed {
-        return view! {
-            <p class="field-hint" data-testid="kubeconfig-role">
-                {t!(i18n, members.kubeconfig_admins_only)}
-            </p>
-        }
-        .into_any();
-    }
+/// How long a downloaded certificate may last, as the form offers it
+/// (`CredentialLifetime` takes 10 minutes to 365 days; 8 hours preselected).
+const LIFETIMES: [&str; 6] = ["1h", "8h", "1d", "7d", "30d", "365d"];
+
+/// The kubeconfig download — the viewer's own certificate, at their role,
+/// for the lifetime they pick (a plain GET form: the answer is the file) —
+/// or why there is none yet.
+fn kubeconfig_action(i18n: I18nContext<Locale>, c: &Cluster, role: MemberRole) -> AnyView {
     let id = c.id;
     if c.kubeconfig_downloadable() {
+        let label = |l: &str| match l {
+            "1h" => t_string!(i18n, detail.lifetime_1h),
+            "8h" => t_string!(i18n, detail.lifetime_8h),
+            "1d" => t_string!(i18n, detail.lifetime_1d),
+            "7d" => t_string!(i18n, detail.lifetime_7d),
+            "30d" => t_string!(i18n, detail.lifetime_30d),
+            _ => t_string!(i18n, detail.lifetime_365d),
+        };
+        let role = crate::components::members::role_label(i18n, role);
         view! {
-            <a href=format!("/clusters/{id}/kubeconfig") class="btn btn-primary" download="" data-testid="kubeconfig">
-                {t!(i18n, detail.kubeconfig_download)}
-            </a>
+            <form method="get" action=format!("/clusters/{id}/kubeconfig") class="form" data-form="kubeconfig">
+                <div class="field">
+                    <label for="lifetime" class="field-label">
+                        {t!(i18n, detail.lifetime)}
+                    </label>
+                    <select id="lifetime" name="lifetime" class="field-input" aria-describedby="kubeconfig-own">
+                        {LIFETIMES
+                            .iter()
+                            .map(|l| {
+                                view! {
+                                    <option value=*l selected=*l == "8h">
+                                        {label(l)}
+                                    </option>
+                                }
+                            })
+                            .collect_view()}
+                    </select>
+                </div>
+                <button type="submit" class="btn btn-primary self-start" data-testid="kubeconfig">
+                    {t!(i18n, detail.kubeconfig_download)}
+                </button>
+                <p id="kubeconfig-own" class="field-hint">
+                    {t!(i18n, detail.kubeconfig_own, role = role)}
+                </p>
+            </form>
         }
         .into_any()
     } else {
@@ -375,6 +405,34 @@ fn kubeconfig_action(i18n: I18nContext<Locale>, c: &Cluster, allowed: bool) -> A
             </p>
         }
         .into_any()
+    }
+}
+
+/// Break-glass, for console admins: the cluster's own admin credential, with
+/// a reason that goes to the audit log (a plain POST; the answer is the file).
+fn break_glass_form(i18n: I18nContext<Locale>, c: &Cluster) -> impl IntoView + use<> {
+    let id = c.id;
+    view! {
+        <details class="mt-4" data-testid="break-glass">
+            <summary class="cursor-pointer text-sm">{t!(i18n, detail.break_glass)}</summary>
+            <form
+                method="post"
+                action=format!("/clusters/{id}/admin-kubeconfig")
+                class="form mt-2"
+                data-form="break-glass"
+            >
+                <p class="field-hint">{t!(i18n, detail.break_glass_hint)}</p>
+                <div class="field">
+                    <label for="reason" class="field-label">
+                        {t!(i18n, detail.break_glass_reason)}
+                    </label>
+                    <input id="reason" name="reason" class="field-input" required=true minlength="3" maxlength="500" />
+                </div>
+                <button type="submit" class="btn btn-danger self-start">
+                    {t!(i18n, detail.break_glass_submit)}
+                </button>
+            </form>
+        </details>
     }
 }
 
@@ -418,7 +476,8 @@ pub(crate) fn Overview(
     } else {
         None
     };
-    let kubeconfig = kubeconfig_action(i18n, &c, page.allowed.kubeconfig);
+    let kubeconfig = kubeconfig_action(i18n, &c, page.access.role());
+    let break_glass = (page.break_glass && c.kubeconfig_downloadable()).then(|| break_glass_form(i18n, &c));
     view! {
         <div
             id=crate::components::islands::live_region::REGION_ID
@@ -460,6 +519,7 @@ pub(crate) fn Overview(
             <section class="card">
                 <h2 class="section-title">{t!(i18n, detail.kubeconfig)}</h2>
                 {kubeconfig}
+                {break_glass}
                 // A plain form: the server tests the endpoint and redirects back here with the outcome.
                 <form method="post" action=ProbeCluster::PATH class="form mt-4" data-form="probe">
                     <input type="hidden" name="id" value=id />

@@ -47,6 +47,8 @@ pub(crate) enum AuditAction {
     TeamDeleted,
     TeamMemberAdded,
     TeamMemberRemoved,
+    /// An admin took a cluster's own admin credential (`vc-<name>`), with a reason.
+    BreakGlass,
 }
 
 impl AuditAction {

@@ -119,6 +119,15 @@ pub enum ErrorCode {
     /// A team name that is not written like a username.
     TeamNameInvalid,
     TeamNameTaken,
+    /// A per-user kubeconfig's lifetime outside 10 minutes – 1 year.
+    CredentialLifetimeInvalid,
+    /// The cluster's endpoint is served by the host's own API server (a
+    /// relaying test host): no credential of its own can be issued there.
+    PerUserCredentialsUnavailable,
+    /// The cluster's control plane did not sign the user's certificate in time.
+    CredentialNotSigned,
+    /// A break-glass download without a reason (3–500 characters).
+    ReasonRequired,
     RateLimited,
     /// Too many on-demand calls to clusters by one user (`service::call_budget`).
     CallsRateLimited,
@@ -145,6 +154,8 @@ impl ErrorCode {
             | Self::ClusterDeleting
             | Self::ChangedConcurrently
             | Self::KubeconfigUnavailable
+            | Self::PerUserCredentialsUnavailable
+            | Self::CredentialNotSigned
             | Self::LastAdmin
             | Self::MoveHasProblems
             | Self::MoveItemState
@@ -217,6 +228,8 @@ pub enum Field {
     Member,
     MemberRole,
     TeamName,
+    /// Why an admin takes a cluster's admin credential (break-glass).
+    Reason,
 }
 
 impl Field {

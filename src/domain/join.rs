@@ -97,21 +97,11 @@ impl Lifetime {
 
     /// `90m`, `1h`, `12h`, `7d` (a number and `m`, `h` or `d`); empty: 1 hour.
     pub(crate) fn parse(raw: &str) -> Result<Self, AppError> {
-        let bad = || AppError::at(ErrorCode::TokenLifetimeInvalid, Field::Lifetime);
-        let raw = raw.trim();
-        if raw.is_empty() {
-            return Ok(Self::DEFAULT);
+        match super::membership::duration_secs(raw, Self::MIN_SECS..=Self::MAX_SECS) {
+            Some(None) => Ok(Self::DEFAULT),
+            Some(Some(secs)) => Ok(Self(secs)),
+            None => Err(AppError::at(ErrorCode::TokenLifetimeInvalid, Field::Lifetime)),
         }
-        let (n, unit) = raw.split_at(raw.len() - 1);
-        let n: u32 = n.parse().map_err(|_| bad())?;
-        let secs = match unit {
-            "m" => n.checked_mul(60),
-            "h" => n.checked_mul(3_600),
-            "d" => n.checked_mul(86_400),
-            _ => None,
-        }
-        .ok_or_else(bad)?;
-        (Self::MIN_SECS..=Self::MAX_SECS).contains(&secs).then_some(Self(secs)).ok_or_else(bad)
     }
 
     pub(crate) fn secs(self) -> u32 {
@@ -120,7 +110,7 @@ impl Lifetime {
 }
 
 /// RFC 3339 in UTC with whole seconds, as Go's `time.RFC3339` writes it.
-fn rfc3339(unix: i64) -> String {
+pub(crate) fn rfc3339(unix: i64) -> String {
     Timestamp::from_second(unix).map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()).unwrap_or_default()
 }
 

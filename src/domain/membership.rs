@@ -135,6 +135,95 @@ pub struct Allowed {
     pub delete: bool,
 }
 
+/// The Kubernetes user a console user is inside every virtual cluster
+/// (the CN of their certificates): by immutable id, so a name reused later
+/// inherits nothing.
+pub fn kube_user(user_id: i64) -> String {
+    format!("kubebyon:u:{user_id}")
+}
+
+/// The group a certificate names the role it was issued at with
+/// (informational: the console binds users, never these groups).
+pub fn kube_role_group(role: MemberRole) -> String {
+    format!("kubebyon:role:{}", role.as_str())
+}
+
+/// The console's ClusterRoleBinding of a role inside a virtual cluster.
+pub fn binding_name(role: MemberRole) -> String {
+    format!("kubebyon:{}", role.as_str())
+}
+
+/// Who each role's binding names inside a virtual cluster: every user the
+/// console lets reach the cluster, at their highest role (a user listed
+/// twice keeps the higher).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Bindings(pub std::collections::BTreeMap<MemberRole, std::collections::BTreeSet<i64>>);
+
+impl Bindings {
+    pub fn of(users: impl IntoIterator<Item = (i64, MemberRole)>) -> Self {
+        let mut best: std::collections::BTreeMap<i64, MemberRole> = std::collections::BTreeMap::new();
+        for (user, role) in users {
+            let r = best.entry(user).or_insert(role);
+            *r = (*r).max(role);
+        }
+        let mut out = Self::default();
+        for role in [MemberRole::View, MemberRole::Edit, MemberRole::Admin] {
+            out.0.insert(role, best.iter().filter(|(_, r)| **r == role).map(|(u, _)| *u).collect());
+        }
+        out
+    }
+
+    /// The Kubernetes user names `role`'s binding holds, sorted.
+    pub fn subjects(&self, role: MemberRole) -> Vec<String> {
+        self.0.get(&role).into_iter().flatten().map(|u| kube_user(*u)).collect()
+    }
+}
+
+/// How long a per-user kubeconfig's certificate lasts (`expirationSeconds`):
+/// 10 minutes to 1 year (the CSR API's floor; kube-controller-manager's
+/// default cap), 8 hours unless asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CredentialLifetime(u32);
+
+impl CredentialLifetime {
+    pub const MIN_SECS: u32 = 600;
+    pub const MAX_SECS: u32 = 365 * 86_400;
+    pub const DEFAULT: Self = Self(8 * 3_600);
+
+    /// `90m`, `8h`, `30d` (a number and `m`, `h` or `d`); empty: 8 hours.
+    pub fn parse(raw: &str) -> Result<Self, AppError> {
+        let bad = || AppError::at(ErrorCode::CredentialLifetimeInvalid, Field::Lifetime);
+        match duration_secs(raw, Self::MIN_SECS..=Self::MAX_SECS) {
+            Some(None) => Ok(Self::DEFAULT),
+            Some(Some(secs)) => Ok(Self(secs)),
+            None => Err(bad()),
+        }
+    }
+
+    pub fn secs(self) -> u32 {
+        self.0
+    }
+}
+
+/// Seconds written as a number and `m`, `h` or `d` (`90m`, `8h`, `7d`),
+/// within `range`: `Some(None)` for an empty text (the caller's default),
+/// `None` for anything else (join tokens' and kubeconfigs' lifetimes).
+pub fn duration_secs(raw: &str, range: std::ops::RangeInclusive<u32>) -> Option<Option<u32>> {
+    let raw = raw.trim();
+    if raw.is_empty() {
+        return Some(None);
+    }
+    let (n, unit) = raw.split_at(raw.len() - 1);
+    let n: u32 = n.parse().ok()?;
+    let secs = match unit {
+        "m" => n.checked_mul(60),
+        "h" => n.checked_mul(3_600),
+        "d" => n.checked_mul(86_400),
+        _ => None,
+    }?;
+    range.contains(&secs).then_some(Some(secs))
+}
+
 /// Who a membership names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::IntoStaticStr, strum::EnumString)]
 #[serde(rename_all = "lowercase")]
@@ -250,6 +339,39 @@ mod tests {
         assert_eq!(Edit.cluster_role(), "edit");
         assert_eq!(View.cluster_role(), "view");
         assert!(View < Edit && Edit < Admin);
+    }
+
+    #[test]
+    fn bindings_hold_each_user_once_at_the_highest_role() {
+        let b = Bindings::of([(7, View), (3, Admin), (7, Edit), (9, View), (3, View)]);
+        assert_eq!(b.subjects(Admin), ["kubebyon:u:3"]);
+        assert_eq!(b.subjects(Edit), ["kubebyon:u:7"]);
+        assert_eq!(b.subjects(View), ["kubebyon:u:9"]);
+        let none = Bindings::of([]);
+        for role in [Admin, Edit, View] {
+            assert!(none.subjects(role).is_empty());
+        }
+        assert_eq!(binding_name(Edit), "kubebyon:edit");
+        assert_eq!(kube_role_group(View), "kubebyon:role:view");
+    }
+
+    #[test]
+    fn credential_lifetimes_are_ten_minutes_to_a_year() {
+        let bad = Err(AppError::at(ErrorCode::CredentialLifetimeInvalid, Field::Lifetime));
+        for (raw, want) in [
+            ("", Ok(8 * 3_600)),
+            ("10m", Ok(600)),
+            ("8h", Ok(28_800)),
+            ("365d", Ok(31_536_000)),
+            ("9m", bad),
+            ("366d", bad),
+            ("1y", bad),
+            ("h", bad),
+            ("-1h", bad),
+            ("99999999999d", bad),
+        ] {
+            assert_eq!(CredentialLifetime::parse(raw).map(CredentialLifetime::secs), want, "{raw:?}");
+        }
     }
 
     #[test]

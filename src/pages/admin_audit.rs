@@ -39,6 +39,7 @@ pub(crate) fn AuditPage() -> impl IntoView {
         AuditAction::TeamDeleted => t_string!(i18n, audit.team_deleted),
         AuditAction::TeamMemberAdded => t_string!(i18n, audit.team_member_added),
         AuditAction::TeamMemberRemoved => t_string!(i18n, audit.team_member_removed),
+        AuditAction::BreakGlass => t_string!(i18n, audit.break_glass),
     };
     let content = Suspend::new(async move {
         let entries = match load_audit(before).await {

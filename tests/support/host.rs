@@ -309,11 +309,28 @@ impl Env {
         c["status"]["message"].as_str().unwrap_or_default().to_owned()
     }
 
+    /// The cluster's own admin credential, by break-glass (the suite's user is
+    /// a console admin): how the host suites reach an endpoint whatever the
+    /// cluster's control plane (a relaying one issues no per-user
+    /// certificates; `per_user_kubeconfigs_follow_membership` proves those).
     pub async fn kubeconfig(&self, id: i64) -> String {
-        let r = self.console.get(&format!("/api/console/clusters/{id}/kubeconfig"), Some(&self.cookie)).await;
+        let path = format!("/api/console/clusters/{id}/admin-kubeconfig");
+        let r =
+            self.console.json("POST", &path, Some(&self.cookie), json!({"reason": "test: the endpoint answers"})).await;
         assert_eq!(r.status, 200, "{}", r.body);
         assert_eq!(r.headers["cache-control"], "no-store");
         assert!(r.headers["content-disposition"].to_str().unwrap().starts_with("attachment"));
         r.body
+    }
+
+    /// The own kubeconfig of the user `cookie` signs in (a certificate signed
+    /// inside the cluster for them, `issue 42`), or the refusal.
+    pub async fn own_kubeconfig(&self, id: i64, cookie: &str) -> Result<String, (u16, String)> {
+        let r = self.console.get(&format!("/api/console/clusters/{id}/kubeconfig?lifetime=1h"), Some(cookie)).await;
+        if r.status != 200 {
+            return Err((r.status.as_u16(), r.code()));
+        }
+        assert_eq!(r.headers["cache-control"], "no-store");
+        Ok(r.body)
     }
 }

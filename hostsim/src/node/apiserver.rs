@@ -120,6 +120,15 @@ impl Drop for VirtualApiServer {
 /// reads), `podgc` (pods of deleted nodes), with kube-scheduler beside.
 pub const JOIN_CONTROLLERS: &str = "bootstrapsigner,tokencleaner,csrapproving,csrsigning,csrcleaner,nodelifecycle,daemonset,deployment,replicaset,disruption,podgc";
 
+/// The controllers vCluster v0.30.0 runs in a shared-node virtual cluster's
+/// kube-controller-manager (`pkg/k8s/k8s.go:169`, no virtual scheduler):
+/// the default set but node IPAM, node lifecycle, volume binding, attach and
+/// expansion, cloud node lifecycle and TTL. Among them `csrsigning` (with
+/// the vCluster's CA, `k8s.go:146-147`: the CA its API server and proxy trust
+/// for client certificates), `clusterrole-aggregation` (which fills the
+/// built-in `admin`/`edit`/`view` roles) and `serviceaccount`.
+pub const SHARED_CONTROLLERS: &str = "*,-nodeipam,-nodelifecycle,-persistentvolume-binder,-attachdetach,-persistentvolume-expander,-cloud-node-lifecycle,-ttl";
+
 impl VirtualApiServer {
     /// Starts it on `bind` with the vCluster's CA and serving certificate.
     pub fn start(
@@ -181,6 +190,34 @@ impl VirtualApiServer {
     /// API server at `bind` (once it is ready), as `admin`, signing with the
     /// vCluster's CA.
     pub fn start_controllers(&mut self, real: &RealApi, bind: SocketAddr, admin: &CertPair, ca: &Ca) -> Result<()> {
+        self.start_controller_manager(real, bind, admin, ca, JOIN_CONTROLLERS)?;
+        let kubeconfig = self.dir.join("admin.kubeconfig");
+        let args = [
+            format!("--kubeconfig={}", kubeconfig.display()),
+            "--leader-elect=false".into(),
+            "--secure-port=0".into(),
+            "--profiling=false".into(),
+            "--v=1".into(),
+        ];
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let bin = real.bin.with_file_name("kube-scheduler");
+        self.controllers.push(crate::controlplane::spawn(&bin, &self.dir.join("kube-scheduler.log"), &args)?);
+        Ok(())
+    }
+
+    /// Starts kube-controller-manager with `controllers` against this API
+    /// server at `bind` (once it is ready), as `admin`, signing with the
+    /// vCluster's CA: [`JOIN_CONTROLLERS`] for private nodes (with the
+    /// scheduler, [`Self::start_controllers`]), [`SHARED_CONTROLLERS`] for a
+    /// shared-node cluster, as vCluster runs it.
+    pub fn start_controller_manager(
+        &mut self,
+        real: &RealApi,
+        bind: SocketAddr,
+        admin: &CertPair,
+        ca: &Ca,
+        controllers: &str,
+    ) -> Result<()> {
         let kubeconfig = self.dir.join("admin.kubeconfig");
         let mut doc: serde_yaml::Value = serde_yaml::from_str(&crate::kubeconfig::render(
             "vcluster",
@@ -194,9 +231,13 @@ impl VirtualApiServer {
         let p = |name: &str| self.dir.join(name).display().to_string();
         let args = [
             format!("--kubeconfig={}", kubeconfig.display()),
-            format!("--controllers={JOIN_CONTROLLERS}"),
+            format!("--controllers={controllers}"),
             format!("--cluster-signing-cert-file={}", p("ca.crt")),
             format!("--cluster-signing-key-file={}", p("ca.key")),
+            // As vCluster passes them (`k8s.go`): ServiceAccount tokens and
+            // each namespace's `kube-root-ca.crt`.
+            format!("--service-account-private-key-file={}", p("sa.key")),
+            format!("--root-ca-file={}", p("ca.crt")),
             "--leader-elect=false".into(),
             "--secure-port=0".into(),
             "--profiling=false".into(),
@@ -205,16 +246,6 @@ impl VirtualApiServer {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let bin = real.bin.with_file_name("kube-controller-manager");
         self.controllers.push(crate::controlplane::spawn(&bin, &self.dir.join("kube-controller-manager.log"), &args)?);
-        let args = [
-            format!("--kubeconfig={}", kubeconfig.display()),
-            "--leader-elect=false".into(),
-            "--secure-port=0".into(),
-            "--profiling=false".into(),
-            "--v=1".into(),
-        ];
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let bin = real.bin.with_file_name("kube-scheduler");
-        self.controllers.push(crate::controlplane::spawn(&bin, &self.dir.join("kube-scheduler.log"), &args)?);
         Ok(())
     }
 

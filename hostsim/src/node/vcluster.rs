@@ -20,7 +20,7 @@ use serde_json::json;
 
 use crate::apiproxy::{ApiListener, Upstream};
 use crate::kubeconfig;
-use crate::node::apiserver::{VClusterApi, VirtualApiServer};
+use crate::node::apiserver::{self, VClusterApi, VirtualApiServer};
 use crate::node::joinfront::{self, JoinFront};
 use crate::node::kubeadm;
 use crate::pki::{Ca, CertPair, KeyKind};
@@ -181,6 +181,9 @@ impl VCluster {
                 kubeadm::bootstrap(&client, endpoint, &ca.pair.cert_pem).await?;
                 crate::node::cni::deploy(&client).await?;
                 server.start_controllers(real, backend, admin, ca)?;
+            } else if let VClusterApi::Real(real) = &self.api {
+                // A shared-node cluster's controller-manager, as vCluster runs it.
+                server.start_controller_manager(real, backend, admin, ca, apiserver::SHARED_CONTROLLERS)?;
             }
             tracing::info!(release = %self.release, addr = %self.bind, "vcluster api server ready");
             *ready = true;

@@ -10,6 +10,8 @@
 //!   database, so replicas driving at once cannot repeat one.
 //! - [`node_removal`]: removes joined nodes as `vcluster node delete` does
 //!   (cordon, evict, wait, delete), one idempotent step per pass; no lease.
+//! - [`access_sync`]: each cluster's access bindings in step with the
+//!   console's memberships, every 10 minutes, spread; no lease.
 //! - [`housekeeping`]: expired sessions and old sign-in records, hourly.
 //! - the live pages' poller (`server::push::Hub`), started with the first
 //!   open page, supervised as these are.
@@ -19,6 +21,7 @@
 //! Request handlers never call these; they store a change and wake the
 //! reconciler (`service::wake`, through the `Host`). `start` runs them all.
 
+pub mod access_sync;
 pub(crate) mod backoff;
 pub(crate) mod housekeeping;
 pub mod move_driver;
@@ -47,6 +50,10 @@ pub fn start(state: &AppState, reconciler: Option<std::sync::Arc<reconciler::Con
         tokio::spawn(supervise("node_removal", move || {
             node_removal::drive(pool.clone(), host.clone(), Duration::from_secs(2))
         }));
+    }
+    if let Some(host) = state.host.clone() {
+        let pool = state.pool.clone();
+        tokio::spawn(supervise("access_sync", move || access_sync::run(pool.clone(), host.clone())));
     }
     let pool = state.pool.clone();
     tokio::spawn(supervise("session_expiry", move || housekeeping::run(pool.clone())));

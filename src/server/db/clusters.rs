@@ -315,6 +315,16 @@ pub async fn list(pool: &AnyPool, owner: Option<i64>) -> Result<Vec<Cluster>, Db
     rows.into_iter().map(ClusterRow::into_cluster).collect()
 }
 
+/// The clusters that have a kubeconfig and are not being deleted, by id
+/// (the access sync's round: ids only).
+pub async fn with_kubeconfig(pool: &AnyPool) -> Result<Vec<i64>, DbError> {
+    Ok(sqlx::query_scalar(
+        "SELECT id FROM clusters WHERE kubeconfig_available AND deletion_requested_at IS NULL ORDER BY id",
+    )
+    .fetch_all(pool)
+    .await?)
+}
+
 /// The database's latest revision (`change_counter`): every revision at or
 /// below it is committed (the counter's row is locked to commit).
 pub async fn revision_now(pool: &AnyPool) -> Result<i64, DbError> {

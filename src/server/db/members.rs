@@ -57,6 +57,25 @@ pub async fn list(pool: &AnyPool, cluster: i64) -> Result<Vec<Member>, DbError> 
         .collect()
 }
 
+/// Every user a cluster's memberships reach and the highest role each holds
+/// (teams expanded), by user id: what its virtual cluster's RBAC binds.
+pub(crate) async fn users_of(pool: &AnyPool, cluster: i64) -> Result<Vec<(i64, MemberRole)>, DbError> {
+    let rows: Vec<(i64, String)> =
+        sqlx::query_as("SELECT user_id, role FROM cluster_member_users WHERE cluster_id = $1 ORDER BY user_id")
+            .bind(cluster)
+            .fetch_all(pool)
+            .await?;
+    let mut out: Vec<(i64, MemberRole)> = Vec::new();
+    for (user, role) in rows {
+        let Ok(role) = MemberRole::parse(&role) else { continue };
+        match out.last_mut() {
+            Some((u, r)) if *u == user => *r = (*r).max(role),
+            _ => out.push((user, role)),
+        }
+    }
+    Ok(out)
+}
+
 fn column(kind: MemberKind) -> &'static str {
     match kind {
         MemberKind::User => "user_id",
@@ -137,6 +156,14 @@ async fn touch_team(tx: &mut sqlx::Transaction<'_, sqlx::Any>, team: i64) -> Res
         .execute(&mut **tx)
         .await?;
     Ok(())
+}
+
+/// The clusters shared with `team`.
+pub(crate) async fn clusters_of_team(pool: &AnyPool, team: i64) -> Result<Vec<i64>, DbError> {
+    Ok(sqlx::query_scalar("SELECT cluster_id FROM cluster_members WHERE team_id = $1")
+        .bind(team)
+        .fetch_all(pool)
+        .await?)
 }
 
 pub(crate) async fn team_id(pool: &AnyPool, name: &str) -> Result<Option<i64>, DbError> {

@@ -20,6 +20,11 @@ pub enum Error {
     /// console's (`namespace kubebyon-db`): left untouched, the cluster fails.
     #[error("{0} exists on the host and was not created by this console")]
     Taken(String),
+    /// A virtual cluster's endpoint answers as the host's own API server
+    /// (the same `kube-system`): whatever the console wrote "inside" would
+    /// land on the host. Nothing is written.
+    #[error("the cluster's endpoint is the host's own API server")]
+    Relayed,
 }
 
 pub(crate) type Result<T, E = Error> = std::result::Result<T, E>;
@@ -57,6 +62,7 @@ impl Error {
             Self::NotYet(_) => "not_ready",
             Self::TimedOut(_) => "timed_out",
             Self::Taken(_) => "taken",
+            Self::Relayed => "relayed",
         }
     }
 
@@ -67,7 +73,7 @@ impl Error {
             Self::Kube(step, _) => format!("{step}: the host cluster did not answer"),
             Self::Db(_) => "database error".into(),
             Self::NotYet(what) | Self::TimedOut(what) => (*what).into(),
-            Self::Taken(_) => self.to_string(),
+            Self::Taken(_) | Self::Relayed => self.to_string(),
         }
     }
 

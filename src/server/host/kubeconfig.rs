@@ -74,6 +74,23 @@ fn named(name: &str, server: &str, data: Data) -> Kubeconfig {
     }
 }
 
+/// A user's own kubeconfig (issue 42): `endpoint`, the control plane's CA,
+/// the certificate its controller-manager signed for them and the key made
+/// for this one download, named after the cluster. Never stored or logged.
+pub(crate) fn for_user(
+    cluster_name: &str,
+    endpoint: &str,
+    ca_pem: &str,
+    cert_pem: &str,
+    key: &secrecy::SecretString,
+) -> Result<String, KubeconfigError> {
+    use base64::Engine as _;
+    use secrecy::ExposeSecret;
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s.as_bytes());
+    let data = Data { ca: b64(ca_pem), cert: b64(cert_pem), key: b64(key.expose_secret()) };
+    serde_yaml::to_string(&named(cluster_name, endpoint, data)).map_err(|_| KubeconfigError::NotYaml)
+}
+
 /// Rewrites vCluster's kubeconfig for `endpoint` (`https://host:port`),
 /// read and written by kube's own `Kubeconfig` types.
 pub(crate) fn render(vcluster_config: &str, cluster_name: &str, endpoint: &str) -> Result<String, KubeconfigError> {
@@ -110,6 +127,23 @@ mod tests {
         assert_eq!(v["users"][0]["user"]["client-key-data"], "S0VZ");
         assert_eq!(v["current-context"], "demo");
         assert_eq!(v["contexts"][0]["context"]["cluster"], "demo");
+    }
+
+    #[test]
+    fn a_users_kubeconfig_carries_their_certificate_and_key_only() {
+        let key = secrecy::SecretString::from("-----BEGIN PRIVATE KEY-----\nK\n-----END PRIVATE KEY-----\n");
+        let out = for_user("demo", "https://203.0.113.7:443", "CA PEM", "CERT PEM", &key).unwrap();
+        let v: Value = serde_yaml::from_str(&out).unwrap();
+        assert_eq!(v["clusters"][0]["cluster"]["server"], "https://203.0.113.7:443");
+        assert_eq!(v["clusters"][0]["cluster"]["certificate-authority-data"], "Q0EgUEVN");
+        assert_eq!(v["users"][0]["user"]["client-certificate-data"], "Q0VSVCBQRU0=");
+        let decoded = base64::Engine::decode(
+            &base64::engine::general_purpose::STANDARD,
+            v["users"][0]["user"]["client-key-data"].as_str().unwrap(),
+        )
+        .unwrap();
+        assert!(String::from_utf8(decoded).unwrap().starts_with("-----BEGIN PRIVATE KEY-----"));
+        assert_eq!(v["current-context"], "demo");
     }
 
     #[test]

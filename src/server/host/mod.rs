@@ -61,6 +61,9 @@ pub struct Host {
     pub(crate) changes: Changes,
     /// The watch caches' sizes, once they run.
     watched: OnceLock<Arc<dyn Watched>>,
+    /// The host's own `kube-system` UID, read once: a virtual cluster's
+    /// endpoint that shows the same one is the host's API server (a relay).
+    kube_system: OnceCell<String>,
 }
 
 impl Host {
@@ -76,6 +79,7 @@ impl Host {
             secrets: secrets::Memo::default(),
             changes: Changes::default(),
             watched: OnceLock::new(),
+            kube_system: OnceCell::new(),
         }
     }
 

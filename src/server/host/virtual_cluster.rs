@@ -77,20 +77,28 @@ impl Host {
             .map_err(|_| Error::NotYet("the virtual cluster's credentials are not readable yet"))?;
         let internal = internal_name(cluster);
         let resolved = self.resolver.resolve(&internal, 443).await.and_then(|a| a.into_iter().next());
+        // A console outside the host cluster has no cluster DNS: the
+        // Service's LoadBalancer address leads to the same control plane
+        // (still verified as `<name>.<namespace>`); without one (NodePort),
+        // the public endpoint does, verified as its own name (the
+        // certificate carries it: `extraSANs`).
         let addr = match resolved {
-            Some(addr) => addr,
-            // A console outside the host cluster has no cluster DNS: the
-            // Service's LoadBalancer address leads to the same control plane
-            // (still verified as `<name>.<namespace>`).
-            None => self
-                .load_balancer_address(cluster)
-                .await
-                .ok_or(Error::NotYet("the cluster's Service name does not resolve"))?,
+            Some(addr) => Some(addr),
+            None => self.load_balancer_address(cluster).await,
         };
-        cfg.cluster_url = format!("https://{addr}")
-            .parse()
-            .map_err(|_| Error::NotYet("the cluster's Service address is not a URL"))?;
-        cfg.tls_server_name = Some(internal);
+        match (addr, cluster.status.api_endpoint.as_deref()) {
+            (Some(addr), _) => {
+                cfg.cluster_url = format!("https://{addr}")
+                    .parse()
+                    .map_err(|_| Error::NotYet("the cluster's Service address is not a URL"))?;
+                cfg.tls_server_name = Some(internal);
+            }
+            (None, Some(endpoint)) => {
+                cfg.cluster_url = endpoint.parse().map_err(|_| Error::NotYet("the cluster's endpoint is not a URL"))?;
+                cfg.tls_server_name = None;
+            }
+            (None, None) => return Err(Error::NotYet("the cluster's Service name does not resolve")),
+        }
         cfg.connect_timeout = Some(Duration::from_secs(5));
         cfg.read_timeout = Some(Duration::from_secs(10));
         Ok(Some(cfg))
@@ -123,6 +131,36 @@ impl Host {
         let Some(mut cfg) = Box::pin(self.virtual_config(cluster, Calls::Users)).await? else { return Ok(None) };
         cfg.default_retry = false;
         Client::try_from(cfg).map(Some).map_err(|_| Error::NotYet("no client for the virtual cluster"))
+    }
+
+    /// The CA of the cluster's control plane (from `vc-<name>`, through the
+    /// memo), as a downloaded kubeconfig trusts it.
+    pub(crate) async fn cluster_ca(&self, cluster: &Cluster) -> Result<Option<String>> {
+        let name = cluster.spec.name.as_str();
+        let secret = self.for_request(self.secrets.get(&self.client, cluster.id, name, true)).await?;
+        Ok(secret.as_ref().and_then(secrets::credentials).map(|c| c.ca_pem))
+    }
+
+    /// Refuses a client of `cluster` whose API server is in fact the host's
+    /// (the same `kube-system` UID: a relaying endpoint, as the test host's
+    /// `relay` mode serves one): per-user certificates and RBAC written
+    /// there would land on the host (`Error::Relayed`). A tenant cannot forge
+    /// a UID. One GET of the virtual cluster's namespace; the host's is read
+    /// once per process.
+    pub(crate) async fn refuse_relay(&self, virt: &Client) -> Result<()> {
+        use k8s_openapi::api::core::v1::Namespace;
+        async fn uid(client: &Client) -> Result<String> {
+            let meta = Api::<Namespace>::all(client.clone())
+                .get_metadata("kube-system")
+                .await
+                .map_err(kube("read namespace kube-system"))?;
+            meta.metadata.uid.ok_or(Error::NotYet("kube-system has no UID"))
+        }
+        let host = self.kube_system.get_or_try_init(|| self.for_request(uid(&self.client))).await?;
+        let own = tokio::time::timeout(Duration::from_secs(10), uid(virt))
+            .await
+            .map_err(|_| Error::TimedOut("the virtual cluster's kube-system"))??;
+        if &own == host { Err(Error::Relayed) } else { Ok(()) }
     }
 
     /// A client for the virtual cluster's API server and, from the same read of

@@ -85,10 +85,10 @@ pub(crate) async fn get_for(pool: &AnyPool, user: &CurrentUser, id: i64, can: Ca
     if access.allows(can, PER_USER_CREDENTIALS) { Ok(cluster) } else { Err(AppError::new(ErrorCode::Forbidden)) }
 }
 
-/// Whether downloads are credentials of their own user's (issue 42). Not
-/// yet: a download is the cluster's admin credential, so only those with
-/// the admin role may have it.
-pub(crate) const PER_USER_CREDENTIALS: bool = false;
+/// Downloads are credentials of their own user's (issue 42,
+/// `service::credentials`): anyone who may see a cluster may have one, at
+/// their role.
+pub(crate) const PER_USER_CREDENTIALS: bool = true;
 
 /// The cluster and how `user` reaches it; `NotFound` without any access.
 pub(crate) async fn with_access(pool: &AnyPool, user: &CurrentUser, id: i64) -> Result<(Cluster, Access), AppError> {
@@ -337,42 +337,6 @@ pub(crate) async fn probe(
             Err(unavailable())
         }
     }
-}
-
-/// A cluster's kubeconfig, read from the host now (owner or admin; an
-/// admin's download is audited): its name and the file. Never cached, stored
-/// or logged; `kubeconfig_unavailable` when there is none (no host, not yet
-/// installed, public access off).
-pub(crate) async fn kubeconfig(
-    pool: &AnyPool,
-    host: Option<&super::HostHandle>,
-    user: &CurrentUser,
-    id: i64,
-) -> Result<(ClusterName, String), AppError> {
-    let cluster = get_for(pool, user, id, Can::Kubeconfig).await?;
-    let unavailable = || AppError::new(ErrorCode::KubeconfigUnavailable);
-    let host = host.ok_or_else(unavailable)?;
-    let _call = host.user_calls().take(user.id)?;
-    let text = match host.download(&cluster).await {
-        Ok(Some(text)) => text,
-        Ok(None) => return Err(unavailable()),
-        Err(e) => {
-            tracing::warn!(cluster = cluster.id, error = %e, "kubeconfig download failed");
-            return Err(unavailable());
-        }
-    };
-    if cluster.owner_id != user.id {
-        let target = format!("cluster:{}", cluster.spec.name);
-        super::audit::record(
-            pool,
-            user,
-            AuditAction::KubeconfigDownloaded,
-            &target,
-            &format!("owner: {}", cluster.owner),
-        )
-        .await;
-    }
-    Ok((cluster.spec.name, text))
 }
 
 /// The owner (or an admin) has read the notice that the cluster's endpoint moved.

@@ -10,6 +10,7 @@ use crate::domain::membership::{Can, Member, MemberKind, MemberRole, Team, TeamN
 use crate::domain::user::CurrentUser;
 use crate::domain::{AppError, ErrorCode, Field};
 use crate::server::db;
+use crate::server::service::HostHandle;
 
 /// A member as a request names it: a user's or a team's name, and a role.
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
@@ -31,6 +32,7 @@ pub(crate) async fn list(pool: &AnyPool, user: &CurrentUser, cluster: i64) -> Re
 /// Adds a member or changes its role; the cluster's members after.
 pub(crate) async fn put(
     pool: &AnyPool,
+    host: Option<&HostHandle>,
     user: &CurrentUser,
     cluster: i64,
     input: &MemberInput,
@@ -61,12 +63,14 @@ pub(crate) async fn put(
         super::audit::record(pool, user, action, &target, &detail).await;
     }
     tracing::info!(cluster, member = %who, role = role.as_str(), user = %user.username, "cluster member set");
+    super::credentials::resync(pool, host, &[cluster]).await;
     Ok(db::members::list(pool, cluster).await?)
 }
 
 /// Removes a member (by kind and id, as the page lists them).
 pub(crate) async fn remove(
     pool: &AnyPool,
+    host: Option<&HostHandle>,
     user: &CurrentUser,
     cluster: i64,
     kind: &str,
@@ -83,6 +87,8 @@ pub(crate) async fn remove(
     let target = format!("cluster:{}", c.spec.name);
     let detail = format!("{}:{} (was {})", kind.as_str(), gone.name, gone.role.as_str());
     super::audit::record(pool, user, AuditAction::MemberRemoved, &target, &detail).await;
+    // The binding goes at once: the member's certificates authorize nothing.
+    super::credentials::resync(pool, host, &[cluster]).await;
     Ok(db::members::list(pool, cluster).await?)
 }
 
@@ -107,11 +113,18 @@ async fn team(pool: &AnyPool, id: i64) -> Result<Team, AppError> {
     db::members::teams(pool).await?.into_iter().find(|t| t.id == id).ok_or(AppError::new(ErrorCode::NotFound))
 }
 
-pub(crate) async fn delete_team(pool: &AnyPool, admin: &CurrentUser, id: i64) -> Result<(), AppError> {
+pub(crate) async fn delete_team(
+    pool: &AnyPool,
+    host: Option<&HostHandle>,
+    admin: &CurrentUser,
+    id: i64,
+) -> Result<(), AppError> {
     admin.require_admin()?;
     let t = team(pool, id).await?;
+    let shared = db::members::clusters_of_team(pool, id).await?;
     if db::members::delete_team(pool, id).await? {
         super::audit::record(pool, admin, AuditAction::TeamDeleted, &format!("team:{}", t.name), "").await;
+        super::credentials::resync(pool, host, &shared).await;
     }
     Ok(())
 }
@@ -119,6 +132,7 @@ pub(crate) async fn delete_team(pool: &AnyPool, admin: &CurrentUser, id: i64) ->
 /// Puts a user into a team (`member`) or takes them out; the team after.
 pub(crate) async fn set_in_team(
     pool: &AnyPool,
+    host: Option<&HostHandle>,
     admin: &CurrentUser,
     id: i64,
     username: &str,
@@ -132,6 +146,7 @@ pub(crate) async fn set_in_team(
     if db::members::set_in_team(pool, id, row.id, member).await? {
         let action = if member { AuditAction::TeamMemberAdded } else { AuditAction::TeamMemberRemoved };
         super::audit::record(pool, admin, action, &format!("team:{}", t.name), &format!("user:{}", row.username)).await;
+        super::credentials::resync(pool, host, &db::members::clusters_of_team(pool, id).await?).await;
     }
     team(pool, id).await
 }

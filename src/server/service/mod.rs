@@ -7,6 +7,7 @@ pub mod accounts;
 pub mod audit;
 pub mod call_budget;
 pub mod clusters;
+pub mod credentials;
 pub mod join;
 pub mod join_script;
 pub mod members;

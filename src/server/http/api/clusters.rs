@@ -11,7 +11,8 @@ use http::header;
 use super::{ApiError, ApiJson, ApiResult, ApiUser, BeforeQuery, cluster_id};
 use crate::domain::change::ClusterEvent;
 use crate::domain::cluster::Cluster;
-use crate::domain::{AppError, ErrorCode};
+use crate::domain::user::CurrentUser;
+use crate::domain::{AppError, ClusterName, ErrorCode};
 use crate::server::service::clusters;
 use crate::server::state::AppState;
 
@@ -25,6 +26,9 @@ pub(crate) fn routes() -> Vec<(&'static str, MethodRouter<AppState>)> {
         ("/api/console/clusters/{id}/probe", post(probe_cluster)),
         ("/api/console/quota", get(my_quota)),
         ("/clusters/{id}/kubeconfig", get(cluster_kubeconfig)),
+        // Break-glass: the cluster's own admin credential, for an admin with a reason.
+        ("/api/console/clusters/{id}/admin-kubeconfig", post(break_glass_json)),
+        ("/clusters/{id}/admin-kubeconfig", post(break_glass_form)),
     ]
 }
 
@@ -95,21 +99,77 @@ pub(crate) async fn cluster_events(
     Ok(Json(clusters::events(&st.pool, &u, cluster_id(&id)?, q.before).await?))
 }
 
-/// The kubeconfig of a cluster, read from the host now: owner or admin only,
-/// an attachment, never cached, never stored or logged. 409 when there is none.
+/// `?lifetime=` of a kubeconfig download (`10m` … `365d`; absent: 8 hours).
+#[derive(serde::Deserialize, Default)]
+pub(crate) struct LifetimeQuery {
+    #[serde(default)]
+    lifetime: Option<String>,
+}
+
+/// The caller's own kubeconfig of a cluster (issue 42: a certificate for
+/// them, signed inside the cluster now): anyone who may see it, an
+/// attachment, never cached, stored or logged. 409 when there is none.
 pub(crate) async fn cluster_kubeconfig(
     State(st): State<AppState>,
     ApiUser(u): ApiUser,
     Path(id): Path<String>,
+    axum::extract::Query(q): axum::extract::Query<LifetimeQuery>,
 ) -> Result<Response, ApiError> {
-    let (name, text) = clusters::kubeconfig(&st.pool, st.host.as_ref(), &u, cluster_id(&id)?).await?;
-    let disposition = format!("attachment; filename=\"kubeconfig-{}.yaml\"", name.as_str());
+    let lifetime = q.lifetime.unwrap_or_default();
+    let (name, text) = crate::server::service::credentials::kubeconfig(
+        &st.pool,
+        st.host.as_ref(),
+        &st.spec_writes,
+        &u,
+        cluster_id(&id)?,
+        &lifetime,
+    )
+    .await?;
+    Ok(attachment(&name, "", text))
+}
+
+fn attachment(name: &ClusterName, suffix: &str, text: String) -> Response {
+    let disposition = format!("attachment; filename=\"kubeconfig-{}{suffix}.yaml\"", name.as_str());
     let headers = [
         (header::CONTENT_TYPE, "application/yaml".to_owned()),
         (header::CACHE_CONTROL, "no-store".to_owned()),
         (header::CONTENT_DISPOSITION, disposition),
     ];
-    Ok((headers, text).into_response())
+    (headers, text).into_response()
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct BreakGlass {
+    #[serde(default)]
+    reason: String,
+}
+
+async fn break_glass(st: &AppState, u: &CurrentUser, id: &str, reason: &str) -> Result<Response, ApiError> {
+    let (name, text) =
+        crate::server::service::credentials::break_glass(&st.pool, st.host.as_ref(), u, cluster_id(id)?, reason)
+            .await?;
+    Ok(attachment(&name, "-admin", text))
+}
+
+/// Break-glass as JSON: `{"reason": "..."}`.
+pub(crate) async fn break_glass_json(
+    State(st): State<AppState>,
+    ApiUser(u): ApiUser,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<BreakGlass>,
+) -> Result<Response, ApiError> {
+    break_glass(&st, &u, &id, &body.reason).await
+}
+
+/// Break-glass from the cluster's page (a plain form with its reason).
+pub(crate) async fn break_glass_form(
+    State(st): State<AppState>,
+    ApiUser(u): ApiUser,
+    Path(id): Path<String>,
+    axum::extract::Form(body): axum::extract::Form<BreakGlass>,
+) -> Result<Response, ApiError> {
+    break_glass(&st, &u, &id, &body.reason).await
 }
 
 /// Runs the connection check now (owner or admin) and wakes the reconciler.

@@ -31,7 +31,7 @@ async fn put(
     Path(id): Path<String>,
     ApiJson(body): ApiJson<MemberInput>,
 ) -> ApiResult<Vec<Member>> {
-    Ok(Json(members::put(&st.pool, &u, id_of(&id)?, &body).await?))
+    Ok(Json(members::put(&st.pool, st.host.as_ref(), &u, id_of(&id)?, &body).await?))
 }
 
 async fn remove(
@@ -39,7 +39,7 @@ async fn remove(
     ApiUser(u): ApiUser,
     Path((id, kind, member)): Path<(String, String, String)>,
 ) -> ApiResult<Vec<Member>> {
-    Ok(Json(members::remove(&st.pool, &u, id_of(&id)?, &kind, id_of(&member)?).await?))
+    Ok(Json(members::remove(&st.pool, st.host.as_ref(), &u, id_of(&id)?, &kind, id_of(&member)?).await?))
 }
 
 async fn teams(State(st): State<AppState>, ApiUser(u): ApiUser) -> ApiResult<Vec<Team>> {
@@ -65,7 +65,7 @@ async fn delete_team(
     ApiUser(u): ApiUser,
     Path(id): Path<String>,
 ) -> Result<StatusCode, super::ApiError> {
-    members::delete_team(&st.pool, &u, id_of(&id)?).await?;
+    members::delete_team(&st.pool, st.host.as_ref(), &u, id_of(&id)?).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -74,7 +74,7 @@ async fn add_to_team(
     ApiUser(u): ApiUser,
     Path((id, username)): Path<(String, String)>,
 ) -> ApiResult<Team> {
-    Ok(Json(members::set_in_team(&st.pool, &u, id_of(&id)?, &username, true).await?))
+    Ok(Json(members::set_in_team(&st.pool, st.host.as_ref(), &u, id_of(&id)?, &username, true).await?))
 }
 
 async fn remove_from_team(
@@ -82,5 +82,5 @@ async fn remove_from_team(
     ApiUser(u): ApiUser,
     Path((id, username)): Path<(String, String)>,
 ) -> ApiResult<Team> {
-    Ok(Json(members::set_in_team(&st.pool, &u, id_of(&id)?, &username, false).await?))
+    Ok(Json(members::set_in_team(&st.pool, st.host.as_ref(), &u, id_of(&id)?, &username, false).await?))
 }
