@@ -121,16 +121,43 @@ async fn own_client(host: &HostHandle, cluster: &Cluster) -> Result<Option<kube:
     Ok(Some(virt))
 }
 
+/// How long a request waits for one cluster's bindings after a membership
+/// change before answering (the change is stored; the slow loop finishes).
+const IN_REQUEST: Duration = Duration::from_secs(10);
+
 /// After a membership change: the bindings of each of `clusters` brought to
 /// what the console now says, at once (best effort: a control plane that
 /// cannot be reached is repaired by the slow loop and the next download).
+/// One cluster is brought in step within the request (at most
+/// [`IN_REQUEST`]); a team's many in the background, so the request does not
+/// wait for each of their control planes.
 pub(crate) async fn resync(pool: &AnyPool, host: Option<&HostHandle>, clusters: &[i64]) {
     let Some(host) = host else { return };
-    for &id in clusters {
-        let Ok(Some(cluster)) = db::clusters::get(pool, id).await else { continue };
-        if let Err(e) = Box::pin(resync_one(pool, host, &cluster)).await {
-            tracing::warn!(cluster = id, error = %e, "bringing the cluster's access bindings in step failed; the slow loop retries");
+    match clusters {
+        [] => {}
+        [one] => {
+            if tokio::time::timeout(IN_REQUEST, resync_logged(pool, host, *one)).await.is_err() {
+                tracing::warn!(
+                    cluster = one,
+                    "the cluster's access bindings were not in step in time; the slow loop retries"
+                );
+            }
         }
+        many => {
+            let (pool, host, ids) = (pool.clone(), host.clone(), many.to_vec());
+            tokio::spawn(async move {
+                for id in ids {
+                    resync_logged(&pool, &host, id).await;
+                }
+            });
+        }
+    }
+}
+
+async fn resync_logged(pool: &AnyPool, host: &HostHandle, id: i64) {
+    let Ok(Some(cluster)) = db::clusters::get(pool, id).await else { return };
+    if let Err(e) = Box::pin(resync_one(pool, host, &cluster)).await {
+        tracing::warn!(cluster = id, error = %e, "bringing the cluster's access bindings in step failed; the slow loop retries");
     }
 }
 
