@@ -1320,3 +1320,49 @@ async fn own_nodes_need_the_admins_offer_and_a_load_balancer() {
         assert_eq!(page.body.contains(r#"data-form="create-token""#), form, "{cluster}");
     }
 }
+
+/// Issue 42: the admin sets the longest a user's own kubeconfig may last (8
+/// hours unless set); the GET shows it in seconds and takes it back; a
+/// download asking for longer is refused in its field before anything is
+/// made; out-of-range settings are refused and change nothing.
+#[tokio::test]
+async fn the_admins_longest_kubeconfig_lifetime_bounds_downloads() {
+    let (c, _d) = console().await;
+    let admin = c.login("admin", PW).await;
+    let alice = c.login("alice", PW).await;
+    let got = c.get("/api/admin/system-settings", Some(&admin)).await.json();
+    assert_eq!(got["kubeconfig_max_lifetime"], 28_800, "8 hours unless set");
+    let id = create(&c, Some(&alice), cluster("short", json!({"enabled": false}))).await;
+    let download = |lifetime: &'static str| {
+        let (c, alice) = (&c, &alice);
+        async move { c.get(&format!("/api/console/clusters/{id}/kubeconfig?lifetime={lifetime}"), Some(alice)).await }
+    };
+    let r = download("1d").await;
+    assert_eq!(r.json(), json!({"code": "credential_lifetime_over_limit", "field": "lifetime"}), "{}", r.body);
+    // Within the bound: refused only because there is no kubeconfig yet.
+    assert_eq!(download("8h").await.code(), "kubeconfig_unavailable");
+
+    let mut changed = got.clone();
+    changed["kubeconfig_max_lifetime"] = json!("30d");
+    let r = c.json("PUT", "/api/admin/system-settings", Some(&admin), changed.clone()).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.json()["kubeconfig_max_lifetime"], 2_592_000);
+    assert_eq!(download("1d").await.code(), "kubeconfig_unavailable", "now within the bound");
+    assert_eq!(download("31d").await.code(), "credential_lifetime_over_limit");
+    for bad in [json!("5m"), json!("2y"), json!(3_601), json!(59), json!("soon")] {
+        changed["kubeconfig_max_lifetime"] = bad.clone();
+        let r = c.json("PUT", "/api/admin/system-settings", Some(&admin), changed.clone()).await;
+        assert_eq!(
+            r.json(),
+            json!({"code": "credential_lifetime_invalid", "field": "kubeconfig_max_lifetime"}),
+            "{bad}: {}",
+            r.body
+        );
+    }
+    // Seconds as the GET shows them are taken back as they are.
+    changed["kubeconfig_max_lifetime"] = json!(3_600);
+    let r = c.json("PUT", "/api/admin/system-settings", Some(&admin), changed).await;
+    assert_eq!(r.json()["kubeconfig_max_lifetime"], 3_600, "{}", r.body);
+    let r = download("").await;
+    assert_eq!(r.code(), "kubeconfig_unavailable", "the default shrinks to the bound: {}", r.body);
+}

@@ -465,6 +465,7 @@ async fn settings_round_trip_and_default_to_nodeport() {
                 topology_key: "topology.kubernetes.io/zone".into(),
                 storage_class: Some("fast-ssd".into()),
             },
+            kubeconfig_max_lifetime: kubebyon::domain::membership::CredentialLifetime::parse("90m").unwrap(),
         };
         db::settings::save(&t.pool, &s).await.unwrap();
         db::settings::save(&t.pool, &s).await.unwrap();

@@ -34,6 +34,8 @@ pub(crate) struct ClusterPage {
     pub members: Vec<crate::domain::membership::Member>,
     /// The viewer is a console admin: the page offers break-glass.
     pub break_glass: bool,
+    /// The longest a downloaded kubeconfig may last (the admin's setting).
+    pub max_lifetime: crate::domain::membership::CredentialLifetime,
     /// The stored mode a disabled cluster returns to (preselected in the edit form).
     pub remembered_mode: PublicAccessMode,
     /// The host it had before public access was turned off (prefilled).
@@ -95,6 +97,7 @@ pub(crate) async fn load_cluster(id: i64, before: Option<i64>) -> Result<Cluster
         allowed: access.allowed(clusters::PER_USER_CREDENTIALS),
         members,
         break_glass: user.is_admin(),
+        max_lifetime: defaults.kubeconfig_max_lifetime,
         remembered_mode,
         remembered_host,
         nodeport_host,

@@ -41,6 +41,7 @@ pub(crate) async fn save_settings(
     spread: Option<String>,
     spread_topology_key: Option<String>,
     storage_class: Option<String>,
+    kubeconfig_max_lifetime: Option<String>,
 ) -> Result<(), AppError> {
     use crate::server::context::{require_admin, state};
     let (st, admin) = (state()?, require_admin()?);
@@ -67,6 +68,7 @@ pub(crate) async fn save_settings(
         spread,
         spread_topology_key,
         storage_class,
+        kubeconfig_max_lifetime,
     };
     let (_, rerendered) = crate::server::service::settings::update(
         &st.pool,

@@ -17,7 +17,7 @@ use crate::components::labels::{
 };
 use crate::domain::change::{Change, ClusterEvent, Operation, OperationState};
 use crate::domain::cluster::{Cluster, ProbeOutcome, Step};
-use crate::domain::membership::MemberRole;
+use crate::domain::membership::{CredentialLifetime, MemberRole};
 use crate::domain::{AppError, ConnectionStatus, PublicAccessMode, Resources};
 use crate::i18n::*;
 
@@ -355,17 +355,28 @@ const LIFETIMES: [&str; 6] = ["1h", "8h", "1d", "7d", "30d", "365d"];
 /// The kubeconfig download — the viewer's own certificate, at their role,
 /// for the lifetime they pick (a plain GET form: the answer is the file) —
 /// or why there is none yet.
-fn kubeconfig_action(i18n: I18nContext<Locale>, c: &Cluster, role: MemberRole) -> AnyView {
+fn kubeconfig_action(i18n: I18nContext<Locale>, c: &Cluster, role: MemberRole, max: CredentialLifetime) -> AnyView {
     let id = c.id;
     if c.kubeconfig_downloadable() {
         let label = |l: &str| match l {
-            "1h" => t_string!(i18n, detail.lifetime_1h),
-            "8h" => t_string!(i18n, detail.lifetime_8h),
-            "1d" => t_string!(i18n, detail.lifetime_1d),
-            "7d" => t_string!(i18n, detail.lifetime_7d),
-            "30d" => t_string!(i18n, detail.lifetime_30d),
-            _ => t_string!(i18n, detail.lifetime_365d),
+            "1h" => t_string!(i18n, detail.lifetime_1h).to_owned(),
+            "8h" => t_string!(i18n, detail.lifetime_8h).to_owned(),
+            "1d" => t_string!(i18n, detail.lifetime_1d).to_owned(),
+            "7d" => t_string!(i18n, detail.lifetime_7d).to_owned(),
+            "30d" => t_string!(i18n, detail.lifetime_30d).to_owned(),
+            "365d" => t_string!(i18n, detail.lifetime_365d).to_owned(),
+            other => other.to_owned(),
         };
+        // What the admin allows: the usual choices up to it, and it.
+        let mut choices: Vec<String> = LIFETIMES
+            .iter()
+            .filter(|l| CredentialLifetime::parse(l).is_ok_and(|l| l <= max))
+            .map(|l| (*l).to_owned())
+            .collect();
+        if !choices.contains(&max.text()) {
+            choices.push(max.text());
+        }
+        let preselected = CredentialLifetime::DEFAULT.min(max).text();
         let role = crate::components::members::role_label(i18n, role);
         view! {
             <form method="get" action=format!("/clusters/{id}/kubeconfig") class="form" data-form="kubeconfig">
@@ -374,11 +385,11 @@ fn kubeconfig_action(i18n: I18nContext<Locale>, c: &Cluster, role: MemberRole) -
                         {t!(i18n, detail.lifetime)}
                     </label>
                     <select id="lifetime" name="lifetime" class="field-input" aria-describedby="kubeconfig-own">
-                        {LIFETIMES
+                        {choices
                             .iter()
                             .map(|l| {
                                 view! {
-                                    <option value=*l selected=*l == "8h">
+                                    <option value=l.clone() selected=*l == preselected>
                                         {label(l)}
                                     </option>
                                 }
@@ -476,7 +487,7 @@ pub(crate) fn Overview(
     } else {
         None
     };
-    let kubeconfig = kubeconfig_action(i18n, &c, page.access.role());
+    let kubeconfig = kubeconfig_action(i18n, &c, page.access.role(), page.max_lifetime);
     let break_glass = (page.break_glass && c.kubeconfig_downloadable()).then(|| break_glass_form(i18n, &c));
     view! {
         <div

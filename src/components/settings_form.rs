@@ -250,6 +250,14 @@ fn isolation_and_nodes(
                 on=settings.network_policy
                 error
             />
+            <TextField
+                field=Field::KubeconfigMaxLifetime
+                label=t_string!(i18n, settings.kubeconfig_max_lifetime)
+                hint=t_string!(i18n, settings.kubeconfig_max_lifetime_hint)
+                value=settings.kubeconfig_max_lifetime.text()
+                error
+                autocomplete="off"
+            />
         </fieldset>
         <fieldset class="card-section">
             <legend class="section-title">{t!(i18n, settings.nodes_title)}</legend>

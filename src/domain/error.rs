@@ -121,6 +121,8 @@ pub enum ErrorCode {
     TeamNameTaken,
     /// A per-user kubeconfig's lifetime outside 10 minutes – 1 year.
     CredentialLifetimeInvalid,
+    /// A per-user kubeconfig's lifetime past the longest the admin allows.
+    CredentialLifetimeOverLimit,
     /// The cluster's endpoint is served by the host's own API server (a
     /// relaying test host): no credential of its own can be issued there.
     PerUserCredentialsUnavailable,
@@ -230,6 +232,8 @@ pub enum Field {
     TeamName,
     /// Why an admin takes a cluster's admin credential (break-glass).
     Reason,
+    /// The longest a per-user kubeconfig may last (system settings).
+    KubeconfigMaxLifetime,
 }
 
 impl Field {

@@ -182,8 +182,15 @@ impl Bindings {
 /// How long a per-user kubeconfig's certificate lasts (`expirationSeconds`):
 /// 10 minutes to 1 year (the CSR API's floor; kube-controller-manager's
 /// default cap), 8 hours unless asked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
 pub struct CredentialLifetime(u32);
+
+impl Default for CredentialLifetime {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
 
 impl CredentialLifetime {
     pub const MIN_SECS: u32 = 600;
@@ -202,6 +209,28 @@ impl CredentialLifetime {
 
     pub fn secs(self) -> u32 {
         self.0
+    }
+
+    /// As it is written: whole days, else hours, else minutes (`30d`, `8h`, `90m`).
+    pub fn text(self) -> String {
+        match self.0 {
+            s if s % 86_400 == 0 => format!("{}d", s / 86_400),
+            s if s % 3_600 == 0 => format!("{}h", s / 3_600),
+            s => format!("{}m", s / 60),
+        }
+    }
+
+    /// What a user asks for, within the longest the admin allows (`max`);
+    /// empty: 8 hours, or `max` when that is shorter.
+    pub fn parse_within(raw: &str, max: Self) -> Result<Self, AppError> {
+        let asked = Self::parse(raw)?;
+        if raw.trim().is_empty() {
+            return Ok(asked.min(max));
+        }
+        if asked > max {
+            return Err(AppError::at(ErrorCode::CredentialLifetimeOverLimit, Field::Lifetime));
+        }
+        Ok(asked)
     }
 }
 
@@ -371,6 +400,22 @@ mod tests {
             ("99999999999d", bad),
         ] {
             assert_eq!(CredentialLifetime::parse(raw).map(CredentialLifetime::secs), want, "{raw:?}");
+        }
+    }
+
+    #[test]
+    fn the_admins_longest_lifetime_bounds_what_users_ask() {
+        let max = CredentialLifetime::parse("1d").unwrap();
+        let short = CredentialLifetime::parse("1h").unwrap();
+        let over = Err(AppError::at(ErrorCode::CredentialLifetimeOverLimit, Field::Lifetime));
+        assert_eq!(CredentialLifetime::parse_within("", max).map(CredentialLifetime::secs), Ok(28_800));
+        assert_eq!(CredentialLifetime::parse_within("", short).map(CredentialLifetime::secs), Ok(3_600));
+        assert_eq!(CredentialLifetime::parse_within("1d", max).map(CredentialLifetime::secs), Ok(86_400));
+        assert_eq!(CredentialLifetime::parse_within("25h", max), over);
+        assert!(CredentialLifetime::parse_within("5m", max).is_err());
+        for (secs, text) in [(600, "10m"), (5_400, "90m"), (28_800, "8h"), (86_400, "1d"), (31_536_000, "365d")] {
+            assert_eq!(CredentialLifetime(secs).text(), text);
+            assert_eq!(CredentialLifetime::parse(text).unwrap().secs(), secs);
         }
     }
 

@@ -52,6 +52,10 @@ pub struct SystemSettings {
     /// Spread and storage class for clusters created from now on.
     #[serde(default)]
     pub placement: Placement,
+    /// The longest a user's own kubeconfig may last (issue 42): 10 minutes
+    /// to 1 year, 8 hours unless the admin sets another.
+    #[serde(default)]
+    pub kubeconfig_max_lifetime: crate::domain::membership::CredentialLifetime,
 }
 
 /// The vCluster chart installed unless the admin picks another.
@@ -76,6 +80,7 @@ impl Default for SystemSettings {
             gateway: None,
             gateway_domain_suffix: None,
             placement: Placement::default(),
+            kubeconfig_max_lifetime: crate::domain::membership::CredentialLifetime::DEFAULT,
         }
     }
 }
@@ -407,6 +412,8 @@ pub(crate) struct SettingsInput<'a> {
     pub spread: &'a str,
     pub spread_topology_key: &'a str,
     pub storage_class: &'a str,
+    /// `8h`, `30d` … (empty: 8 hours).
+    pub kubeconfig_max_lifetime: &'a str,
 }
 
 /// Every settings field as text: what [`SystemSettings::parse`] reads, owned.
@@ -425,6 +432,7 @@ pub(crate) struct SettingsText {
     pub private_nodes: String,
     pub platform_api_key: String,
     pub placement: GatewayPlacementText,
+    pub kubeconfig_max_lifetime: String,
 }
 
 impl SettingsText {
@@ -445,6 +453,7 @@ impl SettingsText {
             private_nodes: switch(s.private_nodes),
             platform_api_key: s.platform_api_key.as_ref().map(ToString::to_string).unwrap_or_default(),
             placement: s.gateway_placement_text(),
+            kubeconfig_max_lifetime: s.kubeconfig_max_lifetime.text(),
         }
     }
 
@@ -470,6 +479,7 @@ impl SettingsText {
             spread: &p.spread,
             spread_topology_key: &p.spread_topology_key,
             storage_class: &p.storage_class,
+            kubeconfig_max_lifetime: &self.kubeconfig_max_lifetime,
         }
     }
 }
@@ -500,6 +510,7 @@ pub(crate) struct SettingsPatch {
     pub spread: Option<String>,
     pub spread_topology_key: Option<String>,
     pub storage_class: Option<String>,
+    pub kubeconfig_max_lifetime: Option<String>,
 }
 
 impl SettingsPatch {
@@ -534,6 +545,7 @@ impl SettingsPatch {
                 spread_topology_key: pick(self.spread_topology_key, p.spread_topology_key),
                 storage_class: pick(self.storage_class, p.storage_class),
             },
+            kubeconfig_max_lifetime: pick(self.kubeconfig_max_lifetime, kept.kubeconfig_max_lifetime),
         }
     }
 }
@@ -583,7 +595,11 @@ impl SystemSettings {
             return Err(AppError::at(ErrorCode::GatewayNotConfigured, Field::DefaultMode));
         }
         let placement = Placement::parse(input.spread, input.spread_topology_key, input.storage_class)?;
+        let kubeconfig_max_lifetime =
+            crate::domain::membership::CredentialLifetime::parse(input.kubeconfig_max_lifetime)
+                .map_err(|_| AppError::at(ErrorCode::CredentialLifetimeInvalid, Field::KubeconfigMaxLifetime))?;
         Ok(Self {
+            kubeconfig_max_lifetime,
             gateway,
             gateway_domain_suffix,
             placement,
@@ -742,6 +758,7 @@ mod tests {
             spread: "",
             spread_topology_key: "",
             storage_class: "",
+            kubeconfig_max_lifetime: "",
         }
     }
 

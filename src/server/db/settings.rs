@@ -29,6 +29,7 @@ const GATEWAY_SUFFIX: &str = "gateway_domain_suffix";
 const SPREAD: &str = "spread";
 const SPREAD_TOPOLOGY_KEY: &str = "spread_topology_key";
 const STORAGE_CLASS: &str = "storage_class";
+const KUBECONFIG_MAX_LIFETIME: &str = "kubeconfig_max_lifetime";
 
 /// Missing or unreadable keys take their defaults (`nodeport`, none, empty,
 /// `auto`, the default chart, the default quota, `baseline`, a NetworkPolicy,
@@ -64,6 +65,9 @@ pub async fn load(pool: &AnyPool) -> Result<SystemSettings, DbError> {
             get(SPREAD_TOPOLOGY_KEY).unwrap_or_default(),
             get(STORAGE_CLASS),
         ),
+        kubeconfig_max_lifetime: get(KUBECONFIG_MAX_LIFETIME)
+            .and_then(|t| crate::domain::membership::CredentialLifetime::parse(t).ok())
+            .unwrap_or_default(),
     })
 }
 
@@ -90,6 +94,7 @@ pub async fn save(pool: &AnyPool, settings: &SystemSettings) -> Result<(), DbErr
         (SPREAD, settings.placement.spread.as_str().to_owned()),
         (SPREAD_TOPOLOGY_KEY, settings.placement.topology_key.clone()),
         (STORAGE_CLASS, settings.placement.storage_class.clone().unwrap_or_default()),
+        (KUBECONFIG_MAX_LIFETIME, settings.kubeconfig_max_lifetime.text()),
     ];
     let t = now();
     let mut tx = pool.begin().await?;

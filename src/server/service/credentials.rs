@@ -285,7 +285,8 @@ pub(crate) async fn kubeconfig(
     if !access.allows(Can::Kubeconfig, true) {
         return Err(AppError::new(ErrorCode::Forbidden));
     }
-    let lifetime = CredentialLifetime::parse(lifetime)?;
+    let max = db::settings::load(pool).await?.kubeconfig_max_lifetime;
+    let lifetime = CredentialLifetime::parse_within(lifetime, max)?;
     let unavailable = || AppError::new(ErrorCode::KubeconfigUnavailable);
     let endpoint =
         cluster.status.api_endpoint.clone().filter(|_| cluster.kubeconfig_downloadable()).ok_or_else(unavailable)?;

@@ -67,6 +67,7 @@ pub(crate) async fn public_defaults(pool: &AnyPool) -> Result<PublicDefaults, Ap
         nodeport_public_host: s.nodeport_public_host,
         own_nodes_offered: s.private_nodes,
         gateway: crate::domain::gateway::GatewayOffer::of(s.gateway.as_ref(), s.gateway_domain_suffix.as_ref()),
+        kubeconfig_max_lifetime: s.kubeconfig_max_lifetime,
     })
 }
 
@@ -78,6 +79,8 @@ pub(crate) struct PublicDefaults {
     pub own_nodes_offered: bool,
     /// Gateway access, when the admin offers it.
     pub gateway: Option<crate::domain::gateway::GatewayOffer>,
+    /// The longest a user's own kubeconfig may last.
+    pub kubeconfig_max_lifetime: crate::domain::membership::CredentialLifetime,
 }
 
 /// Merges `patch` over the stored settings (a field it leaves out keeps its

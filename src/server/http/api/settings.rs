@@ -6,6 +6,7 @@ use axum::routing::{MethodRouter, get};
 use serde::{Deserialize, Serialize};
 
 use super::{ApiError, ApiJson, ApiResult, ApiUser};
+use crate::domain::resources::NumberOrText;
 use crate::domain::settings::GatewayPlacementText;
 use crate::domain::{AppError, ErrorCode, SystemSettings};
 use crate::server::service::settings;
@@ -82,6 +83,11 @@ pub(crate) struct SettingsBody {
     /// `{spread, topology_key, storage_class}` for new clusters; missing keeps it.
     #[serde(default)]
     placement: Option<crate::domain::placement::Placement>,
+    /// The longest a user's own kubeconfig may last: seconds as the GET
+    /// reply shows them (600 … 31,536,000, whole minutes), or text (`30d`);
+    /// missing keeps it.
+    #[serde(default)]
+    kubeconfig_max_lifetime: Option<crate::domain::resources::NumberOrText>,
     /// Read-only fields of the GET reply, accepted (and ignored) so a client
     /// can GET, change a field and PUT the result back.
     #[serde(default, rename = "detected_address_request")]
@@ -130,6 +136,13 @@ impl SettingsBody {
             spread: placement.as_ref().map(|p| p.spread.clone()),
             spread_topology_key: placement.as_ref().map(|p| p.spread_topology_key.clone()),
             storage_class: placement.map(|p| p.storage_class),
+            kubeconfig_max_lifetime: self.kubeconfig_max_lifetime.map(|l| match l {
+                // Seconds as minutes; a number that is not whole minutes stays
+                // unreadable, so the rules refuse it.
+                NumberOrText::Number(s) if s % 60 == 0 => format!("{}m", s / 60),
+                NumberOrText::Number(s) => format!("{s}s"),
+                NumberOrText::Text(t) => t,
+            }),
         })
     }
 }
