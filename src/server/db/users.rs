@@ -71,6 +71,11 @@ pub async fn count_admins(pool: &AnyPool) -> Result<i64, DbError> {
     Ok(sqlx::query_scalar("SELECT COUNT(*) FROM users WHERE role = 'admin'").fetch_one(pool).await?)
 }
 
+/// The console admins' ids.
+pub(crate) async fn admin_ids(pool: &AnyPool) -> Result<Vec<i64>, DbError> {
+    Ok(sqlx::query_scalar("SELECT id FROM users WHERE role = 'admin' ORDER BY id").fetch_all(pool).await?)
+}
+
 /// What changing a role did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum RoleChange {

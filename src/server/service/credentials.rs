@@ -31,7 +31,7 @@ use super::virtual_read::{self, ReadError};
 use super::write_limit::SpecWriteLimiter;
 use crate::domain::audit::AuditAction;
 use crate::domain::cluster::Cluster;
-use crate::domain::membership::{self, Access, Bindings, Can, CredentialLifetime, MemberRole};
+use crate::domain::membership::{self, Bindings, Can, CredentialLifetime, MemberRole};
 use crate::domain::user::CurrentUser;
 use crate::domain::{AppError, ClusterName, ErrorCode, Field};
 use crate::server::db;
@@ -48,7 +48,7 @@ const DOWNLOAD: Duration = Duration::from_secs(25);
 /// Who each role binds in `cluster`: its owner and every console admin as
 /// admins, its members (teams expanded) at their roles.
 pub(crate) async fn desired(pool: &AnyPool, cluster: &Cluster) -> Result<Bindings, AppError> {
-    let admins = db::users::list(pool).await?.into_iter().filter(|u| u.role == "admin").map(|u| u.id);
+    let admins = db::users::admin_ids(pool).await?;
     let members = db::members::users_of(pool, cluster.id).await?;
     let owner = std::iter::once(cluster.owner_id);
     Ok(Bindings::of(owner.chain(admins).map(|u| (u, MemberRole::Admin)).chain(members)))
@@ -367,13 +367,11 @@ pub(crate) async fn break_glass(
     id: i64,
     reason: &str,
 ) -> Result<(ClusterName, String), AppError> {
-    let (cluster, access) = super::clusters::with_access(pool, admin, id).await?;
+    // Those who cannot see the cluster get `NotFound` here; the others who
+    // are not console admins, `Forbidden`.
+    let (cluster, _) = super::clusters::with_access(pool, admin, id).await?;
     if !admin.is_admin() {
-        return Err(AppError::new(if access == Access::Owner || matches!(access, Access::Member(_)) {
-            ErrorCode::Forbidden
-        } else {
-            ErrorCode::NotFound
-        }));
+        return Err(AppError::new(ErrorCode::Forbidden));
     }
     let reason = reason.trim();
     if !(3..=500).contains(&reason.chars().count()) {
