@@ -18,13 +18,14 @@ work=$(mktemp -d /tmp/kubebyon-test.XXXXXX)
 chmod 755 "$work"
 server_pid=""
 host_console_pid=""
+oidc_pid=""
 control_plane_pid=""
 site_pid=""
 cleanup() {
   status=$?
   # the background Go build (its own process group: go and its compilers too)
   for group in $control_plane_pid $site_pid; do kill -- "-$group" 2>/dev/null || true; done
-  for pid in $server_pid $host_console_pid; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
+  for pid in $server_pid $host_console_pid $oidc_pid; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
   KUBEBYON_HOST_DIR="$work/host" bash scripts/host-down.sh 2>/dev/null || true
   bash scripts/test-postgres.sh stop "$work/pg" || true
   rm -rf "$work"
@@ -106,8 +107,20 @@ site_pid=""
 KUBEBYON_BIN="$CARGO_TARGET_DIR/debug/kubebyon"
 source scripts/console-env.sh
 
-step "console for the browser tests"
+step "an OpenID provider for the browser tests (oidc-provider from npm, on loopback)"
 port=$(free_port)
+oidc_port=$(free_port)
+OIDC_CLIENT_SECRET=e2e-oidc-secret node end2end/oidc/provider.mjs "$oidc_port" "http://127.0.0.1:$port/auth/oidc/callback" \
+  >"$work/oidc.log" 2>&1 &
+oidc_pid=$!
+for _ in $(seq 100); do grep -q '^ready$' "$work/oidc.log" && break; sleep 0.1; done
+grep -q '^ready$' "$work/oidc.log" || { cat "$work/oidc.log" >&2; die "the test OpenID provider did not start"; }
+
+step "console for the browser tests"
+# It trusts the test provider (end2end/tests/oidc.spec.ts); password sign-in stays on.
+export KUBEBYON_PUBLIC_URL="http://127.0.0.1:$port" KUBEBYON_OIDC_ISSUER="http://127.0.0.1:$oidc_port" \
+  KUBEBYON_OIDC_CLIENT_ID=kubebyon KUBEBYON_OIDC_CLIENT_SECRET=e2e-oidc-secret \
+  KUBEBYON_OIDC_SCOPES=profile,email,groups KUBEBYON_OIDC_ADMIN_GROUP=platform-admins
 # No host cluster for these pages: requests stay queued (docs/testing.md).
 export KUBECONFIG="$work/no-host.kubeconfig"
 export LEPTOS_SITE_ADDR="127.0.0.1:$port" KUBEBYON_DATA_DIR="$work/data" KUBEBYON_ADMIN_PASSWORD="e2e-admin-password"
@@ -147,6 +160,8 @@ host_net=$(cat "$work/host/net")
 host_port=$(free_port)
 # This one logs as production does (JSON on standard error), checked below.
 # The simulated host serves on 127.0.0.0/8: the probe may reach loopback.
+# (No OpenID provider for this one: its public URL is its own.)
+unset KUBEBYON_PUBLIC_URL KUBEBYON_OIDC_ISSUER KUBEBYON_OIDC_CLIENT_ID KUBEBYON_OIDC_CLIENT_SECRET KUBEBYON_OIDC_SCOPES KUBEBYON_OIDC_ADMIN_GROUP
 KUBECONFIG="$host_kubeconfig" LEPTOS_SITE_ADDR="127.0.0.1:$host_port" KUBEBYON_DATA_DIR="$work/data-host" KUBEBYON_PROBE_LOOPBACK=1 \
   KUBEBYON_LOG_FORMAT=json "$KUBEBYON_BIN" serve >"$work/console-host.out" 2>"$work/console-host.log" &
 host_console_pid=$!
@@ -156,6 +171,7 @@ step "Playwright (Debian Chromium)"
 KUBEBYON_URL="http://127.0.0.1:$port" KUBEBYON_ADMIN_PASSWORD="e2e-admin-password" \
   KUBEBYON_HOST_CONSOLE_URL="http://127.0.0.1:$host_port" KUBEBYON_HOST_NET="$host_net" \
   KUBEBYON_HOSTSIM_BIN="$HOSTSIM_TARGET_DIR/debug/hostsim" KUBEBYON_HOST_KUBECONFIG="$host_kubeconfig" \
+  KUBEBYON_OIDC_URL="http://127.0.0.1:$oidc_port" \
   npx playwright test --config end2end/playwright.config.ts
 # Every log line of the JSON console is one JSON object; requests carry their
 # id and, on a cluster's routes, the cluster's (the request span's fields, under "span").
@@ -169,7 +185,7 @@ if ! (( lines > 0 && ids > 0 && clusters > 0 )); then
   die "the JSON log lacks request or cluster ids"
 fi
 for log in "$work/console.log" "$work/console-host.log" "$work/console-host.out"; do
-  if grep -q -i -E "e2e-admin-password|kubebyon_session=|correct horse|BEGIN [A-Z ]*PRIVATE KEY|client-key-data|token=[a-z0-9]{6}\.[a-z0-9]{16}|token='[a-z0-9]{6}\." "$log"; then
+  if grep -q -i -E "e2e-admin-password|e2e-oidc-secret|kubebyon_oidc_state=|kubebyon_session=|correct horse|BEGIN [A-Z ]*PRIVATE KEY|client-key-data|token=[a-z0-9]{6}\.[a-z0-9]{16}|token='[a-z0-9]{6}\." "$log"; then
     echo "a secret reached the console log ($log)" >&2; exit 1
   fi
 done

@@ -170,7 +170,9 @@ async fn serve(pool: AnyPool, db_shown: String, config: Config) -> anyhow::Resul
     };
     let (host, reconciler) = connected.unzip();
     let host_shown = if host.is_some() { "connected" } else { "NOT CONFIGURED (set KUBECONFIG); changes stay queued" };
+    let oidc = kubebyon::server::auth::oidc::Provider::from_config(&config).map_err(anyhow::Error::msg)?.map(Arc::new);
     let state = AppState {
+        oidc,
         leptos_options: conf.leptos_options,
         pool: pool.clone(),
         limiter: Arc::new(kubebyon::server::auth::rate_limit::LoginLimiter::with_budget(config.password_memory_mib)),

@@ -84,12 +84,12 @@ async fn user_management_rules() {
         );
         // The last admin keeps the role; with a second admin it can go.
         assert_eq!(
-            accounts::set_role(&t.pool, &admin, admin.id, "user").await.unwrap_err(),
+            accounts::set_role(&t.pool, None, &admin, admin.id, "user").await.unwrap_err(),
             AppError::at(ErrorCode::LastAdmin, Field::Role)
         );
-        accounts::set_role(&t.pool, &admin, id, "admin").await.unwrap();
-        accounts::set_role(&t.pool, &admin, admin.id, "user").await.unwrap();
-        assert_eq!(accounts::set_role(&t.pool, &admin, 9999, "user").await.unwrap_err().code, ErrorCode::NotFound);
+        accounts::set_role(&t.pool, None, &admin, id, "admin").await.unwrap();
+        accounts::set_role(&t.pool, None, &admin, admin.id, "user").await.unwrap();
+        assert_eq!(accounts::set_role(&t.pool, None, &admin, 9999, "user").await.unwrap_err().code, ErrorCode::NotFound);
 
         let names: Vec<String> =
             accounts::list_users(&t.pool, &admin).await.unwrap().into_iter().map(|u| u.username).collect();
@@ -107,7 +107,7 @@ async fn concurrent_demotions_leave_an_admin() {
         let a = support::user(&t.pool, "ada", Role::Admin).await;
         let b = support::user(&t.pool, "bea", Role::Admin).await;
         let (ra, rb) =
-            tokio::join!(accounts::set_role(&t.pool, &a, b.id, "user"), accounts::set_role(&t.pool, &b, a.id, "user"));
+            tokio::join!(accounts::set_role(&t.pool, None, &a, b.id, "user"), accounts::set_role(&t.pool, None, &b, a.id, "user"));
         assert_eq!(u8::from(ra.is_ok()) + u8::from(rb.is_ok()), 1, "{}: {ra:?} {rb:?}", t.backend);
         // The losing side is refused for the right reason, not any error.
         let lost = ra.err().or(rb.err()).unwrap();

@@ -245,6 +245,10 @@ fn matrix() -> Vec<Row> {
             [Is(401); N],
         ),
         row("POST", "/api/auth/logout", "/api/auth/logout", "", ANYONE),
+        // No provider configured here: both send everyone to the sign-in page
+        // with `oidc_unavailable` (tests/oidc.rs and end2end/tests/oidc.spec.ts have one).
+        row("GET", "/auth/oidc/start", "/auth/oidc/start", "", [Is(303); N]),
+        row("GET", "/auth/oidc/callback", "/auth/oidc/callback?code=c&state=s", "", [Is(303); N]),
         row("GET", "/api/{*rest}", "/api/no-such-thing", "", [Is(404); N]),
         row("GET", "/lang/{code}", "/lang/zh-CN", "", ANYONE),
         row("GET", "/healthz", "/healthz", "", ANYONE),
@@ -309,6 +313,7 @@ fn matrix() -> Vec<Row> {
             "user_id={U}&quota_clusters=9&quota_cpu=&quota_memory_gib=&quota_storage_gib=",
             ADMIN_ONLY,
         ),
+        row("POST", "/fn/users/disabled", "/fn/users/disabled", "user_id={U}&disabled=false", ADMIN_ONLY),
         row("POST", "/fn/audit/list", "/fn/audit/list", "", ADMIN_ONLY),
         row("POST", "/fn/settings/get", "/fn/settings/get", "", ADMIN_ONLY),
         row("POST", "/fn/settings/save", "/fn/settings/save", FORM_SETTINGS, ADMIN_ONLY),

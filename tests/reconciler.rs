@@ -119,7 +119,7 @@ fn whoami(kubeconfig: &str, tag: &str) -> (String, Vec<String>) {
 /// the downloader's own certificate: `kubectl auth whoami` names them by id
 /// with their role's group; a viewer may read and not create a namespace;
 /// removed from the cluster, the same kubeconfig is `Forbidden` within 10 s;
-/// added again, it works again; a binding the tenant deletes is put back.
+/// added again, it works again; the same for the account disabled and enabled; a binding the tenant deletes is put back.
 /// On a relaying endpoint (the host's own API server) the console refuses
 /// and writes nothing there.
 #[tokio::test]
@@ -183,6 +183,28 @@ async fn per_user_kubeconfigs_follow_membership() {
     assert_eq!(r.status, 200, "{}", r.body);
     ts::eventually("the re-added viewer reads again", Duration::from_secs(10), || async {
         kubectl_as(&bobs, "pu-bob-back", &["get", "namespaces"]).0.then_some(())
+    })
+    .await
+    .unwrap();
+    // His account disabled: the same certificate authorizes nothing, within
+    // 10 s; enabled again, it reads again.
+    let form = Some("application/x-www-form-urlencoded");
+    let started = std::time::Instant::now();
+    let disable = |on: bool| format!("user_id={bob_id}&disabled={on}");
+    let r = env.console.send("POST", "/fn/users/disabled", Some(&env.cookie), form, disable(true)).await;
+    assert!(r.status.is_success() || r.status.is_redirection(), "{} {}", r.status, r.body);
+    ts::eventually("the disabled user is Forbidden", Duration::from_secs(10), || async {
+        let (ok, said) = kubectl_as(&bobs, "pu-bob-disabled", &["get", "namespaces"]);
+        (!ok && said.contains("Forbidden")).then_some(())
+    })
+    .await
+    .unwrap();
+    println!("disabled user Forbidden after {:?}", started.elapsed());
+    assert_eq!(env.console.get("/api/console/clusters", Some(&bob)).await.status, 401, "his session ended");
+    let r = env.console.send("POST", "/fn/users/disabled", Some(&env.cookie), form, disable(false)).await;
+    assert!(r.status.is_success() || r.status.is_redirection(), "{} {}", r.status, r.body);
+    ts::eventually("the enabled user reads again", Duration::from_secs(10), || async {
+        kubectl_as(&bobs, "pu-bob-enabled", &["get", "namespaces"]).0.then_some(())
     })
     .await
     .unwrap();

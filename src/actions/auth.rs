@@ -15,11 +15,38 @@ pub(crate) async fn login(username: String, password: String, next: Option<Strin
     let (st, request) = (state()?, request()?);
     let cookie = header("cookie");
     let cookies = accounts::Cookies { header: cookie.as_deref(), secure: request.https };
+    let local = st.config.local_sign_in;
     let (_, set_cookie) =
-        accounts::sign_in(&st.pool, &st.limiter, &username, &password, &request.client_key, cookies).await?;
+        accounts::sign_in(&st.pool, &st.limiter, (&username, &password), &request.client_key, local, cookies).await?;
     set_response_header(http::header::SET_COOKIE, &set_cookie);
     leptos_axum::redirect(safe_next(next.as_deref()));
     Ok(())
+}
+
+/// Where a refused OpenID Connect sign-in's error is addressed (the sign-in
+/// page shows it as a refused form's: `pages::url_error`).
+pub(crate) const OIDC_ERROR_PATH: &str = "/auth/oidc";
+
+/// What the sign-in page offers.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+pub(crate) struct SignInOptions {
+    /// "Sign in with your organisation account" (a provider is configured).
+    pub organisation: bool,
+    /// The password form (`KUBEBYON_LOCAL_SIGN_IN` is not `off`).
+    pub password: bool,
+}
+
+/// [`SignInOptions`] as the server renders the sign-in page.
+pub(crate) fn sign_in_options() -> SignInOptions {
+    #[cfg(feature = "ssr")]
+    {
+        use crate::server::config::LocalSignIn;
+        crate::server::context::state().map_or(SignInOptions { organisation: false, password: true }, |st| {
+            SignInOptions { organisation: st.oidc.is_some(), password: st.config.local_sign_in != LocalSignIn::Off }
+        })
+    }
+    #[cfg(not(feature = "ssr"))]
+    SignInOptions::default()
 }
 
 #[server(prefix = "/fn", endpoint = "logout")]

@@ -30,7 +30,8 @@ pub(crate) async fn set_role(user_id: i64, role: String) -> Result<(), AppError>
     use server_fn::ServerFn as _;
     // Without JavaScript the page shows the error in this user's row.
     let row = user_id.to_string();
-    crate::server::service::accounts::set_role(&state()?.pool, &require_admin()?, user_id, &role)
+    let st = state()?;
+    crate::server::service::accounts::set_role(&st.pool, st.host.as_ref(), &require_admin()?, user_id, &role)
         .await
         .inspect_err(|e| keep_input_on_error(SetRole::PATH, "/admin/users", &[("user_id", row.as_str())], e))?;
     leptos_axum::redirect("/admin/users?saved=1");
@@ -46,6 +47,21 @@ pub(crate) async fn reset_password(user_id: i64, password: String) -> Result<(),
     crate::server::service::accounts::reset_password(&state()?.pool, &require_admin()?, user_id, &password)
         .await
         .inspect_err(|e| keep_input_on_error(ResetPassword::PATH, "/admin/users", &[("user_id", row.as_str())], e))?;
+    leptos_axum::redirect("/admin/users?saved=1");
+    Ok(())
+}
+
+/// Disables an account (`disabled=true`) or enables it again.
+#[server(prefix = "/fn", endpoint = "users/disabled")]
+pub(crate) async fn set_disabled(user_id: i64, disabled: bool) -> Result<(), AppError> {
+    use crate::server::context::{keep_input_on_error, require_admin, state};
+    use server_fn::ServerFn as _;
+    // Without JavaScript the page shows the error in this user's row.
+    let row = user_id.to_string();
+    let st = state()?;
+    crate::server::service::accounts::set_disabled(&st.pool, st.host.as_ref(), &require_admin()?, user_id, disabled)
+        .await
+        .inspect_err(|e| keep_input_on_error(SetDisabled::PATH, "/admin/users", &[("user_id", row.as_str())], e))?;
     leptos_axum::redirect("/admin/users?saved=1");
     Ok(())
 }

@@ -49,6 +49,9 @@ pub(crate) enum AuditAction {
     TeamMemberRemoved,
     /// An admin took a cluster's own admin credential (`vc-<name>`), with a reason.
     BreakGlass,
+    /// An admin disabled an account (its sessions ended, its bindings gone) or enabled it again.
+    UserDisabled,
+    UserEnabled,
 }
 
 impl AuditAction {

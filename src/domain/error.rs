@@ -130,6 +130,30 @@ pub enum ErrorCode {
     CredentialNotSigned,
     /// A break-glass download without a reason (3–500 characters).
     ReasonRequired,
+    /// The account is disabled (said only after the right password).
+    AccountDisabled,
+    /// An admin tried to disable their own account.
+    CannotDisableSelf,
+    /// Password sign-in is switched off here (for this account).
+    LocalSignInOff,
+    /// No OpenID Connect provider is configured, or it cannot be reached.
+    OidcUnavailable,
+    /// The sign-in's `state` is unknown, used already, expired or not this browser's.
+    OidcStateInvalid,
+    /// The provider refused the sign-in (the user cancelled, or is not allowed).
+    OidcDenied,
+    /// The ID token was issued for another client.
+    OidcTokenAudience,
+    /// The ID token has expired.
+    OidcTokenExpired,
+    /// The ID token's nonce is not this sign-in's.
+    OidcTokenNonce,
+    /// The ID token's signature does not verify against the provider's keys.
+    OidcTokenSignature,
+    /// The ID token is otherwise unacceptable (issuer, missing claims).
+    OidcTokenInvalid,
+    /// No usable console username in the provider's claims, or it is another account's.
+    OidcUsernameUnusable,
     RateLimited,
     /// Too many on-demand calls to clusters by one user (`service::call_budget`).
     CallsRateLimited,
@@ -147,7 +171,14 @@ impl ErrorCode {
     pub(crate) fn http_status(self) -> u16 {
         match self {
             Self::Unauthenticated | Self::LoginFailed => 401,
-            Self::Forbidden | Self::OriginRejected => 403,
+            Self::Forbidden | Self::OriginRejected | Self::AccountDisabled | Self::LocalSignInOff => 403,
+            Self::OidcStateInvalid
+            | Self::OidcDenied
+            | Self::OidcTokenAudience
+            | Self::OidcTokenExpired
+            | Self::OidcTokenNonce
+            | Self::OidcTokenSignature
+            | Self::OidcTokenInvalid => 401,
             Self::NotFound => 404,
             Self::NameTaken
             | Self::HostInUse
@@ -159,6 +190,8 @@ impl ErrorCode {
             | Self::PerUserCredentialsUnavailable
             | Self::CredentialNotSigned
             | Self::LastAdmin
+            | Self::CannotDisableSelf
+            | Self::OidcUsernameUnusable
             | Self::MoveHasProblems
             | Self::MoveItemState
             | Self::OwnNodesOff
@@ -167,7 +200,7 @@ impl ErrorCode {
             Self::PayloadTooLarge => 413,
             Self::UnsupportedMediaType => 415,
             Self::LoginRateLimited | Self::RateLimited | Self::CallsRateLimited | Self::JoinRateLimited => 429,
-            Self::JoinScriptUnavailable | Self::VirtualAnswerTooLarge => 502,
+            Self::JoinScriptUnavailable | Self::VirtualAnswerTooLarge | Self::OidcUnavailable => 502,
             Self::Internal => 500,
             Self::Unavailable => 503,
             _ => 422,

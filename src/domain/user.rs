@@ -106,6 +106,10 @@ pub struct UserSummary {
     pub created_at: i64,
     /// The user's own quota limits (unset dimensions: the platform's).
     pub quota: crate::domain::quota::Quota,
+    /// Disabled by an admin: signs in no more, bound to nothing.
+    pub disabled: bool,
+    /// Made at an OpenID Connect sign-in (no password).
+    pub organisation: bool,
 }
 
 #[cfg(test)]

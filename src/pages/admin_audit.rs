@@ -39,6 +39,8 @@ pub(crate) fn AuditPage() -> impl IntoView {
         AuditAction::TeamDeleted => t_string!(i18n, audit.team_deleted),
         AuditAction::TeamMemberAdded => t_string!(i18n, audit.team_member_added),
         AuditAction::TeamMemberRemoved => t_string!(i18n, audit.team_member_removed),
+        AuditAction::UserDisabled => t_string!(i18n, audit.user_disabled),
+        AuditAction::UserEnabled => t_string!(i18n, audit.user_enabled),
         AuditAction::BreakGlass => t_string!(i18n, audit.break_glass),
     };
     let content = Suspend::new(async move {

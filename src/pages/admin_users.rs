@@ -6,7 +6,7 @@ use server_fn::ServerFn;
 
 use super::problem::problem_view;
 use super::{SavedBanner, retyped, url_error};
-use crate::actions::users::{CreateUser, ResetPassword, SetQuota, SetRole, list_users};
+use crate::actions::users::{CreateUser, ResetPassword, SetDisabled, SetQuota, SetRole, list_users};
 use crate::components::islands::user_forms::{CreateUserForm, UserRowForms};
 use crate::components::labels::format_time;
 use crate::components::layout::Layout;
@@ -25,9 +25,11 @@ pub(crate) fn UsersPage() -> impl IntoView {
         let failed_row = retyped(SetRole::PATH)
             .or_else(|| retyped(ResetPassword::PATH))
             .or_else(|| retyped(SetQuota::PATH))
+            .or_else(|| retyped(SetDisabled::PATH))
             .and_then(|q| q.get("user_id")?.parse::<i64>().ok());
         let (role_error, reset_error) = (url_error(SetRole::PATH), url_error(ResetPassword::PATH));
         let quota_error = url_error(SetQuota::PATH);
+        let disable_error = url_error(SetDisabled::PATH);
         let typed = retyped(CreateUser::PATH);
         let typed_username = typed.as_ref().and_then(|q| q.get("username")).unwrap_or_default();
         let typed_role = typed.and_then(|q| q.get("role")).and_then(|r| Role::parse(&r).ok()).unwrap_or(Role::User);
@@ -55,18 +57,38 @@ pub(crate) fn UsersPage() -> impl IntoView {
                                 } else {
                                     t_string!(i18n, app.role_user)
                                 };
+                                let sign_in = if u.organisation {
+                                    t_string!(i18n, users.sign_in_organisation)
+                                } else {
+                                    t_string!(i18n, users.sign_in_password)
+                                };
+                                let status = u.disabled.then(|| t_string!(i18n, users.disabled));
                                 let (name, key) = (u.username.clone(), u.username.clone());
                                 let failed = failed_row == Some(u.id);
                                 let role_url_error = role_error.filter(|_| failed);
                                 let reset_url_error = reset_error.filter(|_| failed);
                                 let quota_url_error = quota_error.filter(|_| failed);
+                                let disable_url_error = disable_error.filter(|_| failed);
+                                let disabled = u.disabled;
                                 view! {
-                                    <tr data-user=key>
+                                    <tr data-user=key data-disabled=disabled.to_string()>
                                         <th scope="row">{name}</th>
-                                        <td>{role}</td>
+                                        <td>
+                                            {role} <span class="block text-xs text-slate-600">{sign_in}</span>
+                                            {status
+                                                .map(|s| {
+                                                    view! { <span class="badge badge-failed">{s}</span> }
+                                                })}
+                                        </td>
                                         <td class="whitespace-nowrap text-sm">{format_time(u.created_at)}</td>
                                         <td>
-                                            <UserRowForms user=u role_url_error reset_url_error quota_url_error />
+                                            <UserRowForms
+                                                user=u
+                                                role_url_error
+                                                reset_url_error
+                                                quota_url_error
+                                                disable_url_error
+                                            />
                                         </td>
                                     </tr>
                                 }

@@ -132,6 +132,44 @@ pub struct Config {
     #[arg(long, env = "KUBEBYON_LIVE_HEARTBEAT_SECS", value_parser = positive,
           default_value_t = crate::server::push::Limits::DEFAULT.heartbeat.as_secs())]
     pub live_heartbeat_secs: u64,
+    /// Password sign-in: `on`, `admins` (console admins only: the way in
+    /// while the OpenID provider is down) or `off`.
+    #[arg(long, env = "KUBEBYON_LOCAL_SIGN_IN", value_enum, default_value_t = LocalSignIn::On)]
+    pub local_sign_in: LocalSignIn,
+    /// The OpenID Connect provider's issuer URL (`https://…`; `http://` only
+    /// on loopback). Set with the client id and secret to offer sign-in with
+    /// the organisation's accounts; needs KUBEBYON_PUBLIC_URL (the redirect
+    /// URI is `<public URL>/auth/oidc/callback`).
+    #[arg(long, env = "KUBEBYON_OIDC_ISSUER")]
+    pub oidc_issuer: Option<String>,
+    /// The console's client id at the provider.
+    #[arg(long, env = "KUBEBYON_OIDC_CLIENT_ID")]
+    pub oidc_client_id: Option<String>,
+    /// The console's client secret at the provider (from a Secret).
+    #[arg(long, env = "KUBEBYON_OIDC_CLIENT_SECRET", hide_env_values = true)]
+    pub oidc_client_secret: Option<String>,
+    /// Scopes asked besides `openid` (comma-separated).
+    #[arg(long, env = "KUBEBYON_OIDC_SCOPES", value_delimiter = ',', default_value = "profile,email")]
+    pub oidc_scopes: Vec<String>,
+    /// The ID-token claim that lists the user's groups (mapped to the
+    /// console's teams of the same names at each sign-in).
+    #[arg(long, env = "KUBEBYON_OIDC_GROUPS_CLAIM", default_value = "groups")]
+    pub oidc_groups_claim: String,
+    /// The group whose members are console admins (checked at each sign-in);
+    /// unset: the provider makes no admins.
+    #[arg(long, env = "KUBEBYON_OIDC_ADMIN_GROUP")]
+    pub oidc_admin_group: Option<String>,
+}
+
+/// Who may sign in with a password (`KUBEBYON_LOCAL_SIGN_IN`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LocalSignIn {
+    #[default]
+    On,
+    /// Console admins only.
+    Admins,
+    Off,
 }
 
 /// Shows whether a secret is set, never its value.
@@ -177,6 +215,13 @@ impl std::fmt::Debug for Config {
             live_per_user,
             live_total,
             live_heartbeat_secs,
+            local_sign_in,
+            oidc_issuer,
+            oidc_client_id,
+            oidc_client_secret,
+            oidc_scopes,
+            oidc_groups_claim,
+            oidc_admin_group,
         } = self;
         f.debug_struct("Config")
             .field("data_dir", data_dir)
@@ -207,6 +252,13 @@ impl std::fmt::Debug for Config {
             .field("live_per_user", live_per_user)
             .field("live_total", live_total)
             .field("live_heartbeat_secs", live_heartbeat_secs)
+            .field("local_sign_in", local_sign_in)
+            .field("oidc_issuer", oidc_issuer)
+            .field("oidc_client_id", oidc_client_id)
+            .field("oidc_client_secret", &Redacted(oidc_client_secret))
+            .field("oidc_scopes", oidc_scopes)
+            .field("oidc_groups_claim", oidc_groups_claim)
+            .field("oidc_admin_group", oidc_admin_group)
             .finish()
     }
 }
@@ -325,11 +377,12 @@ mod tests {
             database_url: Some("postgres://kubebyon:db-s3cret@db:5432/kubebyon".into()),
             admin_password: Some("admin-s3cret".into()),
             metrics_token: Some("metrics-s3cret".into()),
+            oidc_client_secret: Some("oidc-s3cret".into()),
             public_url: Some("https://console.example.com".into()),
             ..Config::default()
         };
         let shown = format!("{config:?} {config:#?}");
-        for secret in ["db-s3cret", "admin-s3cret", "metrics-s3cret", "postgres://"] {
+        for secret in ["db-s3cret", "admin-s3cret", "metrics-s3cret", "oidc-s3cret", "postgres://"] {
             assert!(!shown.contains(secret), "{secret} in {shown}");
         }
         assert!(

@@ -22,4 +22,6 @@ pub struct AppState {
     pub host: Option<Arc<Host>>,
     /// The live pages' event streams ([`super::push`]).
     pub push: Arc<super::push::Hub>,
+    /// The OpenID Connect provider, when the operator configured one.
+    pub oidc: Option<Arc<super::auth::oidc::Provider>>,
 }

@@ -63,7 +63,9 @@ impl Console {
         let mut conf = leptos::config::get_configuration(Some("Cargo.toml")).expect("leptos options");
         // No built site here: plain asset names (the release build hashes them).
         conf.leptos_options.hash_files = false;
+        let oidc = kubebyon::server::auth::oidc::Provider::from_config(&config).expect("OIDC settings").map(Arc::new);
         let state = AppState {
+            oidc,
             leptos_options: conf.leptos_options,
             pool: pool.clone(),
             limiter: Arc::default(),

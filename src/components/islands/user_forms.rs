@@ -4,7 +4,7 @@
 use leptos::form::ActionForm;
 use leptos::prelude::*;
 
-use crate::actions::users::{CreateUser, ResetPassword, SetQuota, SetRole};
+use crate::actions::users::{CreateUser, ResetPassword, SetDisabled, SetQuota, SetRole};
 use crate::components::error_text::{FieldError, FormError, action_error};
 use crate::components::field::TextField;
 use crate::components::island_form::IslandForm;
@@ -84,6 +84,7 @@ pub(crate) fn UserRowForms(
     role_url_error: Option<AppError>,
     reset_url_error: Option<AppError>,
     quota_url_error: Option<AppError>,
+    disable_url_error: Option<AppError>,
 ) -> impl IntoView {
     let i18n = use_i18n();
     let hydrated = crate::components::hydration::hydration_flag();
@@ -93,6 +94,13 @@ pub(crate) fn UserRowForms(
     let reset_error = action_error(reset.value(), reset.version(), reset_url_error);
     let set_quota = ServerAction::<SetQuota>::new();
     let quota_error = action_error(set_quota.value(), set_quota.version(), quota_url_error);
+    let set_disabled = ServerAction::<SetDisabled>::new();
+    let disable_error = action_error(set_disabled.value(), set_disabled.version(), disable_url_error);
+    let (disable, disabled_label) = if user.disabled {
+        (false, t_string!(i18n, users.enable_for, username = user.username.as_str()))
+    } else {
+        (true, t_string!(i18n, users.disable_for, username = user.username.as_str()))
+    };
     let quota = crate::domain::quota::QuotaText::of(&user.quota);
     let quota_label = t_string!(i18n, quota.user_for, username = user.username.as_str());
     let quota_input = move |(field, label, inputmode, value): (Field, &'static str, &'static str, String)| {
@@ -157,6 +165,19 @@ pub(crate) fn UserRowForms(
                 </button>
             </ActionForm>
             <ActionForm
+                action=set_disabled
+                attr:data-hydrated=hydrated
+                attr:class="flex items-end gap-2"
+                attr:novalidate=true
+                attr:data-form="user-disabled"
+            >
+                <input type="hidden" name="user_id" value=user.id />
+                <input type="hidden" name="disabled" value=disable.to_string() />
+                <button type="submit" class=if disable { "btn btn-danger" } else { "btn" } aria-label=disabled_label>
+                    {if disable { t!(i18n, users.disable).into_any() } else { t!(i18n, users.enable).into_any() }}
+                </button>
+            </ActionForm>
+            <ActionForm
                 action=set_quota
                 attr:data-hydrated=hydrated
                 attr:class="flex flex-wrap items-end gap-2"
@@ -171,6 +192,7 @@ pub(crate) fn UserRowForms(
                 </button>
             </ActionForm>
         </div>
+        <FormError error=disable_error />
         <FormError error=quota_error />
         {quota_fields(i18n.get_locale_untracked(), Default::default())
             .into_iter()

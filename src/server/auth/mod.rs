@@ -2,6 +2,7 @@
 //! throttling and the same-origin check for state-changing requests.
 
 pub mod client;
+pub mod oidc;
 pub(crate) mod origin;
 pub mod password;
 pub mod rate_limit;

@@ -1,4 +1,5 @@
-//! Housekeeping: removes expired sessions and old failed sign-in records,
+//! Housekeeping: removes expired sessions, old failed sign-in records and
+//! OpenID Connect sign-ins abandoned at the provider,
 //! once an hour (every replica; each delete is idempotent).
 
 use sqlx::AnyPool;
@@ -14,6 +15,9 @@ pub(crate) async fn run(pool: AnyPool) {
         }
         if let Err(e) = db::shared::purge_attempts(&pool, db::now()).await {
             tracing::warn!(error = %e, "purging sign-in records failed");
+        }
+        if let Err(e) = db::oidc::delete_stale(&pool, crate::server::auth::oidc::PENDING_SECS).await {
+            tracing::warn!(error = %e, "sweeping abandoned OpenID Connect sign-ins failed");
         }
     }
 }

@@ -206,11 +206,21 @@ pub async fn set_in_team(pool: &AnyPool, team: i64, user: i64, member: bool) -> 
 
 /// Every team with its users' names, by name.
 pub(crate) async fn teams(pool: &AnyPool) -> Result<Vec<Team>, DbError> {
+    teams_where(pool, None).await
+}
+
+/// One team with its users' names.
+pub(crate) async fn team(pool: &AnyPool, id: i64) -> Result<Option<Team>, DbError> {
+    Ok(teams_where(pool, Some(id)).await?.pop())
+}
+
+async fn teams_where(pool: &AnyPool, id: Option<i64>) -> Result<Vec<Team>, DbError> {
     let rows: Vec<(i64, String, Option<String>)> = sqlx::query_as(
         "SELECT t.id, t.name, u.username FROM teams t \
          LEFT JOIN team_members tm ON tm.team_id = t.id LEFT JOIN users u ON u.id = tm.user_id \
-         ORDER BY t.name, u.username",
+         WHERE CAST($1 AS BIGINT) IS NULL OR t.id = $1 ORDER BY t.name, u.username",
     )
+    .bind(id)
     .fetch_all(pool)
     .await?;
     let mut out: Vec<Team> = Vec::new();

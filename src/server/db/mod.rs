@@ -7,6 +7,7 @@ pub mod clusters;
 pub mod members;
 pub mod moves;
 pub mod node_removals;
+pub(crate) mod oidc;
 pub mod operations;
 pub mod sessions;
 pub mod settings;

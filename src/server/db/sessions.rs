@@ -37,8 +37,9 @@ pub async fn user_for(
     let t = now();
     let found: Option<Session> = sqlx::query_as(
         "SELECT u.id, u.username, u.password_hash, u.role, u.created_at, u.quota_clusters, u.quota_cpu_millis, \
-         u.quota_memory_gib, u.quota_storage_gib, s.last_seen_at FROM sessions s \
-         JOIN users u ON u.id = s.user_id WHERE s.token_hash = $1 AND s.expires_at > $2 AND s.last_seen_at > $3",
+         u.quota_memory_gib, u.quota_storage_gib, u.disabled_at, u.oidc_subject, s.last_seen_at FROM sessions s \
+         JOIN users u ON u.id = s.user_id WHERE s.token_hash = $1 AND s.expires_at > $2 AND s.last_seen_at > $3 \
+         AND u.disabled_at IS NULL",
     )
     .bind(token_hash)
     .bind(t)

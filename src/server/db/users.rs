@@ -16,6 +16,10 @@ pub struct UserRow {
     pub quota_cpu_millis: Option<i64>,
     pub quota_memory_gib: Option<i64>,
     pub quota_storage_gib: Option<i64>,
+    /// When an admin disabled the account (it signs in no more).
+    pub disabled_at: Option<i64>,
+    /// `"<issuer> <sub>"` for accounts made at an OpenID Connect sign-in.
+    pub oidc_subject: Option<String>,
 }
 
 impl UserRow {
@@ -35,8 +39,8 @@ impl UserRow {
     }
 }
 
-const COLUMNS: &str = "id, username, password_hash, role, created_at, \
-    quota_clusters, quota_cpu_millis, quota_memory_gib, quota_storage_gib";
+pub(crate) const COLUMNS: &str = "id, username, password_hash, role, created_at, \
+    quota_clusters, quota_cpu_millis, quota_memory_gib, quota_storage_gib, disabled_at, oidc_subject";
 
 pub async fn insert(pool: &AnyPool, username: &Username, password_hash: &str, role: Role) -> Result<i64, DbError> {
     let t = now();
@@ -68,12 +72,98 @@ pub(crate) async fn list(pool: &AnyPool) -> Result<Vec<UserRow>, DbError> {
 }
 
 pub async fn count_admins(pool: &AnyPool) -> Result<i64, DbError> {
-    Ok(sqlx::query_scalar("SELECT COUNT(*) FROM users WHERE role = 'admin'").fetch_one(pool).await?)
+    Ok(sqlx::query_scalar("SELECT COUNT(*) FROM users WHERE role = 'admin' AND disabled_at IS NULL")
+        .fetch_one(pool)
+        .await?)
 }
 
-/// The console admins' ids.
+/// The console admins' ids (enabled ones).
 pub(crate) async fn admin_ids(pool: &AnyPool) -> Result<Vec<i64>, DbError> {
-    Ok(sqlx::query_scalar("SELECT id FROM users WHERE role = 'admin' ORDER BY id").fetch_all(pool).await?)
+    Ok(sqlx::query_scalar("SELECT id FROM users WHERE role = 'admin' AND disabled_at IS NULL ORDER BY id")
+        .fetch_all(pool)
+        .await?)
+}
+
+/// The disabled accounts' ids (few: read whole).
+pub(crate) async fn disabled_ids(pool: &AnyPool) -> Result<Vec<i64>, DbError> {
+    Ok(sqlx::query_scalar("SELECT id FROM users WHERE disabled_at IS NOT NULL ORDER BY id").fetch_all(pool).await?)
+}
+
+/// The account an OpenID Connect subject signed in as before.
+pub(crate) async fn by_oidc_subject(pool: &AnyPool, subject: &str) -> Result<Option<UserRow>, DbError> {
+    let sql = format!("SELECT {COLUMNS} FROM users WHERE oidc_subject = $1");
+    Ok(sqlx::query_as(&sql).bind(subject).fetch_optional(pool).await?)
+}
+
+/// An account for an OpenID Connect subject: no password (an empty hash
+/// never verifies).
+pub(crate) async fn insert_oidc(
+    pool: &AnyPool,
+    username: &Username,
+    subject: &str,
+    role: Role,
+) -> Result<i64, DbError> {
+    let t = now();
+    Ok(sqlx::query_scalar(
+        "INSERT INTO users (username, password_hash, role, created_at, updated_at, oidc_subject) \
+         VALUES ($1, '', $2, $3, $3, $4) RETURNING id",
+    )
+    .bind(username.as_str())
+    .bind(role.as_str())
+    .bind(t)
+    .bind(subject)
+    .fetch_one(pool)
+    .await?)
+}
+
+/// The clusters whose bindings name `user` when nothing else changes: those
+/// they own and those shared with them (directly or through a team).
+pub(crate) async fn clusters_reaching(pool: &AnyPool, user: i64) -> Result<Vec<i64>, DbError> {
+    Ok(sqlx::query_scalar(
+        "SELECT id FROM clusters WHERE owner_id = $1 \
+         UNION SELECT cluster_id FROM cluster_member_users WHERE user_id = $1 ORDER BY 1",
+    )
+    .bind(user)
+    .fetch_all(pool)
+    .await?)
+}
+
+/// Every cluster's id (a console admin's change reaches them all).
+pub(crate) async fn all_cluster_ids(pool: &AnyPool) -> Result<Vec<i64>, DbError> {
+    Ok(sqlx::query_scalar("SELECT id FROM clusters ORDER BY id").fetch_all(pool).await?)
+}
+
+/// Disables (`true`) or enables an account. Disabling ends its sessions in
+/// the same transaction, and never leaves the platform without an enabled
+/// admin (locked as [`set_role`] does).
+pub(crate) async fn set_disabled(pool: &AnyPool, id: i64, disabled: bool) -> Result<RoleChange, DbError> {
+    let mut tx = pool.begin().await?;
+    sqlx::query("UPDATE users SET role = role WHERE role = 'admin'").execute(&mut *tx).await?;
+    let current: Option<(String, Option<i64>)> =
+        sqlx::query_as("SELECT role, disabled_at FROM users WHERE id = $1").bind(id).fetch_optional(&mut *tx).await?;
+    let Some((role, was)) = current else {
+        return Ok(RoleChange::NoSuchUser);
+    };
+    if disabled && was.is_none() && role == Role::Admin.as_str() {
+        let admins: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM users WHERE role = 'admin' AND disabled_at IS NULL")
+            .fetch_one(&mut *tx)
+            .await?;
+        if admins <= 1 {
+            return Ok(RoleChange::LastAdmin);
+        }
+    }
+    let t = now();
+    sqlx::query("UPDATE users SET disabled_at = $1, updated_at = $2 WHERE id = $3")
+        .bind(disabled.then_some(was.unwrap_or(t)))
+        .bind(t)
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+    if disabled {
+        sqlx::query("DELETE FROM sessions WHERE user_id = $1").bind(id).execute(&mut *tx).await?;
+    }
+    tx.commit().await?;
+    Ok(RoleChange::Done)
 }
 
 /// What changing a role did.
@@ -98,8 +188,9 @@ pub(crate) async fn set_role(pool: &AnyPool, id: i64, role: Role) -> Result<Role
         return Ok(RoleChange::NoSuchUser);
     };
     if current == Role::Admin.as_str() && role != Role::Admin {
-        let admins: i64 =
-            sqlx::query_scalar("SELECT COUNT(*) FROM users WHERE role = 'admin'").fetch_one(&mut *tx).await?;
+        let admins: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM users WHERE role = 'admin' AND disabled_at IS NULL")
+            .fetch_one(&mut *tx)
+            .await?;
         if admins <= 1 {
             return Ok(RoleChange::LastAdmin);
         }

@@ -11,7 +11,8 @@ use crate::server::auth::{password, session};
 use crate::server::db::users::{RoleChange, UserRow};
 use crate::server::db::{self};
 
-use super::internal;
+use super::{HostHandle, internal};
+use crate::server::config::LocalSignIn;
 
 /// Checks credentials and opens a session. Returns the user and the cookie token.
 /// The typed username is logged only when it names an existing account (a
@@ -51,9 +52,11 @@ pub async fn login(
         return Err(AppError::new(ErrorCode::LoginRateLimited));
     };
     // Unknown users cost one verify, like known ones.
-    let ok = match &row {
+    // An account made at an OpenID Connect sign-in has no password (an
+    // empty hash): it costs a decoy check and never verifies.
+    let ok = match row.as_ref().filter(|r| !r.password_hash.is_empty()) {
         Some(r) => password::verify(secret.to_owned(), r.password_hash.clone()).await,
-        None => password::verify_decoy(secret.to_owned()).await,
+        None => password::verify_decoy(secret.to_owned()).await.map(|_| false),
     }
     .map_err(internal)?;
     let exists = row.is_some();
@@ -66,6 +69,11 @@ pub async fn login(
     };
     limiter.record_success(username, client);
     db::shared::attempt_succeeded(pool, username, client).await?;
+    // Said only to whoever knows the password.
+    if row.disabled_at.is_some() {
+        tracing::warn!("login refused: the account is disabled");
+        return Err(AppError::new(ErrorCode::AccountDisabled));
+    }
     let token = session::new_token();
     db::sessions::insert(pool, &session::token_hash(&token), row.id, session::TTL_SECS).await?;
     tracing::info!("signed in");
@@ -96,19 +104,35 @@ impl<'a> Cookies<'a> {
 /// What the sign-in form and `POST /api/auth/login` both do: [`login`], end
 /// the session this client had before (a new session per sign-in), and return
 /// the user with the `Set-Cookie` value.
+/// `local` is the operator's password sign-in policy: with `admins`, only
+/// console admins sign in with a password (the way in while the provider is
+/// down); with `off`, nobody.
 pub(crate) async fn sign_in(
     pool: &AnyPool,
     limiter: &LoginLimiter,
-    username: &str,
-    secret: &str,
+    (username, secret): (&str, &str),
     client: &str,
+    local: LocalSignIn,
     cookies: Cookies<'_>,
 ) -> Result<(CurrentUser, String), AppError> {
+    if local == LocalSignIn::Off {
+        return Err(AppError::new(ErrorCode::LocalSignInOff));
+    }
     let (user, token) = login(pool, limiter, username, secret, client).await?;
+    if local == LocalSignIn::Admins && !user.is_admin() {
+        logout(pool, &token).await?;
+        return Err(AppError::new(ErrorCode::LocalSignInOff));
+    }
+    Ok((user, open_session(pool, &token, cookies).await?))
+}
+
+/// The `Set-Cookie` of a new session, the client's previous one ended (a
+/// new session per sign-in).
+pub(crate) async fn open_session(pool: &AnyPool, token: &str, cookies: Cookies<'_>) -> Result<String, AppError> {
     if let Some(previous) = cookies.session() {
         logout(pool, previous).await?;
     }
-    Ok((user, session::set_cookie(&token, cookies.secure)))
+    Ok(session::set_cookie(token, cookies.secure))
 }
 
 /// What the sign-out button and `POST /api/auth/logout` both do: end the
@@ -138,6 +162,8 @@ pub async fn list_users(pool: &AnyPool, admin: &CurrentUser) -> Result<Vec<UserS
             id: r.id,
             role: r.current_user().role,
             quota: r.quota(),
+            disabled: r.disabled_at.is_some(),
+            organisation: r.oidc_subject.is_some(),
             username: r.username,
             created_at: r.created_at,
         })
@@ -166,8 +192,14 @@ pub async fn create_user(
     Ok(id)
 }
 
-#[tracing::instrument(skip(pool), fields(admin = %admin.username))]
-pub async fn set_role(pool: &AnyPool, admin: &CurrentUser, user_id: i64, role: &str) -> Result<(), AppError> {
+#[tracing::instrument(skip(pool, host), fields(admin = %admin.username))]
+pub async fn set_role(
+    pool: &AnyPool,
+    host: Option<&HostHandle>,
+    admin: &CurrentUser,
+    user_id: i64,
+    role: &str,
+) -> Result<(), AppError> {
     admin.require_admin()?;
     let role = Role::parse(role)?;
     let before = db::users::by_id(pool, user_id).await?;
@@ -179,6 +211,11 @@ pub async fn set_role(pool: &AnyPool, admin: &CurrentUser, user_id: i64, role: &
                 let detail = format!("role: {} → {}", was.as_str(), role.as_str());
                 let target = format!("user:{}", before.username);
                 super::audit::record(pool, admin, AuditAction::RoleChanged, &target, &detail).await;
+                if was != role {
+                    // A console admin is every cluster's admin: each
+                    // cluster's bindings change (in the background).
+                    resync_all(pool, host).await;
+                }
             }
             Ok(())
         }
@@ -199,6 +236,56 @@ pub async fn reset_password(pool: &AnyPool, admin: &CurrentUser, user_id: i64, s
     if let Some(row) = db::users::by_id(pool, user_id).await? {
         let target = format!("user:{}", row.username);
         super::audit::record(pool, admin, AuditAction::PasswordReset, &target, "sessions ended").await;
+    }
+    Ok(())
+}
+
+/// Every cluster's bindings brought in step (a console admin came or went).
+pub(crate) async fn resync_all(pool: &AnyPool, host: Option<&HostHandle>) {
+    match db::users::all_cluster_ids(pool).await {
+        Ok(ids) => super::credentials::resync(pool, host, &ids).await,
+        Err(e) => {
+            tracing::warn!(error = %e, "listing clusters to bring their bindings in step failed; the slow loop does")
+        }
+    }
+}
+
+/// Disables (`disabled`) or enables an account. A disabled account's
+/// sessions end, it signs in no more, and every cluster's bindings drop it:
+/// its kubeconfigs still authenticate but are authorised to nothing. An
+/// admin cannot disable themself, nor the last enabled admin.
+#[tracing::instrument(skip(pool, host), fields(admin = %admin.username))]
+pub(crate) async fn set_disabled(
+    pool: &AnyPool,
+    host: Option<&HostHandle>,
+    admin: &CurrentUser,
+    user_id: i64,
+    disabled: bool,
+) -> Result<(), AppError> {
+    admin.require_admin()?;
+    if disabled && user_id == admin.id {
+        return Err(AppError::new(ErrorCode::CannotDisableSelf));
+    }
+    let row = db::users::by_id(pool, user_id).await?.ok_or(AppError::new(ErrorCode::NotFound))?;
+    if row.disabled_at.is_some() == disabled {
+        return Ok(());
+    }
+    match db::users::set_disabled(pool, user_id, disabled).await? {
+        RoleChange::Done => {}
+        RoleChange::NoSuchUser => return Err(AppError::new(ErrorCode::NotFound)),
+        RoleChange::LastAdmin => return Err(AppError::new(ErrorCode::LastAdmin)),
+    }
+    tracing::info!(user = user_id, disabled, "account disabled or enabled");
+    let (action, detail) = if disabled {
+        (AuditAction::UserDisabled, "sessions ended; cluster bindings removed")
+    } else {
+        (AuditAction::UserEnabled, "")
+    };
+    super::audit::record(pool, admin, action, &format!("user:{}", row.username), detail).await;
+    if row.current_user().is_admin() {
+        resync_all(pool, host).await;
+    } else {
+        super::credentials::resync(pool, host, &db::users::clusters_reaching(pool, user_id).await?).await;
     }
     Ok(())
 }
@@ -240,4 +327,80 @@ pub async fn upsert_admin(pool: &AnyPool, username: &str, secret: &str) -> Resul
             Err(e) => Err(e.into()),
         },
     }
+}
+
+/// An OpenID Connect sign-in the provider vouched for: [`oidc_account`],
+/// then a session.
+pub(crate) async fn sign_in_oidc(
+    pool: &AnyPool,
+    host: Option<&HostHandle>,
+    who: &crate::server::auth::oidc::Identity,
+    client: &str,
+    cookies: Cookies<'_>,
+) -> Result<(CurrentUser, String), AppError> {
+    let user = oidc_account(pool, host, who).await?;
+    let token = session::new_token();
+    db::sessions::insert(pool, &session::token_hash(&token), user.id, session::TTL_SECS).await?;
+    tracing::info!(account = %user.username, "signed in with OpenID Connect");
+    let detail = format!("client: {client}; OpenID Connect");
+    super::audit::record(pool, &user, AuditAction::SignedIn, &format!("user:{}", user.username), &detail).await;
+    Ok((user.clone(), open_session(pool, &token, cookies).await?))
+}
+
+/// The account of a subject the provider vouched for: made now if it is new
+/// (named as the provider asks, if that name is free: a local account is
+/// never taken over); its console role from the admin group and its teams
+/// from its groups (the teams of the same names that exist), both at each
+/// sign-in, audited and put into the clusters' bindings. A disabled account
+/// is refused.
+#[tracing::instrument(skip_all, fields(account = tracing::field::Empty))]
+pub async fn oidc_account(
+    pool: &AnyPool,
+    host: Option<&HostHandle>,
+    who: &crate::server::auth::oidc::Identity,
+) -> Result<CurrentUser, AppError> {
+    let row = match db::users::by_oidc_subject(pool, &who.subject).await? {
+        Some(row) => row,
+        None => {
+            let unusable = || AppError::new(ErrorCode::OidcUsernameUnusable);
+            let name = who.username.as_deref().ok_or_else(unusable)?;
+            let username = Username::parse(name).map_err(|_| unusable())?;
+            let role = if who.admin == Some(true) { Role::Admin } else { Role::User };
+            let id = db::users::insert_oidc(pool, &username, &who.subject, role)
+                .await
+                .map_err(|e| if e.is_unique_violation() { unusable() } else { e.into() })?;
+            tracing::info!(user = %username, role = role.as_str(), "account made at an OpenID Connect sign-in");
+            db::users::by_id(pool, id).await?.ok_or(AppError::new(ErrorCode::Internal))?
+        }
+    };
+    tracing::Span::current().record("account", row.username.as_str());
+    if row.disabled_at.is_some() {
+        tracing::warn!("OpenID Connect sign-in refused: the account is disabled");
+        return Err(AppError::new(ErrorCode::AccountDisabled));
+    }
+    let mut user = row.current_user();
+    let target = format!("user:{}", user.username);
+    if let Some(admin) = who.admin {
+        let want = if admin { Role::Admin } else { Role::User };
+        if want != user.role && db::users::set_role(pool, user.id, want).await? == RoleChange::Done {
+            let detail = format!("role: {} → {} (the provider's groups)", user.role.as_str(), want.as_str());
+            user.role = want;
+            super::audit::record(pool, &user, AuditAction::RoleChanged, &target, &detail).await;
+            resync_all(pool, host).await;
+        }
+    }
+    let mut changed = Vec::new();
+    for team in db::members::teams(pool).await? {
+        let (want, have) = (who.groups.contains(&team.name), team.members.contains(&user.username));
+        if want != have && db::members::set_in_team(pool, team.id, user.id, want).await? {
+            let action = if want { AuditAction::TeamMemberAdded } else { AuditAction::TeamMemberRemoved };
+            let detail = format!("{target} (the provider's groups)");
+            super::audit::record(pool, &user, action, &format!("team:{}", team.name), &detail).await;
+            changed.extend(db::members::clusters_of_team(pool, team.id).await?);
+        }
+    }
+    changed.sort_unstable();
+    changed.dedup();
+    super::credentials::resync(pool, host, &changed).await;
+    Ok(user)
 }

@@ -29,6 +29,16 @@ pub(crate) async fn sign_in(pool: &AnyPool, account: &str, user: Option<&Current
     }
 }
 
+/// An OpenID Connect sign-in refused (a replayed `state`, a token that did
+/// not verify…): who is not known, so the entry names the client and the reason.
+pub(crate) async fn oidc_refused(pool: &AnyPool, code: crate::domain::ErrorCode, client: &str) {
+    let detail = format!("OpenID Connect: {}; client: {client}", code.as_str());
+    let written = db::audit::record_as(pool, None, "anonymous", AuditAction::SignInFailed, "oidc", &detail).await;
+    if let Err(e) = written {
+        tracing::error!(error = %e, "writing the audit log failed");
+    }
+}
+
 /// The newest entries below `before` (admins only).
 pub(crate) async fn list(pool: &AnyPool, user: &CurrentUser, before: Option<i64>) -> Result<Vec<AuditEntry>, AppError> {
     user.require_admin()?;

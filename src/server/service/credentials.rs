@@ -47,11 +47,14 @@ const DOWNLOAD: Duration = Duration::from_secs(25);
 
 /// Who each role binds in `cluster`: its owner and every console admin as
 /// admins, its members (teams expanded) at their roles.
+/// A disabled account is bound to nothing, whatever it owns or is a member of.
 pub(crate) async fn desired(pool: &AnyPool, cluster: &Cluster) -> Result<Bindings, AppError> {
     let admins = db::users::admin_ids(pool).await?;
     let members = db::members::users_of(pool, cluster.id).await?;
+    let disabled = db::users::disabled_ids(pool).await?;
     let owner = std::iter::once(cluster.owner_id);
-    Ok(Bindings::of(owner.chain(admins).map(|u| (u, MemberRole::Admin)).chain(members)))
+    let all = owner.chain(admins).map(|u| (u, MemberRole::Admin)).chain(members);
+    Ok(Bindings::of(all.filter(|(u, _)| disabled.binary_search(u).is_err())))
 }
 
 /// The ClusterRoleBinding of `role` as the console applies it (server-side).

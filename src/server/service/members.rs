@@ -52,7 +52,11 @@ pub(crate) async fn put(
         }
         MemberKind::Team => db::members::team_id(pool, name).await?.ok_or_else(unknown)?,
     };
-    let before = db::members::put(pool, cluster, kind, id, role, user.id).await?;
+    // Two shares of the same member at once: the second's insert meets the
+    // first's row (unique per cluster and member).
+    let before = db::members::put(pool, cluster, kind, id, role, user.id)
+        .await
+        .map_err(|e| if e.is_unique_violation() { AppError::new(ErrorCode::ChangedConcurrently) } else { e.into() })?;
     let target = format!("cluster:{}", c.spec.name);
     let who = format!("{}:{name}", kind.as_str());
     let (action, detail) = match before {
@@ -110,7 +114,7 @@ pub(crate) async fn create_team(pool: &AnyPool, admin: &CurrentUser, name: &str)
 
 /// The team of that id, or `NotFound`.
 async fn team(pool: &AnyPool, id: i64) -> Result<Team, AppError> {
-    db::members::teams(pool).await?.into_iter().find(|t| t.id == id).ok_or(AppError::new(ErrorCode::NotFound))
+    db::members::team(pool, id).await?.ok_or(AppError::new(ErrorCode::NotFound))
 }
 
 pub(crate) async fn delete_team(

@@ -1,21 +1,31 @@
 //! Signing in and out.
 
 use axum::Json;
+use axum::extract::Query;
 use axum::extract::{Extension, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{MethodRouter, post};
+use axum::routing::{MethodRouter, get, post};
 use http::header;
 use serde::{Deserialize, Serialize};
 
+use axum::response::Redirect;
+
 use super::{ApiError, ApiJson};
+use crate::domain::{AppError, ErrorCode};
+use crate::server::auth::oidc::STATE_COOKIE;
 use crate::server::http::request::RequestFacts;
 use crate::server::service::accounts;
 use crate::server::state::AppState;
 
 /// The routes of signing in and out.
 pub(crate) fn routes() -> Vec<(&'static str, MethodRouter<AppState>)> {
-    vec![("/api/auth/login", post(login)), ("/api/auth/logout", post(logout))]
+    vec![
+        ("/api/auth/login", post(login)),
+        ("/api/auth/logout", post(logout)),
+        ("/auth/oidc/start", get(oidc_start)),
+        ("/auth/oidc/callback", get(oidc_callback)),
+    ]
 }
 
 #[derive(Deserialize)]
@@ -40,9 +50,9 @@ pub(crate) async fn login(
     let (user, cookie) = accounts::sign_in(
         &st.pool,
         &st.limiter,
-        &body.username,
-        &body.password,
+        (&body.username, &body.password),
         &request.client_key,
+        st.config.local_sign_in,
         cookies(&request, &headers),
     )
     .await?;
@@ -63,4 +73,100 @@ pub(crate) async fn logout(
 /// (served over https: [`RequestFacts::https`]).
 fn cookies<'a>(request: &RequestFacts, headers: &'a http::HeaderMap) -> accounts::Cookies<'a> {
     accounts::Cookies { header: headers.get(header::COOKIE).and_then(|v| v.to_str().ok()), secure: request.https }
+}
+
+#[derive(Deserialize)]
+pub(crate) struct StartQuery {
+    next: Option<String>,
+}
+
+/// `GET /auth/oidc/start?next=`: to the provider, the sign-in's `state` in
+/// a cookie of this browser (for ten minutes, sent to `/auth/oidc/` only).
+pub(crate) async fn oidc_start(
+    State(st): State<AppState>,
+    Extension(request): Extension<RequestFacts>,
+    Query(q): Query<StartQuery>,
+) -> Response {
+    let Some(provider) = st.oidc.as_deref() else {
+        return to_login_with(AppError::new(ErrorCode::OidcUnavailable), request.https);
+    };
+    let next = crate::domain::path::safe_next(q.next.as_deref());
+    match provider.start(&st.pool, next).await {
+        Ok(started) => {
+            let cookie = state_cookie(&started.state, request.https);
+            ([(header::SET_COOKIE, cookie)], Redirect::to(&started.url)).into_response()
+        }
+        Err(e) => to_login_with(e, request.https),
+    }
+}
+
+#[derive(Deserialize)]
+pub(crate) struct CallbackQuery {
+    code: Option<String>,
+    state: Option<String>,
+    error: Option<String>,
+}
+
+/// `GET /auth/oidc/callback`: the provider sends the browser back here.
+/// Signed in: a session and on to where the sign-in started; refused: the
+/// sign-in page with the reason, translated.
+pub(crate) async fn oidc_callback(
+    State(st): State<AppState>,
+    Extension(request): Extension<RequestFacts>,
+    headers: http::HeaderMap,
+    Query(q): Query<CallbackQuery>,
+) -> Response {
+    let cookies = cookies(&request, &headers);
+    let browsers = cookies.header.and_then(|c| crate::server::auth::session::cookie_value(c, STATE_COOKIE));
+    let done = async {
+        let provider = st.oidc.as_deref().ok_or(AppError::new(ErrorCode::OidcUnavailable))?;
+        // Only the browser that started this sign-in may finish it.
+        let state = q.state.as_deref().filter(|s| !s.is_empty() && Some(*s) == browsers);
+        let state = state.ok_or(AppError::new(ErrorCode::OidcStateInvalid))?;
+        if let Some(error) = q.error.as_deref() {
+            tracing::warn!(error, "the provider refused the sign-in");
+            // The state is spent all the same.
+            provider.abandon(&st.pool, state).await?;
+            return Err(AppError::new(ErrorCode::OidcDenied));
+        }
+        let code = q.code.as_deref().filter(|c| !c.is_empty()).ok_or(AppError::new(ErrorCode::OidcDenied))?;
+        let (who, next) = provider.finish(&st.pool, code, state).await?;
+        let host = st.host.as_ref();
+        let (_, session) = accounts::sign_in_oidc(&st.pool, host, &who, &request.client_key, cookies).await?;
+        Ok::<_, AppError>((session, next))
+    };
+    match done.await {
+        Ok((session, next)) => {
+            let mut res = Redirect::to(&next).into_response();
+            let h = res.headers_mut();
+            for cookie in [session, state_cookie("", request.https)] {
+                if let Ok(v) = http::HeaderValue::from_str(&cookie) {
+                    h.append(header::SET_COOKIE, v);
+                }
+            }
+            res
+        }
+        Err(e) => {
+            crate::server::service::audit::oidc_refused(&st.pool, e.code, &request.client_key).await;
+            to_login_with(e, request.https)
+        }
+    }
+}
+
+/// The sign-in's `state` cookie (`""`: removed).
+fn state_cookie(state: &str, secure: bool) -> String {
+    let age = if state.is_empty() { 0 } else { crate::server::auth::oidc::PENDING_SECS };
+    format!(
+        "{STATE_COOKIE}={state}; Path=/auth/oidc/; HttpOnly; SameSite=Lax; Max-Age={age}{}",
+        if secure { "; Secure" } else { "" }
+    )
+}
+
+/// The sign-in page showing `e` (as a refused sign-in form shows its error).
+fn to_login_with(e: AppError, secure: bool) -> Response {
+    let url = server_fn::error::ServerFnUrlError::new(crate::actions::auth::OIDC_ERROR_PATH, e)
+        .to_url("http://console/login")
+        .map(|u| format!("{}?{}", u.path(), u.query().unwrap_or_default()))
+        .unwrap_or_else(|_| "/login".to_owned());
+    ([(header::SET_COOKIE, state_cookie("", secure))], Redirect::to(&url)).into_response()
 }

@@ -1,0 +1,122 @@
+// Sign-in with the organisation's OpenID provider (issue 42) in Chromium,
+// against a real provider run by scripts/test.sh (end2end/oidc/provider.mjs:
+// the npm package oidc-provider on loopback; the console trusts it with the
+// admin group `platform-admins`). Bad ID tokens are made by the provider's
+// test hook, which re-signs the next one with one thing wrong.
+import { expect, type APIRequestContext, type Page } from '@playwright/test';
+import { test, t, newPage, shot, accessible, navLink, ADMIN_PASSWORD } from './helpers';
+
+const OIDC = process.env.KUBEBYON_OIDC_URL ?? '';
+test.skip(!OIDC, 'needs the test OpenID provider (scripts/test.sh starts it)');
+
+/** From the console's sign-in page through the provider's form, as `login`. */
+async function organisationSignIn(page: Page, locale: string, login: string, before?: () => Promise<void>) {
+  await page.goto('/login');
+  await page.getByRole('link', { name: t(locale, 'login.organisation') }).click();
+  await expect(page).toHaveURL(new RegExp(`^${OIDC}/interaction/`));
+  await before?.();
+  await page.locator('input[name="login"]').fill(login);
+  await page.locator('input[name="password"]').fill('not checked by the test provider');
+  await page.locator('button[type="submit"]').click();
+}
+
+async function hook(request: APIRequestContext, path: string) {
+  const res = await request.post(`${OIDC}/_test/${path}`);
+  expect(res.ok(), await res.text()).toBeTruthy();
+}
+
+async function jwksFetches(request: APIRequestContext): Promise<number> {
+  return (await (await request.get(`${OIDC}/_test/stats`)).json()).jwksFetches;
+}
+
+test('the first sign-in makes the account; the admin group makes an admin, groups make teams; sign-out ends the session', async ({ browser, request }) => {
+  // The admin made the team `e2e-team` (a group of Ada's and Ben's).
+  expect((await request.post('/api/auth/login', { data: { username: 'admin', password: ADMIN_PASSWORD } })).ok()).toBeTruthy();
+  const team = await request.post('/api/admin/teams', { data: { name: 'e2e-team' } });
+  expect([201, 409], await team.text()).toContain(team.status());
+
+  const page = await newPage(browser);
+  await page.goto('/login');
+  await expect(page.getByText(t('en', 'login.or_password'))).toBeVisible();
+  await shot(page, 'login-organisation-en');
+  await accessible(page);
+  await organisationSignIn(page, 'en', 'ada');
+  await expect(page).toHaveURL(/\/clusters$/);
+  await expect(page.getByTestId('current-user')).toHaveText('ada');
+  // In the admin group: a console admin, in the team her groups name.
+  await expect(navLink(page, 'en', 'app.nav_users')).toBeVisible();
+  await page.goto('/admin/users');
+  const ada = page.locator('tr[data-user="ada"]');
+  await expect(ada).toContainText(t('en', 'users.sign_in_organisation'));
+  await expect(ada).toContainText(t('en', 'app.role_admin'));
+  await page.goto('/admin/teams');
+  await expect(page.locator('tr[data-team="e2e-team"]')).toContainText('ada');
+
+  // Sign-out ends the console's session.
+  await page.getByRole('button', { name: t('en', 'app.sign_out') }).click();
+  await expect(page).toHaveURL(/\/login$/);
+  await page.goto('/clusters');
+  await expect(page).toHaveURL(/\/login\?next=/);
+
+  // Ben, in Chinese without JavaScript: signs in, no admin.
+  const ben = await newPage(browser, { js: false });
+  await ben.goto('/lang/zh-CN');
+  await organisationSignIn(ben, 'zh-CN', 'ben');
+  await expect(ben).toHaveURL(/\/clusters$/);
+  await expect(ben.getByTestId('current-user')).toHaveText('ben');
+  expect((await ben.goto('/admin/users'))?.status()).toBe(403);
+});
+
+test('bad ID tokens and a replayed state are refused with their reason; a rotated key is picked up', async ({ browser, request, baseURL }) => {
+  for (const [mode, code, locale, js] of [
+    ['audience', 'oidc_token_audience', 'en', true],
+    ['expired', 'oidc_token_expired', 'zh-CN', false],
+    ['nonce', 'oidc_token_nonce', 'en', true],
+    ['signature', 'oidc_token_signature', 'en', true],
+  ] as const) {
+    const page = await newPage(browser, { js });
+    if (locale !== 'en') await page.goto(`/lang/${locale}`);
+    await organisationSignIn(page, locale, 'cyd', () => hook(request, `tamper?mode=${mode}`));
+    await expect(page).toHaveURL(/\/login\?__path=%2Fauth%2Foidc/);
+    await expect(page.locator(`[data-error-code="${code}"]`)).toHaveText(t(locale, `errors.${code}`));
+    if (mode === 'expired') await shot(page, 'oidc-expired-zh');
+    await page.goto('/clusters');
+    await expect(page, `${mode}: no session`).toHaveURL(/\/login\?next=/);
+    await page.context().close();
+  }
+
+  // A sign-in that went through; its callback replayed (its state cookie put
+  // back, so only the spent state can refuse it).
+  const page = await newPage(browser);
+  let callback = '';
+  page.on('request', (r) => {
+    if (r.url().includes('/auth/oidc/callback')) callback = r.url();
+  });
+  await organisationSignIn(page, 'en', 'cyd');
+  await expect(page).toHaveURL(/\/clusters$/);
+  await page.getByRole('button', { name: t('en', 'app.sign_out') }).click();
+  const state = new URL(callback).searchParams.get('state')!;
+  await page.context().addCookies([{ name: 'kubebyon_oidc_state', value: state, url: `${baseURL}/auth/oidc/` }]);
+  await page.goto(callback);
+  await expect(page.locator('[data-error-code="oidc_state_invalid"]')).toHaveText(t('en', 'errors.oidc_state_invalid'));
+  await expect(page.getByTestId('current-user')).toHaveCount(0);
+  await page.context().close();
+
+  // The provider rotates its signing key: the console fetches the keys
+  // again on the unknown key id, and the sign-in goes through.
+  const before = await jwksFetches(request);
+  await hook(request, 'rotate');
+  const rotated = await newPage(browser);
+  await organisationSignIn(rotated, 'en', 'cyd');
+  await expect(rotated).toHaveURL(/\/clusters$/);
+  await expect(rotated.getByTestId('current-user')).toHaveText('cyd');
+  expect(await jwksFetches(request)).toBeGreaterThan(before);
+
+  // Each refusal is in the audit log with its reason and the client.
+  expect((await request.post('/api/auth/login', { data: { username: 'admin', password: ADMIN_PASSWORD } })).ok()).toBeTruthy();
+  const log = await (await request.get('/api/admin/audit')).json();
+  const refused = log.filter((e: any) => e.action === 'sign_in_failed' && e.target === 'oidc').map((e: any) => e.detail);
+  for (const code of ['oidc_token_audience', 'oidc_token_expired', 'oidc_token_nonce', 'oidc_token_signature', 'oidc_state_invalid']) {
+    expect(refused.join('\n')).toContain(`OpenID Connect: ${code};`);
+  }
+});

@@ -1,0 +1,420 @@
+//! Sign-in with the organisation's OpenID Connect provider (issue 42).
+//!
+//! The authorization code flow with PKCE (S256), `state` and `nonce`, as the
+//! `openidconnect` crate does it: discovery, the code exchange and every
+//! ID-token check (issuer, audience, expiry, nonce, signature against the
+//! provider's JWKS) are the crate's. The console adds:
+//! - the `state` kept twice: hashed in the database (taken once by the
+//!   callback, so a replayed `state` finds nothing) and in a short-lived
+//!   cookie of the browser that started (a callback from another browser is
+//!   refused: no sign-in forced on a victim);
+//! - a bounded clock skew ([`SKEW`]) on expiry;
+//! - the provider's keys fetched again on an ID token signed by a key they
+//!   do not have (a rotated key), at most every [`REFRESH_MIN`];
+//! - its HTTP client: hyper-rustls with the system's roots, no redirects
+//!   followed, every answer bounded in time and size.
+//!
+//! The client secret, codes, tokens, the nonce and the PKCE verifier never
+//! reach a log or an error message.
+
+use std::time::{Duration, Instant};
+
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Bytes;
+use openidconnect::core::{
+    CoreAuthDisplay, CoreAuthPrompt, CoreAuthenticationFlow, CoreErrorResponseType, CoreGenderClaim, CoreJsonWebKey,
+    CoreJweContentEncryptionAlgorithm, CoreJwsSigningAlgorithm, CoreProviderMetadata, CoreRevocableToken,
+    CoreRevocationErrorResponse, CoreTokenIntrospectionResponse, CoreTokenType,
+};
+use openidconnect::{
+    AdditionalClaims, AuthorizationCode, ClaimsVerificationError, Client, ClientId, ClientSecret, CsrfToken,
+    EmptyExtraTokenFields, EndpointMaybeSet, EndpointNotSet, EndpointSet, HttpRequest, HttpResponse, IdToken,
+    IdTokenClaims, IdTokenFields, IssuerUrl, Nonce, PkceCodeChallenge, PkceCodeVerifier, RedirectUrl,
+    RequestTokenError, Scope, SignatureVerificationError, StandardErrorResponse, StandardTokenResponse, TokenResponse,
+};
+use serde::{Deserialize, Serialize};
+use sqlx::AnyPool;
+
+use crate::domain::{AppError, ErrorCode};
+use crate::server::config::Config;
+use crate::server::db;
+
+/// How long a sign-in may take at the provider.
+pub(crate) const PENDING_SECS: i64 = 600;
+/// The clock skew allowed on an ID token's expiry.
+const SKEW: chrono::TimeDelta = chrono::TimeDelta::seconds(60);
+/// The provider's keys are fetched again on an unknown key at most this often.
+const REFRESH_MIN: Duration = Duration::from_secs(5);
+/// Discovery (and the keys) are kept this long.
+const METADATA_TTL: Duration = Duration::from_secs(3600);
+/// Each call to the provider, headers and body.
+const CALL_TIMEOUT: Duration = Duration::from_secs(10);
+/// The largest answer read from the provider.
+const MAX_ANSWER: usize = 1024 * 1024;
+/// The cookie holding the `state` of the sign-in this browser started.
+pub(crate) const STATE_COOKIE: &str = "kubebyon_oidc_state";
+
+/// Every claim of the ID token besides the standard ones (the groups claim
+/// is named by the operator).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct OtherClaims {
+    #[serde(flatten)]
+    rest: serde_json::Map<String, serde_json::Value>,
+}
+impl AdditionalClaims for OtherClaims {}
+
+type Fields = IdTokenFields<
+    OtherClaims,
+    EmptyExtraTokenFields,
+    CoreGenderClaim,
+    CoreJweContentEncryptionAlgorithm,
+    CoreJwsSigningAlgorithm,
+>;
+type Tokens = StandardTokenResponse<Fields, CoreTokenType>;
+type Token = IdToken<OtherClaims, CoreGenderClaim, CoreJweContentEncryptionAlgorithm, CoreJwsSigningAlgorithm>;
+type Claims = IdTokenClaims<OtherClaims, CoreGenderClaim>;
+type OidcClient = Client<
+    OtherClaims,
+    CoreAuthDisplay,
+    CoreGenderClaim,
+    CoreJweContentEncryptionAlgorithm,
+    CoreJsonWebKey,
+    CoreAuthPrompt,
+    StandardErrorResponse<CoreErrorResponseType>,
+    Tokens,
+    CoreTokenIntrospectionResponse,
+    CoreRevocableToken,
+    CoreRevocationErrorResponse,
+    EndpointSet,
+    EndpointNotSet,
+    EndpointNotSet,
+    EndpointNotSet,
+    EndpointMaybeSet,
+    EndpointMaybeSet,
+>;
+
+/// Who the provider says signed in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    /// `"<issuer> <sub>"`: immutable, never the name shown.
+    pub subject: String,
+    /// The console username asked for (`preferred_username`, else the
+    /// e-mail address's local part), lowercased; checked by the caller.
+    pub username: Option<String>,
+    /// The groups claim's values.
+    pub groups: Vec<String>,
+    /// `Some(is in the admin group)` when the operator named one.
+    pub admin: Option<bool>,
+}
+
+/// A sign-in started: where to send the browser, and the `state` for its cookie.
+pub(crate) struct Started {
+    pub url: String,
+    pub state: String,
+}
+
+/// The configured provider.
+pub struct Provider {
+    issuer: IssuerUrl,
+    client_id: ClientId,
+    secret: ClientSecret,
+    redirect: RedirectUrl,
+    scopes: Vec<Scope>,
+    groups_claim: String,
+    admin_group: Option<String>,
+    http: Http,
+    metadata: tokio::sync::Mutex<Option<(CoreProviderMetadata, Instant)>>,
+}
+
+impl Provider {
+    /// The provider the operator configured; `None` without an issuer. An
+    /// issuer without a client id, secret or public URL, or a plain-http
+    /// issuer off loopback, is an error that stops the start.
+    pub fn from_config(config: &Config) -> Result<Option<Self>, String> {
+        let Some(issuer) = config.oidc_issuer.as_deref().map(str::trim).filter(|s| !s.is_empty()) else {
+            return Ok(None);
+        };
+        let issuer = IssuerUrl::new(issuer.to_owned()).map_err(|e| format!("KUBEBYON_OIDC_ISSUER: {e}"))?;
+        let url = issuer.url();
+        let loopback = match url.host() {
+            Some(openidconnect::url::Host::Ipv4(a)) => a.is_loopback(),
+            Some(openidconnect::url::Host::Ipv6(a)) => a.is_loopback(),
+            Some(openidconnect::url::Host::Domain(d)) => d == "localhost",
+            None => false,
+        };
+        if url.scheme() != "https" && !(url.scheme() == "http" && loopback) {
+            return Err("KUBEBYON_OIDC_ISSUER must be an https:// URL (http:// only on loopback)".into());
+        }
+        let client_id = config.oidc_client_id.as_deref().map(str::trim).filter(|s| !s.is_empty());
+        let secret = config.oidc_client_secret.as_deref().filter(|s| !s.trim().is_empty());
+        let (Some(client_id), Some(secret)) = (client_id, secret) else {
+            return Err("KUBEBYON_OIDC_ISSUER needs KUBEBYON_OIDC_CLIENT_ID and KUBEBYON_OIDC_CLIENT_SECRET".into());
+        };
+        let Some(public) =
+            config.public_url.as_deref().map(|u| u.trim().trim_end_matches('/')).filter(|u| !u.is_empty())
+        else {
+            return Err("KUBEBYON_OIDC_ISSUER needs KUBEBYON_PUBLIC_URL (the redirect URI is built from it)".into());
+        };
+        let redirect = RedirectUrl::new(format!("{public}/auth/oidc/callback"))
+            .map_err(|e| format!("KUBEBYON_PUBLIC_URL: {e}"))?;
+        let mut scopes = vec![];
+        for s in config.oidc_scopes.iter().map(|s| s.trim()).filter(|s| !s.is_empty() && *s != "openid") {
+            scopes.push(Scope::new(s.to_owned()));
+        }
+        let groups_claim = match config.oidc_groups_claim.trim() {
+            "" => "groups".to_owned(),
+            c => c.to_owned(),
+        };
+        let admin_group =
+            config.oidc_admin_group.as_deref().map(str::trim).filter(|g| !g.is_empty()).map(str::to_owned);
+        Ok(Some(Self {
+            issuer,
+            client_id: ClientId::new(client_id.to_owned()),
+            secret: ClientSecret::new(secret.to_owned()),
+            redirect,
+            scopes,
+            groups_claim,
+            admin_group,
+            http: Http::new().map_err(|e| format!("the system's root certificates: {e}"))?,
+            metadata: tokio::sync::Mutex::new(None),
+        }))
+    }
+
+    /// A client from the provider's discovery document: kept for
+    /// [`METADATA_TTL`]; `fresh` fetches it again (keys rotated) unless it
+    /// was fetched within [`REFRESH_MIN`].
+    async fn client(&self, fresh: bool) -> Result<OidcClient, AppError> {
+        let mut cached = self.metadata.lock().await;
+        let stale = match &*cached {
+            None => true,
+            Some((_, at)) if fresh => at.elapsed() >= REFRESH_MIN,
+            Some((_, at)) => at.elapsed() >= METADATA_TTL,
+        };
+        if stale {
+            let metadata =
+                CoreProviderMetadata::discover_async(self.issuer.clone(), &self.http).await.map_err(|e| {
+                    tracing::warn!(error = %e, "the OpenID provider's discovery failed");
+                    AppError::new(ErrorCode::OidcUnavailable)
+                })?;
+            *cached = Some((metadata, Instant::now()));
+        }
+        let metadata = cached.as_ref().map(|(m, _)| m.clone()).ok_or(AppError::new(ErrorCode::OidcUnavailable))?;
+        Ok(OidcClient::from_provider_metadata(metadata, self.client_id.clone(), Some(self.secret.clone()))
+            .set_redirect_uri(self.redirect.clone()))
+    }
+
+    /// Starts a sign-in: stores its `state` (hashed), nonce, PKCE verifier
+    /// and where to go after; returns the provider's URL.
+    pub(crate) async fn start(&self, pool: &AnyPool, next: &str) -> Result<Started, AppError> {
+        let client = self.client(false).await?;
+        let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
+        let mut request =
+            client.authorize_url(CoreAuthenticationFlow::AuthorizationCode, CsrfToken::new_random, Nonce::new_random);
+        for scope in &self.scopes {
+            request = request.add_scope(scope.clone());
+        }
+        let (url, state, nonce) = request.set_pkce_challenge(challenge).url();
+        let hash = super::session::token_hash(state.secret());
+        db::oidc::insert(pool, &hash, nonce.secret(), verifier.secret(), next).await?;
+        Ok(Started { url: url.to_string(), state: state.into_secret() })
+    }
+
+    /// Finishes a sign-in: takes its `state` (once, within
+    /// [`PENDING_SECS`]), exchanges the code with the PKCE verifier, checks
+    /// the ID token. Returns who signed in and where to go.
+    pub(crate) async fn finish(&self, pool: &AnyPool, code: &str, state: &str) -> Result<(Identity, String), AppError> {
+        let hash = super::session::token_hash(state);
+        let pending =
+            db::oidc::take(pool, &hash, PENDING_SECS).await?.ok_or(AppError::new(ErrorCode::OidcStateInvalid))?;
+        let client = self.client(false).await?;
+        let tokens = client
+            .exchange_code(AuthorizationCode::new(code.to_owned()))
+            .map_err(|_| AppError::new(ErrorCode::OidcUnavailable))?
+            .set_pkce_verifier(PkceCodeVerifier::new(pending.pkce_verifier))
+            .request_async(&self.http)
+            .await
+            .map_err(token_error)?;
+        let token = tokens.id_token().ok_or(AppError::new(ErrorCode::OidcTokenInvalid))?;
+        let nonce = Nonce::new(pending.nonce);
+        let claims = match verify(&client, token, &nonce) {
+            // Signed with a key the console does not have: the provider
+            // rotated its keys. Fetch them again, check once more.
+            Err(ClaimsVerificationError::SignatureVerification(SignatureVerificationError::NoMatchingKey)) => {
+                tracing::info!("the ID token names a key the console does not have; fetching the provider's keys");
+                let fresh = self.client(true).await?;
+                verify(&fresh, token, &nonce).cloned()
+            }
+            other => other.cloned(),
+        }
+        .map_err(claims_error)?;
+        Ok((self.identity(&claims), pending.next_path))
+    }
+
+    /// Spends a sign-in's `state` the provider refused (nothing to exchange).
+    pub(crate) async fn abandon(&self, pool: &AnyPool, state: &str) -> Result<(), AppError> {
+        db::oidc::take(pool, &super::session::token_hash(state), PENDING_SECS).await?;
+        Ok(())
+    }
+
+    fn identity(&self, claims: &Claims) -> Identity {
+        let username = claims
+            .preferred_username()
+            .map(|u| u.as_str().to_owned())
+            .or_else(|| claims.email().and_then(|e| e.as_str().split('@').next().map(str::to_owned)))
+            .map(|u| u.trim().to_lowercase());
+        let groups = groups(claims.additional_claims().rest.get(&self.groups_claim));
+        let admin = self.admin_group.as_ref().map(|g| groups.contains(g));
+        Identity { subject: format!("{} {}", self.issuer.as_str(), claims.subject().as_str()), username, groups, admin }
+    }
+}
+
+/// The groups claim's values: a list of strings, or one string.
+fn groups(claim: Option<&serde_json::Value>) -> Vec<String> {
+    match claim {
+        Some(serde_json::Value::Array(items)) => items.iter().filter_map(|v| v.as_str()).map(str::to_owned).collect(),
+        Some(serde_json::Value::String(one)) => vec![one.clone()],
+        _ => vec![],
+    }
+}
+
+fn verify<'t>(client: &OidcClient, token: &'t Token, nonce: &Nonce) -> Result<&'t Claims, ClaimsVerificationError> {
+    let verifier = client.id_token_verifier().set_time_fn(|| chrono::Utc::now() - SKEW);
+    token.claims(&verifier, nonce)
+}
+
+/// The translated reason an ID token is refused (the crate's text goes to the log).
+fn claims_error(e: ClaimsVerificationError) -> AppError {
+    tracing::warn!(error = %e, "an ID token was refused");
+    AppError::new(match e {
+        ClaimsVerificationError::InvalidAudience(_) => ErrorCode::OidcTokenAudience,
+        ClaimsVerificationError::Expired(_) => ErrorCode::OidcTokenExpired,
+        ClaimsVerificationError::InvalidNonce(_) => ErrorCode::OidcTokenNonce,
+        ClaimsVerificationError::SignatureVerification(_) => ErrorCode::OidcTokenSignature,
+        _ => ErrorCode::OidcTokenInvalid,
+    })
+}
+
+fn token_error<RE: std::error::Error + 'static>(
+    e: RequestTokenError<RE, StandardErrorResponse<CoreErrorResponseType>>,
+) -> AppError {
+    match e {
+        RequestTokenError::ServerResponse(answer) => {
+            tracing::warn!(error = %answer.error(), "the provider refused the code exchange");
+            AppError::new(ErrorCode::OidcDenied)
+        }
+        RequestTokenError::Request(e) => {
+            tracing::warn!(error = %e, "the provider's token endpoint could not be reached");
+            AppError::new(ErrorCode::OidcUnavailable)
+        }
+        RequestTokenError::Parse(e, _) => {
+            tracing::warn!(error = %e, "the provider's token answer could not be read");
+            AppError::new(ErrorCode::OidcTokenInvalid)
+        }
+        RequestTokenError::Other(e) => {
+            tracing::warn!(error = %e, "the code exchange failed");
+            AppError::new(ErrorCode::OidcTokenInvalid)
+        }
+    }
+}
+
+type HyperClient = hyper_util::client::legacy::Client<
+    hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>,
+    Full<Bytes>,
+>;
+
+/// The HTTP client of the provider's endpoints.
+struct Http(HyperClient);
+
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct HttpFailure(String);
+
+impl<'c> openidconnect::AsyncHttpClient<'c> for Http {
+    type Error = HttpFailure;
+    type Future =
+        std::pin::Pin<Box<dyn std::future::Future<Output = Result<HttpResponse, HttpFailure>> + Send + Sync + 'c>>;
+
+    fn call(&'c self, request: HttpRequest) -> Self::Future {
+        // Sync as the trait's users want it: the call runs as its own task.
+        let client = self.0.clone();
+        let task = tokio::spawn(Self::send(client, request));
+        Box::pin(async move { task.await.map_err(|e| HttpFailure(format!("the call to the provider failed: {e}")))? })
+    }
+}
+
+impl Http {
+    fn new() -> std::io::Result<Self> {
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_provider_and_native_roots(rustls::crypto::ring::default_provider())?
+            .https_or_http()
+            .enable_http1()
+            .build();
+        let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new()).build(connector);
+        Ok(Self(client))
+    }
+
+    /// One request; a redirect is answered as it is (not followed).
+    async fn send(client: HyperClient, request: HttpRequest) -> Result<HttpResponse, HttpFailure> {
+        let (parts, body) = request.into_parts();
+        let request = http::Request::from_parts(parts, Full::new(Bytes::from(body)));
+        let answer = tokio::time::timeout(CALL_TIMEOUT, client.request(request))
+            .await
+            .map_err(|_| HttpFailure("the provider did not answer in time".into()))?
+            .map_err(|e| HttpFailure(format!("calling the provider: {e}")))?;
+        let (parts, body) = answer.into_parts();
+        let body = tokio::time::timeout(CALL_TIMEOUT, Limited::new(body, MAX_ANSWER).collect())
+            .await
+            .map_err(|_| HttpFailure("the provider's answer did not arrive in time".into()))?
+            .map_err(|e| HttpFailure(format!("reading the provider's answer: {e}")))?
+            .to_bytes();
+        Ok(http::Response::from_parts(parts, body.to_vec()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn groups_are_a_list_or_one_name() {
+        use serde_json::json;
+        for (claim, want) in [
+            (Some(json!(["a", "b", 3])), vec!["a", "b"]),
+            (Some(json!("ops")), vec!["ops"]),
+            (Some(json!({"a": 1})), vec![]),
+            (None, vec![]),
+        ] {
+            assert_eq!(groups(claim.as_ref()), want, "{claim:?}");
+        }
+    }
+
+    #[test]
+    fn the_operator_configures_one_provider_or_none() {
+        let base = Config {
+            oidc_issuer: Some("https://id.example.com/realms/x".into()),
+            oidc_client_id: Some("kubebyon".into()),
+            oidc_client_secret: Some("s3cret".into()),
+            public_url: Some("https://console.example.com/".into()),
+            oidc_scopes: vec!["profile".into(), "openid".into(), " ".into()],
+            ..Config::default()
+        };
+        let p = Provider::from_config(&base).unwrap().unwrap();
+        assert_eq!(p.redirect.as_str(), "https://console.example.com/auth/oidc/callback");
+        assert_eq!(p.scopes.iter().map(|s| s.as_str()).collect::<Vec<_>>(), ["profile"]);
+        assert_eq!(p.groups_claim, "groups");
+        assert!(Provider::from_config(&Config::default()).unwrap().is_none());
+        let loopback = Config { oidc_issuer: Some("http://127.0.0.1:9000".into()), ..base.clone() };
+        assert!(Provider::from_config(&loopback).unwrap().is_some());
+        for (bad, says) in [
+            (Config { oidc_issuer: Some("http://id.example.com".into()), ..base.clone() }, "https://"),
+            (Config { oidc_client_secret: None, ..base.clone() }, "CLIENT_SECRET"),
+            (Config { oidc_client_id: Some(" ".into()), ..base.clone() }, "CLIENT_ID"),
+            (Config { public_url: None, ..base.clone() }, "PUBLIC_URL"),
+            (Config { oidc_issuer: Some("not a url".into()), ..base.clone() }, "ISSUER"),
+        ] {
+            let e = Provider::from_config(&bad).err().expect("refused");
+            assert!(e.contains(says), "{e}");
+            assert!(!e.contains("s3cret"), "{e}");
+        }
+    }
+}
