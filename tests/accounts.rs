@@ -89,7 +89,10 @@ async fn user_management_rules() {
         );
         accounts::set_role(&t.pool, None, &admin, id, "admin").await.unwrap();
         accounts::set_role(&t.pool, None, &admin, admin.id, "user").await.unwrap();
-        assert_eq!(accounts::set_role(&t.pool, None, &admin, 9999, "user").await.unwrap_err().code, ErrorCode::NotFound);
+        assert_eq!(
+            accounts::set_role(&t.pool, None, &admin, 9999, "user").await.unwrap_err().code,
+            ErrorCode::NotFound
+        );
 
         let names: Vec<String> =
             accounts::list_users(&t.pool, &admin).await.unwrap().into_iter().map(|u| u.username).collect();
@@ -106,8 +109,10 @@ async fn concurrent_demotions_leave_an_admin() {
     for t in each_backend().await {
         let a = support::user(&t.pool, "ada", Role::Admin).await;
         let b = support::user(&t.pool, "bea", Role::Admin).await;
-        let (ra, rb) =
-            tokio::join!(accounts::set_role(&t.pool, None, &a, b.id, "user"), accounts::set_role(&t.pool, None, &b, a.id, "user"));
+        let (ra, rb) = tokio::join!(
+            accounts::set_role(&t.pool, None, &a, b.id, "user"),
+            accounts::set_role(&t.pool, None, &b, a.id, "user")
+        );
         assert_eq!(u8::from(ra.is_ok()) + u8::from(rb.is_ok()), 1, "{}: {ra:?} {rb:?}", t.backend);
         // The losing side is refused for the right reason, not any error.
         let lost = ra.err().or(rb.err()).unwrap();

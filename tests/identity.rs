@@ -61,6 +61,9 @@ async fn a_disabled_account_signs_in_no_more_and_its_sessions_end() {
         let page = c.get("/admin/users", Some(&admin)).await.body;
         assert!(page.contains(r#"data-user="bob" data-disabled="true""#), "{}", t.backend);
         assert!(page.contains("Enable bob"), "{}", t.backend);
+        // No Disable button on the admin's own row (the service refuses it too, above).
+        assert!(page.contains("Disable bob") || page.contains("Enable bob"), "{}", t.backend);
+        assert!(!page.contains("Disable admin"), "{}", t.backend);
         // Not a console admin any more either: it counts for no "last admin".
         assert_eq!(db::users::count_admins(&t.pool).await.unwrap(), 1, "{}", t.backend);
 
@@ -172,6 +175,20 @@ async fn an_organisation_sign_in_makes_its_account_and_follows_its_groups() {
             let r = c.json("POST", "/api/auth/login", None, json!({"username": "ada", "password": pw})).await;
             assert_eq!((r.status.as_u16(), code(&r.body)), (401, "login_failed".into()), "{}", t.backend);
         }
+
+        // Nor may an admin give it one: a second way in the provider cannot take back.
+        let r = c
+            .send(
+                "POST",
+                "/fn/users/password",
+                Some(&admin),
+                FORM,
+                format!("user_id={}&password=a+long+enough+pw", row.id),
+            )
+            .await;
+        assert_eq!((r.status.as_u16(), code(&r.body)), (409, "organisation_account".into()), "{}", t.backend);
+        let page = c.get("/admin/users", Some(&admin)).await.body;
+        assert!(!page.contains("New password for ada") && page.contains("New password for bob"), "{}", t.backend);
 
         // A local account's name (or no usable name) is never taken over.
         for (username, what) in [(Some("bob"), "a local account's"), (Some("Not Valid!"), "invalid"), (None, "none")] {

@@ -4,7 +4,7 @@
 // admin group `platform-admins`). Bad ID tokens are made by the provider's
 // test hook, which re-signs the next one with one thing wrong.
 import { expect, type APIRequestContext, type Page } from '@playwright/test';
-import { test, t, newPage, shot, accessible, navLink, ADMIN_PASSWORD } from './helpers';
+import { test, t, newPage, shot, accessible, navLink, signIn, hydrated, ADMIN_PASSWORD } from './helpers';
 
 const OIDC = process.env.KUBEBYON_OIDC_URL ?? '';
 test.skip(!OIDC, 'needs the test OpenID provider (scripts/test.sh starts it)');
@@ -65,6 +65,26 @@ test('the first sign-in makes the account; the admin group makes an admin, group
   await expect(ben).toHaveURL(/\/clusters$/);
   await expect(ben.getByTestId('current-user')).toHaveText('ben');
   expect((await ben.goto('/admin/users'))?.status()).toBe(403);
+
+  // An admin disables Ben: his session ends, and the provider's word no
+  // longer lets him in.
+  const admin = await newPage(browser);
+  await signIn(admin, 'admin', ADMIN_PASSWORD);
+  await admin.goto('/admin/users');
+  await hydrated(admin);
+  await admin.getByRole('button', { name: t('en', 'users.disable_for', { username: 'ben' }), exact: true }).click();
+  const benRow = admin.locator('tr[data-user="ben"]');
+  await expect(benRow).toHaveAttribute('data-disabled', 'true');
+  await expect(benRow.getByText(t('en', 'users.disabled'))).toBeVisible();
+  await expect(benRow.getByRole('button', { name: t('en', 'users.enable_for', { username: 'ben' }), exact: true })).toBeVisible();
+  await shot(admin, 'users-disabled-en');
+  await accessible(admin);
+  await ben.goto('/clusters');
+  await expect(ben).toHaveURL(/\/login\?next=/);
+  const benAgain = await newPage(browser, { js: false });
+  await benAgain.goto('/lang/zh-CN');
+  await organisationSignIn(benAgain, 'zh-CN', 'ben');
+  await expect(benAgain.locator('[data-error-code="account_disabled"]')).toHaveText(t('zh-CN', 'errors.account_disabled'));
 });
 
 test('bad ID tokens and a replayed state are refused with their reason; a rotated key is picked up', async ({ browser, request, baseURL }) => {

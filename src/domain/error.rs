@@ -154,6 +154,8 @@ pub enum ErrorCode {
     OidcTokenInvalid,
     /// No usable console username in the provider's claims, or it is another account's.
     OidcUsernameUnusable,
+    /// A password for an account that signs in with the organisation's provider.
+    OrganisationAccount,
     RateLimited,
     /// Too many on-demand calls to clusters by one user (`service::call_budget`).
     CallsRateLimited,
@@ -192,6 +194,7 @@ impl ErrorCode {
             | Self::LastAdmin
             | Self::CannotDisableSelf
             | Self::OidcUsernameUnusable
+            | Self::OrganisationAccount
             | Self::MoveHasProblems
             | Self::MoveItemState
             | Self::OwnNodesOff

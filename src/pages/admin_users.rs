@@ -30,6 +30,7 @@ pub(crate) fn UsersPage() -> impl IntoView {
         let (role_error, reset_error) = (url_error(SetRole::PATH), url_error(ResetPassword::PATH));
         let quota_error = url_error(SetQuota::PATH);
         let disable_error = url_error(SetDisabled::PATH);
+        let me = crate::actions::auth::session_now().ok().and_then(|s| s.user).map(|u| u.id);
         let typed = retyped(CreateUser::PATH);
         let typed_username = typed.as_ref().and_then(|q| q.get("username")).unwrap_or_default();
         let typed_role = typed.and_then(|q| q.get("role")).and_then(|r| Role::parse(&r).ok()).unwrap_or(Role::User);
@@ -44,6 +45,7 @@ pub(crate) fn UsersPage() -> impl IntoView {
                         <tr>
                             <th scope="col">{t!(i18n, users.col_username)}</th>
                             <th scope="col">{t!(i18n, users.col_role)}</th>
+                            <th scope="col">{t!(i18n, users.col_sign_in)}</th>
                             <th scope="col">{t!(i18n, users.col_created)}</th>
                             <th scope="col">{t!(i18n, users.col_actions)}</th>
                         </tr>
@@ -70,14 +72,16 @@ pub(crate) fn UsersPage() -> impl IntoView {
                                 let quota_url_error = quota_error.filter(|_| failed);
                                 let disable_url_error = disable_error.filter(|_| failed);
                                 let disabled = u.disabled;
+                                let u_id = u.id;
                                 view! {
                                     <tr data-user=key data-disabled=disabled.to_string()>
                                         <th scope="row">{name}</th>
+                                        <td>{role}</td>
                                         <td>
-                                            {role} <span class="block text-xs text-slate-600">{sign_in}</span>
+                                            {sign_in}
                                             {status
                                                 .map(|s| {
-                                                    view! { <span class="badge badge-failed">{s}</span> }
+                                                    view! { <span class="badge badge-failed ml-2">{s}</span> }
                                                 })}
                                         </td>
                                         <td class="whitespace-nowrap text-sm">{format_time(u.created_at)}</td>
@@ -88,6 +92,7 @@ pub(crate) fn UsersPage() -> impl IntoView {
                                                 reset_url_error
                                                 quota_url_error
                                                 disable_url_error
+                                                own=me == Some(u_id)
                                             />
                                         </td>
                                     </tr>

@@ -85,6 +85,8 @@ pub(crate) fn UserRowForms(
     reset_url_error: Option<AppError>,
     quota_url_error: Option<AppError>,
     disable_url_error: Option<AppError>,
+    /// The signed-in admin's own row: no Disable button.
+    own: bool,
 ) -> impl IntoView {
     let i18n = use_i18n();
     let hydrated = crate::components::hydration::hydration_flag();
@@ -96,11 +98,6 @@ pub(crate) fn UserRowForms(
     let quota_error = action_error(set_quota.value(), set_quota.version(), quota_url_error);
     let set_disabled = ServerAction::<SetDisabled>::new();
     let disable_error = action_error(set_disabled.value(), set_disabled.version(), disable_url_error);
-    let (disable, disabled_label) = if user.disabled {
-        (false, t_string!(i18n, users.enable_for, username = user.username.as_str()))
-    } else {
-        (true, t_string!(i18n, users.disable_for, username = user.username.as_str()))
-    };
     let quota = crate::domain::quota::QuotaText::of(&user.quota);
     let quota_label = t_string!(i18n, quota.user_for, username = user.username.as_str());
     let quota_input = move |(field, label, inputmode, value): (Field, &'static str, &'static str, String)| {
@@ -124,9 +121,7 @@ pub(crate) fn UserRowForms(
         }
     };
     let role_id = format!("role-{}", user.id);
-    let password_id = format!("password-{}", user.id);
     let role_label = t_string!(i18n, users.role_for, username = user.username.as_str());
-    let password_label = t_string!(i18n, users.new_password, username = user.username.as_str());
     view! {
         <div class="flex flex-wrap items-end gap-4">
             <ActionForm
@@ -146,37 +141,22 @@ pub(crate) fn UserRowForms(
                     {t!(i18n, users.set_role)}
                 </button>
             </ActionForm>
-            <ActionForm action=reset attr:data-hydrated=hydrated attr:class="flex items-end gap-2" attr:novalidate=true>
-                <input type="hidden" name="user_id" value=user.id />
-                <div>
-                    <label for=password_id.clone() class="field-label">
-                        {password_label}
-                    </label>
-                    <input
-                        id=password_id
-                        name="password"
-                        type="password"
-                        autocomplete="new-password"
-                        class="field-input"
-                    />
-                </div>
-                <button type="submit" class="btn">
-                    {t!(i18n, users.reset_submit)}
-                </button>
-            </ActionForm>
-            <ActionForm
-                action=set_disabled
-                attr:data-hydrated=hydrated
-                attr:class="flex items-end gap-2"
-                attr:novalidate=true
-                attr:data-form="user-disabled"
-            >
-                <input type="hidden" name="user_id" value=user.id />
-                <input type="hidden" name="disabled" value=disable.to_string() />
-                <button type="submit" class=if disable { "btn btn-danger" } else { "btn" } aria-label=disabled_label>
-                    {if disable { t!(i18n, users.disable).into_any() } else { t!(i18n, users.enable).into_any() }}
-                </button>
-            </ActionForm>
+            {(!user.organisation)
+                .then(|| {
+                    view! { <PasswordForm action=reset user_id=user.id username=user.username.clone() hydrated /> }
+                })}
+            {(!own)
+                .then(|| {
+                    view! {
+                        <DisableForm
+                            action=set_disabled
+                            user_id=user.id
+                            username=user.username.clone()
+                            disable=!user.disabled
+                            hydrated
+                        />
+                    }
+                })}
             <ActionForm
                 action=set_quota
                 attr:data-hydrated=hydrated
@@ -202,5 +182,67 @@ pub(crate) fn UserRowForms(
         <FieldError field=Field::Role error=role_error />
         <FormError error=reset_error />
         <FieldError field=Field::Password error=reset_error />
+    }
+}
+
+/// A new password for one account (local accounts only).
+#[component]
+fn PasswordForm(
+    action: ServerAction<ResetPassword>,
+    user_id: i64,
+    username: String,
+    hydrated: Signal<&'static str>,
+) -> impl IntoView {
+    let i18n = use_i18n();
+    let id = format!("password-{user_id}");
+    view! {
+        <ActionForm action attr:data-hydrated=hydrated attr:class="flex items-end gap-2" attr:novalidate=true>
+            <input type="hidden" name="user_id" value=user_id />
+            <div>
+                <label for=id.clone() class="field-label">
+                    {t_string!(i18n, users.new_password, username = username.as_str())}
+                </label>
+                <input id=id name="password" type="password" autocomplete="new-password" class="field-input" />
+            </div>
+            <button type="submit" class="btn">
+                {t!(i18n, users.reset_submit)}
+            </button>
+        </ActionForm>
+    }
+}
+
+/// Disables an account (`disable`) or enables it again: one button.
+#[component]
+fn DisableForm(
+    action: ServerAction<SetDisabled>,
+    user_id: i64,
+    username: String,
+    disable: bool,
+    hydrated: Signal<&'static str>,
+) -> impl IntoView {
+    let i18n = use_i18n();
+    let (label, text, class) = if disable {
+        (
+            t_string!(i18n, users.disable_for, username = username.as_str()),
+            t_string!(i18n, users.disable),
+            "btn btn-danger",
+        )
+    } else {
+        (t_string!(i18n, users.enable_for, username = username.as_str()), t_string!(i18n, users.enable), "btn")
+    };
+    view! {
+        <ActionForm
+            action
+            attr:data-hydrated=hydrated
+            attr:class="flex items-end gap-2"
+            attr:novalidate=true
+            attr:data-form="user-disabled"
+        >
+            <input type="hidden" name="user_id" value=user_id />
+            <input type="hidden" name="disabled" value=disable.to_string() />
+            <button type="submit" class=class aria-label=label>
+                {text}
+            </button>
+        </ActionForm>
     }
 }

@@ -228,6 +228,12 @@ pub async fn set_role(
 pub async fn reset_password(pool: &AnyPool, admin: &CurrentUser, user_id: i64, secret: &str) -> Result<(), AppError> {
     admin.require_admin()?;
     let new_password = NewPassword::parse(secret)?;
+    // An organisation account signs in at its provider only: a password
+    // here would be a second way in that the provider cannot take back.
+    let row = db::users::by_id(pool, user_id).await?.ok_or(AppError::new(ErrorCode::NotFound))?;
+    if row.oidc_subject.is_some() {
+        return Err(AppError::at(ErrorCode::OrganisationAccount, Field::Password));
+    }
     let hash = password::hash(new_password.expose().to_owned()).await.map_err(internal)?;
     if !db::users::set_password(pool, user_id, &hash).await? {
         return Err(AppError::new(ErrorCode::NotFound));
