@@ -100,6 +100,7 @@ async fn run(command: Command, config: Config) -> anyhow::Result<()> {
                 false => bail!("some clusters are blocked or failed (see above)"),
             }
         }
+        Command::Access(args) => kubebyon::server::cli::access(&pool, args).await,
         Command::Serve => serve(pool, db_shown, config).await,
     }
 }

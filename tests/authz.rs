@@ -187,6 +187,15 @@ fn matrix() -> Vec<Row> {
         row("GET", "/api/console/clusters/{id}/node-removals", "/api/console/clusters/{C}/node-removals", "", SEE),
         // Sharing (issue 42). `{M}`: carol, made a viewer member just before the call.
         row("GET", "/api/console/clusters/{id}/members", "/api/console/clusters/{C}/members", "", SEE),
+        // Moving a cluster to another owner: console admins only (to Alice,
+        // who owns it already: no change).
+        row(
+            "PUT",
+            "/api/console/clusters/{id}/owner",
+            "/api/console/clusters/{C}/owner",
+            r#"{"username":"alice"}"#,
+            ADMIN_ONLY,
+        ),
         row(
             "PUT",
             "/api/console/clusters/{id}/members",
@@ -282,6 +291,8 @@ fn matrix() -> Vec<Row> {
         row("POST", "/fn/teams/list", "/fn/teams/list", "", ADMIN_ONLY),
         row("POST", "/fn/teams/create", "/fn/teams/create", "team_name={who}-t", ADMIN_ONLY),
         row("POST", "/fn/teams/delete", "/fn/teams/delete", "team_id=999", admin_only_then(404)),
+        // To Alice, who owns it already: no change, for admins only.
+        row("POST", "/fn/clusters/owner", "/fn/clusters/owner", "id={C}&owner=alice", ADMIN_ONLY),
         row("POST", "/fn/teams/member", "/fn/teams/member", "team_id={T}&member=carol&add=true", ADMIN_ONLY),
         row("POST", "/fn/moves/movable", "/fn/moves/movable", "", ADMIN_ONLY),
         row(

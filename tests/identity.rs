@@ -233,3 +233,70 @@ async fn an_organisation_sign_in_makes_its_account_and_follows_its_groups() {
         );
     }
 }
+
+/// `kubebyon access …` mirrors the pages: share, list, take back, teams,
+/// a new owner, disable and enable, each through the same services (audited
+/// under `--as`); refusals exit non-zero with their code.
+#[tokio::test]
+async fn the_cli_mirrors_members_teams_owners_and_accounts() {
+    let (url, dir) = support::sqlite_url();
+    let pool = db::connect(&url).await.unwrap();
+    let c = Console::new(pool.clone());
+    for (name, admin) in [("root", true), ("alice", false), ("bob", false)] {
+        c.user(name, PW, admin).await;
+    }
+    let alice = c.login("alice", PW).await;
+    let body = json!({"name": "cli-one", "resources": {"cpu": "1", "memory_gib": 1, "storage_gib": 1}, "public_access": {"enabled": false}});
+    assert_eq!(c.json("POST", "/api/console/clusters", Some(&alice), body).await.status, 201);
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_kubebyon"))
+            .arg("access")
+            .args(args)
+            .args(["--as", "root"])
+            .env("KUBEBYON_DATA_DIR", dir.path())
+            .env_remove("DATABASE_URL")
+            .env("KUBECONFIG", dir.path().join("no-host.kubeconfig"))
+            .output()
+            .expect("run kubebyon access");
+        (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr))
+    };
+    let ok = |args: &[&str]| {
+        let (code, out) = run(args);
+        assert_eq!(code, Some(0), "{args:?}: {out}");
+        out
+    };
+    assert!(ok(&["team-create", "ops"]).contains("team ops made"));
+    assert!(ok(&["team-add", "ops", "bob"]).contains("ops: bob"));
+    let out = ok(&["share", "cli-one", "team:ops", "edit"]);
+    assert!(out.contains("owner: alice") && out.contains("team:ops edit"), "{out}");
+    let bob = c.login("bob", PW).await;
+    let cluster = c.get("/api/console/clusters", Some(&bob)).await.json();
+    assert_eq!(cluster[0]["spec"]["name"], "cli-one", "{cluster}");
+    assert!(ok(&["unshare", "cli-one", "team:ops"]).contains("owner: alice"));
+    assert!(ok(&["team-remove", "ops", "bob"]).contains("ops: "));
+    assert!(ok(&["owner", "cli-one", "bob"]).contains("cli-one is bob's"));
+    assert!(ok(&["members", "cli-one"]).contains("owner: bob"));
+    assert!(ok(&["disable", "bob"]).contains("bob disabled"));
+    assert_eq!(c.get("/api/console/clusters", Some(&bob)).await.status, 401, "his session ended");
+    assert!(ok(&["enable", "bob"]).contains("bob enabled"));
+    assert!(ok(&["teams"]).contains("ops: "));
+    assert!(ok(&["team-delete", "ops"]).contains("team ops deleted"));
+
+    // Refused: with the code, non-zero.
+    for (args, says) in [
+        (&["share", "cli-one", "nobody", "view"][..], "member_unknown"),
+        (&["share", "cli-one", "alice", "owner"][..], "member_role_invalid"),
+        (&["owner", "no-such-cluster", "bob"][..], "no cluster"),
+        (&["disable", "root"][..], "cannot_disable_self"),
+    ] {
+        let (code, out) = run(args);
+        assert_eq!(code, Some(1), "{args:?}: {out}");
+        assert!(out.contains(says), "{args:?}: {out}");
+    }
+    let log = audit_rows(&c.get("/api/admin/audit", Some(&c.login("root", PW).await)).await.json());
+    for action in
+        ["team_created", "team_member_added", "member_added", "member_removed", "owner_changed", "user_disabled"]
+    {
+        assert!(log.iter().any(|e| e.0 == "root" && e.1 == action), "{action} by root: {log:?}");
+    }
+}

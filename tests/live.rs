@@ -126,6 +126,22 @@ async fn streams_announce_changes_to_whoever_may_see_them() {
     let (status, _, _) = open(&console, "/events/clusters", "kubebyon_session=nope").await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
 
+    // Shared with Bob, then taken back: his open list hears of both (it
+    // drops the cluster by push, not at the next load; issue 42).
+    let (_, _, mut bobs) = open(&console, "/events/clusters", &bob).await;
+    let b0 = bobs.version(SOON).await.expect("bob's list's version at once");
+    let members = format!("/api/console/clusters/{a}/members");
+    let r = console.json("PUT", &members, Some(&alice), serde_json::json!({"name": "bob", "role": "view"})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let b1 = bobs.version(SOON).await.expect("shared with bob: his list changed");
+    assert!(b1 > b0, "{b1} > {b0}");
+    let bob_id = r.json()[0]["id"].as_i64().unwrap();
+    let r = console.send("DELETE", &format!("{members}/user/{bob_id}"), Some(&alice), None, "").await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(bobs.version(SOON).await.expect("taken back: his list changed") > b1);
+    let v1 = cluster.version(SOON).await.expect("the cluster heard of both").max(v1);
+    let _ = cluster.next(QUIET).await;
+
     // Deleting the cluster is announced too (the page then finds it gone).
     let r = console.send("DELETE", &format!("/api/console/clusters/{a}"), Some(&alice), None, "").await;
     assert!(r.status.is_success(), "{}", r.body);

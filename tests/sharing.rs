@@ -91,12 +91,21 @@ async fn a_shared_cluster_shows_for_its_members_as_their_role_allows_until_taken
         assert_eq!(r.json()["members"], json!(["erin"]), "{}: {}", t.backend, r.body);
         assert_eq!(c.get(&cluster, Some(&erin)).await.status, 200, "{}: in the team", t.backend);
         assert_eq!(names(&c.get("/api/console/clusters", Some(&erin)).await.json()), ["shared-one"], "{}", t.backend);
+        // Out of the team: gone, and her list's version moves (an open
+        // list page drops the cluster by push).
+        let erin_id = user_id(&t.pool, "erin").await;
+        let erins = db::clusters::list_revision(&t.pool, Some(erin_id)).await.unwrap();
         c.send("DELETE", &format!("/api/admin/teams/{team}/members/erin"), Some(&admin), None, "").await;
         assert_eq!(c.get(&cluster, Some(&erin)).await.status, 404, "{}: out of the team", t.backend);
+        assert!(db::clusters::list_revision(&t.pool, Some(erin_id)).await.unwrap() > erins, "{}", t.backend);
+        let (touched, _) = db::clusters::touched_since(&t.pool, erins).await.unwrap();
+        assert!(touched.iter().any(|(c, u, _)| (*c, *u) == (id, erin_id)), "{}: {touched:?}", t.backend);
 
         // Taken back from Bob: gone from his list and his reach.
+        let bobs = db::clusters::list_revision(&t.pool, Some(bob_id)).await.unwrap();
         let r = c.send("DELETE", &format!("{members}/user/{bob_id}"), Some(&alice), None, "").await;
         assert_eq!(r.status, 200, "{}: {}", t.backend, r.body);
+        assert!(db::clusters::list_revision(&t.pool, Some(bob_id)).await.unwrap() > bobs, "{}", t.backend);
         assert_eq!(c.get(&cluster, Some(&bob)).await.status, 404, "{}", t.backend);
         assert!(names(&c.get("/api/console/clusters", Some(&bob)).await.json()).is_empty(), "{}", t.backend);
         let r = c.send("DELETE", &format!("{members}/user/{bob_id}"), Some(&alice), None, "").await;
@@ -189,5 +198,81 @@ async fn an_editor_is_held_to_the_owners_quota_not_their_own() {
         assert_eq!(c.get(&cluster, Some(&alice)).await.json()["spec"]["resources"]["cpu_millis"], 1000);
         let r = c.json("PATCH", &cluster, Some(&erin), patch("2")).await;
         assert_eq!(r.status, 200, "{}: within Alice's quota: {}", t.backend, r.body);
+    }
+}
+
+#[tokio::test]
+async fn an_admin_moves_a_cluster_to_an_owner_whose_quota_holds_it() {
+    for t in each_backend().await {
+        let c = Console::new(t.pool.clone());
+        for (name, admin) in [("admin", true), ("alice", false), ("bob", false), ("carol", false)] {
+            c.user(name, PW, admin).await;
+        }
+        let (alice, bob, admin) = (c.login("alice", PW).await, c.login("bob", PW).await, c.login("admin", PW).await);
+        let r = c.json("POST", "/api/console/clusters", Some(&alice), serde_json::from_str(CREATE).unwrap()).await;
+        let id = r.json()["id"].as_i64().unwrap();
+        let (cluster, owner) = (format!("/api/console/clusters/{id}"), format!("/api/console/clusters/{id}/owner"));
+        // Bob is a member already; Carol gets nothing.
+        let r =
+            c.json("PUT", &format!("{cluster}/members"), Some(&alice), json!({"name": "bob", "role": "view"})).await;
+        assert_eq!(r.status, 200, "{}: {}", t.backend, r.body);
+        let (alice_id, bob_id) = (user_id(&t.pool, "alice").await, user_id(&t.pool, "bob").await);
+
+        // Only console admins move clusters (the owner may not give hers away).
+        let r = c.json("PUT", &owner, Some(&alice), json!({"username": "bob"})).await;
+        assert_eq!((r.status.as_u16(), r.code()), (403, "forbidden".into()), "{}", t.backend);
+        // Refused, each at the owner field, nothing changed: no such account,
+        // a disabled one, a quota that does not hold it (Bob may hold no cluster).
+        let r = c.json("PUT", &owner, Some(&admin), json!({"username": "nobody"})).await;
+        assert_eq!(
+            (r.status.as_u16(), r.code(), r.json()["field"].clone()),
+            (422, "member_unknown".into(), json!("owner"))
+        );
+        let carol = user_id(&t.pool, "carol").await;
+        let form = Some("application/x-www-form-urlencoded");
+        c.send("POST", "/fn/users/disabled", Some(&admin), form, format!("user_id={carol}&disabled=true")).await;
+        let r = c.json("PUT", &owner, Some(&admin), json!({"username": "carol"})).await;
+        assert_eq!((r.status.as_u16(), r.code()), (409, "owner_disabled".into()), "{}: {}", t.backend, r.body);
+        let quota = format!("user_id={bob_id}&quota_clusters=0&quota_cpu=&quota_memory_gib=&quota_storage_gib=");
+        let r = c.send("POST", "/fn/users/quota", Some(&admin), form, quota).await;
+        assert!(r.status.is_success() || r.status.is_redirection(), "{}: {}", t.backend, r.body);
+        let r = c.json("PUT", &owner, Some(&admin), json!({"username": "bob"})).await;
+        assert_eq!(
+            (r.status.as_u16(), r.code(), r.json()["field"].clone()),
+            (422, "owner_quota_exceeded".into(), json!("owner"))
+        );
+        let r = c.json("PUT", &owner, Some(&admin), json!({"username": "bob", "keep": true})).await;
+        assert_eq!(r.status, 400, "{}: unknown fields refused: {}", t.backend, r.body);
+        assert_eq!(c.get(&cluster, Some(&alice)).await.json()["owner"], "alice", "{}", t.backend);
+
+        // Bob's quota raised: moved. Bob owns it (no longer a member of it);
+        // Alice neither lists nor reaches it, and her list's version moved.
+        let quota = format!("user_id={bob_id}&quota_clusters=1&quota_cpu=&quota_memory_gib=&quota_storage_gib=");
+        c.send("POST", "/fn/users/quota", Some(&admin), form, quota).await;
+        let alices = db::clusters::list_revision(&t.pool, Some(alice_id)).await.unwrap();
+        let r = c.json("PUT", &owner, Some(&admin), json!({"username": "bob"})).await;
+        assert_eq!((r.status.as_u16(), r.json()["owner"].clone()), (200, json!("bob")), "{}: {}", t.backend, r.body);
+        assert_eq!(c.get(&format!("{cluster}/members"), Some(&bob)).await.json(), json!([]), "{}", t.backend);
+        let r = c
+            .json("PATCH", &cluster, Some(&bob), json!({"resources": {"cpu": "2", "memory_gib": 2, "storage_gib": 5}}))
+            .await;
+        assert_eq!(r.status, 200, "{}: the new owner edits it: {}", t.backend, r.body);
+        assert_eq!(c.get(&cluster, Some(&alice)).await.status, 404, "{}", t.backend);
+        assert!(names(&c.get("/api/console/clusters", Some(&alice)).await.json()).is_empty(), "{}", t.backend);
+        assert!(db::clusters::list_revision(&t.pool, Some(alice_id)).await.unwrap() > alices, "{}", t.backend);
+        // Bob's quota holds one cluster, his: he may create no other.
+        let other = CREATE.replace("shared-one", "bobs-second");
+        let r = c.json("POST", "/api/console/clusters", Some(&bob), serde_json::from_str(&other).unwrap()).await;
+        assert_eq!(r.code(), "quota_clusters_exceeded", "{}: {}", t.backend, r.body);
+
+        let log = audit_rows(&c.get("/api/admin/audit", Some(&admin)).await.json());
+        let want = (
+            "admin".to_owned(),
+            "owner_changed".to_owned(),
+            "cluster:shared-one".to_owned(),
+            "owner: alice → bob".to_owned(),
+        );
+        assert!(log.contains(&want), "{}: {log:?}", t.backend);
+        assert_eq!(log.iter().filter(|e| e.1 == "owner_changed").count(), 1, "{}: refusals are not audited", t.backend);
     }
 }

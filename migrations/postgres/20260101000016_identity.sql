@@ -17,3 +17,15 @@ CREATE TABLE oidc_logins (
     next_path TEXT NOT NULL,
     created_at BIGINT NOT NULL
 );
+-- Who lost sight of a cluster (taken out of its members or of a team it is
+-- shared with, or its previous owner), at the revision of that change: their
+-- list's version moves and their open list page drops the cluster by push,
+-- as a deletion's tombstone does for the owner. One row per cluster and user.
+CREATE TABLE access_losses (
+    cluster_id BIGINT NOT NULL,
+    user_id BIGINT NOT NULL,
+    revision BIGINT NOT NULL,
+    PRIMARY KEY (cluster_id, user_id)
+);
+CREATE INDEX access_losses_revision ON access_losses (revision);
+CREATE INDEX access_losses_user_revision ON access_losses (user_id, revision);

@@ -43,6 +43,21 @@ pub(crate) async fn remove_member(id: i64, kind: String, member_id: i64) -> Resu
     Ok(())
 }
 
+/// Moves the cluster to another owner (console admins; its page's form).
+#[server(prefix = "/fn", endpoint = "clusters/owner")]
+pub(crate) async fn transfer_cluster(id: i64, owner: String) -> Result<(), AppError> {
+    use crate::server::context::{keep_input_on_error, require_user, state};
+    use server_fn::ServerFn as _;
+    let page = format!("/clusters/{id}");
+    let (st, user) = (state()?, require_user()?);
+    crate::server::service::clusters::transfer(&st.pool, st.host.as_ref(), &user, id, &owner)
+        .await
+        .inspect_err(|e| keep_input_on_error(TransferCluster::PATH, &page, &[("owner", owner.as_str())], e))?;
+    // The admin still sees it (every cluster); the page shows the new owner.
+    leptos_axum::redirect(&format!("{page}#members"));
+    Ok(())
+}
+
 #[server(prefix = "/fn", endpoint = "teams/list")]
 pub(crate) async fn list_teams() -> Result<Vec<Team>, AppError> {
     use crate::server::context::{require_admin, state};

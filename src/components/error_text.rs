@@ -94,6 +94,8 @@ pub(crate) fn error_text(locale: Locale, code: ErrorCode) -> &'static str {
         E::OidcTokenInvalid => td_string!(locale, errors.oidc_token_invalid),
         E::OidcUsernameUnusable => td_string!(locale, errors.oidc_username_unusable),
         E::OrganisationAccount => td_string!(locale, errors.organisation_account),
+        E::OwnerDisabled => td_string!(locale, errors.owner_disabled),
+        E::OwnerQuotaExceeded => td_string!(locale, errors.owner_quota_exceeded),
         E::RateLimited => td_string!(locale, errors.rate_limited),
         E::CallsRateLimited => td_string!(locale, errors.calls_rate_limited),
         E::Unavailable => td_string!(locale, errors.unavailable),

@@ -8,7 +8,7 @@ use server_fn::ServerFn;
 
 use super::error_text::{FieldError, FormError};
 use super::field::{TextField, options};
-use crate::actions::members::{PutMember, RemoveMember};
+use crate::actions::members::{PutMember, RemoveMember, TransferCluster};
 use crate::domain::membership::{Member, MemberKind, MemberRole};
 use crate::domain::{AppError, Field};
 use crate::i18n::*;
@@ -49,6 +49,9 @@ pub(crate) fn MembersSection(
     typed: Typed,
     put_error: Option<AppError>,
     remove_error: Option<AppError>,
+    /// A console admin's form to move the cluster to another owner, with a
+    /// refused post's error and what was typed.
+    transfer: Option<(String, Option<AppError>)>,
 ) -> impl IntoView {
     let i18n = use_i18n();
     let empty = members.is_empty();
@@ -167,6 +170,33 @@ pub(crate) fn MembersSection(
                         </form>
                     }
                 })}
+            {transfer.map(|(typed, error)| view! { <TransferForm id typed error /> })}
         </section>
+    }
+}
+
+/// A console admin's form to move the cluster to another owner.
+#[component]
+fn TransferForm(id: i64, typed: String, error: Option<AppError>) -> impl IntoView {
+    let i18n = use_i18n();
+    let error = Signal::stored(error);
+    view! {
+        <form method="post" action=TransferCluster::PATH class="form mt-6" data-form="transfer">
+            <h3 class="font-semibold">{t!(i18n, members.move_title)}</h3>
+            <FormError error />
+            <input type="hidden" name="id" value=id />
+            <TextField
+                field=Field::Owner
+                label=t_string!(i18n, members.new_owner)
+                hint=t_string!(i18n, members.move_hint)
+                value=typed
+                error
+                autocomplete="off"
+                required=true
+            />
+            <button type="submit" class="btn self-start">
+                {t!(i18n, members.move_submit)}
+            </button>
+        </form>
     }
 }

@@ -52,6 +52,8 @@ pub(crate) enum AuditAction {
     /// An admin disabled an account (its sessions ended, its bindings gone) or enabled it again.
     UserDisabled,
     UserEnabled,
+    /// An admin moved a cluster to another owner.
+    OwnerChanged,
 }
 
 impl AuditAction {

@@ -156,6 +156,10 @@ pub enum ErrorCode {
     OidcUsernameUnusable,
     /// A password for an account that signs in with the organisation's provider.
     OrganisationAccount,
+    /// A cluster moved to a disabled account.
+    OwnerDisabled,
+    /// A cluster moved to an account whose quota does not hold it.
+    OwnerQuotaExceeded,
     RateLimited,
     /// Too many on-demand calls to clusters by one user (`service::call_budget`).
     CallsRateLimited,
@@ -195,6 +199,7 @@ impl ErrorCode {
             | Self::CannotDisableSelf
             | Self::OidcUsernameUnusable
             | Self::OrganisationAccount
+            | Self::OwnerDisabled
             | Self::MoveHasProblems
             | Self::MoveItemState
             | Self::OwnNodesOff
@@ -270,6 +275,8 @@ pub enum Field {
     Reason,
     /// The longest a per-user kubeconfig may last (system settings).
     KubeconfigMaxLifetime,
+    /// The account a cluster is moved to.
+    Owner,
 }
 
 impl Field {
@@ -353,13 +360,15 @@ mod tests {
             let status = code.http_status();
             // 503: the database did not answer (an outage, retried), not a fault;
             // 502: a cluster's control plane gave no join script, or more than
-            // the console reads (its fault, not ours).
+            // the console reads, or the OpenID provider did not answer (their
+            // fault, not ours).
             let server = matches!(
                 code,
                 ErrorCode::Internal
                     | ErrorCode::Unavailable
                     | ErrorCode::JoinScriptUnavailable
                     | ErrorCode::VirtualAnswerTooLarge
+                    | ErrorCode::OidcUnavailable
             );
             assert_eq!(status >= 500, server, "{code:?}");
             assert_eq!(status == 500, code == ErrorCode::Internal, "{code:?}");

@@ -41,6 +41,7 @@ pub(crate) fn AuditPage() -> impl IntoView {
         AuditAction::TeamMemberRemoved => t_string!(i18n, audit.team_member_removed),
         AuditAction::UserDisabled => t_string!(i18n, audit.user_disabled),
         AuditAction::UserEnabled => t_string!(i18n, audit.user_enabled),
+        AuditAction::OwnerChanged => t_string!(i18n, audit.owner_changed),
         AuditAction::BreakGlass => t_string!(i18n, audit.break_glass),
     };
     let content = Suspend::new(async move {

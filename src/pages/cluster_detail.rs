@@ -8,7 +8,7 @@ use server_fn::ServerFn;
 use super::problem::problem_view;
 use super::{retyped, route_id, url_error};
 use crate::actions::clusters::{DeleteCluster, ProbeCluster, load_cluster};
-use crate::actions::members::{PutMember, RemoveMember};
+use crate::actions::members::{PutMember, RemoveMember, TransferCluster};
 use crate::components::cluster_overview::Overview;
 use crate::components::islands::delete_form::DeleteClusterForm;
 use crate::components::islands::live_region::{LiveBound, LiveRegion, REGION_ID};
@@ -66,6 +66,12 @@ pub(crate) fn ClusterDetailPage() -> impl IntoView {
                         role: q.get("member_role").and_then(|r| MemberRole::parse(&r).ok()),
                     })
                     .unwrap_or_default();
+                // Console admins move clusters to another owner.
+                let admin = crate::actions::auth::session_now().ok().and_then(|s| s.user).is_some_and(|u| u.is_admin());
+                let transfer = (admin && !deleting).then(|| {
+                    let typed = retyped(TransferCluster::PATH).and_then(|q| q.get("owner")).unwrap_or_default();
+                    (typed, url_error(TransferCluster::PATH))
+                });
                 let members = view! {
                     <MembersSection
                         id
@@ -76,6 +82,7 @@ pub(crate) fn ClusterDetailPage() -> impl IntoView {
                         typed
                         put_error=url_error(PutMember::PATH)
                         remove_error=url_error(RemoveMember::PATH)
+                        transfer
                     />
                 };
                 let deletable = !deleting && page.allowed.delete;

@@ -65,6 +65,172 @@ pub enum Command {
     /// blocked). The console applies the changes to the host: keep it running.
     #[command(alias = "migrate")]
     Move(MoveArgs),
+    /// Sharing, teams, owners and accounts, as the pages and the JSON API
+    /// change them (audited under --as; the clusters' bindings follow when
+    /// the host is reachable, else the console's slow loop brings them).
+    Access(AccessArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct AccessArgs {
+    #[command(subcommand)]
+    pub what: AccessCommand,
+    /// The admin the changes are recorded under.
+    #[arg(long = "as", default_value = "admin", value_name = "USERNAME", global = true)]
+    pub admin: String,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AccessCommand {
+    /// A cluster's owner and members.
+    Members { cluster: String },
+    /// Shares a cluster with a user (or `team:NAME`) at a role: view, edit or admin.
+    Share { cluster: String, member: String, role: String },
+    /// Takes a cluster back from a user (or `team:NAME`).
+    Unshare { cluster: String, member: String },
+    /// Moves a cluster to another owner (whose quota must hold it).
+    Owner { cluster: String, username: String },
+    /// The teams and their users.
+    Teams,
+    /// Makes a team.
+    TeamCreate { name: String },
+    /// Deletes a team (its memberships go with it).
+    TeamDelete { name: String },
+    /// Puts a user into a team.
+    TeamAdd { team: String, username: String },
+    /// Takes a user out of a team.
+    TeamRemove { team: String, username: String },
+    /// Disables an account: its sessions end, it signs in no more, the
+    /// clusters' bindings drop it.
+    Disable { username: String },
+    /// Enables a disabled account again.
+    Enable { username: String },
+}
+
+/// The admin account a CLI change is recorded under (`--as`).
+async fn admin_named(pool: &sqlx::AnyPool, name: &str) -> anyhow::Result<crate::domain::user::CurrentUser> {
+    use anyhow::{Context, anyhow};
+    crate::server::db::users::by_username(pool, name)
+        .await
+        .context("reading the admin account")?
+        .map(|u| u.current_user())
+        .filter(|u| u.is_admin())
+        .ok_or_else(|| anyhow!("{name:?} is not an admin account (--as)"))
+}
+
+/// `user:NAME`, `team:NAME` or a bare user name.
+fn member_of(raw: &str) -> (&str, &str) {
+    match raw.split_once(':') {
+        Some((kind, name)) => (kind, name),
+        None => ("user", raw),
+    }
+}
+
+/// `kubebyon access …`: one change (or listing) through the same services
+/// as the pages. A refusal is an error naming its code and field.
+pub async fn access(pool: &sqlx::AnyPool, args: AccessArgs) -> anyhow::Result<()> {
+    use anyhow::{Context, anyhow};
+
+    use crate::domain::AppError;
+    use crate::server::service::{accounts, clusters, members};
+
+    let refused = |e: AppError| match e.field {
+        Some(f) => anyhow!("refused: {} ({})", e.code.as_str(), f.as_str()),
+        None => anyhow!("refused: {}", e.code.as_str()),
+    };
+    let admin = admin_named(pool, &args.admin).await?;
+    let host = match crate::server::host::connect().await {
+        Ok(client) => {
+            let request = crate::server::host::detect_address_request(&client).await;
+            Some(std::sync::Arc::new(crate::server::host::Host::new(client, pool.clone(), request)))
+        }
+        Err(_) => None,
+    };
+    let host = host.as_ref();
+    let cluster = |name: String| async move {
+        let all = crate::server::db::clusters::list(pool, None).await.context("reading the clusters")?;
+        all.into_iter().find(|c| c.spec.name.as_str() == name).ok_or_else(|| anyhow!("no cluster {name:?}"))
+    };
+    let team = |name: String| async move {
+        crate::server::db::members::team_id(pool, &name)
+            .await
+            .context("reading the teams")?
+            .ok_or_else(|| anyhow!("no team {name:?}"))
+    };
+    let user = |name: String| async move {
+        crate::server::db::users::by_username(pool, &name)
+            .await
+            .context("reading the accounts")?
+            .ok_or_else(|| anyhow!("no account {name:?}"))
+    };
+    let print_members = |owner: &str, list: &[crate::domain::membership::Member]| {
+        println!("owner: {owner}");
+        for m in list {
+            println!("{}:{} {}", m.kind.as_str(), m.name, m.role.as_str());
+        }
+    };
+    match args.what {
+        AccessCommand::Members { cluster: name } => {
+            let c = cluster(name).await?;
+            print_members(&c.owner, &members::list(pool, &admin, c.id).await.map_err(refused)?);
+        }
+        AccessCommand::Share { cluster: name, member, role } => {
+            let c = cluster(name).await?;
+            let (kind, name) = member_of(&member);
+            let input = members::MemberInput { kind: Some(kind.to_owned()), name: name.to_owned(), role };
+            print_members(&c.owner, &members::put(pool, host, &admin, c.id, &input).await.map_err(refused)?);
+        }
+        AccessCommand::Unshare { cluster: name, member } => {
+            let c = cluster(name).await?;
+            let (kind, name) = member_of(&member);
+            let id = match kind {
+                "team" => team(name.to_owned()).await?,
+                _ => user(name.to_owned()).await?.id,
+            };
+            print_members(&c.owner, &members::remove(pool, host, &admin, c.id, kind, id).await.map_err(refused)?);
+        }
+        AccessCommand::Owner { cluster: name, username } => {
+            let c = cluster(name).await?;
+            let moved = clusters::transfer(pool, host, &admin, c.id, &username).await.map_err(refused)?;
+            println!("{} is {}'s", moved.spec.name.as_str(), moved.owner);
+        }
+        AccessCommand::Teams => {
+            for t in members::teams(pool, &admin).await.map_err(refused)? {
+                println!("{}: {}", t.name, t.members.join(", "));
+            }
+        }
+        AccessCommand::TeamCreate { name } => {
+            let t = members::create_team(pool, &admin, &name).await.map_err(refused)?;
+            println!("team {} made", t.name);
+        }
+        AccessCommand::TeamDelete { name } => {
+            members::delete_team(pool, host, &admin, team(name.clone()).await?).await.map_err(refused)?;
+            println!("team {name} deleted");
+        }
+        AccessCommand::TeamAdd { team: name, username } => {
+            let t =
+                members::set_in_team(pool, host, &admin, team(name).await?, &username, true).await.map_err(refused)?;
+            println!("{}: {}", t.name, t.members.join(", "));
+        }
+        AccessCommand::TeamRemove { team: name, username } => {
+            let t =
+                members::set_in_team(pool, host, &admin, team(name).await?, &username, false).await.map_err(refused)?;
+            println!("{}: {}", t.name, t.members.join(", "));
+        }
+        AccessCommand::Disable { username } => {
+            accounts::set_disabled(pool, host, &admin, user(username.clone()).await?.id, true)
+                .await
+                .map_err(refused)?;
+            println!("{username} disabled");
+        }
+        AccessCommand::Enable { username } => {
+            accounts::set_disabled(pool, host, &admin, user(username.clone()).await?.id, false)
+                .await
+                .map_err(refused)?;
+            println!("{username} enabled");
+        }
+    }
+    Ok(())
 }
 
 #[derive(Debug, clap::Args)]
@@ -133,12 +299,7 @@ pub async fn move_clusters(pool: &sqlx::AnyPool, args: MoveArgs, address_timeout
         concurrency: Some(args.concurrency),
         grace_secs: Some(grace),
     };
-    let admin = crate::server::db::users::by_username(pool, &args.admin)
-        .await
-        .context("reading the admin account")?
-        .map(|u| u.current_user())
-        .filter(|u| u.is_admin())
-        .ok_or_else(|| anyhow!("{:?} is not an admin account (--as)", args.admin))?;
+    let admin = admin_named(pool, &args.admin).await?;
     // How the host's LoadBalancer provider is asked, as the console sees it.
     let detected = match crate::server::host::connect().await {
         Ok(client) => Some(crate::server::host::detect_address_request(&client).await),

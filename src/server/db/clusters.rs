@@ -259,6 +259,45 @@ async fn hold_quota(
     }
 }
 
+/// Moves `id` to `new_owner` if it fits their quota (`limit`; `None`: not
+/// limited), in one transaction: a membership of the new owner's own goes
+/// (the owner holds every right), the previous owner loses sight of it.
+/// The previous owner's id; `None`: no such cluster.
+pub(crate) async fn transfer(
+    pool: &AnyPool,
+    id: i64,
+    new_owner: i64,
+    limit: Option<&Quota>,
+) -> Result<Option<i64>, DbError> {
+    let mut tx = pool.begin().await?;
+    let row: Option<(i64, i64, i64, i64)> =
+        sqlx::query_as("SELECT owner_id, cpu_millis, memory_gib, storage_gib FROM clusters WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await?;
+    let Some((old, cpu, memory, storage)) = row else { return Ok(None) };
+    if old == new_owner {
+        return Ok(Some(old));
+    }
+    let n = |v: i64| u32::try_from(v).unwrap_or(u32::MAX);
+    let resources = Resources { cpu_millis: n(cpu), memory_gib: n(memory), storage_gib: n(storage) };
+    hold_quota(&mut tx, new_owner, limit, None, resources).await?;
+    sqlx::query("UPDATE clusters SET owner_id = $1, updated_at = $2 WHERE id = $3")
+        .bind(new_owner)
+        .bind(now())
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query("DELETE FROM cluster_members WHERE cluster_id = $1 AND user_id = $2")
+        .bind(id)
+        .bind(new_owner)
+        .execute(&mut *tx)
+        .await?;
+    super::members::lost_sight(&mut tx, "SELECT $1", "SELECT $2 AS id", id, old).await?;
+    tx.commit().await?;
+    Ok(Some(old))
+}
+
 /// Stores a new cluster and its `create` operation atomically, if it fits
 /// the owner's quota (`limit`; `None`: not limited).
 pub async fn insert(
@@ -375,7 +414,8 @@ pub async fn touched_since(pool: &AnyPool, after: i64) -> Result<(Vec<(i64, i64,
         "SELECT id, owner_id, revision FROM clusters WHERE revision > $1 AND revision <= $2 \
          UNION ALL SELECT cluster_id, owner_id, revision FROM cluster_tombstones WHERE revision > $1 AND revision <= $2 \
          UNION ALL SELECT c.id, m.user_id, c.revision FROM clusters c JOIN cluster_member_users m ON m.cluster_id = c.id \
-           WHERE c.revision > $1 AND c.revision <= $2",
+           WHERE c.revision > $1 AND c.revision <= $2 \
+         UNION ALL SELECT cluster_id, user_id, revision FROM access_losses WHERE revision > $1 AND revision <= $2",
     )
     .bind(after)
     .bind(upto)
@@ -388,15 +428,16 @@ pub async fn touched_since(pool: &AnyPool, after: i64) -> Result<(Vec<(i64, i64,
 const SHARED_WITH: &str = "SELECT cluster_id FROM cluster_member_users WHERE user_id = $user";
 
 /// The version of the list of `user` (every cluster: `None`): the highest
-/// revision among their own clusters, their deletions and the clusters
-/// shared with them.
+/// revision among their own clusters, their deletions, the clusters shared
+/// with them and those they lost sight of.
 pub async fn list_revision(pool: &AnyPool, user: Option<i64>) -> Result<i64, DbError> {
     let Some(user) = user else { return revision_now(pool).await };
     let v: Option<i64> = sqlx::query_scalar(
         "SELECT MAX(r) FROM (SELECT MAX(revision) AS r FROM clusters WHERE owner_id = $1 \
          UNION ALL SELECT MAX(revision) FROM cluster_tombstones WHERE owner_id = $1 \
          UNION ALL SELECT MAX(c.revision) FROM clusters c JOIN cluster_member_users m ON m.cluster_id = c.id \
-           WHERE m.user_id = $1) t",
+           WHERE m.user_id = $1 \
+         UNION ALL SELECT MAX(revision) FROM access_losses WHERE user_id = $1) t",
     )
     .bind(user)
     .fetch_one(pool)

@@ -138,9 +138,39 @@ pub(crate) async fn remove(pool: &AnyPool, cluster: i64, kind: MemberKind, id: i
         == 1;
     if gone {
         touch(&mut tx, cluster).await?;
+        let users = match kind {
+            MemberKind::User => "SELECT $2 AS id",
+            MemberKind::Team => "SELECT user_id AS id FROM team_members WHERE team_id = $2",
+        };
+        lost_sight(&mut tx, "SELECT $1", users, cluster, id).await?;
     }
     tx.commit().await?;
     Ok(gone)
+}
+
+/// Those who may have lost sight of clusters (`users`, a query of user ids
+/// named `id`) × (`clusters`, a query of cluster ids; between them they read
+/// both `$1` and `$2`: PostgreSQL refuses an unread parameter), at each
+/// cluster's new revision (touched first): their lists move by push
+/// (`access_losses`). Someone who still sees the cluster another way only
+/// gets a list that reads the same again.
+pub(crate) async fn lost_sight(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    clusters: &str,
+    users: &str,
+    a: i64,
+    b: i64,
+) -> Result<(), DbError> {
+    sqlx::query(&format!(
+        "INSERT INTO access_losses (cluster_id, user_id, revision) \
+         SELECT c.id, u.id, c.revision FROM clusters c, ({users}) u WHERE c.id IN ({clusters}) \
+         ON CONFLICT (cluster_id, user_id) DO UPDATE SET revision = excluded.revision"
+    ))
+    .bind(a)
+    .bind(b)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
 }
 
 /// A change of who may see `cluster`: its row's next revision.
@@ -182,6 +212,8 @@ pub async fn create_team(pool: &AnyPool, name: &TeamName) -> Result<i64, DbError
 pub(crate) async fn delete_team(pool: &AnyPool, team: i64) -> Result<bool, DbError> {
     let mut tx = pool.begin().await?;
     touch_team(&mut tx, team).await?;
+    let shared = "SELECT cluster_id FROM cluster_members WHERE team_id = $1";
+    lost_sight(&mut tx, shared, "SELECT user_id AS id FROM team_members WHERE team_id = $2", team, team).await?;
     let gone = sqlx::query("DELETE FROM teams WHERE id = $1").bind(team).execute(&mut *tx).await?.rows_affected() == 1;
     tx.commit().await?;
     Ok(gone)
@@ -199,6 +231,10 @@ pub async fn set_in_team(pool: &AnyPool, team: i64, user: i64, member: bool) -> 
     let changed = sqlx::query(sql).bind(team).bind(user).execute(&mut *tx).await?.rows_affected() == 1;
     if changed {
         touch_team(&mut tx, team).await?;
+        if !member {
+            let shared = "SELECT cluster_id FROM cluster_members WHERE team_id = $1";
+            lost_sight(&mut tx, shared, "SELECT $2 AS id", team, user).await?;
+        }
     }
     tx.commit().await?;
     Ok(changed)

@@ -38,7 +38,7 @@ pub(crate) async fn list_stream(State(st): State<AppState>, ApiUser(u): ApiUser)
 }
 
 /// Whether `user` may still follow `topic`, read again from the database
-/// each heartbeat: a user removed, an admin demoted (the list of every
+/// each heartbeat: a user removed or disabled, an admin demoted (the list of every
 /// cluster), a cluster that is no longer theirs end the stream. A database
 /// that does not answer, or a cluster deleted meanwhile (the page finds it
 /// gone), keeps it.
@@ -48,8 +48,8 @@ fn still_allowed(st: &AppState, user: i64, topic: Topic) -> impl FnMut() -> BoxF
         let pool = pool.clone();
         Box::pin(async move {
             let now = match crate::server::db::users::by_id(&pool, user).await {
-                Ok(Some(row)) => row.current_user(),
-                Ok(None) => return false,
+                Ok(Some(row)) if row.disabled_at.is_none() => row.current_user(),
+                Ok(_) => return false,
                 Err(_) => return true,
             };
             match topic {

@@ -254,6 +254,51 @@ pub(crate) async fn delete(
     get(pool, user, id).await
 }
 
+/// Moves a cluster to another owner (console admins only): the new owner
+/// must be an enabled account whose quota holds the cluster (an admin's
+/// holds anything, as for their own clusters); their membership, if any,
+/// goes; the previous owner keeps no access unless they are a member (or a
+/// console admin). Audited; the cluster's bindings follow at once.
+pub(crate) async fn transfer(
+    pool: &AnyPool,
+    host: Option<&super::HostHandle>,
+    admin: &CurrentUser,
+    id: i64,
+    new_owner: &str,
+) -> Result<Cluster, AppError> {
+    admin.require_admin()?;
+    let current = get(pool, admin, id).await?;
+    if current.deletion_requested {
+        return Err(AppError::new(ErrorCode::ClusterDeleting));
+    }
+    let row = db::users::by_username(pool, new_owner.trim())
+        .await?
+        .ok_or(AppError::at(ErrorCode::MemberUnknown, Field::Owner))?;
+    if row.disabled_at.is_some() {
+        return Err(AppError::at(ErrorCode::OwnerDisabled, Field::Owner));
+    }
+    let owner = row.current_user();
+    let limit = if owner.is_admin() {
+        None
+    } else {
+        let platform = db::settings::load(pool).await?.quota;
+        Some(crate::domain::quota::Quota::effective(&platform, &row.quota()))
+    };
+    let moved = db::clusters::transfer(pool, id, owner.id, limit.as_ref()).await.map_err(|e| match e {
+        db::DbError::OverQuota(_) => AppError::at(ErrorCode::OwnerQuotaExceeded, Field::Owner),
+        e => e.into(),
+    })?;
+    let Some(previous) = moved else { return Err(AppError::new(ErrorCode::NotFound)) };
+    if previous != owner.id {
+        tracing::info!(cluster = id, owner = %owner.username, "cluster moved to another owner");
+        let target = format!("cluster:{}", current.spec.name);
+        let detail = format!("owner: {} → {}", current.owner, owner.username);
+        super::audit::record(pool, admin, AuditAction::OwnerChanged, &target, &detail).await;
+        super::credentials::resync(pool, host, &[id]).await;
+    }
+    get(pool, admin, id).await
+}
+
 /// One page of a cluster's request history (newest first, [`HISTORY_PAGE`]
 /// at most, older than the event `before`).
 pub(crate) async fn events(

@@ -29,6 +29,8 @@ pub(crate) fn routes() -> Vec<(&'static str, MethodRouter<AppState>)> {
         // Break-glass: the cluster's own admin credential, for an admin with a reason.
         ("/api/console/clusters/{id}/admin-kubeconfig", post(break_glass_json)),
         ("/clusters/{id}/admin-kubeconfig", post(break_glass_form)),
+        // Moving a cluster to another owner (console admins).
+        ("/api/console/clusters/{id}/owner", axum::routing::put(transfer_cluster)),
     ]
 }
 
@@ -170,6 +172,23 @@ pub(crate) async fn break_glass_form(
     axum::extract::Form(body): axum::extract::Form<BreakGlass>,
 ) -> Result<Response, ApiError> {
     break_glass(&st, &u, &id, &body.reason).await
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct NewOwner {
+    username: String,
+}
+
+/// `PUT …/owner {"username"}`: the cluster moved to that account (admins;
+/// within the new owner's quota). The cluster as it is after.
+pub(crate) async fn transfer_cluster(
+    State(st): State<AppState>,
+    ApiUser(u): ApiUser,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<NewOwner>,
+) -> ApiResult<Cluster> {
+    Ok(Json(clusters::transfer(&st.pool, st.host.as_ref(), &u, cluster_id(&id)?, &body.username).await?))
 }
 
 /// Runs the connection check now (owner or admin) and wakes the reconciler.
