@@ -2,7 +2,7 @@
 // the admins' teams page, with JavaScript on and off, in English and Chinese.
 import { expect } from '@playwright/test';
 import {
-  test, t, unique, signIn, createUser, newPage, shot, accessible, ownerWithCluster, USER_PASSWORD,
+  test, t, unique, signIn, createUser, newPage, shot, accessible, ownerWithCluster, USER_PASSWORD, ADMIN_PASSWORD,
 } from './helpers';
 
 test('a cluster is shared from its page: a viewer sees it read-only until it is taken back', async ({ browser, request, baseURL }) => {
@@ -52,6 +52,28 @@ test('a cluster is shared from its page: a viewer sees it read-only until it is 
   await annPage.getByRole('button', { name: t('en', 'members.remove_label', { name: ben }) }).click();
   await expect(annPage.getByTestId('members').locator('tr[data-member]')).toHaveCount(0);
   res = await benPage.goto(cluster);
+  expect(res?.status()).toBe(404);
+
+  // An admin moves the cluster to Ben, in Chinese without JavaScript: a
+  // name that is no account is refused in its field; then Ben owns it and
+  // Ann no longer reaches it. Ann sees no such form.
+  await expect(annPage.locator('form[data-form="transfer"]')).toHaveCount(0);
+  const admin = await newPage(browser, { js: false });
+  await signIn(admin, 'admin', ADMIN_PASSWORD, false);
+  await admin.goto('/lang/zh-CN');
+  await admin.goto(cluster);
+  const move = admin.locator('form[data-form="transfer"]');
+  await move.getByLabel(t('zh-CN', 'members.new_owner')).fill('nobody-here');
+  await move.getByRole('button', { name: t('zh-CN', 'members.move_submit') }).click();
+  await expect(admin.locator('#owner-error')).toHaveText(t('zh-CN', 'errors.member_unknown'));
+  await expect(move.getByLabel(t('zh-CN', 'members.new_owner'))).toHaveValue('nobody-here');
+  await shot(admin, 'transfer-refused-zh');
+  await move.getByLabel(t('zh-CN', 'members.new_owner')).fill(ben);
+  await move.getByRole('button', { name: t('zh-CN', 'members.move_submit') }).click();
+  await expect(admin.getByTestId('your-role')).toContainText(ben);
+  res = await benPage.goto(cluster);
+  expect(res?.status()).toBe(200);
+  res = await annPage.goto(cluster);
   expect(res?.status()).toBe(404);
 });
 
