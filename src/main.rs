@@ -172,6 +172,17 @@ async fn serve(pool: AnyPool, db_shown: String, config: Config) -> anyhow::Resul
     let (host, reconciler) = connected.unzip();
     let host_shown = if host.is_some() { "connected" } else { "NOT CONFIGURED (set KUBECONFIG); changes stay queued" };
     let oidc = kubebyon::server::auth::oidc::Provider::from_config(&config).map_err(anyhow::Error::msg)?.map(Arc::new);
+    // Password sessions the sign-in policy no longer allows end now.
+    {
+        use kubebyon::server::config::LocalSignIn;
+        if config.local_sign_in != LocalSignIn::On {
+            let keep_admins = config.local_sign_in == LocalSignIn::Admins;
+            let ended = kubebyon::server::db::sessions::end_password_sessions(&pool, keep_admins)
+                .await
+                .context("ending password sessions")?;
+            tracing::info!(ended, "password sessions the sign-in policy no longer allows ended");
+        }
+    }
     let state = AppState {
         oidc,
         leptos_options: conf.leptos_options,

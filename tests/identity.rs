@@ -66,6 +66,16 @@ async fn a_disabled_account_signs_in_no_more_and_its_sessions_end() {
         assert!(!page.contains("Disable admin"), "{}", t.backend);
         // Not a console admin any more either: it counts for no "last admin".
         assert_eq!(db::users::count_admins(&t.pool).await.unwrap(), 1, "{}", t.backend);
+        // A disabled admin may be demoted although one enabled admin is left.
+        c.user("old-admin", PW, true).await;
+        let old = db::users::by_username(&t.pool, "old-admin").await.unwrap().unwrap().id;
+        let r = c.send("POST", "/fn/users/disabled", Some(&admin), FORM, disable(old, true)).await;
+        assert!(r.status.is_success() || r.status.is_redirection(), "{}: {}", t.backend, r.body);
+        let r = c.send("POST", "/fn/users/role", Some(&admin), FORM, format!("user_id={old}&role=user")).await;
+        assert!(r.status.is_success() || r.status.is_redirection(), "{}: {} {}", t.backend, r.status, r.body);
+        // `kubebyon admin` is the way back in: it enables the account too.
+        accounts::upsert_admin(&t.pool, "old-admin", "a new long password").await.unwrap();
+        c.login("old-admin", "a new long password").await;
 
         // Enabled again: Bob signs in.
         let r = c.send("POST", "/fn/users/disabled", Some(&admin), FORM, disable(bob_id, false)).await;
@@ -81,7 +91,11 @@ async fn a_disabled_account_signs_in_no_more_and_its_sessions_end() {
             .collect();
         assert_eq!(
             said,
-            [("admin", "user_enabled", "user:bob"), ("admin", "user_disabled", "user:bob")],
+            [
+                ("admin", "user_enabled", "user:bob"),
+                ("admin", "user_disabled", "user:old-admin"),
+                ("admin", "user_disabled", "user:bob")
+            ],
             "{}",
             t.backend
         );
@@ -101,8 +115,16 @@ async fn password_sign_in_can_be_kept_for_admins_or_switched_off() {
         // Alice's refused sign-in left no session behind.
         let sessions: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM sessions").fetch_one(&t.pool).await.unwrap();
         assert_eq!(sessions, 0, "{}", t.backend);
-        admins.login("admin", PW).await;
+        let root = admins.login("admin", PW).await;
         assert!(admins.get("/login", None).await.body.contains(r#"name="password""#), "{}", t.backend);
+        // At start the policy ends the password sessions it no longer allows
+        // (Alice's, signed in before; with `admins` the admin's stay).
+        let before = Console::new(t.pool.clone()).login("alice", PW).await;
+        db::sessions::end_password_sessions(&t.pool, true).await.unwrap();
+        assert_eq!(admins.get("/api/console/clusters", Some(&before)).await.status, 401, "{}", t.backend);
+        assert_eq!(admins.get("/api/console/clusters", Some(&root)).await.status, 200, "{}", t.backend);
+        db::sessions::end_password_sessions(&t.pool, false).await.unwrap();
+        assert_eq!(admins.get("/api/console/clusters", Some(&root)).await.status, 401, "{}", t.backend);
 
         let off = Console::with(t.pool.clone(), None, config(LocalSignIn::Off));
         let r = off.json("POST", "/api/auth/login", None, json!({"username": "admin", "password": PW})).await;
@@ -190,6 +212,10 @@ async fn an_organisation_sign_in_makes_its_account_and_follows_its_groups() {
         let page = c.get("/admin/users", Some(&admin)).await.body;
         assert!(!page.contains("New password for ada") && page.contains("New password for bob"), "{}", t.backend);
 
+        // Not through `kubebyon admin` either.
+        let e = accounts::upsert_admin(&t.pool, "ada", "a long enough password").await.unwrap_err();
+        assert_eq!(e.code, ErrorCode::OrganisationAccount, "{}", t.backend);
+
         // A local account's name (or no usable name) is never taken over.
         for (username, what) in [(Some("bob"), "a local account's"), (Some("Not Valid!"), "invalid"), (None, "none")] {
             let who = Identity {
@@ -203,6 +229,20 @@ async fn an_organisation_sign_in_makes_its_account_and_follows_its_groups() {
         }
         let rows: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM users").fetch_one(&t.pool).await.unwrap();
         assert_eq!(rows, 3, "{}: admin, bob, ada", t.backend);
+        // A first sign-in in the admin group: an admin, and audited as the promotion it is.
+        let cy = Identity {
+            subject: "https://id.example.com cyd".into(),
+            username: Some("cyd".into()),
+            groups: vec![],
+            admin: Some(true),
+        };
+        assert!(accounts::oidc_account(&t.pool, None, &cy).await.unwrap().is_admin(), "{}", t.backend);
+        let log = audit_rows(&c.get("/api/admin/audit", Some(&admin)).await.json());
+        assert!(
+            log.iter().any(|e| e.0 == "cyd" && e.1 == "role_changed" && e.3.starts_with("role: user → admin")),
+            "{}: {log:?}",
+            t.backend
+        );
         assert!(teams_of("bob").await.is_empty(), "{}", t.backend);
 
         // Disabled, the provider's word does not let it in.

@@ -245,13 +245,33 @@ async fn an_admin_moves_a_cluster_to_an_owner_whose_quota_holds_it() {
         assert_eq!(r.status, 400, "{}: unknown fields refused: {}", t.backend, r.body);
         assert_eq!(c.get(&cluster, Some(&alice)).await.json()["owner"], "alice", "{}", t.backend);
 
-        // Bob's quota raised: moved. Bob owns it (no longer a member of it);
-        // Alice neither lists nor reaches it, and her list's version moved.
+        // An edit read while Alice owned it, written after the move, is a
+        // lost race (not charged to her quota, not landing on Bob's cluster).
+        let before = db::clusters::get(&t.pool, id).await.unwrap().unwrap();
         let quota = format!("user_id={bob_id}&quota_clusters=1&quota_cpu=&quota_memory_gib=&quota_storage_gib=");
         c.send("POST", "/fn/users/quota", Some(&admin), form, quota).await;
         let alices = db::clusters::list_revision(&t.pool, Some(alice_id)).await.unwrap();
         let r = c.json("PUT", &owner, Some(&admin), json!({"username": "bob"})).await;
         assert_eq!((r.status.as_u16(), r.json()["owner"].clone()), (200, json!("bob")), "{}: {}", t.backend, r.body);
+        let unlimited = kubebyon::domain::quota::Quota::UNLIMITED;
+        let hold = db::clusters::QuotaHold { owner: alice_id, limit: &unlimited, from: before.spec.resources };
+        let op = kubebyon::domain::change::Operation::Update { changes: vec![] };
+        let late = db::clusters::update_spec(
+            &t.pool,
+            id,
+            before.generation,
+            &before.spec,
+            kubebyon::domain::PublicAccessMode::NodePort,
+            &op,
+            alice_id,
+            Some(hold),
+        )
+        .await
+        .unwrap();
+        assert_eq!(late, None, "{}: the move came first", t.backend);
+
+        // Moved: Bob owns it (no longer a member of it);
+        // Alice neither lists nor reaches it, and her list's version moved.
         assert_eq!(c.get(&format!("{cluster}/members"), Some(&bob)).await.json(), json!([]), "{}", t.backend);
         let r = c
             .json("PATCH", &cluster, Some(&bob), json!({"resources": {"cpu": "2", "memory_gib": 2, "storage_gib": 5}}))

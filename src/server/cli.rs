@@ -113,9 +113,10 @@ async fn admin_named(pool: &sqlx::AnyPool, name: &str) -> anyhow::Result<crate::
     crate::server::db::users::by_username(pool, name)
         .await
         .context("reading the admin account")?
+        .filter(|u| u.disabled_at.is_none())
         .map(|u| u.current_user())
         .filter(|u| u.is_admin())
-        .ok_or_else(|| anyhow!("{name:?} is not an admin account (--as)"))
+        .ok_or_else(|| anyhow!("{name:?} is not an admin account, or is disabled (--as)"))
 }
 
 /// `user:NAME`, `team:NAME` or a bare user name.
@@ -230,6 +231,9 @@ pub async fn access(pool: &sqlx::AnyPool, args: AccessArgs) -> anyhow::Result<()
             println!("{username} enabled");
         }
     }
+    // The bindings of several clusters are brought in step in the
+    // background: wait for them before the process ends.
+    crate::server::service::credentials::finish_background().await;
     Ok(())
 }
 

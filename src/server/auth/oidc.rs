@@ -53,6 +53,11 @@ const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 const MAX_ANSWER: usize = 1024 * 1024;
 /// The cookie holding the `state` of the sign-in this browser started.
 pub(crate) const STATE_COOKIE: &str = "kubebyon_oidc_state";
+/// Its name over https.
+pub(crate) const SECURE_STATE_COOKIE: &str = "__Host-kubebyon_oidc_state";
+/// After a failed discovery, sign-ins are told `oidc_unavailable` at once
+/// for this long (not each made to wait for the provider's timeout in turn).
+const FAILED_RETRY: Duration = Duration::from_secs(10);
 
 /// Every claim of the ID token besides the standard ones (the groups claim
 /// is named by the operator).
@@ -99,7 +104,7 @@ pub struct Identity {
     /// `"<issuer> <sub>"`: immutable, never the name shown.
     pub subject: String,
     /// The console username asked for (`preferred_username`, else the
-    /// e-mail address's local part), lowercased; checked by the caller.
+    /// verified e-mail address's local part), lowercased; checked by the caller.
     pub username: Option<String>,
     /// The groups claim's values.
     pub groups: Vec<String>,
@@ -123,7 +128,14 @@ pub struct Provider {
     groups_claim: String,
     admin_group: Option<String>,
     http: Http,
-    metadata: tokio::sync::Mutex<Option<(CoreProviderMetadata, Instant)>>,
+    metadata: tokio::sync::Mutex<Discovered>,
+}
+
+/// What discovery gave last: the document and when, or when it failed.
+#[derive(Default)]
+struct Discovered {
+    metadata: Option<(CoreProviderMetadata, Instant)>,
+    failed: Option<Instant>,
 }
 
 impl Provider {
@@ -176,7 +188,7 @@ impl Provider {
             groups_claim,
             admin_group,
             http: Http::new().map_err(|e| format!("the system's root certificates: {e}"))?,
-            metadata: tokio::sync::Mutex::new(None),
+            metadata: tokio::sync::Mutex::new(Discovered::default()),
         }))
     }
 
@@ -185,20 +197,29 @@ impl Provider {
     /// was fetched within [`REFRESH_MIN`].
     async fn client(&self, fresh: bool) -> Result<OidcClient, AppError> {
         let mut cached = self.metadata.lock().await;
-        let stale = match &*cached {
+        let stale = match &cached.metadata {
             None => true,
             Some((_, at)) if fresh => at.elapsed() >= REFRESH_MIN,
             Some((_, at)) => at.elapsed() >= METADATA_TTL,
         };
         if stale {
-            let metadata =
-                CoreProviderMetadata::discover_async(self.issuer.clone(), &self.http).await.map_err(|e| {
+            if cached.metadata.is_none() && cached.failed.is_some_and(|at| at.elapsed() < FAILED_RETRY) {
+                return Err(AppError::new(ErrorCode::OidcUnavailable));
+            }
+            match CoreProviderMetadata::discover_async(self.issuer.clone(), &self.http).await {
+                Ok(metadata) => *cached = Discovered { metadata: Some((metadata, Instant::now())), failed: None },
+                // Keys that cannot be fetched again: the ones known stay.
+                Err(e) => {
                     tracing::warn!(error = %e, "the OpenID provider's discovery failed");
-                    AppError::new(ErrorCode::OidcUnavailable)
-                })?;
-            *cached = Some((metadata, Instant::now()));
+                    cached.failed = Some(Instant::now());
+                    if cached.metadata.is_none() {
+                        return Err(AppError::new(ErrorCode::OidcUnavailable));
+                    }
+                }
+            }
         }
-        let metadata = cached.as_ref().map(|(m, _)| m.clone()).ok_or(AppError::new(ErrorCode::OidcUnavailable))?;
+        let metadata =
+            cached.metadata.as_ref().map(|(m, _)| m.clone()).ok_or(AppError::new(ErrorCode::OidcUnavailable))?;
         Ok(OidcClient::from_provider_metadata(metadata, self.client_id.clone(), Some(self.secret.clone()))
             .set_redirect_uri(self.redirect.clone()))
     }
@@ -215,6 +236,8 @@ impl Provider {
         }
         let (url, state, nonce) = request.set_pkce_challenge(challenge).url();
         let hash = super::session::token_hash(state.secret());
+        // Abandoned sign-ins go as new ones come (not only at the hourly sweep).
+        db::oidc::delete_stale(pool, PENDING_SECS).await?;
         db::oidc::insert(pool, &hash, nonce.secret(), verifier.secret(), next).await?;
         Ok(Started { url: url.to_string(), state: state.into_secret() })
     }
@@ -260,7 +283,11 @@ impl Provider {
         let username = claims
             .preferred_username()
             .map(|u| u.as_str().to_owned())
-            .or_else(|| claims.email().and_then(|e| e.as_str().split('@').next().map(str::to_owned)))
+            // An address the provider has not verified names nobody.
+            .or_else(|| {
+                let verified = claims.email_verified() == Some(true);
+                claims.email().filter(|_| verified).and_then(|e| e.as_str().split('@').next().map(str::to_owned))
+            })
             .map(|u| u.trim().to_lowercase());
         let groups = groups(claims.additional_claims().rest.get(&self.groups_claim));
         let admin = self.admin_group.as_ref().map(|g| groups.contains(g));

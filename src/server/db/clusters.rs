@@ -270,6 +270,9 @@ pub(crate) async fn transfer(
     limit: Option<&Quota>,
 ) -> Result<Option<i64>, DbError> {
     let mut tx = pool.begin().await?;
+    // The cluster's row first: an edit under way commits before its
+    // resources are read (and SQLite takes its write lock here, not midway).
+    sqlx::query("UPDATE clusters SET updated_at = updated_at WHERE id = $1").bind(id).execute(&mut *tx).await?;
     let row: Option<(i64, i64, i64, i64)> =
         sqlx::query_as("SELECT owner_id, cpu_millis, memory_gib, storage_gib FROM clusters WHERE id = $1")
             .bind(id)
@@ -478,18 +481,21 @@ pub async fn update_spec(
     if let Some(q) = quota {
         hold_quota(&mut tx, q.owner, Some(q.limit), Some((id, q.from)), spec.resources).await?;
     }
-    let update = sqlx::query(
+    // Held to an owner's quota: only while that is still the owner (a move
+    // to another owner in between makes this edit a lost race, not a charge
+    // to the wrong quota).
+    let still_theirs = if quota.is_some() { " AND owner_id = $11" } else { "" };
+    let sql = format!(
         "UPDATE clusters SET cpu_millis = $1, memory_gib = $2, storage_gib = $3, public_access_enabled = $4, \
          public_access_mode = $5, control_plane_host = CASE WHEN $4 THEN $6 ELSE control_plane_host END, \
          lb_host = $7, generation = generation + 1, updated_at = $8 \
-         WHERE id = $9 AND generation = $10 AND deletion_requested_at IS NULL",
+         WHERE id = $9 AND generation = $10 AND deletion_requested_at IS NULL{still_theirs}"
     );
-    let done = bind_spec(update, spec, remembered_mode)
-        .bind(now())
-        .bind(id)
-        .bind(expected_generation)
-        .execute(&mut *tx)
-        .await?;
+    let mut update = bind_spec(sqlx::query(&sql), spec, remembered_mode).bind(now()).bind(id).bind(expected_generation);
+    if let Some(q) = quota {
+        update = update.bind(q.owner);
+    }
+    let done = update.execute(&mut *tx).await?;
     if done.rows_affected() != 1 {
         return Ok(None);
     }

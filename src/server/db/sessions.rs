@@ -66,3 +66,18 @@ pub async fn delete_expired(pool: &AnyPool) -> Result<u64, DbError> {
     let done = sqlx::query("DELETE FROM sessions WHERE expires_at <= $1").bind(now()).execute(pool).await?;
     Ok(done.rows_affected())
 }
+
+/// Ends the sessions password sign-in made that the operator's policy no
+/// longer allows (at start, with `KUBEBYON_LOCAL_SIGN_IN` `admins` or `off`):
+/// those of local accounts (every session of a local account was made with
+/// its password), the admins' kept when `keep_admins`. How many ended.
+pub async fn end_password_sessions(pool: &AnyPool, keep_admins: bool) -> Result<u64, DbError> {
+    let done = sqlx::query(
+        "DELETE FROM sessions WHERE user_id IN (SELECT id FROM users WHERE oidc_subject IS NULL \
+         AND NOT ($1 AND role = 'admin'))",
+    )
+    .bind(keep_admins)
+    .execute(pool)
+    .await?;
+    Ok(done.rows_affected())
+}

@@ -182,12 +182,13 @@ pub(crate) enum RoleChange {
 pub(crate) async fn set_role(pool: &AnyPool, id: i64, role: Role) -> Result<RoleChange, DbError> {
     let mut tx = pool.begin().await?;
     sqlx::query("UPDATE users SET role = role WHERE role = 'admin'").execute(&mut *tx).await?;
-    let current: Option<String> =
-        sqlx::query_scalar("SELECT role FROM users WHERE id = $1").bind(id).fetch_optional(&mut *tx).await?;
-    let Some(current) = current else {
+    let current: Option<(String, Option<i64>)> =
+        sqlx::query_as("SELECT role, disabled_at FROM users WHERE id = $1").bind(id).fetch_optional(&mut *tx).await?;
+    let Some((current, disabled)) = current else {
         return Ok(RoleChange::NoSuchUser);
     };
-    if current == Role::Admin.as_str() && role != Role::Admin {
+    // Only an enabled admin counts (a disabled one may be demoted freely).
+    if current == Role::Admin.as_str() && disabled.is_none() && role != Role::Admin {
         let admins: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM users WHERE role = 'admin' AND disabled_at IS NULL")
             .fetch_one(&mut *tx)
             .await?;
@@ -210,7 +211,9 @@ pub async fn set_password(pool: &AnyPool, id: i64, password_hash: &str) -> Resul
     set_password_and_role(pool, id, password_hash, None).await
 }
 
-/// Sets a new hash (and, if given, the role) and ends the user's sessions, in one transaction.
+/// Sets a new hash (and, if given, the role: `kubebyon admin`, the way back
+/// in, which also enables the account) and ends the user's sessions, in one
+/// transaction.
 pub(crate) async fn set_password_and_role(
     pool: &AnyPool,
     id: i64,
@@ -218,14 +221,16 @@ pub(crate) async fn set_password_and_role(
     role: Option<Role>,
 ) -> Result<bool, DbError> {
     let mut tx = pool.begin().await?;
-    let done =
-        sqlx::query("UPDATE users SET password_hash = $1, role = COALESCE($2, role), updated_at = $3 WHERE id = $4")
-            .bind(password_hash)
-            .bind(role.map(Role::as_str))
-            .bind(now())
-            .bind(id)
-            .execute(&mut *tx)
-            .await?;
+    let done = sqlx::query(
+        "UPDATE users SET password_hash = $1, role = COALESCE($2, role), \
+             disabled_at = CASE WHEN $2 IS NULL THEN disabled_at ELSE NULL END, updated_at = $3 WHERE id = $4",
+    )
+    .bind(password_hash)
+    .bind(role.map(Role::as_str))
+    .bind(now())
+    .bind(id)
+    .execute(&mut *tx)
+    .await?;
     sqlx::query("DELETE FROM sessions WHERE user_id = $1").bind(id).execute(&mut *tx).await?;
     tx.commit().await?;
     Ok(done.rows_affected() == 1)

@@ -17,13 +17,26 @@ use crate::server::config::LocalSignIn;
 /// Checks credentials and opens a session. Returns the user and the cookie token.
 /// The typed username is logged only when it names an existing account (a
 /// password typed into the username field must not reach the log).
-#[tracing::instrument(skip_all, fields(account = tracing::field::Empty))]
 pub async fn login(
     pool: &AnyPool,
     limiter: &LoginLimiter,
     username: &str,
     secret: &str,
     client: &str,
+) -> Result<(CurrentUser, String), AppError> {
+    login_as(pool, limiter, (username, secret), client, LocalSignIn::On).await
+}
+
+/// [`login`] under the operator's password sign-in policy (`local`): an
+/// account it leaves out is refused after its password checked, before any
+/// session or "signed in" entry.
+#[tracing::instrument(skip_all, fields(account = tracing::field::Empty))]
+async fn login_as(
+    pool: &AnyPool,
+    limiter: &LoginLimiter,
+    (username, secret): (&str, &str),
+    client: &str,
+    local: LocalSignIn,
 ) -> Result<(CurrentUser, String), AppError> {
     let t = db::now();
     // A name that cannot exist (a public rule) costs no password check, but
@@ -74,6 +87,10 @@ pub async fn login(
         tracing::warn!("login refused: the account is disabled");
         return Err(AppError::new(ErrorCode::AccountDisabled));
     }
+    if local == LocalSignIn::Admins && !row.current_user().is_admin() {
+        tracing::warn!("login refused: password sign-in is for admins only here");
+        return Err(AppError::new(ErrorCode::LocalSignInOff));
+    }
     let token = session::new_token();
     db::sessions::insert(pool, &session::token_hash(&token), row.id, session::TTL_SECS).await?;
     tracing::info!("signed in");
@@ -118,11 +135,7 @@ pub(crate) async fn sign_in(
     if local == LocalSignIn::Off {
         return Err(AppError::new(ErrorCode::LocalSignInOff));
     }
-    let (user, token) = login(pool, limiter, username, secret, client).await?;
-    if local == LocalSignIn::Admins && !user.is_admin() {
-        logout(pool, &token).await?;
-        return Err(AppError::new(ErrorCode::LocalSignInOff));
-    }
+    let (user, token) = login_as(pool, limiter, (username, secret), client, local).await?;
     Ok((user, open_session(pool, &token, cookies).await?))
 }
 
@@ -317,6 +330,8 @@ pub async fn upsert_admin(pool: &AnyPool, username: &str, secret: &str) -> Resul
     let new_password = NewPassword::parse(secret)?;
     let hash = password::hash(new_password.expose().to_owned()).await.map_err(internal)?;
     match db::users::by_username(pool, username.as_str()).await? {
+        // An organisation account gets no password (docs/runbooks/sign-in.md).
+        Some(row) if row.oidc_subject.is_some() => Err(AppError::new(ErrorCode::OrganisationAccount)),
         Some(row) => {
             db::users::set_password_and_role(pool, row.id, &hash, Some(Role::Admin)).await?;
             Ok(false)
@@ -371,7 +386,8 @@ pub async fn oidc_account(
             let unusable = || AppError::new(ErrorCode::OidcUsernameUnusable);
             let name = who.username.as_deref().ok_or_else(unusable)?;
             let username = Username::parse(name).map_err(|_| unusable())?;
-            let role = if who.admin == Some(true) { Role::Admin } else { Role::User };
+            // Made a user; the admin group (below) promotes, audited like any change.
+            let role = Role::User;
             let id = db::users::insert_oidc(pool, &username, &who.subject, role)
                 .await
                 .map_err(|e| if e.is_unique_violation() { unusable() } else { e.into() })?;

@@ -148,12 +148,28 @@ pub(crate) async fn resync(pool: &AnyPool, host: Option<&HostHandle>, clusters: 
         }
         many => {
             let (pool, host, ids) = (pool.clone(), host.clone(), many.to_vec());
-            tokio::spawn(async move {
+            let task = tokio::spawn(async move {
                 for id in ids {
                     resync_logged(&pool, &host, id).await;
                 }
             });
+            if let Ok(mut running) = BACKGROUND.lock() {
+                running.retain(|t| !t.is_finished());
+                running.push(task);
+            }
         }
+    }
+}
+
+/// The background resyncs under way ([`resync`] of several clusters).
+static BACKGROUND: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>> = std::sync::Mutex::new(Vec::new());
+
+/// Waits for the background resyncs under way: a process about to exit (the
+/// CLI) would cancel them.
+pub(crate) async fn finish_background() {
+    let running = BACKGROUND.lock().map(|mut r| std::mem::take(&mut *r)).unwrap_or_default();
+    for task in running {
+        task.await.ok();
     }
 }
 

@@ -13,7 +13,7 @@ use axum::response::Redirect;
 
 use super::{ApiError, ApiJson};
 use crate::domain::{AppError, ErrorCode};
-use crate::server::auth::oidc::STATE_COOKIE;
+use crate::server::auth::oidc::{SECURE_STATE_COOKIE, STATE_COOKIE};
 use crate::server::http::request::RequestFacts;
 use crate::server::service::accounts;
 use crate::server::state::AppState;
@@ -117,7 +117,8 @@ pub(crate) async fn oidc_callback(
     Query(q): Query<CallbackQuery>,
 ) -> Response {
     let cookies = cookies(&request, &headers);
-    let browsers = cookies.header.and_then(|c| crate::server::auth::session::cookie_value(c, STATE_COOKIE));
+    let named = state_cookie_name(request.https);
+    let browsers = cookies.header.and_then(|c| crate::server::auth::session::cookie_value(c, named));
     let done = async {
         let provider = st.oidc.as_deref().ok_or(AppError::new(ErrorCode::OidcUnavailable))?;
         // Only the browser that started this sign-in may finish it.
@@ -147,19 +148,30 @@ pub(crate) async fn oidc_callback(
             res
         }
         Err(e) => {
-            crate::server::service::audit::oidc_refused(&st.pool, e.code, &request.client_key).await;
+            // Audited once the browser's state matched (a sign-in this
+            // console started came back refused); anonymous noise is not.
+            if !matches!(e.code, ErrorCode::OidcStateInvalid | ErrorCode::OidcUnavailable) {
+                crate::server::service::audit::oidc_refused(&st.pool, e.code, &request.client_key).await;
+            }
             to_login_with(e, request.https)
         }
     }
 }
 
-/// The sign-in's `state` cookie (`""`: removed).
+/// The sign-in's `state` cookie (`""`: removed): over https `__Host-`
+/// prefixed (`Path=/`, no `Domain`: a sibling subdomain cannot plant one),
+/// as the session cookie is.
 fn state_cookie(state: &str, secure: bool) -> String {
     let age = if state.is_empty() { 0 } else { crate::server::auth::oidc::PENDING_SECS };
     format!(
-        "{STATE_COOKIE}={state}; Path=/auth/oidc/; HttpOnly; SameSite=Lax; Max-Age={age}{}",
+        "{}={state}; Path=/; HttpOnly; SameSite=Lax; Max-Age={age}{}",
+        state_cookie_name(secure),
         if secure { "; Secure" } else { "" }
     )
+}
+
+fn state_cookie_name(secure: bool) -> &'static str {
+    if secure { SECURE_STATE_COOKIE } else { STATE_COOKIE }
 }
 
 /// The sign-in page showing `e` (as a refused sign-in form shows its error).
