@@ -36,6 +36,15 @@ async fn main() -> ExitCode {
         .with_writer(std::io::stderr);
     if config.log_format == LogFormat::Json {
         logs.json().flatten_event(true).with_current_span(true).with_span_list(false).init();
+        // A panic is one JSON error event too (the default hook writes plain
+        // text, which breaks a JSON log's readers). Seen: leptos_i18n 0.6.2's
+        // server-side language effect (context.rs:213) reading its signal
+        // after the request's reactive owner was disposed, under load; tokio
+        // ends only that task (docs/architecture.md, Observability).
+        std::panic::set_hook(Box::new(|info| {
+            let backtrace = std::backtrace::Backtrace::capture().to_string();
+            tracing::error!(panic = %info, backtrace, "a task panicked");
+        }));
     } else {
         logs.init();
     }
