@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the test host's upstream parts from the versions pinned in hostcluster/**/go.mod
-# (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, helm-controller,
-# helm, MetalLB's controller, vCluster's OSS syncer and kine, and netpol-check:
+# (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, helm-controller
+# v0.17.9 and v0.17.1, helm 4 and 3, MetalLB's controller, vCluster's OSS syncer and kine, and netpol-check:
 # NetworkPolicy verdicts from cyclonus's matcher)
 # into ~/.cache/kubebyon/control-plane/<k8s>-etcd<etcd>/ (outside the clone) and
 # prints that folder. Skips the build when all binaries are already there.
@@ -32,6 +32,10 @@ out="${KUBEBYON_CONTROL_PLANE_DIR:-$CONTROL_PLANE_ROOT/$k8s-etcd$etcd}"
 version_of() { awk -v m="$2" '$1 == m && $2 ~ /^v/ { print $2; exit }' "$mod/$1/go.mod"; }
 helm_controller="$(version_of helm-controller github.com/k3s-io/helm-controller)"
 helm="$(version_of helm helm.sh/helm/v4)"
+# The older generation the test host can run (hostsim --helm-controller v0.17.1):
+# helm-controller v0.17.1 and the helm 3 its klipper-helm v0.9 image ships.
+helm_controller_old="$(version_of helm-controller-v0.17.1 github.com/k3s-io/helm-controller)"
+helm3="$(version_of helm-v3 helm.sh/helm/v3)"
 metallb="$(version_of metallb go.universe.tf/metallb)"
 vcluster="$(version_of vcluster github.com/loft-sh/vcluster)"
 kine="$(version_of kine github.com/k3s-io/kine)"
@@ -50,6 +54,8 @@ targets=(
   "kubectl|.|k8s.io/kubernetes/cmd/kubectl|$k8s|$k8s_stamp"
   "helm-controller|helm-controller|github.com/k3s-io/helm-controller|$helm_controller| -X github.com/k3s-io/helm-controller/pkg/version.Version=$helm_controller"
   "helm|helm|helm.sh/helm/v4/cmd/helm|$helm| -X helm.sh/helm/v4/internal/version.version=$helm -X helm.sh/helm/v4/internal/version.gitTreeState=clean"
+  "helm-controller-v0.17.1|helm-controller-v0.17.1|github.com/k3s-io/helm-controller|$helm_controller_old| -X github.com/k3s-io/helm-controller/pkg/version.Version=$helm_controller_old"
+  "helm-v3|helm-v3|helm.sh/helm/v3/cmd/helm|$helm3| -X helm.sh/helm/v3/internal/version.version=$helm3 -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
   "metallb-controller|metallb|go.universe.tf/metallb/controller|$metallb|"
   "netpol-check|netpol|.|$netpol|"
   # vCluster's Dockerfile: CGO off, the version stamp (its telemetry finds no route out of the sandbox).

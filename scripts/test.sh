@@ -84,10 +84,21 @@ export PATH="$KUBEBYON_CONTROL_PLANE_DIR:$PATH"
 # clippy, CSS, hashes) takes the idle CPU, niced, in its own process group
 # (stopped on exit). The browser suite runs the server the test build made
 # (the release server is `make run`'s, `make bench`'s and the image's).
-setsid nice -n 19 bash scripts/build-console.sh --server-from-tests >"$work/site.out" 2>"$work/site.log" &
+# hostsim's own test build (its target dir: the host cluster tests at the
+# end) follows in the same idle slot, so the last step only runs tests.
+# shellcheck disable=SC2016 # (expanded by the inner shell)
+setsid nice -n 19 bash -c 'bash scripts/build-console.sh --server-from-tests &&
+  CARGO_TARGET_DIR="$HOSTSIM_TARGET_DIR" cargo test --manifest-path hostsim/Cargo.toml --locked --no-run' \
+  >"$work/site.out" 2>"$work/site.log" &
 site_pid=$!
-step "Rust tests, the site's build beside them"
-cargo test --features ssr
+step "Rust tests in two lanes, the site's build beside them"
+# The test binaries `cargo test` would run one after another, run directly
+# in two lanes: the longest host suite (reconciler) and the suites that fit
+# beside it in one, the rest in the other. They mostly wait on their test
+# hosts (each on its own 127.A.B.0/24), so two at once nearly halve the
+# wall time on 2 cores (docs/testing.md, "A fresh machine's budget"). The
+# crate has no doctests (cargo test's rustdoc pass found none).
+bash scripts/test-lanes.sh "$work/lanes" "reconciler placement"
 # Each test binary is ~330 MB (line tables) and every source change makes
 # new ones: keep only the newest of each name so the shared target dir does
 # not fill the disk over many runs.
@@ -97,7 +108,7 @@ for t in tests/*.rs lib; do
     sort -rn | tail -n +2 | cut -d' ' -f2- | xargs -r rm -f
 done
 
-step "the site's build"
+step "the site's build (and hostsim's test build)"
 if ! wait "$site_pid"; then
   site_pid=""
   cat "$work/site.log" >&2

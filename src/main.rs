@@ -165,6 +165,9 @@ async fn serve(pool: AnyPool, db_shown: String, config: Config) -> anyhow::Resul
             let mut host = host::Host::new(client, pool.clone(), request);
             host.resolver.targets = config.probe_targets();
             let host = Arc::new(host);
+            // What its helm-controller accepts (the first apply reads it
+            // when the host did not answer in time).
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(3), host.refresh_helm()).await;
             let mut ctx = reconciler::Context::new(host.clone(), pool.clone());
             ctx.timing.leader_lease = std::time::Duration::from_secs(config.leader_lease_secs);
             ctx.timing.lease = std::time::Duration::from_secs(config.claim_lease_secs);

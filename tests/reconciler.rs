@@ -473,6 +473,126 @@ async fn a_first_install_that_fails_is_never_ready_through_the_retries() {
     env.converge(id, "Ready once the cause is gone", ready).await;
 }
 
+/// `vc-<name>`'s CA on `host`: a reinstall would make a new one.
+async fn cluster_ca(host: &TestHost, name: &str) -> Vec<u8> {
+    let client = host.client().await.unwrap();
+    let s: k8s_openapi::api::core::v1::Secret =
+        Api::namespaced(client, &format!("kubebyon-{name}")).get(&format!("vc-{name}")).await.unwrap();
+    s.data.unwrap()["certificate-authority"].0.clone()
+}
+
+/// Issue 54. On the helm-controller k3s v1.34.9, v1.35.6 and v1.36.0-v1.36.2
+/// embed (v0.17.1: `failurePolicy` `abort` or `reinstall`, no `CONFIG_HASH`;
+/// its klipper-helm v0.9.18 Job image, helm 3), as on today's
+/// (`helm_failures_say_why_and_settings_follow_through`,
+/// `a_storage_change_is_refused_by_the_api_server_in_helms_words`): the
+/// console writes `abort`; a create goes Ready; a change helm fails is never
+/// Ready and says why in helm's words (the Job completes: its restart finds
+/// another revision); the corrected spec recovers without a reinstall (the
+/// same `vc-<name>` CA, a kubeconfig from before still works): the console
+/// clears the failed record the corrected spec supersedes, as the operator
+/// `abort` waits for would. A first install that fails is never Ready either,
+/// and installs once the cause is gone.
+#[tokio::test]
+async fn on_helm_controller_v0_17_1_failures_are_never_ready_and_recover_without_a_reinstall() {
+    let guard = TestHost::start(Some(Simulator::Node(|net: Net| hostsim::node::Config {
+        helm: hostsim::controlplane::HelmGeneration::V0_17_1,
+        ..net.node_config()
+    })))
+    .expect("own host");
+    let own = &guard.host;
+    let env = env_on(own).await;
+    let admin = own.client().await.unwrap();
+    let ip = own.net.addr(210).to_string();
+    let id = env.create("old", json!({"enabled": true, "mode": "loadbalancer", "control_plane_host": ip})).await;
+    env.converge(id, "Ready", ready).await;
+    let hc = kubebyon::server::testing::helm_charts(&admin, "kubebyon-old").get("old").await.unwrap();
+    assert_eq!(hc.data["spec"]["failurePolicy"], "abort", "v0.17.1's CRD has no retry");
+    let job = Api::<k8s_openapi::api::batch::v1::Job>::namespaced(admin.clone(), "kubebyon-old")
+        .get("helm-install-old")
+        .await
+        .unwrap();
+    let image = job.spec.unwrap().template.spec.unwrap().containers[0].image.clone().unwrap_or_default();
+    assert!(image.contains("klipper-helm:v0.9.18"), "{image}");
+    let (ca_before, kc_before) = (cluster_ca(own, "old").await, env.kubeconfig(id).await);
+
+    // A change the API server refuses (a StatefulSet's claim size): helm 3's words.
+    hand_edit(&env, id, |s| s.resources.storage_gib = 10).await;
+    let msg = env.converge_message(id, "helm_failed", "UPGRADE FAILED").await;
+    assert!(msg.contains("Forbidden: updates to statefulset spec for fields other than"), "{msg}");
+    let stays = |what: &'static str| {
+        let env = &env;
+        async move {
+            for _ in 0..30 {
+                let c = env.cluster(id).await;
+                assert_ne!(c["status"]["phase"], "ready", "{what}: Ready while helm fails: {c}");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    };
+    stays("the failed upgrade").await;
+    hand_edit(&env, id, |s| s.resources.storage_gib = 5).await;
+    env.converge(id, "Ready with its size back", ready).await;
+    assert_eq!(cluster_ca(own, "old").await, ca_before, "upgraded again, not reinstalled: the same CA");
+    kubectl_get_ns_on(own, &kc_before, "old-same-ca").expect("a kubeconfig from before still works");
+    let described = ts::kubectl(&own.kubeconfig, &["describe", "helmchart", "old", "-n", "kubebyon-old"]).unwrap();
+    let described = String::from_utf8_lossy(&described.stdout).into_owned();
+    assert!(described.contains("ClearedFailedRelease"), "{described}");
+
+    // A first install that fails (an annotation the API server refuses, as a
+    // hand-edited database would write it): never Ready, then installed.
+    let pool = env.console.pool.clone();
+    let mut bad = kubebyon::server::db::settings::load(&pool).await.unwrap();
+    bad.load_balancer_annotations.insert("bad key!".into(), "x".into());
+    kubebyon::server::db::settings::save(&pool, &bad).await.unwrap();
+    let ip = own.net.addr(211).to_string();
+    let first =
+        env.create("oldfirst", json!({"enabled": true, "mode": "loadbalancer", "control_plane_host": ip})).await;
+    let words = |s: &Value| s["message"].as_str().is_some_and(|m| m.to_lowercase().contains("failed"));
+    let c = env.converge(first, "helm's words", words).await;
+    assert!(c["status"]["message"].as_str().unwrap().contains("metadata.annotations"), "{c}");
+    bad.load_balancer_annotations.remove("bad key!");
+    kubebyon::server::db::settings::save(&pool, &bad).await.unwrap();
+    env.ctx.host.wake();
+    env.converge(first, "Ready once the cause is gone", ready).await;
+
+    // A helm-controller whose CRD offers no policy that keeps a control
+    // plane (its `failurePolicy` gone: the API server would prune ours and
+    // helm-controller reinstall): creates and edits refused, nothing
+    // written; the settings page names the k3s release and what to run.
+    let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
+        Api::all(admin.clone());
+    let mut crd = serde_json::to_value(crds.get("helmcharts.helm.cattle.io").await.unwrap()).unwrap();
+    for v in crd["spec"]["versions"].as_array_mut().unwrap() {
+        let props = v["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"].as_object_mut().unwrap();
+        assert!(props.remove("failurePolicy").is_some(), "v0.17.1's CRD has the field");
+    }
+    let crd = serde_json::from_value(crd).unwrap();
+    crds.replace("helmcharts.helm.cattle.io", &Default::default(), &crd).await.unwrap();
+    let page = ts::eventually("the settings page's host problem", WAIT, || async {
+        let html = env.console.get("/admin/settings", Some(&env.cookie)).await.body;
+        html.contains("data-warning=\"helm_unsupported\"").then_some(html)
+    })
+    .await
+    .unwrap();
+    assert!(
+        page.contains("v1.36.1+k3s1") && page.contains("helm-controller v0.17.1"),
+        "the release and its helm-controller"
+    );
+    assert!(page.contains("no failurePolicy field") && page.contains("v1.36.0+k3s1 or later"), "what to run");
+    let before = env.console.get("/api/console/clusters", Some(&env.cookie)).await.json();
+    let body = json!({"name": "refused", "resources": {"cpu": "1", "memory_gib": 2, "storage_gib": 5},
+        "public_access": {"enabled": false}});
+    let r = env.console.json("POST", "/api/console/clusters", Some(&env.cookie), body).await;
+    assert_eq!(r.status, 409, "{}", r.body);
+    assert_eq!(r.json()["code"], "helm_controller_unsupported", "{}", r.body);
+    let patch = json!({"resources": {"cpu": "2", "memory_gib": 2, "storage_gib": 5}});
+    let r = env.console.json("PATCH", &format!("/api/console/clusters/{id}"), Some(&env.cookie), patch).await;
+    assert_eq!(r.status, 409, "{}", r.body);
+    assert_eq!(r.json()["code"], "helm_controller_unsupported", "{}", r.body);
+    assert_eq!(env.console.get("/api/console/clusters", Some(&env.cookie)).await.json(), before, "nothing written");
+}
+
 /// klipper-helm's delete: `helm uninstall --wait || true`, so the delete Job
 /// succeeds even when there is no release left to uninstall, and the cluster's
 /// deletion completes.
@@ -1658,7 +1778,11 @@ async fn deploy_manifests_pass_the_api_servers_dry_run() {
         ("watch", "services", true),
         ("get", "secrets", true),
         ("list", "secrets", false),
-        ("delete", "secrets", false),
+        // helm's failed release records only (the admission policy, below).
+        ("update", "secrets", true),
+        ("delete", "secrets", true),
+        ("create", "secrets", false),
+        ("patch", "secrets", false),
         ("create", "deployments.apps", false),
         ("watch", "statefulsets.apps", true),
         ("patch", "statefulsets.apps", false),
@@ -1755,6 +1879,8 @@ async fn deploy_manifests_pass_the_api_servers_dry_run() {
         ("set values", chart("kubebyon-vap", json!({"set": {"x": "y"}})), false),
         ("bootstrap", chart("kubebyon-vap", json!({"bootstrap": true})), false),
         ("a version range", chart("kubebyon-vap", json!({"version": ">=0.30"})), false),
+        ("failurePolicy abort", chart("kubebyon-vap", json!({"failurePolicy": "abort"})), true),
+        ("failurePolicy reinstall", chart("kubebyon-vap", json!({"failurePolicy": "reinstall"})), false),
         ("a HelmChart outside kubebyon-*", chart("default", json!({})), false),
         ("a TLSRoute to the cluster's own Service", route("kubebyon-vap", json!({"name": "vap", "port": 443})), true),
         (
@@ -1773,6 +1899,66 @@ async fn deploy_manifests_pass_the_api_servers_dry_run() {
     // Other users (the tests' own console user, operators) are not matched.
     let (ok, out) = kubectl(&["create", "--dry-run=server", "-f", dir.path().join("object.json").to_str().unwrap()]);
     assert!(ok, "an admin is not held to the console's policy: {out}");
+
+    // Secrets: helm's failed release records only, deleted or marked
+    // pending-upgrade with nothing else changed (written here by the admin).
+    let secret = |name: &str, type_: &str, labels: Value| {
+        json!({"apiVersion": "v1", "kind": "Secret", "type": type_,
+            "metadata": {"name": name, "namespace": "kubebyon-vap", "labels": labels}, "data": {"release": "SDRzSQ=="}})
+    };
+    let record = |status: &str| json!({"owner": "helm", "name": "vap", "status": status, "version": "2"});
+    for (name, object) in [
+        ("sh.helm.release.v1.vap.v2", secret("sh.helm.release.v1.vap.v2", "helm.sh/release.v1", record("failed"))),
+        ("sh.helm.release.v1.vap.v1", secret("sh.helm.release.v1.vap.v1", "helm.sh/release.v1", record("deployed"))),
+        ("vc-vap", secret("vc-vap", "Opaque", json!({}))),
+    ] {
+        let file = dir.path().join(format!("{name}.json"));
+        std::fs::write(&file, object.to_string()).unwrap();
+        let (ok, out) = kubectl(&["apply", "-f", file.to_str().unwrap()]);
+        assert!(ok, "{name}: {out}");
+    }
+    let replace = |name: &str, object: Value| {
+        let file = dir.path().join(format!("replace-{name}.json"));
+        std::fs::write(&file, object.to_string()).unwrap();
+        kubectl(&["replace", "--dry-run=server", "-f", file.to_str().unwrap(), sa])
+    };
+    let failed = "sh.helm.release.v1.vap.v2";
+    let mut relabelled = record("pending-upgrade");
+    relabelled["name"] = json!("other");
+    for (what, (ok, out), allowed) in [
+        (
+            "a failed record marked pending-upgrade",
+            replace(failed, secret(failed, "helm.sh/release.v1", record("pending-upgrade"))),
+            true,
+        ),
+        (
+            "a failed record marked deployed",
+            replace(failed, secret(failed, "helm.sh/release.v1", record("deployed"))),
+            false,
+        ),
+        (
+            "a failed record with another label changed",
+            replace(failed, secret(failed, "helm.sh/release.v1", relabelled)),
+            false,
+        ),
+        (
+            "a failed record deleted",
+            kubectl(&["delete", "secret", failed, "-n", "kubebyon-vap", "--dry-run=server", sa]),
+            true,
+        ),
+        (
+            "a deployed record deleted",
+            kubectl(&["delete", "secret", "sh.helm.release.v1.vap.v1", "-n", "kubebyon-vap", "--dry-run=server", sa]),
+            false,
+        ),
+        (
+            "another Secret deleted",
+            kubectl(&["delete", "secret", "vc-vap", "-n", "kubebyon-vap", "--dry-run=server", sa]),
+            false,
+        ),
+    ] {
+        assert_eq!(ok, allowed, "{what}: {out}");
+    }
     let _ = kubectl(&["delete", "namespace", "kubebyon-vap", "--wait=false"]);
 }
 

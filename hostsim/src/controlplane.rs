@@ -22,14 +22,16 @@ use crate::pki::{self, Ca, CertPair};
 pub const SERVICE_CIDR: &str = "10.43.0.0/16";
 
 /// What `scripts/build-control-plane.sh` builds (and the host needs).
-const BINARIES: [&str; 8] = [
+const BINARIES: [&str; 10] = [
     "etcd",
     "kube-apiserver",
     "kube-controller-manager",
     "kube-scheduler",
     "kubectl",
     "helm-controller",
+    "helm-controller-v0.17.1",
     "helm",
+    "helm-v3",
     "metallb-controller",
 ];
 
@@ -42,13 +44,62 @@ pub const UPSTREAM_CONTROLLERS: &str = "job-controller,statefulset-controller,re
 deployment-controller,persistentvolume-binder-controller,persistentvolume-protection-controller,\
 persistentvolumeclaim-protection-controller,disruption-controller,node-lifecycle-controller";
 
-/// The klipper-helm image k3s v1.36 passes helm-controller (`--default-job-image`).
+/// The klipper-helm image k3s v1.36.3 passes helm-controller (`--default-job-image`).
 pub const KLIPPER_HELM_IMAGE: &str = "rancher/klipper-helm:v0.13.3-build20260727";
+
+/// The klipper-helm image paired here with helm-controller v0.17.1 (k3s
+/// v1.34.9, v1.36.0-v1.36.2): the newest build before v0.17.1's successors,
+/// helm v3.20.2 inside (its Dockerfile). The k3s tree could not be read
+/// here to confirm the exact tag (docs/testing.md).
+pub const KLIPPER_HELM_IMAGE_V0_9: &str = "rancher/klipper-helm:v0.9.18-build20260428";
+
+/// Which helm-controller the host runs, and the job image it passes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum HelmGeneration {
+    /// helm-controller v0.17.9 with klipper-helm v0.13.3 (`failurePolicy`
+    /// `retry`; `CONFIG_HASH`, server-side apply; helm 4).
+    #[default]
+    #[value(name = "v0.17.9")]
+    Current,
+    /// helm-controller v0.17.1 with klipper-helm v0.9.18 (`failurePolicy`
+    /// `abort` or `reinstall` only; no `CONFIG_HASH`; helm 3): what k3s
+    /// v1.34.9, v1.35.6 and v1.36.0-v1.36.2 embed.
+    #[value(name = "v0.17.1")]
+    V0_17_1,
+}
+
+impl HelmGeneration {
+    /// Its binary in the control plane's folder.
+    pub fn binary(self) -> &'static str {
+        match self {
+            Self::Current => "helm-controller",
+            Self::V0_17_1 => "helm-controller-v0.17.1",
+        }
+    }
+
+    /// The k3s release the nodes report (`kubeletVersion`): one that embeds it.
+    pub fn k3s(self) -> &'static str {
+        match self {
+            Self::Current => "v1.36.3+k3s1",
+            Self::V0_17_1 => "v1.36.1+k3s1",
+        }
+    }
+
+    /// The klipper-helm image it passes its Jobs.
+    pub fn job_image(self) -> &'static str {
+        match self {
+            Self::Current => KLIPPER_HELM_IMAGE,
+            Self::V0_17_1 => KLIPPER_HELM_IMAGE_V0_9,
+        }
+    }
+}
 
 /// The parts of a k3s server beyond the API server that run here as upstream's own
 /// binaries ([`ControlPlaneConfig::upstream`]).
 #[derive(Clone, Debug)]
 pub struct UpstreamParts {
+    /// Which helm-controller runs.
+    pub helm: HelmGeneration,
     /// The HTTPS proxy helm-controller passes to its Jobs (as k3s passes its own
     /// `HTTPS_PROXY`): the node's chart mirror listens there.
     pub https_proxy: std::net::SocketAddr,
@@ -305,10 +356,10 @@ impl ControlPlane {
         )?;
         let proxy = format!("http://{}", up.https_proxy);
         self.start_supervised(
-            "helm-controller",
+            up.helm.binary(),
             &[
                 kubeconfig_flag,
-                &format!("--default-job-image={KLIPPER_HELM_IMAGE}"),
+                &format!("--default-job-image={}", up.helm.job_image()),
                 "--job-cluster-role=cluster-admin",
             ],
             &[

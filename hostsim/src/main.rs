@@ -106,6 +106,11 @@ struct Up {
     /// and v1alpha3), or `none`.
     #[arg(long, default_value = "v1.6.3-standard")]
     gateway_api: String,
+    /// Which helm-controller (and klipper-helm job image) the host runs:
+    /// `v0.17.9` (retry, helm 4) or `v0.17.1` (abort or reinstall, helm 3),
+    /// what older k3s releases embed.
+    #[arg(long, value_enum, default_value = "v0.17.9")]
+    helm_controller: controlplane::HelmGeneration,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -241,6 +246,7 @@ async fn up(args: Up) -> Result<()> {
         api_port: Some(api_port),
         node_port_range: controlplane::DEFAULT_NODE_PORT_RANGE.into(),
         upstream: Some(controlplane::UpstreamParts {
+            helm: args.helm_controller,
             https_proxy: mirror,
             metallb_metrics_port: controlplane::free_port()?,
         }),
@@ -260,6 +266,7 @@ async fn up(args: Up) -> Result<()> {
         vcluster_api,
         etcd: cp.etcd_url.clone(),
         gateway_api: Some(args.gateway_api.clone()).filter(|b| b != "none"),
+        helm: args.helm_controller,
     };
     let pids: Vec<String> = cp.pids().iter().map(|(n, p)| format!("{n}={p}")).collect();
     tracing::info!(kubeconfig = %kubeconfig.display(), pids = %pids.join(" "), "host up");

@@ -97,6 +97,7 @@ impl Net {
             vcluster_api: crate::node::apiserver::VClusterApi::Relay,
             etcd: String::new(),
             gateway_api: Some("v1.6.3-standard".into()),
+            helm: crate::controlplane::HelmGeneration::Current,
         }
     }
 
@@ -340,12 +341,17 @@ fn keep(
         });
     let mut cp: Option<ControlPlane> = None;
     let started = (|| -> Result<Option<tokio::task::JoinHandle<Result<()>>>> {
-        let upstream = match &simulator {
-            Some(Simulator::Node(_)) => Some(controlplane::UpstreamParts {
+        let node_cfg = match &simulator {
+            Some(Simulator::Node(config)) => Some(config(net)),
+            None => None,
+        };
+        let upstream = match &node_cfg {
+            Some(cfg) => Some(controlplane::UpstreamParts {
+                helm: cfg.helm,
                 https_proxy: net.mirror(),
                 metallb_metrics_port: controlplane::free_port()?,
             }),
-            _ => None,
+            None => None,
         };
         let plane = cp.insert(ControlPlane::start(&ControlPlaneConfig {
             data_dir: data_dir.clone(),
@@ -356,10 +362,9 @@ fn keep(
         })?);
         let kubeconfig = plane.admin.kubeconfig.clone();
         let client = rt.block_on(client_for(&kubeconfig))?;
-        match simulator {
+        match node_cfg {
             None => Ok(None),
-            Some(Simulator::Node(config)) => {
-                let mut cfg = config(net);
+            Some(mut cfg) => {
                 cfg.bin_dir = bin_dir.clone();
                 cfg.state_dir = data_dir.join("node");
                 cfg.etcd = plane.etcd_url.clone();

@@ -203,7 +203,7 @@ pub(crate) async fn create_cluster(
         public_access: Some(posted.access()),
         own_nodes: own_nodes.is_some(),
     };
-    let cluster = create(&st.pool, &st.spec_writes, &st.config.host_policy(), &user, &draft)
+    let cluster = create(&st.pool, &st.spec_writes, &st.host_policy(), &user, &draft)
         .await
         .inspect_err(|e| keep_input_on_error(CreateCluster::PATH, "/clusters/new", &fields, e))?;
     leptos_axum::redirect(&format!("/clusters/{}", cluster.id));
@@ -228,7 +228,7 @@ pub(crate) async fn update_cluster(
     let posted = Posted::new((cpu, memory_gib, storage_gib), access);
     let fields = posted.fields();
     let patch = ClusterPatch { resources: Some(posted.resources()), public_access: Some(posted.access()) };
-    update(&st.pool, &st.spec_writes, &st.config.host_policy(), &user, id, &patch)
+    update(&st.pool, &st.spec_writes, &st.host_policy(), &user, id, &patch)
         .await
         .inspect_err(|e| keep_input_on_error(UpdateCluster::PATH, &format!("/clusters/{id}/edit"), &fields, e))?;
     leptos_axum::redirect(&format!("/clusters/{id}"));

@@ -97,6 +97,7 @@ pub(crate) fn error_text(locale: Locale, code: ErrorCode) -> &'static str {
         E::OwnerDisabled => td_string!(locale, errors.owner_disabled),
         E::OwnerQuotaExceeded => td_string!(locale, errors.owner_quota_exceeded),
         E::RateLimited => td_string!(locale, errors.rate_limited),
+        E::HelmControllerUnsupported => td_string!(locale, errors.helm_controller_unsupported),
         E::CallsRateLimited => td_string!(locale, errors.calls_rate_limited),
         E::Unavailable => td_string!(locale, errors.unavailable),
         E::Internal => td_string!(locale, errors.internal),

@@ -161,6 +161,9 @@ pub enum ErrorCode {
     /// A cluster moved to an account whose quota does not hold it.
     OwnerQuotaExceeded,
     RateLimited,
+    /// The host's helm-controller accepts no `failurePolicy` that keeps a
+    /// control plane (`domain::helm`): nothing is written until k3s is upgraded.
+    HelmControllerUnsupported,
     /// Too many on-demand calls to clusters by one user (`service::call_budget`).
     CallsRateLimited,
     /// The console cannot reach its database (503): not "signed out".
@@ -203,6 +206,7 @@ impl ErrorCode {
             | Self::MoveHasProblems
             | Self::MoveItemState
             | Self::OwnNodesOff
+            | Self::HelmControllerUnsupported
             | Self::ControlPlaneUnavailable => 409,
             Self::BadRequest => 400,
             Self::PayloadTooLarge => 413,

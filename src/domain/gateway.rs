@@ -81,10 +81,14 @@ impl GatewayOffer {
 /// a domain suffix lets users claim any name (`KUBEBYON_GATEWAY_ANY_HOST`;
 /// off: gateway mode needs the admin's suffix), and the names no cluster may
 /// claim besides the built-in ones ([`reserved`]): the console's own host.
+/// And what the host allows at all: whether its helm-controller accepts a
+/// `failurePolicy` the console may write (`domain::helm`; when it does not,
+/// every create and edit is refused before anything is written).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct HostPolicy {
     pub any_host: bool,
     pub reserved: Vec<Host>,
+    pub helm_unsupported: bool,
 }
 
 /// Whether `host` is not for a cluster: one of `extra` (the console's own
@@ -520,8 +524,8 @@ mod tests {
     fn the_operators_policy_reserves_names_and_may_require_a_suffix() {
         let gateway = gw();
         let console = Host::parse("console.k.test").unwrap();
-        let strict = HostPolicy { any_host: false, reserved: vec![console.clone()] };
-        let open = HostPolicy { any_host: true, reserved: vec![console.clone()] };
+        let strict = HostPolicy { any_host: false, reserved: vec![console.clone()], ..HostPolicy::default() };
+        let open = HostPolicy { any_host: true, reserved: vec![console.clone()], ..HostPolicy::default() };
         let suffix = Host::parse("k.test").unwrap();
         let rules = |suffix, policy| GatewayRules { gateway: Some(&gateway), suffix, policy, cluster_name: "alpha" };
         let h = |s: &str| Some(Host::parse(s).unwrap());

@@ -8,6 +8,7 @@ pub mod cluster_name;
 pub mod endpoint;
 pub mod error;
 pub mod gateway;
+pub mod helm;
 pub mod host;
 pub mod host_objects;
 /// Server-side only: bootstrap tokens are Kubernetes Secrets (k8s-openapi).

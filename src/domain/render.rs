@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use crate::domain::cluster::{Cluster, OldEndpoint};
 use crate::domain::endpoint::{Endpoint, HTTPS_PORT};
+pub use crate::domain::helm::FailurePolicy;
 use crate::domain::host_objects::namespace;
 use crate::domain::nodes::SecretRef;
 use crate::domain::settings::PodSecurity;
@@ -338,11 +339,11 @@ pub fn values(
             resource_quota: ResourceQuota { enabled: true, quota: namespace_quota(r) },
             limit_range: Enabled { enabled: true },
         },
-        // Node upgrades stay the owner's to start: vCluster v0.30's auto-upgrade
-        // takes the bundle from the control plane (not the internet, as an
-        // earlier note here said) but drains and restarts kubelet on the
-        // user's machines whenever a chart upgrade moves Kubernetes
-        // (docs/runbooks/own-nodes.md, "Upgrades").
+        // Node upgrades stay the owner's to start: an upgrade drains and
+        // restarts kubelet on the user's machines whenever a chart upgrade
+        // moves Kubernetes, and where v0.30 takes its bundle from is not
+        // settled (its CLI defaults `--bundle-repository` to GitHub;
+        // docs/runbooks/own-nodes.md, "Upgrades").
         private_nodes: private_nodes
             .then_some(PrivateNodes { enabled: true, auto_upgrade: Enabled { enabled: false } }),
         // The console grants the key's `get` itself (`platform_key_role`,
@@ -370,14 +371,26 @@ pub fn values_yaml(values: &Values) -> String {
 }
 
 /// The whole HelmChart a cluster should have on the host: values rendered
-/// for the spec and settings, the admin's chart.
-pub(crate) fn desired(cluster: &Cluster, settings: &SystemSettings, request: AddressRequest) -> Value {
+/// for the spec and settings, the admin's chart, the failure policy the
+/// host's helm-controller accepts (`domain::helm`).
+pub(crate) fn desired(
+    cluster: &Cluster,
+    settings: &SystemSettings,
+    request: AddressRequest,
+    policy: FailurePolicy,
+) -> Value {
     let values = values(&cluster.spec, cluster.old_endpoint.as_ref(), settings, request);
-    helm_chart(cluster.id, &cluster.spec, &values_yaml(&values), settings)
+    helm_chart(cluster.id, &cluster.spec, &values_yaml(&values), settings, policy)
 }
 
 /// The cluster's HelmChart, as a server-side apply body.
-pub(crate) fn helm_chart(cluster_id: i64, spec: &ClusterSpec, values_content: &str, chart: &SystemSettings) -> Value {
+pub(crate) fn helm_chart(
+    cluster_id: i64,
+    spec: &ClusterSpec,
+    values_content: &str,
+    chart: &SystemSettings,
+    policy: FailurePolicy,
+) -> Value {
     let name = spec.name.as_str();
     let ns = namespace(name);
     json!({
@@ -394,12 +407,11 @@ pub(crate) fn helm_chart(cluster_id: i64, spec: &ClusterSpec, values_content: &s
             "version": chart.chart_version,
             "targetNamespace": ns,
             "valuesContent": values_content,
-            // klipper-helm's `entry` on a failed release: `reinstall` (the
-            // default) uninstalls and installs again (a new CA: every
-            // kubeconfig broken), `abort` waits for an operator, `retry`
-            // upgrades again, so a corrected spec recovers and nothing is
-            // reinstalled behind the user's back.
-            "failurePolicy": "retry",
+            // Never `reinstall` (helm-controller's default: uninstalls and
+            // installs again, a new CA, every kubeconfig broken): `retry`
+            // where the host's helm-controller accepts it, else `abort`
+            // (`domain::helm`).
+            "failurePolicy": policy.as_str(),
         },
     })
 }
@@ -894,11 +906,13 @@ mod tests {
         let b = values_yaml(&values(&sp, None, &settings(), AddressRequest::MetalLb));
         assert_eq!(a, b);
         assert!(a.contains("cpu: 2000m") && a.contains("memory: 4Gi") && a.contains("size: 20Gi"), "{a}");
-        let hc = helm_chart(7, &sp, &a, &SystemSettings::default());
+        let hc = helm_chart(7, &sp, &a, &SystemSettings::default(), FailurePolicy::Retry);
         assert_eq!(hc["metadata"]["namespace"], "kubebyon-demo");
         assert_eq!(hc["spec"]["targetNamespace"], "kubebyon-demo");
         assert_eq!(hc["spec"]["valuesContent"], a);
         assert_eq!(hc["metadata"]["labels"][CLUSTER_ID_LABEL], "7");
         assert_eq!(hc["spec"]["failurePolicy"], "retry", "a failed upgrade is upgraded again, never reinstalled");
+        let hc = helm_chart(7, &sp, &a, &SystemSettings::default(), FailurePolicy::Abort);
+        assert_eq!(hc["spec"]["failurePolicy"], "abort", "helm-controller before v0.17.6: never reinstalled either");
     }
 }

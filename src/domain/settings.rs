@@ -374,6 +374,10 @@ pub(crate) struct SettingsView {
     /// suffix (`KUBEBYON_GATEWAY_ANY_HOST`).
     #[serde(default)]
     pub gateway_any_host: bool,
+    /// The host's helm-controller accepts no `failurePolicy` the console may
+    /// write (creates and edits are refused): what it offers, what to run.
+    #[serde(default)]
+    pub helm_problem: Option<crate::domain::helm::HelmProblem>,
 }
 
 /// A StorageClass of the host, as the settings page lists it.

@@ -144,6 +144,32 @@ fn HostFacts(
     }
 }
 
+/// The host problem that stops every create and edit: the host's
+/// helm-controller would reinstall a control plane after a failed change.
+#[component]
+fn HelmProblemBanner(problem: crate::domain::helm::HelmProblem) -> impl IntoView {
+    let i18n = use_i18n();
+    let offered = match problem.offered.is_empty() {
+        true => t_string!(i18n, settings.helm_offered_none).to_string(),
+        false => problem.offered.join(", "),
+    };
+    let minimum = problem.advice.minimum_k3s.clone();
+    let release = match (problem.advice.k3s.clone(), problem.advice.helm_controller.clone()) {
+        (Some(k3s), Some(helm_controller)) => Some(
+            t_string!(i18n, settings.helm_unsupported_embedded, k3s = k3s, helm_controller = helm_controller)
+                .to_string(),
+        ),
+        (Some(k3s), None) => Some(t_string!(i18n, settings.helm_unsupported_release, k3s = k3s).to_string()),
+        _ => None,
+    };
+    view! {
+        <p class="banner" role="alert" data-warning="helm_unsupported">
+            {t_string!(i18n, settings.helm_unsupported, offered = offered, minimum = minimum).to_string()}
+            {release.map(|r| format!(" {r}"))}
+        </p>
+    }
+}
+
 #[component]
 pub(crate) fn SettingsPage() -> impl IntoView {
     let i18n = use_i18n();
@@ -162,6 +188,7 @@ pub(crate) fn SettingsPage() -> impl IntoView {
                 storage_classes,
                 platform_key_found,
                 gateway_any_host,
+                helm_problem,
             }) => {
                 // A Gateway without a suffix: refused to users, or any name theirs to claim.
                 let gateway_note =
@@ -195,6 +222,7 @@ pub(crate) fn SettingsPage() -> impl IntoView {
                             None => view! { <SavedBanner /> }.into_any(),
                         }}
                         {gateway_note}
+                        {helm_problem.map(|p| view! { <HelmProblemBanner problem=p /> })}
                         <SettingsForm settings detected servicelb url_error=url_error(SaveSettings::PATH) />
                     </section>
                     <HostFacts gateway_api storage_classes platform_key />

@@ -343,7 +343,11 @@ impl Config {
             .as_deref()
             .and_then(|u| u.parse::<http::Uri>().ok())
             .and_then(|u| u.host().and_then(|h| crate::domain::Host::parse(h.trim_matches(['[', ']'])).ok()));
-        crate::domain::gateway::HostPolicy { any_host: self.gateway_any_host, reserved: own.into_iter().collect() }
+        crate::domain::gateway::HostPolicy {
+            any_host: self.gateway_any_host,
+            reserved: own.into_iter().collect(),
+            helm_unsupported: false,
+        }
     }
 
     pub(crate) fn public_url_is_https(&self) -> bool {

@@ -25,3 +25,14 @@ pub struct AppState {
     /// The OpenID Connect provider, when the operator configured one.
     pub oidc: Option<Arc<super::auth::oidc::Provider>>,
 }
+
+impl AppState {
+    /// The operator's policy on hosts ([`Config::host_policy`]) with what the
+    /// host cluster allows now: creates and edits are refused while its
+    /// helm-controller accepts no `failurePolicy` the console may write.
+    pub(crate) fn host_policy(&self) -> crate::domain::gateway::HostPolicy {
+        let mut policy = self.config.host_policy();
+        policy.helm_unsupported = self.host.as_ref().is_some_and(|h| h.seen.helm().refuses_changes());
+        policy
+    }
+}

@@ -1,8 +1,10 @@
 //! The klipper-helm container: its `entry` script's flow, written from the
 //! script (k3s-io/klipper-helm `entry`; the image is not a Go module and has no
-//! runtime here), calling the **real helm binary** (helm v4.3.2, built from
+//! runtime here), in the generation the pod's image tag names ([`Entry`]),
+//! calling the **real helm binary** (helm v4.3.2, built from
 //! `helm.sh/helm/v4`; klipper-helm v0.13.x ships helm 4.1.x, which the module
-//! proxy here does not serve) against the real API server, as the Job's service
+//! proxy here does not serve; for the v0.9 images helm v3.20.2 from
+//! `helm.sh/helm/v3`, the release their Dockerfile fetches) against the real API server, as the Job's service
 //! account (a token from the TokenRequest API in a kubeconfig, where the image
 //! reads the projected token). Output streams into the container log as it comes,
 //! with bash's `set -x` trace lines for the commands the script runs.
@@ -31,7 +33,10 @@ use crate::kubelet::Logs;
 #[derive(Clone)]
 pub struct Runtime {
     pub client: Client,
+    /// helm 4 (klipper-helm v0.13 images).
     pub helm: PathBuf,
+    /// helm 3 (klipper-helm v0.9 images).
+    pub helm_v3: PathBuf,
     /// The API server, as the pod's in-cluster config would reach it.
     pub server: String,
     /// The cluster CA (the service account's `ca.crt`).
@@ -64,6 +69,8 @@ pub async fn run(rt: &Runtime, pod: &Pod) -> i32 {
 
 struct Shell<'a> {
     rt: &'a Runtime,
+    /// The `entry` the pod's image carries, and the helm it ships.
+    entry: Entry,
     ns: String,
     pod: String,
     env: Vec<(String, String)>,
@@ -113,7 +120,9 @@ impl<'a> Shell<'a> {
         ] {
             env.push((k.into(), v));
         }
-        Ok(Self { rt, ns, pod: pod.name_any(), env, args: c.args.clone().unwrap_or_default(), mounts, term_log: None })
+        let entry = Entry::of_image(c.image.as_deref().unwrap_or_default());
+        let args = c.args.clone().unwrap_or_default();
+        Ok(Self { rt, entry, ns, pod: pod.name_any(), env, args, mounts, term_log: None })
     }
 
     fn var(&self, k: &str) -> String {
@@ -126,6 +135,14 @@ impl<'a> Shell<'a> {
             let rest = p.strip_prefix(m.as_str())?;
             Some(local.join(rest.trim_start_matches('/')))
         })
+    }
+
+    /// The helm the image ships.
+    fn helm_bin(&self) -> &Path {
+        match self.entry {
+            Entry::V0_13_3 => &self.rt.helm,
+            Entry::V0_9_8 | Entry::V0_9_18 => &self.rt.helm_v3,
+        }
     }
 
     fn log(&self, text: &str) {
@@ -141,7 +158,7 @@ impl<'a> Shell<'a> {
     /// Runs helm with these arguments, streaming its output; its exit code.
     async fn helm(&self, args: &[String]) -> i32 {
         self.log(&format!("+ helm {}\n", args.join(" ")));
-        let mut cmd = Command::new(&self.rt.helm);
+        let mut cmd = Command::new(self.helm_bin());
         cmd.args(args)
             .env_clear()
             .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
@@ -170,11 +187,15 @@ impl<'a> Shell<'a> {
 
     /// `helm ls -f ^NAME$ --output json | jq -r '"\(.[0].chart),\(.[0].status)"'`
     /// (helm 3's `--all` is gone in helm 4, which lists every state by default,
-    /// `pkg/action/list.go` `SetStateMask`).
+    /// `pkg/action/list.go` `SetStateMask`; the v0.9 entry passes it to helm 3).
     async fn installed(&self, name: &str, target: &str) -> (String, String, u64) {
-        let args = ["ls", "-f", &format!("^{name}$"), "--namespace", target, "--output", "json"];
+        let filter = format!("^{name}$");
+        let mut args = vec!["ls", "-f", &filter, "--namespace", target, "--output", "json"];
+        if self.entry != Entry::V0_13_3 {
+            args.insert(1, "--all");
+        }
         self.log(&format!("++ helm {}\n", args.join(" ")));
-        let out = Command::new(&self.rt.helm)
+        let out = Command::new(self.helm_bin())
             .args(args)
             .env_clear()
             .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
@@ -311,7 +332,10 @@ impl<'a> Shell<'a> {
             let mut a = vec!["upgrade".to_owned()];
             a.extend(args.iter().skip(1).cloned());
             a.extend([name.clone(), chart_ref.clone()]);
-            a.push(format!("--server-side={}", if server_side.is_empty() { "auto" } else { server_side.as_str() }));
+            // v0.13's `get_ssa_args`; the v0.9 entry (helm 3) has no server-side apply.
+            if self.entry == Entry::V0_13_3 {
+                a.push(format!("--server-side={}", if server_side.is_empty() { "auto" } else { server_side.as_str() }));
+            }
             a.extend(common.clone());
             a.extend(values.clone());
             a
@@ -331,7 +355,7 @@ impl<'a> Shell<'a> {
             policy: self.var("FAILURE_POLICY"),
         };
         let mut last = 0;
-        let plan = plan(&read, &name);
+        let plan = self.entry.plan(&read, &name);
         for step in plan.steps {
             let code = match step {
                 Step::Term(t) => {
@@ -372,6 +396,144 @@ impl<'a> Shell<'a> {
             Exit::Last => last,
         }
     }
+}
+
+/// The generations of klipper-helm's `entry` the test host runs, chosen by
+/// the Job's image tag: what the oldest k3s release in support runs
+/// (v0.9.8, k3s v1.34.1), what helm-controller v0.17.1 is paired with here
+/// (v0.9.18), and today's (v0.13.3). Each pinned tag's `helm_update` is
+/// mirrored branch by branch ([`Entry::plan`]; docs/testing.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Entry {
+    /// `v0.9.8-build20250709` (7467f45..de91d32): no revision check, no
+    /// `superseded` branch; helm 3.
+    V0_9_8,
+    /// `v0.9.18-build20260428` (0361c90): `check_revision` (ac8f73f),
+    /// `superseded` retried (971f9fd); `set -e` throughout; helm 3.
+    V0_9_18,
+    /// `v0.13.3-build20260727` (09c5242): `retry`, `CONFIG_HASH`, SSA; helm 4.
+    V0_13_3,
+}
+
+impl Entry {
+    /// The `entry` an image carries: `rancher/klipper-helm:v0.9.N-…` is a
+    /// v0.9 one: from v0.9.15 as v0.9.18, before as v0.9.8 (v0.9.9-v0.9.14
+    /// already retry `superseded`, which a v0.9.8 reading installs: no image
+    /// the test host runs is one of them); anything else today's.
+    pub fn of_image(image: &str) -> Self {
+        let tag = image.rsplit(':').next().unwrap_or_default();
+        let Some(patch) = tag.strip_prefix("v0.9.").and_then(|r| r.split('-').next()?.parse::<u32>().ok()) else {
+            return Self::V0_13_3;
+        };
+        if patch >= 15 { Self::V0_9_18 } else { Self::V0_9_8 }
+    }
+
+    /// `helm_update`'s branches for what it read.
+    pub fn plan(self, r: &Found, name: &str) -> Plan {
+        match self {
+            Self::V0_13_3 => plan(r, name),
+            Self::V0_9_8 | Self::V0_9_18 => plan_v0_9(self, r, name),
+        }
+    }
+}
+
+/// `helm_update` of the v0.9 entries, line by line (v0.9.18-build20260428
+/// `entry` lines 3-87; v0.9.8-build20250709 lines 3-81, the same branches
+/// less `check_revision` and `superseded`). `set -e` holds throughout
+/// (line 160; `helm_content_decode` returns early for a repository chart,
+/// before its `set +e`), so a failing command ends the script with its status.
+fn plan_v0_9(entry: Entry, r: &Found, name: &str) -> Plan {
+    use Step::{Echo, Helm, Term};
+    let newer = entry == Entry::V0_9_18;
+    let done = |steps: Vec<Step>, exit| Plan { steps, errexit: true, exit };
+    let revision_check = |r: &Found| if newer { check_revision(r) } else { None };
+    if r.delete {
+        // lines 13-24 (v0.9.8: 12-21, no check)
+        if r.revision.is_empty() && r.status.is_empty() {
+            return done(vec![Term("No helm chart installed; nothing to delete".into())], Exit::Code(0));
+        }
+        if let Some(p) = revision_check(r) {
+            return p;
+        }
+        return done(vec![Term("Uninstalling helm chart".into()), Helm(Call::Uninstall)], Exit::Code(0));
+    }
+    // lines 27-31
+    if r.revision.is_empty() && r.status.is_empty() {
+        return done(vec![Term("Installing helm chart".into()), Helm(Call::Install)], Exit::Last);
+    }
+    // line 33
+    if let Some(p) = revision_check(r) {
+        return p;
+    }
+    let mut steps = Vec::new();
+    let mut status = r.status.as_str();
+    // lines 36-53 (v0.9.8: 31-47, `superseded` not among them)
+    let interrupted: &[&str] = if newer {
+        &["pending-install", "pending-upgrade", "pending-rollback", "superseded", "uninstalling"]
+    } else {
+        &["pending-install", "pending-upgrade", "pending-rollback", "uninstalling"]
+    };
+    if interrupted.contains(&status) {
+        steps.extend(reset_to_failed(status));
+        if matches!(status, "pending-upgrade" | "superseded") {
+            steps.extend(retry_upgrade(name));
+            return done(steps, Exit::Last);
+        }
+        status = "failed";
+    }
+    // lines 56-65 (`helm mapkubeapis` is not run: see the module's note)
+    if status == "deployed" {
+        steps.extend(upgrade_deployed(name));
+        return done(steps, Exit::Last);
+    }
+    // lines 68-82: anything but `reinstall` waits for the operator.
+    if matches!(status, "deleted" | "failed" | "null" | "unknown") {
+        if r.policy.is_empty() || r.policy == "reinstall" {
+            steps.push(Term(format!("Uninstalling {status} helm chart")));
+            steps.push(Helm(Call::Uninstall));
+            steps.push(Echo("Deleted".into()));
+            steps.push(Term("Installing helm chart".into()));
+            steps.push(Helm(Call::Install));
+            return done(steps, Exit::Last);
+        }
+        let msg = format!(
+            "Release status is '{status}' and failure policy is '{}', not 'reinstall'; waiting for operator intervention",
+            r.policy
+        );
+        steps.extend([Term(msg.clone()), Echo(msg)]);
+        return done(steps, Exit::Code(1));
+    }
+    // lines 85-86
+    steps.extend([Term("Installing helm chart".into()), Helm(Call::Install)]);
+    done(steps, Exit::Last)
+}
+
+/// An interrupted release set `failed` (v0.9.18 lines 37-39, v0.13.3 lines 38-40).
+fn reset_to_failed(status: &str) -> [Step; 3] {
+    [
+        Step::Echo(format!("Previous helm job was interrupted, updating status from {status} to failed")),
+        Step::Term(format!("Resetting helm release status from '{status}' to 'failed'")),
+        Step::SetStatusFailed,
+    ]
+}
+
+/// The interrupted upgrade tried again (v0.9.18 lines 45-48, v0.13.3 lines 46-49).
+fn retry_upgrade(name: &str) -> [Step; 3] {
+    [
+        Step::Term("Retrying upgrade of helm chart".into()),
+        Step::Echo(format!("Retrying upgrade of {name}")),
+        Step::Helm(Call::Upgrade),
+    ]
+}
+
+/// A deployed release upgraded (v0.9.18 lines 57-63, v0.13.3 lines 58-64).
+fn upgrade_deployed(name: &str) -> [Step; 4] {
+    [
+        Step::Echo(format!("Already installed {name}")),
+        Step::Term("Upgrading helm chart".into()),
+        Step::Echo(format!("Upgrading {name}")),
+        Step::Helm(Call::Upgrade),
+    ]
 }
 
 /// What `helm_update` read before it chose a branch (k3s-io/klipper-helm
@@ -476,23 +638,16 @@ pub fn plan(r: &Found, name: &str) -> Plan {
     let mut status = r.status.as_str();
     // lines 36-54
     if matches!(status, "pending-install" | "pending-upgrade" | "pending-rollback" | "superseded" | "uninstalling") {
-        steps.push(Echo(format!("Previous helm job was interrupted, updating status from {status} to failed")));
-        steps.push(Term(format!("Resetting helm release status from '{status}' to 'failed'")));
-        steps.push(Step::SetStatusFailed);
+        steps.extend(reset_to_failed(status));
         if matches!(status, "pending-upgrade" | "superseded") {
-            steps.push(Term("Retrying upgrade of helm chart".into()));
-            steps.push(Echo(format!("Retrying upgrade of {name}")));
-            steps.push(Helm(Call::Upgrade));
+            steps.extend(retry_upgrade(name));
             return after_check(steps, Exit::Last);
         }
         status = "failed";
     }
     // lines 56-66 (`helm mapkubeapis` is not run: see the module's note)
     if status == "deployed" {
-        steps.push(Echo(format!("Already installed {name}")));
-        steps.push(Term("Upgrading helm chart".into()));
-        steps.push(Echo(format!("Upgrading {name}")));
-        steps.push(Helm(Call::Upgrade));
+        steps.extend(upgrade_deployed(name));
         return after_check(steps, Exit::Last);
     }
     // lines 68-99
@@ -705,6 +860,108 @@ mod tests {
             assert_eq!(&got[..], *calls, "{line}: {p:?}");
             assert_eq!(p.errexit, *errexit, "{line}");
             assert_eq!(p.exit, *exit, "{line}");
+        }
+    }
+
+    /// The v0.9 entries, one row per branch (v0.9.18-build20260428 lines;
+    /// v0.9.8-build20250709 where it differs): (line, entry, delete, status,
+    /// revision, expected, policy) → the helm calls, the exit.
+    #[test]
+    fn each_branch_of_the_v0_9_entries_runs_what_upstream_runs() {
+        use Call::{Install, Uninstall, Upgrade};
+        use Entry::{V0_9_8, V0_9_18};
+        type Row =
+            (&'static str, Entry, bool, &'static str, &'static str, &'static str, &'static str, &'static [Call], Exit);
+        let rows: &[Row] = &[
+            ("14 delete, no release", V0_9_18, true, "", "", "", "abort", &[], Exit::Code(0)),
+            ("19 delete, other revision", V0_9_18, true, "deployed", "4", "3", "abort", &[], Exit::Code(0)),
+            ("22 delete: uninstall || true", V0_9_18, true, "deployed", "3", "3", "abort", &[Uninstall], Exit::Code(0)),
+            ("v0.9.8 19 delete, no check", V0_9_8, true, "deployed", "4", "3", "abort", &[Uninstall], Exit::Code(0)),
+            ("29 no release: install", V0_9_18, false, "", "", "", "abort", &[Install], Exit::Last),
+            ("29 no release, any expectation", V0_9_18, false, "", "", "1", "abort", &[Install], Exit::Last),
+            ("33 another revision: exit 0", V0_9_18, false, "failed", "3", "2", "abort", &[], Exit::Code(0)),
+            ("v0.9.8 no check: abort", V0_9_8, false, "failed", "3", "2", "abort", &[], Exit::Code(1)),
+            (
+                "48 pending-upgrade: upgrade",
+                V0_9_18,
+                false,
+                "pending-upgrade",
+                "3",
+                "3",
+                "abort",
+                &[Upgrade],
+                Exit::Last,
+            ),
+            ("48 superseded: upgrade", V0_9_18, false, "superseded", "3", "3", "abort", &[Upgrade], Exit::Last),
+            ("v0.9.8 superseded: install", V0_9_8, false, "superseded", "3", "3", "abort", &[Install], Exit::Last),
+            (
+                "51 pending-install: failed, abort",
+                V0_9_18,
+                false,
+                "pending-install",
+                "1",
+                "1",
+                "abort",
+                &[],
+                Exit::Code(1),
+            ),
+            ("63 deployed: upgrade", V0_9_18, false, "deployed", "3", "3", "abort", &[Upgrade], Exit::Last),
+            (
+                "69 failed, reinstall (default)",
+                V0_9_18,
+                false,
+                "failed",
+                "3",
+                "3",
+                "",
+                &[Uninstall, Install],
+                Exit::Last,
+            ),
+            ("79 failed, abort: exit 1", V0_9_18, false, "failed", "3", "3", "abort", &[], Exit::Code(1)),
+            ("79 failed, retry: unknown here, waits", V0_9_18, false, "failed", "3", "3", "retry", &[], Exit::Code(1)),
+            ("86 another status: install", V0_9_18, false, "pending-weird", "3", "3", "abort", &[Install], Exit::Last),
+        ];
+        for (line, entry, delete, status, revision, expected, policy, calls, exit) in rows {
+            let read = Found {
+                delete: *delete,
+                status: (*status).into(),
+                revision: (*revision).into(),
+                expected: (*expected).into(),
+                policy: (*policy).into(),
+            };
+            let p = entry.plan(&read, "demo");
+            let got: Vec<Call> =
+                p.steps.iter().filter_map(|s| if let Step::Helm(c) = s { Some(*c) } else { None }).collect();
+            assert_eq!(&got[..], *calls, "{line}: {p:?}");
+            assert!(p.errexit, "{line}: set -e throughout");
+            assert_eq!(p.exit, *exit, "{line}");
+        }
+        let p = V0_9_18.plan(
+            &Found {
+                status: "failed".into(),
+                revision: "3".into(),
+                expected: "3".into(),
+                policy: "abort".into(),
+                ..Found::default()
+            },
+            "demo",
+        );
+        assert!(p.steps.contains(&Step::Echo(
+            "Release status is 'failed' and failure policy is 'abort', not 'reinstall'; waiting for operator intervention".into()
+        )));
+    }
+
+    #[test]
+    fn the_image_tag_picks_the_entry() {
+        for (image, entry) in [
+            ("rancher/klipper-helm:v0.13.3-build20260727", Entry::V0_13_3),
+            ("rancher/klipper-helm:v0.9.18-build20260428", Entry::V0_9_18),
+            ("rancher/klipper-helm:v0.9.15-build20260324", Entry::V0_9_18),
+            ("rancher/klipper-helm:v0.9.8-build20250709", Entry::V0_9_8),
+            ("rancher/klipper-helm:v0.9.12-build20251215", Entry::V0_9_8),
+            ("rancher/klipper-helm:latest", Entry::V0_13_3),
+        ] {
+            assert_eq!(Entry::of_image(image), entry, "{image}");
         }
     }
 

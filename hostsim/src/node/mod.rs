@@ -77,6 +77,9 @@ pub struct Config {
     /// The Gateway API CRD bundle installed (a folder of `gateway-api/` from
     /// `scripts/build-control-plane.sh`, e.g. `v1.6.3-standard`); none: not installed.
     pub gateway_api: Option<String>,
+    /// Which helm-controller the host runs (its Jobs' image picks the
+    /// klipper-helm `entry` the kubelet runs, [`klipper::Entry`]).
+    pub helm: crate::controlplane::HelmGeneration,
 }
 
 enum Container {
@@ -150,7 +153,7 @@ pub async fn run(client: Client, creds: Credentials, mut cfg: Config, on_ready: 
         kubelets.push(Kubelet::start(n.internal.into(), logs.clone()).await?);
     }
     let ports: Vec<u16> = kubelets.iter().map(|k| k.addr.port()).collect();
-    nodes::register(&client, &cfg.nodes, &ports, &cfg.capacity).await?;
+    nodes::register(&client, &cfg.nodes, &ports, &cfg.capacity, cfg.helm.k3s()).await?;
     tokio::spawn(heartbeat(client.clone(), cfg.nodes.clone()));
     let ca_file = cfg.state_dir.join("ca.crt");
     std::fs::write(&ca_file, &creds.ca_pem)?;
@@ -176,6 +179,7 @@ pub async fn run(client: Client, creds: Credentials, mut cfg: Config, on_ready: 
         klipper: klipper::Runtime {
             client: client.clone(),
             helm: cfg.bin_dir.join("helm"),
+            helm_v3: cfg.bin_dir.join("helm-v3"),
             server: creds.server.clone(),
             ca_file,
             trust_dir: mirror.trust_dir.clone(),

@@ -55,7 +55,13 @@ impl Default for Capacity {
 
 /// Creates or refreshes every Node (labels, addresses, Ready, its kubelet's
 /// port: `kubelet_ports[i]` is `nodes[i]`'s).
-pub async fn register(client: &Client, nodes: &[NodeAddr], kubelet_ports: &[u16], capacity: &Capacity) -> Result<()> {
+pub async fn register(
+    client: &Client,
+    nodes: &[NodeAddr],
+    kubelet_ports: &[u16],
+    capacity: &Capacity,
+    k3s: &str,
+) -> Result<()> {
     let resources = json!({
         "cpu": capacity.cpu, "memory": capacity.memory, "pods": capacity.pods,
         "ephemeral-storage": capacity.ephemeral_storage,
@@ -100,7 +106,7 @@ pub async fn register(client: &Client, nodes: &[NodeAddr], kubelet_ports: &[u16]
                 "nodeInfo": {
                     "machineID": "", "systemUUID": "", "bootID": "",
                     "kernelVersion": "", "osImage": "hostsim", "containerRuntimeVersion": "hostsim://1",
-                    "kubeletVersion": "v1.36.3+k3s1", "kubeProxyVersion": "v1.36.3+k3s1",
+                    "kubeletVersion": k3s, "kubeProxyVersion": k3s,
                     "operatingSystem": "linux", "architecture": "amd64",
                 },
             },

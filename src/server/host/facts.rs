@@ -12,10 +12,11 @@ use kube::api::{Api, DynamicObject, ListParams};
 use kube::{Client, ResourceExt};
 
 use super::Host;
-use super::error::{Result, ignore_not_found, kube};
+use super::error::{Error, Result, ignore_not_found, kube};
 use super::objects::gateways_resource;
 use super::probe::Resolver;
 use crate::domain::gateway::{GatewayRef, RouteVersion};
+use crate::domain::helm::HelmSupport;
 use crate::domain::render::{self, AddressRequest};
 
 /// What the host was last seen as.
@@ -32,6 +33,10 @@ pub(crate) struct Seen {
     servicelb: AtomicBool,
     /// The admin's Gateway (`namespace/name`) and the address it was last seen with.
     gateway: Mutex<Option<(String, String)>>,
+    /// What the host's helm-controller accepts as `failurePolicy` (its
+    /// HelmChart CRD), and the k3s release its nodes report when it accepts
+    /// nothing the console may write (the settings page's advice).
+    helm: Mutex<(HelmSupport, Option<String>)>,
 }
 
 impl Seen {
@@ -41,6 +46,41 @@ impl Seen {
             route_version: Mutex::new(None),
             servicelb: AtomicBool::new(false),
             gateway: Mutex::new(None),
+            helm: Mutex::new((HelmSupport::Unknown, None)),
+        }
+    }
+
+    /// What the host's helm-controller was last seen to accept.
+    pub(crate) fn helm(&self) -> HelmSupport {
+        self.helm.lock().map(|h| h.0.clone()).unwrap_or_default()
+    }
+
+    /// The settings page's advice when the host's helm-controller accepts
+    /// no policy the console may write.
+    pub(crate) fn helm_problem(&self) -> Option<crate::domain::helm::HelmProblem> {
+        let h = self.helm.lock().ok()?;
+        match &h.0 {
+            HelmSupport::Unsupported { offered } => Some(crate::domain::helm::HelmProblem {
+                offered: offered.clone(),
+                advice: crate::domain::helm::upgrade_advice(h.1.as_deref()),
+            }),
+            _ => None,
+        }
+    }
+
+    /// Records what the helm-controller accepts now (logged when it changed).
+    pub(crate) fn set_helm(&self, support: HelmSupport, k3s: Option<String>) {
+        if let Ok(mut h) = self.helm.lock()
+            && (h.0 != support || h.1 != k3s)
+        {
+            match &support {
+                HelmSupport::Unsupported { offered } => tracing::warn!(
+                    ?offered, k3s = ?k3s,
+                    "the host's helm-controller accepts no failurePolicy that keeps a control plane: cluster changes are refused"
+                ),
+                s => tracing::info!(support = ?s, "helm-controller's HelmChart failurePolicy"),
+            }
+            *h = (support, k3s);
         }
     }
 
@@ -100,7 +140,37 @@ impl Seen {
     }
 }
 
+/// Why nothing is written on a host whose helm-controller accepts no
+/// `failurePolicy` the console may write (the status a queued change shows).
+pub(crate) const HELM_UNSUPPORTED: &str = "the host's helm-controller accepts no failurePolicy that keeps a control plane \
+     (abort or retry): upgrade k3s (docs/runbooks/deploy.md, Supported k3s releases)";
+
 impl Host {
+    /// Reads again what the host's helm-controller accepts (kept as it was
+    /// when the host does not answer).
+    pub async fn refresh_helm(&self) {
+        if let Some((support, k3s)) = detect_helm_support(&self.client).await {
+            self.seen.set_helm(support, k3s);
+        }
+    }
+
+    /// The `failurePolicy` to write now: what the host's helm-controller
+    /// was seen to accept (read now when it was not yet); `Err(NotYet)`
+    /// while it accepts nothing the console may write, or runs nowhere.
+    pub(crate) async fn failure_policy(&self) -> Result<crate::domain::helm::FailurePolicy> {
+        if self.seen.helm() == HelmSupport::Unknown {
+            self.refresh_helm().await;
+        }
+        match self.seen.helm() {
+            HelmSupport::Writes { policy } => Ok(policy),
+            HelmSupport::Unsupported { .. } => Err(Error::NotYet(HELM_UNSUPPORTED)),
+            HelmSupport::NoHelmController => {
+                Err(Error::NotYet("the host serves no HelmChart CRD (no helm-controller)"))
+            }
+            HelmSupport::Unknown => Err(Error::NotYet("what the host's helm-controller accepts is not known yet")),
+        }
+    }
+
     /// How LoadBalancer Services ask for an address under these settings.
     pub(crate) fn address_request(&self, settings: &crate::domain::SystemSettings) -> AddressRequest {
         settings.load_balancer_address_request.resolve(Some(self.seen.detected()))
@@ -203,6 +273,29 @@ pub(crate) async fn try_detect_address_request(client: &Client) -> Option<Addres
         Some(_) => Some(AddressRequest::MetalLb),
         None => Some(AddressRequest::None),
     }
+}
+
+/// What the host's helm-controller accepts as a HelmChart's `failurePolicy`
+/// (its CRD's schema) and, when that is nothing the console may write, the
+/// k3s release a node reports (`kubeletVersion`); `None` when the host did
+/// not answer.
+pub(crate) async fn detect_helm_support(client: &Client) -> Option<(HelmSupport, Option<String>)> {
+    use k8s_openapi::api::core::v1::Node;
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let support = match crds.get_opt("helmcharts.helm.cattle.io").await.ok()? {
+        None => HelmSupport::NoHelmController,
+        Some(crd) => crate::domain::helm::support_from_crd(&serde_json::to_value(&crd).ok()?),
+    };
+    let k3s = match support.refuses_changes() {
+        true => {
+            let nodes: Api<Node> = Api::all(client.clone());
+            let list = nodes.list(&ListParams::default().limit(1)).await.ok();
+            list.and_then(|l| l.items.into_iter().next()).and_then(|n| n.status?.node_info.map(|i| i.kubelet_version))
+        }
+        false => None,
+    };
+    Some((support, k3s))
 }
 
 /// A Gateway's first usable address (`status.addresses`): an `IPAddress`

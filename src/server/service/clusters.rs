@@ -136,6 +136,9 @@ pub async fn create(
     // vCluster's telemetry off for every cluster created from now on (ClusterSpec::telemetry).
     let telemetry = crate::domain::Telemetry::Off;
     let spec = ClusterSpec { name, resources, public_access, own_nodes: draft.own_nodes, placement, telemetry };
+    if policy.helm_unsupported {
+        return Err(AppError::new(ErrorCode::HelmControllerUnsupported));
+    }
     let limit = super::quota::limit_for(pool, user).await?;
     writes.take(user.id)?;
     let id = db::clusters::insert(pool, user.id, &spec, settings.default_mode, limit.as_ref()).await.map_err(|e| {
@@ -196,6 +199,9 @@ pub async fn update(
     let changes = describe_update(&current.spec, &spec);
     if changes.is_empty() {
         return Ok(current);
+    }
+    if policy.helm_unsupported {
+        return Err(AppError::new(ErrorCode::HelmControllerUnsupported));
     }
     writes.take(user.id)?;
     let op = Operation::Update { changes };

@@ -48,6 +48,7 @@ pub(crate) async fn view(
         storage_classes,
         platform_key_found,
         gateway_any_host: policy.any_host,
+        helm_problem: host.and_then(|h| h.seen.helm_problem()),
     })
 }
 
@@ -120,7 +121,9 @@ pub(crate) fn rerendered(
     after: &SystemSettings,
     detected: Option<AddressRequest>,
 ) -> usize {
-    let chart =
-        |c: &Cluster, s: &SystemSettings| render::desired(c, s, s.load_balancer_address_request.resolve(detected));
+    // The host's failure policy is the same on both sides of the comparison.
+    let chart = |c: &Cluster, s: &SystemSettings| {
+        render::desired(c, s, s.load_balancer_address_request.resolve(detected), render::FailurePolicy::Retry)
+    };
     clusters.iter().filter(|c| !c.deletion_requested && chart(c, before) != chart(c, after)).count()
 }

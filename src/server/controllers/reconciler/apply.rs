@@ -25,7 +25,7 @@ use crate::domain::cluster::Cluster;
 use crate::domain::gateway::RouteVersion;
 use crate::domain::host_objects;
 use crate::domain::nodes::SecretRef;
-use crate::domain::render::{self, AddressRequest, INSTALLATION_LABEL};
+use crate::domain::render::{self, AddressRequest, FailurePolicy, INSTALLATION_LABEL};
 use crate::domain::settings::PodSecurity;
 use crate::domain::{PublicAccess, SystemSettings};
 use crate::server::host::error::{Error, Result, ignore_not_found, kube};
@@ -256,6 +256,8 @@ pub(crate) struct HostFacts<'a> {
     pub route_version: Option<RouteVersion>,
     /// The ports helm's Jobs leave by besides 443/6443 (their proxies').
     pub helm_egress: &'a BTreeSet<u16>,
+    /// The `failurePolicy` the host's helm-controller accepts.
+    pub policy: FailurePolicy,
 }
 
 /// Creates or updates the namespace and the HelmChart for the cluster's
@@ -270,7 +272,7 @@ pub(crate) async fn apply(
     owner: &Owner,
     host: &HostFacts<'_>,
 ) -> Result<Applied> {
-    let HostFacts { request, route_version, helm_egress } = *host;
+    let HostFacts { request, route_version, helm_egress, policy } = *host;
     let name = cluster.spec.name.as_str();
     let ns = host_objects::namespace(name);
     let api = helm_charts(client, &ns);
@@ -302,7 +304,7 @@ pub(crate) async fn apply(
     if let Some(key) = render::platform_key(&cluster.spec, settings) {
         ensure_platform_key_grant(client, name, key, owner).await?;
     }
-    let mut body = render::desired(cluster, settings, request);
+    let mut body = render::desired(cluster, settings, request, policy);
     body["metadata"]["labels"][INSTALLATION_LABEL] = owner.installation.clone().into();
     body["metadata"]["annotations"] = serde_json::json!({
         GENERATION_ANNOTATION: cluster.generation.to_string(),
@@ -331,6 +333,81 @@ pub(crate) async fn apply(
     };
     let changed = before.is_none_or(|b| super::gather::spec_digest(&b) != super::gather::spec_digest(&after));
     Ok(Applied { changed, policy_applied, spec: body["spec"].clone(), namespace_uid, chart_uid: after.uid() })
+}
+
+/// What [`clear_stale_failure`] did to a release record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Cleared {
+    /// Revision 1 (a failed first install) deleted: the Job's next run installs.
+    Deleted,
+    /// A later revision marked `pending-upgrade`: the Job's next run resets
+    /// it to `failed` and upgrades with the chart's current values.
+    PendingUpgrade,
+}
+
+/// On a host whose helm-controller takes `abort` (before v0.17.6): the
+/// install Job made for the chart's current values found the release failed
+/// at `revision` and stops there, "waiting for operator intervention"
+/// (klipper-helm `entry`: v0.9.18-build20260428 lines 67-81, v0.13.3-build20260727
+/// lines 68-75). When that record's values or chart version are not the
+/// chart's `spec` (a spec corrected since: `domain::helm::stale_failure`),
+/// the console is that operator: revision 1 (a failed first install) is
+/// deleted, so the next run installs (the no-release branch comes before the
+/// revision check, v0.9.18 lines 27-31); a later one is marked
+/// `pending-upgrade`, what helm leaves when interrupted, so the next run sets
+/// it `failed` and upgrades with the current values (v0.9.18 lines 36-49,
+/// v0.13.3 lines 37-50). Only a `failed` record of helm's in the cluster's
+/// namespace is touched, with preconditions; nothing is uninstalled.
+pub(crate) async fn clear_stale_failure(
+    client: &Client,
+    ns: &str,
+    release: &str,
+    revision: u64,
+    chart_spec: &serde_json::Value,
+) -> Result<Option<Cleared>> {
+    use k8s_openapi::api::core::v1::Secret;
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), ns);
+    let name = super::gather::release_record(release, revision);
+    let Some(record) = ignore_not_found(secrets.get(&name).await).map_err(kube("read a release record"))? else {
+        return Ok(None);
+    };
+    let label = |k: &str| record.labels().get(k).map(String::as_str);
+    if label("owner") != Some("helm") || label("status") != Some("failed") {
+        return Ok(None);
+    }
+    let Some(mut release_json) = super::gather::record_release(&record) else {
+        return Ok(None);
+    };
+    let wanted_values: serde_json::Value =
+        serde_yaml::from_str(chart_spec["valuesContent"].as_str().unwrap_or_default()).unwrap_or_default();
+    let stale = crate::domain::helm::stale_failure(
+        &release_json["config"],
+        release_json["chart"]["metadata"]["version"].as_str().unwrap_or_default(),
+        &wanted_values,
+        chart_spec["version"].as_str().unwrap_or_default(),
+    );
+    if !stale {
+        return Ok(None);
+    }
+    if revision == 1 {
+        let pre = Preconditions { uid: record.uid(), resource_version: record.resource_version() };
+        let dp = DeleteParams { preconditions: Some(pre), ..DeleteParams::default() };
+        ignore_not_found(secrets.delete(&name, &dp).await).map_err(kube("delete a stale failed release record"))?;
+        return Ok(Some(Cleared::Deleted));
+    }
+    release_json["info"]["status"] = "pending-upgrade".into();
+    let Some(data) = super::gather::encode_release(&release_json) else {
+        return Ok(None);
+    };
+    let mut updated = record.clone();
+    updated.labels_mut().insert("status".into(), "pending-upgrade".into());
+    updated.data.get_or_insert_default().insert("release".into(), data);
+    // `resourceVersion` kept: refused if helm wrote the record meanwhile.
+    secrets
+        .replace(&name, &PostParams::default(), &updated)
+        .await
+        .map_err(kube("mark a stale failed release record pending-upgrade"))?;
+    Ok(Some(Cleared::PendingUpgrade))
 }
 
 /// One step of the uninstall; `Err(NotYet)` while helm-controller or the
@@ -510,7 +587,12 @@ mod tests {
         async fn apply_with(settings: SystemSettings, stored: Option<&str>, calls: Vec<Call>) -> Result<Applied> {
             expect(calls, |client| async move {
                 let egress = BTreeSet::new();
-                let host = HostFacts { request: AddressRequest::MetalLb, route_version: None, helm_egress: &egress };
+                let host = HostFacts {
+                    request: AddressRequest::MetalLb,
+                    route_version: None,
+                    helm_egress: &egress,
+                    policy: FailurePolicy::Retry,
+                };
                 apply(&client, &cluster(), &settings, None, &owner(stored), &host).await
             })
             .await
@@ -518,7 +600,8 @@ mod tests {
 
         #[tokio::test]
         async fn a_new_cluster_gets_its_namespace_policy_and_chart_created_in_that_order() {
-            let rendered = render::desired(&cluster(), &SystemSettings::default(), AddressRequest::MetalLb);
+            let rendered =
+                render::desired(&cluster(), &SystemSettings::default(), AddressRequest::MetalLb, FailurePolicy::Retry);
             let calls = vec![
                 Call::new(Method::GET, CHART, 404, not_found("helmcharts", "db")),
                 Call::new(Method::GET, NS, 404, not_found("namespaces", "kubebyon-db")),
@@ -555,7 +638,7 @@ mod tests {
         #[tokio::test]
         async fn without_the_policy_setting_none_is_created() {
             let settings = SystemSettings { network_policy: false, ..SystemSettings::default() };
-            let rendered = render::desired(&cluster(), &settings, AddressRequest::MetalLb);
+            let rendered = render::desired(&cluster(), &settings, AddressRequest::MetalLb, FailurePolicy::Retry);
             let calls = vec![
                 Call::new(Method::GET, CHART, 404, not_found("helmcharts", "db")),
                 Call::new(Method::GET, NS, 200, namespace("ns-1", "inst-a", false)),
@@ -572,7 +655,8 @@ mod tests {
 
         #[tokio::test]
         async fn an_unchanged_chart_of_ours_is_applied_alone_by_uid_and_reports_no_change() {
-            let rendered = render::desired(&cluster(), &SystemSettings::default(), AddressRequest::MetalLb);
+            let rendered =
+                render::desired(&cluster(), &SystemSettings::default(), AddressRequest::MetalLb, FailurePolicy::Retry);
             let spec = rendered["spec"].clone();
             let calls = vec![
                 Call::new(Method::GET, CHART, 200, chart("hc-1", "inst-a", "on", spec.clone())),
@@ -587,7 +671,8 @@ mod tests {
         #[tokio::test]
         async fn a_changed_policy_setting_removes_the_policy_by_uid() {
             let settings = SystemSettings { network_policy: false, ..SystemSettings::default() };
-            let spec = render::desired(&cluster(), &settings, AddressRequest::MetalLb)["spec"].clone();
+            let spec =
+                render::desired(&cluster(), &settings, AddressRequest::MetalLb, FailurePolicy::Retry)["spec"].clone();
             let calls = vec![
                 Call::new(Method::GET, CHART, 200, chart("hc-1", "inst-a", "on", spec.clone())),
                 Call::new(Method::GET, POLICY, 200, policy("np-1")),
@@ -642,7 +727,10 @@ mod tests {
 
         #[tokio::test]
         async fn a_refused_chart_apply_fails_with_the_api_servers_words() {
-            let spec = render::desired(&cluster(), &SystemSettings::default(), AddressRequest::MetalLb)["spec"].clone();
+            let spec =
+                render::desired(&cluster(), &SystemSettings::default(), AddressRequest::MetalLb, FailurePolicy::Retry)
+                    ["spec"]
+                    .clone();
             let calls = vec![
                 Call::new(Method::GET, CHART, 200, chart("hc-1", "inst-a", "on", spec)),
                 Call::new(Method::PATCH, CHART_APPLY, 422, status(422, "Invalid", "spec.valuesContent: Invalid value")),

@@ -31,6 +31,9 @@ pub(crate) const CONTROLLER: &str = "kubebyon.io/console";
 /// Why the console applied a cluster's HelmChart (its Event's reason).
 pub(crate) const APPLIED: &str = "Applied";
 
+/// Why the console cleared a failed helm release record (`failurePolicy: abort`).
+pub(crate) const CLEARED_FAILURE: &str = "ClearedFailedRelease";
+
 /// A token bucket over every Event the console records: `burst` at once,
 /// then one per `refill`. Pure (the caller passes the time).
 #[derive(Debug)]

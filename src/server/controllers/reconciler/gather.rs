@@ -33,6 +33,19 @@ pub(crate) struct Gathered {
     pub chart_spec: Option<BTreeMap<String, u64>>,
     /// The PEM credentials of `vc-<name>`, for the probe.
     pub credentials: Option<Credentials>,
+    /// The install Job stopped at a failed release, "waiting for operator
+    /// intervention" (`failurePolicy: abort`; `apply::clear_stale_failure`).
+    pub abort_stop: Option<AbortStop>,
+}
+
+/// See [`Gathered::abort_stop`].
+#[derive(Debug, Clone)]
+pub(crate) struct AbortStop {
+    /// The revision the Job was made for (`EXPECTED_RELEASE_REVISION`).
+    pub revision: u64,
+    /// The HelmChart's spec now, and its UID (for the Event).
+    pub chart_spec: serde_json::Value,
+    pub chart_uid: Option<String>,
 }
 
 /// A digest of a JSON value (of a rendering, or a chart's spec field).
@@ -428,12 +441,27 @@ pub(crate) async fn assemble(
         Some(j) if condition(j, "Failed") => JobState::Failed,
         Some(_) => JobState::Running,
     };
+    let mut abort_stop = None;
     let (job_state, helm_error) = match (&job, job_state) {
         (Some(j), state @ (JobState::Running | JobState::Failed)) => {
             let words = helm_error(client, &ns, j, raw.job_pods).await;
-            if let Some(w) = &words {
-                helm_runs.remember(&ns, w);
-            }
+            let words = match words {
+                Some(w) if w.contains(ABORT_WORDS) => {
+                    abort_stop = expected(j).filter(|e| e.revision > 0).zip(hc.as_ref()).map(|(e, hc)| AbortStop {
+                        revision: e.revision,
+                        chart_spec: hc.data["spec"].clone(),
+                        chart_uid: hc.uid(),
+                    });
+                    let helms = failed_description(client, &ns, name, j).await;
+                    let helms = helms.or_else(|| helm_runs.last_failure(&ns));
+                    Some(helms.map_or(w.clone(), |h| format!("{h}\n{w}")))
+                }
+                Some(w) => {
+                    helm_runs.remember(&ns, &w);
+                    Some(w)
+                }
+                None => None,
+            };
             (state, words.or_else(|| helm_runs.last_failure(&ns)))
         }
         // A Job can complete with its change not deployed ([`HelmRuns`]).
@@ -484,6 +512,7 @@ pub(crate) async fn assemble(
         chart_generation,
         chart_spec: hc.as_ref().and_then(spec_digest),
         credentials,
+        abort_stop,
     }
 }
 
@@ -585,6 +614,17 @@ async fn helm_error(client: &Client, ns: &str, job: &Job, known: Option<Vec<Pod>
     last_error(&log)
 }
 
+/// helm's words for the failed release a Job stopped at (`failurePolicy:
+/// abort`): the record at the Job's `EXPECTED_RELEASE_REVISION` (1 without
+/// one) when it is `failed` (its log's words are gone after a restart or
+/// two, its runs since say only that they wait for an operator).
+async fn failed_description(client: &Client, ns: &str, release: &str, job: &Job) -> Option<String> {
+    let revision = expected(job).map_or(1, |e| e.revision.max(1));
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), ns);
+    let record = secrets.get_opt(&release_record(release, revision)).await.ok().flatten()?;
+    (record.labels().get("status").map(String::as_str) == Some("failed")).then(|| record_description(&record))?
+}
+
 /// What klipper-helm prints when a Job finds the release at another revision
 /// than the one it was made for, and does nothing (klipper-helm `entry`).
 const REVISION_MISMATCH: &str = "does not match expected revision";
@@ -600,17 +640,21 @@ pub(crate) const CONFIG_HASH_LABEL: &str = "helmcharts.helm.cattle.io/configHash
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Expected {
     pub revision: u64,
-    pub hash: String,
+    /// `CONFIG_HASH` (helm-controller v0.17.2 on; klipper-helm v0.13.0 on
+    /// labels the record with it). `None` on v0.17.1: a record is then
+    /// judged by its status alone.
+    pub hash: Option<String>,
 }
 
 /// The names of the env that [`Expected`] is read from.
 pub(crate) const EXPECTED_ENV: [&str; 2] = ["EXPECTED_RELEASE_REVISION", "CONFIG_HASH"];
 
 /// [`Expected`] from the Job's first container; `None` for a Job that does
-/// not carry it.
+/// not carry a revision (helm-controller before v0.17.0, or v0.17.1 with no
+/// release yet: it writes the variable only for a revision other than 0).
 pub(crate) fn expected(job: &Job) -> Option<Expected> {
     let var = |n: &str| job_env(job).find(|(name, _)| *name == n).map(|(_, v)| v.to_owned());
-    Some(Expected { revision: var(EXPECTED_ENV[0])?.parse().ok()?, hash: var(EXPECTED_ENV[1])? })
+    Some(Expected { revision: var(EXPECTED_ENV[0])?.parse().ok()?, hash: var(EXPECTED_ENV[1]) })
 }
 
 /// The env values of the Job's first container (helm-controller's one), by name.
@@ -662,10 +706,10 @@ pub(crate) fn release_record(release: &str, revision: u64) -> String {
 
 /// helm-controller's own test that a chart is installed (chart.go: the newest
 /// release's `status` label is `deployed` and its config hash label is the
-/// chart's).
-pub(crate) fn deploys(labels: &BTreeMap<String, String>, hash: &str) -> bool {
+/// chart's); a Job without `CONFIG_HASH` (v0.17.1) by the status alone.
+pub(crate) fn deploys(labels: &BTreeMap<String, String>, hash: Option<&str>) -> bool {
     labels.get("status").map(String::as_str) == Some("deployed")
-        && labels.get(CONFIG_HASH_LABEL).map(String::as_str) == Some(hash)
+        && hash.is_none_or(|hash| labels.get(CONFIG_HASH_LABEL).map(String::as_str) == Some(hash))
 }
 
 /// The newest release record's revision and labels, read by name (the
@@ -687,7 +731,7 @@ async fn newest_record(
             r => labels(r).await?.map(|l| (r, l)),
         });
     };
-    if !deploys(&newest, &exp.hash) {
+    if !deploys(&newest, exp.hash.as_deref()) {
         // Bounded: helm-controller makes one Job at a time.
         for _ in 0..16 {
             match labels(revision + 1).await? {
@@ -716,16 +760,31 @@ async fn record_labels(
 /// rendered manifests; the vCluster chart's is well under this).
 const RELEASE_RECORD_LIMIT: u64 = 8 << 20;
 
-/// `info.description` of a release record (`release`: base64 of gzipped
-/// JSON, helm's secrets driver): helm's words for a failed run.
-pub(crate) fn record_description(s: &Secret) -> Option<String> {
+/// A release record's release (`release`: base64 of gzipped JSON, helm's
+/// secrets driver).
+pub(crate) fn record_release(s: &Secret) -> Option<serde_json::Value> {
     use base64::Engine;
     use std::io::Read;
     let raw = s.data.as_ref()?.get("release")?;
     let gz = base64::engine::general_purpose::STANDARD.decode(&raw.0).ok()?;
     let mut json = Vec::new();
     flate2::read::GzDecoder::new(&gz[..]).take(RELEASE_RECORD_LIMIT).read_to_end(&mut json).ok()?;
-    let release: serde_json::Value = serde_json::from_slice(&json).ok()?;
+    serde_json::from_slice(&json).ok()
+}
+
+/// `release` as helm's secrets driver stores it: gzipped JSON, base64.
+pub(crate) fn encode_release(release: &serde_json::Value) -> Option<k8s_openapi::ByteString> {
+    use base64::Engine;
+    use std::io::Write;
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(&serde_json::to_vec(release).ok()?).ok()?;
+    let text = base64::engine::general_purpose::STANDARD.encode(gz.finish().ok()?);
+    Some(k8s_openapi::ByteString(text.into_bytes()))
+}
+
+/// `info.description` of a release record: helm's words for a failed run.
+pub(crate) fn record_description(s: &Secret) -> Option<String> {
+    let release = record_release(s)?;
     release["info"]["description"].as_str().filter(|d| !d.is_empty()).map(str::to_owned)
 }
 
@@ -774,7 +833,7 @@ impl HelmRuns {
             Err(e) => return Some(self.last_failure(ns).unwrap_or_else(|| format!("read helm's release record: {e}"))),
         };
         let failure = match &newest {
-            Some((_, labels)) if deploys(labels, &exp.hash) => None,
+            Some((_, labels)) if deploys(labels, exp.hash.as_deref()) => None,
             _ => Some(self.words(client, ns, release, job, known, newest).await),
         };
         if let Ok(mut m) = self.0.lock() {
@@ -859,12 +918,15 @@ impl HelmRuns {
     }
 }
 
+/// The words of klipper-helm's `abort` branch (`entry`: v0.9.18 line 79,
+/// v0.13.3 line 72).
+pub(crate) const ABORT_WORDS: &str = "waiting for operator intervention";
+
 /// helm's last error: from the last line starting `Error:` (or klipper-helm's
 /// policy message) to the end of the log.
 pub(crate) fn last_error(log: &str) -> Option<String> {
     let lines: Vec<&str> = log.lines().collect();
-    let start =
-        lines.iter().rposition(|l| l.starts_with("Error:") || l.contains("waiting for operator intervention"))?;
+    let start = lines.iter().rposition(|l| l.starts_with("Error:") || l.contains(ABORT_WORDS))?;
     Some(lines[start..].iter().filter(|l| !l.starts_with("+ ")).copied().collect::<Vec<_>>().join("\n"))
 }
 
@@ -910,8 +972,11 @@ mod tests {
             ("superseded", Some("abc"), false),
             ("pending-upgrade", Some("abc"), false),
         ] {
-            assert_eq!(deploys(&labels(status, hash), "abc"), deployed, "{status} {hash:?}");
+            assert_eq!(deploys(&labels(status, hash), Some("abc")), deployed, "{status} {hash:?}");
         }
+        // helm-controller v0.17.1 passes no hash (klipper-helm v0.9 writes no label): the status alone.
+        assert!(deploys(&labels("deployed", None), None));
+        assert!(!deploys(&labels("failed", None), None));
         assert_eq!(release_record("demo", 7), "sh.helm.release.v1.demo.v7");
     }
 
@@ -925,13 +990,17 @@ mod tests {
     #[test]
     fn the_jobs_expectation_is_read_from_its_env() {
         let job = job_with_env(&[("NAME", "demo"), ("EXPECTED_RELEASE_REVISION", "3"), ("CONFIG_HASH", "abc")]);
-        assert_eq!(expected(&job), Some(Expected { revision: 3, hash: "abc".into() }));
+        assert_eq!(expected(&job), Some(Expected { revision: 3, hash: Some("abc".into()) }));
         // the watch cache keeps exactly these
         let slim = super::super::cache::slim::job(job);
-        assert_eq!(expected(&slim), Some(Expected { revision: 3, hash: "abc".into() }));
+        assert_eq!(expected(&slim), Some(Expected { revision: 3, hash: Some("abc".into()) }));
         let env = &slim.spec.unwrap().template.spec.unwrap().containers[0].env;
         assert_eq!(env.as_ref().map(Vec::len), Some(2));
         assert_eq!(expected(&Job::default()), None);
+        // helm-controller v0.17.1: the revision only (none at all for revision 0).
+        let v0171 = job_with_env(&[("EXPECTED_RELEASE_REVISION", "3")]);
+        assert_eq!(expected(&v0171), Some(Expected { revision: 3, hash: None }));
+        assert_eq!(expected(&job_with_env(&[("CONFIG_HASH", "abc")])), None);
     }
 
     #[test]

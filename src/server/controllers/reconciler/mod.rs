@@ -107,6 +107,9 @@ struct Memory {
     /// behind an apply, which is no drift.
     /// (A digest of it: a spec is kilobytes, kept per cluster.)
     applied: Mutex<BTreeMap<i64, u64>>,
+    /// The chart spec (digest) a stale failed release was last cleared for,
+    /// per cluster: at most once per rendering (`observer::clear_stale_failure`).
+    cleared: Mutex<BTreeMap<i64, u64>>,
 }
 
 /// The ports helm's Jobs leave by besides 443/6443: their HTTP(S) proxies',

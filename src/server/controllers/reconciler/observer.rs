@@ -11,7 +11,7 @@ use kube::ResourceExt;
 use kube::api::{Api, DynamicObject, ListParams};
 
 use super::work::{apply_tracked, ensure_policy_egress, fail_status};
-use super::{Context, apply, cache, gather, observe, roster};
+use super::{Context, apply, cache, events, gather, observe, roster};
 use crate::domain::cluster::Cluster;
 use crate::domain::gateway::GatewayRef;
 use crate::domain::host_objects;
@@ -91,6 +91,8 @@ pub(super) async fn observe_all(ctx: &Context, full: bool) -> Result<()> {
         if let Some(detected) = try_detect_address_request(&ctx.host.client).await {
             ctx.host.seen.set_detected(detected);
         }
+        // What the host's helm-controller accepts (k3s upgraded or replaced).
+        ctx.host.refresh_helm().await;
         // The periodic pass trusts only the host: drift is repaired.
         if let Ok(mut m) = ctx.memory.applied.lock() {
             m.clear();
@@ -241,7 +243,14 @@ async fn observe_one(
         return Err(Error::NotYet("the HelmChart is not rendered from the current spec yet"));
     }
     // Settings changed, or someone edited the chart: render again (level-triggered).
-    let wanted = render::desired(cluster, settings, ctx.host.address_request(settings));
+    // (Not while the host's helm-controller accepts no policy the console may write.)
+    let wanted = ctx
+        .host
+        .seen
+        .helm()
+        .policy()
+        .map(|policy| render::desired(cluster, settings, ctx.host.address_request(settings), policy));
+    let wanted = wanted.unwrap_or_default();
     let differs = wanted["spec"]
         .as_object()
         .into_iter()
@@ -253,6 +262,9 @@ async fn observe_one(
         tracing::info!(cluster = %cluster.spec.name.as_str(), "HelmChart differs from its rendering; applying again");
         apply_tracked(ctx, cluster, settings).await?;
         return Ok(());
+    }
+    if let Some(stop) = g.abort_stop.take() {
+        clear_stale_failure(ctx, cluster, stop).await;
     }
     g.observation.ready_nodes = nodes.to_vec();
     if let crate::domain::PublicAccess::Gateway { .. } = &cluster.spec.public_access {
@@ -372,4 +384,38 @@ async fn gateway_view(ctx: &Context, gw: &GatewayRef) -> Result<GatewayView> {
         None => None,
     };
     Ok(GatewayView { found: found.is_some(), address, ip })
+}
+
+/// An `abort` host's install Job stopped at a failed release: the record is
+/// cleared once per rendering of the chart when a corrected spec supersedes
+/// it ([`apply::clear_stale_failure`]); logged and recorded as an Event.
+async fn clear_stale_failure(ctx: &Context, cluster: &Cluster, stop: gather::AbortStop) {
+    let gather::AbortStop { revision, chart_spec, chart_uid } = stop;
+    let chart_spec = &chart_spec;
+    if ctx.host.seen.helm().policy() != Some(crate::domain::helm::FailurePolicy::Abort) {
+        return;
+    }
+    let key = gather::digest(chart_spec);
+    let done = ctx.memory.cleared.lock().ok().and_then(|m| m.get(&cluster.id).copied()) == Some(key);
+    if done {
+        return;
+    }
+    let name = cluster.spec.name.as_str();
+    let ns = crate::domain::host_objects::namespace(name);
+    match apply::clear_stale_failure(&ctx.host.client, &ns, name, revision, chart_spec).await {
+        Ok(cleared) => {
+            if let Ok(mut m) = ctx.memory.cleared.lock() {
+                m.insert(cluster.id, key);
+            }
+            if let Some(how) = cleared {
+                tracing::info!(cluster = %name, revision, ?how, "a failed release a corrected spec supersedes was cleared");
+                let note = format!(
+                    "helm's release {name} was left failed at revision {revision} by an earlier spec; the console \
+                     cleared it ({how:?}) so helm-controller's Job applies the current one (failurePolicy abort)"
+                );
+                ctx.events.on_helm_chart(name, chart_uid, events::CLEARED_FAILURE, note).await;
+            }
+        }
+        Err(e) => tracing::warn!(cluster = %name, error = %e, "clearing a failed release record failed; tried again"),
+    }
 }

@@ -117,8 +117,18 @@ pub(super) async fn apply_tracked(
     let owner = ctx.host.installation.owner(cluster.id).await?;
     let request = ctx.host.address_request(settings);
     let egress = ctx.helm_egress();
-    let host = apply::HostFacts { request, route_version: ctx.host.seen.route_version(), helm_egress: &egress };
-    let applied = apply::apply(&ctx.host.client, cluster, settings, cached, &owner, &host).await?;
+    let policy = ctx.host.failure_policy().await?;
+    let host = apply::HostFacts { request, route_version: ctx.host.seen.route_version(), helm_egress: &egress, policy };
+    let applied = match apply::apply(&ctx.host.client, cluster, settings, cached, &owner, &host).await {
+        // The host's helm-controller changed under us (k3s replaced by an
+        // older release): the API server refused the policy; read the CRD
+        // again and try later, never a permanent failure.
+        Err(Error::Kube(_, kube::Error::Api(s))) if s.code == 422 && s.message.contains("failurePolicy") => {
+            ctx.host.refresh_helm().await;
+            return Err(Error::NotYet("the host's helm-controller refused the failurePolicy; read again"));
+        }
+        applied => applied?,
+    };
     if let Some(uid) = &applied.namespace_uid
         && owner.record.namespace_uid.as_ref() != Some(uid)
     {

@@ -58,10 +58,7 @@ pub(crate) async fn create_cluster(
     ApiUser(u): ApiUser,
     ApiJson(draft): ApiJson<clusters::ClusterDraft>,
 ) -> Result<(StatusCode, Json<Cluster>), ApiError> {
-    Ok((
-        StatusCode::CREATED,
-        Json(clusters::create(&st.pool, &st.spec_writes, &st.config.host_policy(), &u, &draft).await?),
-    ))
+    Ok((StatusCode::CREATED, Json(clusters::create(&st.pool, &st.spec_writes, &st.host_policy(), &u, &draft).await?)))
 }
 
 pub(crate) async fn get_cluster(
@@ -78,7 +75,7 @@ pub(crate) async fn update_cluster(
     Path(id): Path<String>,
     ApiJson(patch): ApiJson<clusters::ClusterPatch>,
 ) -> ApiResult<Cluster> {
-    Ok(Json(clusters::update(&st.pool, &st.spec_writes, &st.config.host_policy(), &u, cluster_id(&id)?, &patch).await?))
+    Ok(Json(clusters::update(&st.pool, &st.spec_writes, &st.host_policy(), &u, cluster_id(&id)?, &patch).await?))
 }
 
 pub(crate) async fn delete_cluster(
