@@ -341,10 +341,7 @@ fn keep(
         });
     let mut cp: Option<ControlPlane> = None;
     let started = (|| -> Result<Option<tokio::task::JoinHandle<Result<()>>>> {
-        let node_cfg = match &simulator {
-            Some(Simulator::Node(config)) => Some(config(net)),
-            None => None,
-        };
+        let node_cfg = simulator.as_ref().map(|Simulator::Node(config)| config(net));
         let upstream = match &node_cfg {
             Some(cfg) => Some(controlplane::UpstreamParts {
                 helm: cfg.helm,
