@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Runs the console's Rust test binaries (what `cargo test --features ssr`
 # runs: the library's unit tests and every tests/*.rs) in two lanes at once.
-# Usage: test-lanes.sh LOG_DIR "NAME ..." [-- ARGS for every binary]
+# Usage: test-lanes.sh LOG_DIR "NAME ..." "NAME::TEST ..."
 #   lane A runs the named test targets in that order, lane B every other one
 #   in cargo's order (the library's unit tests are `cdylib:kubebyon`, the
-#   binary's `bin:kubebyon`); each binary's output goes to LOG_DIR/<name>.log and is
-#   printed when it fails. Exit status: non-zero when any binary failed.
+#   binary's `bin:kubebyon`); the tests named in the third argument (a
+#   target and a test whose figure is a wall-clock comparison) are skipped
+#   in the lanes and run alone once both lanes are done. Each binary's output
+#   goes to LOG_DIR/<name>.log and is printed when it fails. Exit status:
+#   non-zero when any binary failed.
 # The binaries run from the crate's root with the variables cargo sets for a
 # test (CARGO_MANIFEST_DIR, CARGO_PKG_NAME, …).
 set -euo pipefail
@@ -13,8 +16,7 @@ cd "$(dirname "$0")/.."
 source scripts/lib.sh
 logs=$1
 read -r -a lane_a <<<"$2"
-shift 2
-[ "${1:-}" = "--" ] && shift
+read -r -a solo <<<"${3:-}"
 mkdir -p "$logs"
 
 # name<TAB>executable of every test binary, built already (fresh: no compile).
@@ -32,37 +34,53 @@ lane_b=()
 for n in "${order[@]}"; do
   [[ " ${lane_a[*]} " == *" $n "* ]] || lane_b+=("$n")
 done
-for n in "${lane_a[@]}"; do [ -n "${exe[$n]:-}" ] || die "test-lanes: no test target $n"; done
+for n in "${lane_a[@]}" "${solo[@]%%::*}"; do [ -n "${exe[$n]:-}" ] || die "test-lanes: no test target $n"; done
 
 export CARGO_MANIFEST_DIR="$KUBEBYON_ROOT" CARGO_PKG_NAME=kubebyon CARGO_CRATE_NAME=kubebyon
 export CARGO_PKG_VERSION
 CARGO_PKG_VERSION=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
 
+# The arguments of binary NAME in a lane: --skip for each of its solo tests.
+lane_args() {
+  local t
+  for t in "${solo[@]}"; do
+    [ "${t%%::*}" = "$1" ] && printf '%s\n' --skip "${t#*::}"
+  done
+  return 0
+}
+
+# run NAME LOG [ARGS...]: one binary; its result logged, its output shown when it fails.
+run() {
+  local n=$1 out=$2 start=$SECONDS status=0
+  shift 2
+  "${exe[$n]}" "$@" >"$out" 2>&1 || status=$?
+  if [ "$status" -eq 0 ]; then
+    log "test $n $*: ok in $((SECONDS - start)) s ($(grep -E '^test result:' "$out" | tail -n 1))"
+  else
+    log "test $n $*: FAILED (exit $status) in $((SECONDS - start)) s"
+    cat "$out" >&2
+  fi
+  return "$status"
+}
+
 # run_lane NAME...: each binary in turn; a failed one is shown and the lane
 # goes on (as cargo test --no-fail-fast would), its status remembered.
 run_lane() {
-  local failed=0 n start status
+  local failed=0 n args
   for n in "$@"; do
-    start=$SECONDS
-    status=0
-    "${exe[$n]}" "${TEST_ARGS[@]}" >"$logs/$n.log" 2>&1 || status=$?
-    if [ "$status" -eq 0 ]; then
-      log "test $n: ok in $((SECONDS - start)) s ($(grep -E '^test result:' "$logs/$n.log" | tail -n 1))"
-    else
-      failed=1
-      log "test $n: FAILED (exit $status) in $((SECONDS - start)) s"
-      cat "$logs/$n.log" >&2
-    fi
+    mapfile -t args < <(lane_args "$n")
+    run "$n" "$logs/$n.log" "${args[@]}" || failed=1
   done
   return "$failed"
 }
-TEST_ARGS=("$@")
 run_lane "${lane_a[@]}" &
 a=$!
-status_b=0
-run_lane "${lane_b[@]}" || status_b=$?
-status_a=0
-wait "$a" || status_a=$?
-if [ "$status_a" -ne 0 ] || [ "$status_b" -ne 0 ]; then
+status=0
+run_lane "${lane_b[@]}" || status=1
+wait "$a" || status=1
+for t in "${solo[@]}"; do
+  run "${t%%::*}" "$logs/${t#*::}.log" --exact "${t#*::}" || status=1
+done
+if [ "$status" -ne 0 ]; then
   die "test-lanes: a test binary failed (above)"
 fi
