@@ -51,13 +51,14 @@ lane_args() {
 
 # run NAME LOG [ARGS...]: one binary; its result logged, its output shown when it fails.
 run() {
-  local n=$1 out=$2 start=$SECONDS status=0
+  local n=$1 out=$2 start=$SECONDS status=0 what
   shift 2
+  what="test ${n}${*:+ $*}"
   "${exe[$n]}" "$@" >"$out" 2>&1 || status=$?
   if [ "$status" -eq 0 ]; then
-    log "test $n $*: ok in $((SECONDS - start)) s ($(grep -E '^test result:' "$out" | tail -n 1))"
+    log "$what: ok in $((SECONDS - start)) s ($(grep -E '^test result:' "$out" | tail -n 1))"
   else
-    log "test $n $*: FAILED (exit $status) in $((SECONDS - start)) s"
+    log "$what: FAILED (exit $status) in $((SECONDS - start)) s"
     cat "$out" >&2
   fi
   return "$status"

@@ -50,6 +50,12 @@ impl Seen {
         }
     }
 
+    /// The policy the console writes, as last seen (no clone of the rest:
+    /// the observer asks once per cluster per pass).
+    pub(crate) fn failure_policy(&self) -> Option<crate::domain::helm::FailurePolicy> {
+        self.helm.lock().ok().and_then(|h| h.0.policy())
+    }
+
     /// What the host's helm-controller was last seen to accept.
     pub(crate) fn helm(&self) -> HelmSupport {
         self.helm.lock().map(|h| h.0.clone()).unwrap_or_default()

@@ -247,8 +247,7 @@ async fn observe_one(
     let wanted = ctx
         .host
         .seen
-        .helm()
-        .policy()
+        .failure_policy()
         .map(|policy| render::desired(cluster, settings, ctx.host.address_request(settings), policy));
     let wanted = wanted.unwrap_or_default();
     let differs = wanted["spec"]
@@ -392,7 +391,7 @@ async fn gateway_view(ctx: &Context, gw: &GatewayRef) -> Result<GatewayView> {
 async fn clear_stale_failure(ctx: &Context, cluster: &Cluster, stop: gather::AbortStop) {
     let gather::AbortStop { revision, chart_spec, chart_uid } = stop;
     let chart_spec = &chart_spec;
-    if ctx.host.seen.helm().policy() != Some(crate::domain::helm::FailurePolicy::Abort) {
+    if ctx.host.seen.failure_policy() != Some(crate::domain::helm::FailurePolicy::Abort) {
         return;
     }
     let key = gather::digest(chart_spec);
