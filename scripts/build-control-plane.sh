@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Builds the test host's upstream parts from the versions pinned in hostcluster/**/go.mod
 # (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, helm-controller
-# v0.17.9 and v0.17.1, helm 4 and 3, MetalLB's controller, vCluster's OSS syncer and kine, and netpol-check:
+# v0.17.9 and v0.17.1, helm 4 and 3, MetalLB's controller, vCluster's OSS syncer, kine and the
+# Kubernetes of the chart's distro tag, and netpol-check:
 # NetworkPolicy verdicts from cyclonus's matcher)
 # into ~/.cache/kubebyon/control-plane/<k8s>-etcd<etcd>/ (outside the clone) and
 # prints that folder. Skips the build when all binaries are already there.
 # Needs Go and the Go module proxy; no release downloads, no container runtime.
-# --without-syncer: all but vCluster's syncer and kine (only hostsim's syncer
-# test runs them: `make test` builds them last, beside the Rust tests).
+# --without-syncer: all but vCluster's syncer, kine and the distro's Kubernetes
+# (`make test` builds them last, beside the Rust test build).
 set -euo pipefail
 without_syncer=false
 if [[ "${1:-}" == --without-syncer ]]; then without_syncer=true; fi
@@ -60,11 +61,28 @@ targets=(
   "netpol-check|netpol|.|$netpol|"
   # vCluster's Dockerfile: CGO off, the version stamp (its telemetry finds no route out of the sandbox).
   "vcluster|vcluster|github.com/loft-sh/vcluster/cmd/vcluster|$vcluster| -X github.com/loft-sh/vcluster/pkg/telemetry.SyncerVersion=${vcluster#v}||0"
-  # kine's scripts/build: CGO (SQLite) and its tags.
-  "kine|kine|github.com/k3s-io/kine|$kine| -X github.com/k3s-io/kine/pkg/version.Version=$kine|nats,sqlite_unlock_notify,sqlite_vtable,sqlite_stat4,sqlite_preupdate_hook,sqlite_math_functions,sqlite_dbstat,sqlite_column_metadata|1"
+  # kine at the version vCluster v0.30.0's Dockerfile copies into the image
+  # (`ARG KINE_VERSION="v0.14.4"`), built as its scripts/build builds it: CGO
+  # (SQLite), `-tags nats`, its CGO_CFLAGS.
+  "kine|kine|github.com/k3s-io/kine|$kine| -X github.com/k3s-io/kine/pkg/version.Version=$kine|nats|1|-DSQLITE_ENABLE_DBSTAT_VTAB=1 -DSQLITE_USE_ALLOCA=1"
 )
+# The Kubernetes the chart's `kubernetes` init container copies into a
+# vCluster pod (`controlPlane.distro.k8s.image.tag`, v0.30.0's default
+# v1.34.0): hostsim's kubelet links `kubernetes-<tag>/` for image
+# `ghcr.io/loft-sh/kubernetes:<tag>` (any other tag: ImagePullBackOff).
+distro="$(version_of kubernetes-v1.34 k8s.io/kubernetes)"
+distro_minor="${distro#v1.}"; distro_minor="${distro_minor%%.*}"
+distro_stamp=""
+for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  distro_stamp+=" -X $pkg.gitVersion=$distro -X $pkg.gitMajor=1 -X $pkg.gitMinor=$distro_minor -X $pkg.gitTreeState=clean"
+done
+for bin in kube-apiserver kube-controller-manager kube-scheduler; do
+  targets+=("kubernetes-$distro/$bin|kubernetes-v1.34|k8s.io/kubernetes/cmd/$bin|$distro|$distro_stamp")
+done
+syncer_part() { [[ "$1" == vcluster || "$1" == kine || "$1" == kubernetes-*/* ]]; }
 # The folder's name carries the k8s and etcd versions; the others are stamped.
-built() { [[ -x "$out/$1" ]] && { [[ "$3" == . ]] || [[ "$(cat "$out/.$1.version" 2>/dev/null)" == "$2" ]]; }; }
+version_file() { echo "$out/$(dirname "$1")/.$(basename "$1").version"; }
+built() { [[ -x "$out/$1" ]] && { [[ "$3" == . ]] || [[ "$(cat "$(version_file "$1")" 2>/dev/null)" == "$2" ]]; }; }
 todo=()
 for t in "${targets[@]}"; do
   IFS='|' read -r name dir pkg version stamp _ _ <<<"$t"
@@ -72,7 +90,7 @@ for t in "${targets[@]}"; do
     echo "build-control-plane: no pinned version for $name in $mod/$dir/go.mod" >&2
     exit 1
   fi
-  if $without_syncer && [[ "$name" == vcluster || "$name" == kine ]]; then continue; fi
+  if $without_syncer && syncer_part "$name"; then continue; fi
   built "$name" "$version" "$dir" || todo+=("$t")
 done
 # Files the test host reads from upstream modules: MetalLB's CRDs, and the vCluster
@@ -106,13 +124,15 @@ start=$SECONDS
 # Stamp the release into each binary so it reports its version (upstream does this
 # in its Makefile or hack/lib/version.sh); without it kube-apiserver says v0.0.0-master.
 for t in "${todo[@]}"; do
-  IFS='|' read -r name dir pkg version stamp tags cgo <<<"$t"
+  IFS='|' read -r name dir pkg version stamp tags cgo cflags <<<"$t"
   echo "build-control-plane: building $name $version into $out" >&2
   one=$SECONDS
-  (cd "$mod/$dir" && CGO_ENABLED="${cgo:-$(go env CGO_ENABLED)}" nice -n 10 go build -mod=readonly -trimpath -buildvcs=false \
+  mkdir -p "$(dirname "$out/$name")"
+  (cd "$mod/$dir" && CGO_ENABLED="${cgo:-$(go env CGO_ENABLED)}" CGO_CFLAGS="${cflags:-$(go env CGO_CFLAGS)}" \
+    nice -n 10 go build -mod=readonly -trimpath -buildvcs=false \
     ${tags:+-tags="$tags"} -ldflags="-s -w$stamp" -o "$out/$name.tmp" "$pkg")
   mv "$out/$name.tmp" "$out/$name"
-  echo "$version" >"$out/.$name.version"
+  echo "$version" >"$(version_file "$name")"
   echo "build-control-plane: $name took $((SECONDS - one)) s" >&2
 done
 module_dir() { go mod download -json "$1" | awk -F'"' '$2 == "Dir" { print $4 }'; }

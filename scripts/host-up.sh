@@ -20,12 +20,14 @@ if [[ -f "$pidfile" ]] && kill -0 "$(cat "$pidfile")" 2>/dev/null && [[ -f "$dir
   exit 0
 fi
 
-# vCluster's syncer and kine only for `--vcluster-api syncer` (make test
-# builds them in the background meanwhile: never two builds of one binary).
-parts=--without-syncer
+# vCluster's syncer, kine and the distro's Kubernetes unless `--vcluster-api
+# real` or `relay` (syncer is hostsim's default; make test builds them in the
+# background meanwhile: never two builds of one binary).
+parts=""
 prev=""
 for arg in "$@"; do
-  if [[ "$prev" == --vcluster-api && "$arg" == syncer ]] || [[ "$arg" == --vcluster-api=syncer ]]; then parts=""; fi
+  if [[ "$prev" == --vcluster-api && "$arg" != syncer ]] ||
+    [[ "$arg" == --vcluster-api=* && "$arg" != --vcluster-api=syncer ]]; then parts=--without-syncer; fi
   prev=$arg
 done
 KUBEBYON_CONTROL_PLANE_DIR="$("$root/scripts/build-control-plane.sh" $parts | tail -n 1)"

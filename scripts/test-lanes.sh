@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Runs the console's Rust test binaries (what `cargo test --features ssr`
 # runs: the library's unit tests and every tests/*.rs) in two lanes at once.
-# Usage: test-lanes.sh LOG_DIR "NAME ..." "NAME::TEST ..."
+# Usage: test-lanes.sh LOG_DIR "NAME ..." "NAME::TEST ..." ["NAME=FILE ..."]
 #   lane A runs the named test targets in that order, lane B every other one
 #   in cargo's order (the library's unit tests are `cdylib:kubebyon`, the
 #   binary's `bin:kubebyon`); the tests named in the third argument (a
 #   target and a test whose figure is a wall-clock comparison) are skipped
 #   in the lanes and run alone once both lanes are done. Each binary's output
 #   goes to LOG_DIR/<name>.log and is printed when it fails. Exit status:
-#   non-zero when any binary failed.
+#   non-zero when any binary failed. The fourth argument gates binaries on
+#   files: NAME starts once FILE exists (a part built in the background);
+#   FILE.failed instead fails it.
 # The binaries run from the crate's root with the variables cargo sets for a
 # test (CARGO_MANIFEST_DIR, CARGO_PKG_NAME, …).
 set -euo pipefail
@@ -17,6 +19,7 @@ source scripts/lib.sh
 logs=$1
 read -r -a lane_a <<<"$2"
 read -r -a solo <<<"${3:-}"
+read -r -a gates <<<"${4:-}"
 mkdir -p "$logs"
 
 # name<TAB>executable of every test binary, built already (fresh: no compile).
@@ -49,11 +52,28 @@ lane_args() {
   return 0
 }
 
+# wait_gate NAME: until NAME's gate file exists (non-zero: its build failed).
+wait_gate() {
+  local g file since=$SECONDS
+  for g in "${gates[@]}"; do
+    [ "${g%%=*}" = "$1" ] || continue
+    file=${g#*=}
+    until [ -e "$file" ]; do
+      [ -e "$file.failed" ] && { log "test $1: what it needs did not build ($file.failed)"; return 1; }
+      sleep 1
+    done
+    [ $((SECONDS - since)) -gt 1 ] && log "test $1: waited $((SECONDS - since)) s for $file"
+  done
+  return 0
+}
+
 # run NAME LOG [ARGS...]: one binary; its result logged, its output shown when it fails.
 run() {
-  local n=$1 out=$2 start=$SECONDS status=0 what
+  local n=$1 out=$2 start status=0 what
   shift 2
   what="test ${n}${*:+ $*}"
+  wait_gate "$n" || return 1
+  start=$SECONDS
   "${exe[$n]}" "$@" >"$out" 2>&1 || status=$?
   if [ "$status" -eq 0 ]; then
     log "$what: ok in $((SECONDS - start)) s ($(grep -E '^test result:' "$out" | tail -n 1))"

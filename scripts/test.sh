@@ -36,13 +36,15 @@ trap cleanup EXIT
 # The host cluster's Go parts (built once from hostcluster/) build in the
 # background, niced, while the Rust tools build and the lints run: on 2 cores
 # each fills the other's serial stretches (a fresh machine's ~12 Go minutes).
-# vCluster's syncer and kine (~14 more, only hostsim's syncer test runs them)
-# build after the rest, beside the Rust and browser tests, and are waited for
-# only before the host cluster tests.
+# vCluster's syncer, kine and the chart's distro Kubernetes (v1.34.0) build
+# after the rest, beside the Rust test build; the reconciler suite (whose
+# shared-node clusters run upstream's syncer) waits for them
+# (syncer.ready), the rest of the Rust tests do not.
 bash scripts/install-go.sh
 # shellcheck disable=SC2016 # (expanded by the inner shell)
 setsid bash -c 'bash scripts/build-control-plane.sh --without-syncer >"$1/control-plane.out" &&
-  touch "$1/control-plane.ready" && bash scripts/build-control-plane.sh >/dev/null' _ "$work" \
+  touch "$1/control-plane.ready" && { bash scripts/build-control-plane.sh >/dev/null && touch "$1/syncer.ready" ||
+  { touch "$1/syncer.ready.failed"; exit 1; }; }' _ "$work" \
   2>"$work/control-plane.log" &
 control_plane_pid=$!
 bash scripts/install-tools.sh --test
@@ -100,8 +102,8 @@ step "Rust tests in two lanes, the site's build beside them"
 # one test whose assertion compares wall-clock times runs alone after them
 # (beside the other lane it read 7.3 s against 14.0 s, 2026-12-07). The
 # crate has no doctests (cargo test's rustdoc pass found none).
-bash scripts/test-lanes.sh "$work/lanes" "reconciler placement" \
-  "reconciler::endpoints_that_never_answer_do_not_delay_another_clusters_ready"
+bash scripts/test-lanes.sh "$work/lanes" "placement reconciler" \
+  "reconciler::endpoints_that_never_answer_do_not_delay_another_clusters_ready" "reconciler=$work/syncer.ready"
 # Each test binary is ~330 MB (line tables) and every source change makes
 # new ones: keep only the newest of each name so the shared target dir does
 # not fill the disk over many runs.
@@ -163,13 +165,14 @@ step "a simulated host cluster and a console connected to it (live pages)"
 # --test-net: a 127.A.B.0/24 of its own, claimed by hostsim with the Rust test
 # hosts' lock (hostsim::testhost::Net) and held while it runs, so nothing shares
 # an address or port 443. Only the clusters whose tests read inside the
-# virtual cluster — the join page's (`e2e-join*`) and those whose own
-# kubeconfig is downloaded (`e2e-live*`, `e2e-nojs*`: per-user certificates
-# need a control plane of its own that signs) — get their own API server and
-# controller-manager; the others relay (no process per cluster).
+# virtual cluster — the join page's (`e2e-join*`: own nodes, the stand-in's
+# API server and controller-manager) and those whose own kubeconfig is
+# downloaded (`e2e-live*`, `e2e-nojs*`: upstream's vCluster syncer, whose
+# controller-manager signs per-user certificates) — get a control plane of
+# their own; the others relay (no process per cluster).
 host_kubeconfig=$(KUBEBYON_HOST_DIR="$work/host" KUBEBYON_HOST_API_PORT=$(free_port) \
   bash scripts/host-up.sh --test-latency --test-net --node-cpu 32 --node-memory 128Gi --node-ephemeral-storage 2Ti \
-    --vcluster-api real --vcluster-api-cap 4 --vcluster-api-releases 'e2e-join*,e2e-live*,e2e-nojs*' | tail -n 1)
+    --vcluster-api syncer --vcluster-api-cap 4 --vcluster-api-releases 'e2e-join*,e2e-live*,e2e-nojs*' | tail -n 1)
 host_net=$(cat "$work/host/net")
 host_port=$(free_port)
 # This one logs as production does (JSON on standard error), checked below.

@@ -84,6 +84,11 @@ fn every_mode_and_own_nodes_pass_the_charts_schema() {
         assert!(svc.contains(&format!("type: {service_type}")), "{svc}");
         // The chart adds the konnectivity port (joined nodes' tunnel) only for private nodes.
         assert_eq!(svc.contains("name: konnectivity") && svc.contains("port: 8132"), own, "{svc}");
+        // The image: upstream's open-source build for shared nodes (what the
+        // test host runs), the chart's Pro default for private nodes.
+        let sts = document(&out, "StatefulSet", "demo");
+        let image = if own { "ghcr.io/loft-sh/vcluster-pro:0.30.0" } else { "ghcr.io/loft-sh/vcluster-oss:0.30.0" };
+        assert!(sts.contains(&format!("image: \"{image}\"\n")), "{access:?} own={own}: {sts}");
         // The Platform key is read where the admin keeps it (the chart's
         // config Secret, `config.yaml`), and the chart makes no RBAC for it
         // (`createRBAC: false`: the console grants it, tests/reconciler.rs).

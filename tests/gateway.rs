@@ -189,6 +189,35 @@ async fn gateway_clusters_are_reached_by_name_through_one_address() {
     env.ctx.host.wake();
     env.converge(a, "a Ready again", ready).await;
 
+    // A newer route for a's name in b's namespace, to b's API server (an
+    // operator's slip, or a tenant's route). Where the Gateway serves the
+    // oldest route, a keeps its name; where it serves another (k3s's Traefik
+    // picks among routes for one name in its own order), a's name is
+    // answered with b's certificate: "route waiting" for the grace after a's
+    // route was accepted, then `route_shadowed`, in words; the Gateway back
+    // to the oldest, Ready again.
+    let intruder: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "gateway.networking.k8s.io/v1", "kind": "TLSRoute",
+        "metadata": {"name": "intruder", "namespace": "kubebyon-b"},
+        "spec": {"parentRefs": [{"namespace": "gateway-system", "name": "shared", "sectionName": "tls"}],
+                 "hostnames": ["a.k.test"], "rules": [{"backendRefs": [{"name": "b", "port": 443}]}]},
+    }))
+    .unwrap();
+    routes("kubebyon-b").create(&Default::default(), &intruder).await.unwrap();
+    let shared: Api<DynamicObject> =
+        Api::namespaced_with(host.client().await.unwrap(), "gateway-system", &gateway_resource());
+    let order =
+        |o: Option<&str>| Patch::Merge(json!({"metadata": {"annotations": {hostsim::node::gateway::ROUTE_ORDER: o}}}));
+    shared.patch("shared", &PatchParams::default(), &order(Some("newest"))).await.unwrap();
+    env.ctx.host.wake();
+    env.converge(a, "another route answers for a's name", |s| s["message"] == "route_shadowed").await;
+    let page = env.console.get(&format!("/clusters/{a}"), Some(&env.cookie)).await.body;
+    assert!(page.contains("another TLSRoute with the same hostname"), "the page says why in words");
+    shared.patch("shared", &PatchParams::default(), &order(None)).await.unwrap();
+    env.ctx.host.wake();
+    env.converge(a, "a Ready again, its route the oldest", ready).await;
+    routes("kubebyon-b").delete("intruder", &Default::default()).await.unwrap();
+
     // The Gateway publishes a name (type Hostname), as a cloud load
     // balancer's implementation does: while the name does not resolve, the
     // cluster waits for the Gateway's address; once it does, the probe goes

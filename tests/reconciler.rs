@@ -25,17 +25,20 @@ use support::host::{
 };
 use support::http::Console;
 
-/// The clusters whose tests read inside the virtual cluster get its own API
-/// server (`--vcluster-api real`); the others relay (each real one costs
-/// ~260 MB and ~2.7 s of CPU per start). Upstream's syncer itself
-/// (`VClusterApi::Syncer`) is not used here: its load in this suite made the
-/// timing test `endpoints_that_never_answer_do_not_delay_another_clusters_ready`
-/// fail (hostsim/tests/syncer.rs runs it).
+/// The clusters whose tests read inside the virtual cluster, probe it, switch
+/// its public access or delete it run upstream's vCluster syncer (the
+/// open-source image the console renders for shared nodes: its PKI, its
+/// `vc-<name>`, its config validation, its proxy on 8443); the own-nodes ones
+/// (`join*`: the Pro image, closed) get the stand-in's API server. The others
+/// relay (each syncer is kine, kube-apiserver and kube-controller-manager:
+/// ~545 MB). The cap admits every one of them at once: a release that
+/// relayed first (past a cap) leaves the stand-in's `<name>-certs`, which
+/// upstream's syncer cannot start from (it finds no `admin.conf` there).
 fn host() -> &'static TestHost {
     TestHost::shared(Some(Simulator::Node(|net: Net| hostsim::node::Config {
-        vcluster_api: hostsim::node::apiserver::VClusterApi::Real(hostsim::node::apiserver::RealApi::for_releases(
-            4,
-            &["lb-ip", "join", "join-b", "access"],
+        vcluster_api: hostsim::node::apiserver::VClusterApi::Syncer(hostsim::node::apiserver::RealApi::for_releases(
+            7,
+            &["lb-ip", "access", "np", "lb-dns", "gone", "join", "join-b"],
         )),
         ..net.node_config()
     })))
@@ -350,8 +353,9 @@ async fn a_pod_refused_by_pod_security_says_why() {
 /// namespace annotation, reports what a kubelet would): the page says why in
 /// the container's own words — its exit code and termination message while it
 /// crash-loops (how vCluster's syncer says it has no licence), `OOMKilled`,
-/// the image it cannot pull, the readiness probe's answer — and Ready once
-/// the pod runs again.
+/// the image it cannot pull and the container's name, the chart's init
+/// container failing (`Init:…`), the readiness probe's answer — and Ready
+/// once the pod runs again.
 #[tokio::test]
 async fn a_control_plane_the_kubelet_fails_says_why_in_its_own_words() {
     let env = env().await;
@@ -373,7 +377,18 @@ async fn a_control_plane_the_kubelet_fails_says_why_in_its_own_words() {
             "Error (exit code 255): starting the control plane\nfatal: vcluster pro: no valid licence",
         ),
         ("oom", "OOMKilled (exit code 137)"),
-        ("image-pull", "ErrImagePull"),
+        // The image and the container by name (ErrImagePull, then ImagePullBackOff).
+        ("image-pull", "(container syncer, image ghcr.io/loft-sh/vcluster-oss:0.30.0): "),
+        // The chart's init container, as `kubectl get pod` shows it (`Init:…`).
+        (
+            "init:image-pull",
+            "Init:ImagePullBackOff (init container kubernetes, image ghcr.io/loft-sh/kubernetes:v1.34.0): ",
+        ),
+        (
+            "init:exit:1:cp: can't create '/binaries/kube-apiserver': No space left on device",
+            "Init:Error (exit code 1) (init container kubernetes, image ghcr.io/loft-sh/kubernetes:v1.34.0): \
+             cp: can't create '/binaries/kube-apiserver': No space left on device",
+        ),
         ("unready", "Readiness probe failed"),
     ] {
         namespaces.patch("kubebyon-faulty", &kube::api::PatchParams::default(), &fault(Some(value))).await.unwrap();
@@ -2230,6 +2245,7 @@ async fn join_tokens() {
     assert_eq!(r.status, 404, "a revoked token gets no script: {}", r.body);
 
     Box::pin(oversized_tenant_objects_are_refused_not_read(&env, &admin, id, &tokens)).await;
+    Box::pin(joins_discover_the_endpoint_after_it_changed(&env, &client, other)).await;
 
     // Guessing from one address: throttled within the 50 tries, and then even
     // a valid token is refused from there until the window passes.
@@ -2247,6 +2263,68 @@ async fn join_tokens() {
 
     // Cluster B goes, and its grant on the platform key with it.
     Box::pin(the_platform_key_is_granted_by_the_console(&env, &admin_client, key_ns, Some(other))).await;
+}
+
+/// An own-nodes cluster's endpoint changes (its LoadBalancer host): machines
+/// joining afterwards discover the API server from `kube-public/cluster-info`
+/// (kubeadm's token discovery), which must name the new endpoint. Whether
+/// vCluster rewrites it is closed (Pro): the test host runs both ways
+/// (`hostsim::node::kubeadm::CLUSTER_INFO`). Kept as first written, it names
+/// the old endpoint until the console rewrites it at the next token's
+/// creation; followed, it names the new one at once. Either way a machine
+/// joins with the new script.
+async fn joins_discover_the_endpoint_after_it_changed(env: &Env, host_client: &kube::Client, id: i64) {
+    use kube::api::{Patch, PatchParams};
+    use kube::config::{KubeConfigOptions, Kubeconfig};
+    let ns = "kubebyon-join-b";
+    let addr: std::net::IpAddr = ts::wait_ingress(host_client, ns, "join-b", WAIT).await.unwrap().parse().unwrap();
+    let server_named = |name: &'static str| async move {
+        // The cluster's own admin credential, at its address (the name is in no real DNS).
+        let kc: Kubeconfig = serde_yaml::from_str(&env.kubeconfig(id).await).unwrap();
+        let mut cfg = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await.unwrap();
+        cfg.cluster_url = format!("https://{addr}:443").parse().unwrap();
+        cfg.tls_server_name = Some(name.to_owned());
+        let info = Api::<ConfigMap>::namespaced(kube::Client::try_from(cfg).unwrap(), "kube-public")
+            .get("cluster-info")
+            .await
+            .unwrap();
+        let text = info.data.unwrap_or_default().remove("kubeconfig").unwrap_or_default();
+        let doc: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+        doc["clusters"][0]["cluster"]["server"].as_str().unwrap_or_default().to_owned()
+    };
+    let namespaces: Api<Namespace> = Api::all(host_client.clone());
+    for (follow, name, machine, machine_ip) in [
+        (false, "join-b2.kubebyon.test", "byo-b2", "192.168.50.21"),
+        (true, "join-b3.kubebyon.test", "byo-b3", "192.168.50.22"),
+    ] {
+        let value = follow.then_some("follow");
+        let note = json!({"metadata": {"annotations": {hostsim::node::kubeadm::CLUSTER_INFO: value}}});
+        namespaces.patch(ns, &PatchParams::default(), &Patch::Merge(note)).await.unwrap();
+        env.ctx.host.resolver.insert(name, addr);
+        env.patch(id, json!({"enabled": true, "mode": "loadbalancer", "control_plane_host": name})).await;
+        env.converge(id, "Ready at the new endpoint", |s| {
+            ready(s) && s["api_endpoint"] == format!("https://{name}:443").as_str()
+        })
+        .await;
+        let want = format!("https://{name}:443");
+        let before =
+            ts::eventually("cluster-info readable", WAIT, || async { Some(server_named(name).await) }).await.unwrap();
+        assert_eq!(before == want, follow, "cluster-info before a token (follow: {follow}): {before}");
+        let tokens = format!("/api/console/clusters/{id}/join-tokens");
+        let r = env.console.json("POST", &tokens, Some(&env.cookie), json!({})).await;
+        assert_eq!(r.status, 201, "{}", r.body);
+        let token = r.json()["token"].as_str().unwrap().to_owned();
+        assert_eq!(server_named(name).await, want, "the console points cluster-info at the endpoint it hands out");
+        let script = env.console.get(&format!("/api/join/clusters/{id}/script?token={token}"), None).await;
+        assert_eq!(script.status, 200, "{}", script.body);
+        let at = std::net::SocketAddr::new(addr, 443);
+        let joined = ts::eventually("the machine joins at the new endpoint", WAIT, || async {
+            Box::pin(hostsim::machine::join(&script.body, machine, machine_ip, at)).await.ok()
+        })
+        .await
+        .expect("a machine joins after the endpoint changed");
+        drop(joined);
+    }
 }
 
 /// Issue 40 item 4: the chart writes no RBAC (`createRBAC: false`); the
@@ -2650,6 +2728,25 @@ async fn network_policies_let_through_what_is_needed_and_nothing_else() {
     env.create_ready("netpol", json!({"enabled": true, "mode": "nodeport"})).await;
     let admin = host().client().await.unwrap();
     let ns = "kubebyon-netpol";
+    // The admin lets control planes reach an in-cluster Platform (its pods'
+    // 10443) and Dex (5556, namespaces labelled as its part): every cluster's
+    // policy is applied again with the rules.
+    let mut settings = env.console.get("/api/admin/system-settings", Some(&env.cookie)).await.json();
+    assert_eq!(settings["extra_egress"], json!([]), "none unless the admin sets some");
+    settings["extra_egress"] = json!([
+        {"port": 10443, "to": {"namespace": "vcluster-platform"}},
+        {"port": 5556, "to": {"namespace_label": {"key": "app.kubernetes.io/part-of", "value": "dex"}}},
+    ]);
+    let r = env.console.json("PUT", "/api/admin/system-settings", Some(&env.cookie), settings.clone()).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["extra_egress"], settings["extra_egress"], "{}", r.body);
+    // A rule that is not one: refused in words, nothing changed.
+    let mut bad = settings.clone();
+    bad["extra_egress"] = json!([{"port": 0, "to": "anywhere"}]);
+    let r = env.console.json("PUT", "/api/admin/system-settings", Some(&env.cookie), bad).await;
+    assert_eq!((r.status.as_u16(), r.json()["field"].clone()), (422, json!("extra_egress")), "{}", r.body);
+    let kept = env.console.get("/api/admin/system-settings", Some(&env.cookie)).await.json();
+    assert_eq!(kept["extra_egress"], settings["extra_egress"], "a refused change changes nothing");
     // helm-controller runs with HTTPS_PROXY (the chart mirror's), as a host
     // behind a proxy does: the console learns its port from the Job and
     // applies the policy again with it.
@@ -2671,10 +2768,10 @@ async fn network_policies_let_through_what_is_needed_and_nothing_else() {
     let isolation = loop {
         let np = policies.get("kubebyon-isolation").await.unwrap();
         let text = serde_json::to_string(&np.spec).unwrap();
-        if text.contains(&format!("\"port\":{proxy_port}")) {
+        if text.contains(&format!("\"port\":{proxy_port}")) && text.contains("\"port\":10443") {
             break np;
         }
-        assert!(std::time::Instant::now() < until, "the proxy port never reached the policy: {text}");
+        assert!(std::time::Instant::now() < until, "the proxy port or extra egress never reached the policy: {text}");
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
     // The cluster's pod behind its Service (the NodePort's target after DNAT).
@@ -2720,6 +2817,20 @@ async fn network_policies_let_through_what_is_needed_and_nothing_else() {
     let kube_dns = json!({"ip": "10.42.0.3", "namespace": "kube-system",
         "namespaceLabels": {"kubernetes.io/metadata.name": "kube-system"}, "podLabels": {"k8s-app": "kube-dns"}});
     let outside = |ip: &str| json!({"ip": ip, "external": true});
+    let pod_in = |ns: &str, ns_labels: Value, ip: &str| {
+        json!({"ip": ip, "namespace": ns,
+        "namespaceLabels": ns_labels, "podLabels": {"app": "server"}})
+    };
+    let named = |ns: &str| json!({"kubernetes.io/metadata.name": ns});
+    let platform = pod_in("vcluster-platform", named("vcluster-platform"), "10.42.3.10");
+    let envoy = pod_in("envoy-gateway-system", named("envoy-gateway-system"), "10.42.3.11");
+    let dex =
+        pod_in("dex", json!({"kubernetes.io/metadata.name": "dex", "app.kubernetes.io/part-of": "dex"}), "10.42.3.12");
+    let keycloak = pod_in("keycloak", named("keycloak"), "10.42.3.13");
+    let elsewhere = pod_in("apps", named("apps"), "10.42.3.14");
+    // An own-nodes cluster's pod and its policy (konnectivity open), as the console renders it.
+    let own_ns = "kubebyon-own";
+    let own = pod_in(own_ns, named(own_ns), "10.42.4.9");
     let node = host().net.node().to_string();
     let case = |name: &str, from: &Value, to: &Value, port: i32, allowed: bool| {
         (json!({"name": name, "source": from, "destination": to, "port": port, "protocol": "TCP"}), allowed)
@@ -2737,32 +2848,63 @@ async fn network_policies_let_through_what_is_needed_and_nothing_else() {
         case("a machine -> konnectivity of a shared-nodes cluster", &outside(&node), &vc, 8132, false),
         case("the vCluster pod -> its namespace", &vc, &helm_job, 9999, true),
         case("the vCluster pod -> elsewhere", &vc, &outside("192.0.2.1"), 25, false),
+        // The admin's extra egress for control planes.
+        case("the vCluster pod -> an in-cluster Platform's pods (10443)", &vc, &platform, 10443, true),
+        case("the vCluster pod -> Dex (5556, by namespace label)", &vc, &dex, 5556, true),
+        case("the vCluster pod -> 10443 in another namespace", &vc, &elsewhere, 10443, false),
+        case("the vCluster pod -> Keycloak (not in the setting)", &vc, &keycloak, 8080, false),
+        // deploy/extra-egress.example.yaml for the console.
+        case("console -> an in-cluster Platform's pods (10443)", &console, &platform, 10443, true),
+        case("console -> Envoy Gateway's proxy pods (10443)", &console, &envoy, 10443, true),
+        case("console -> Dex (5556)", &console, &dex, 5556, true),
+        case("console -> Keycloak (8080)", &console, &keycloak, 8080, true),
+        case("console -> 10443 in another namespace", &console, &elsewhere, 10443, false),
+        // Own nodes: joined machines dial konnectivity; shared-node clusters keep it shut (above).
+        case("a machine -> konnectivity of an own-nodes cluster", &outside(&node), &own, 8132, true),
+        case("a machine -> another port of an own-nodes cluster", &outside(&node), &own, 10250, false),
     ];
     let mut dns = case("the vCluster pod -> kube-dns", &vc, &kube_dns, 53, true);
     dns.0["protocol"] = "UDP".into();
     cases.push(dns);
-    let deploy: Value = serde_yaml::from_str(
-        &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/deploy/networkpolicy.yaml")).unwrap(),
-    )
-    .unwrap();
+    let file = |name: &str| -> Value {
+        let path = format!("{}/deploy/{name}", env!("CARGO_MANIFEST_DIR"));
+        serde_yaml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    };
+    let (deploy, console_extra) = (file("networkpolicy.yaml"), file("extra-egress.example.yaml"));
     let mut others = serde_json::to_value(&isolation).unwrap();
     others["metadata"] = json!({"name": "kubebyon-isolation", "namespace": other_ns});
-    let input = json!({
-        "policies": [deploy, serde_json::to_value(&isolation).unwrap(), others],
-        "cases": cases.iter().map(|(c, _)| c.clone()).collect::<Vec<_>>(),
-    });
-    let dir =
-        std::env::var("KUBEBYON_CONTROL_PLANE_DIR").expect("KUBEBYON_CONTROL_PLANE_DIR (scripts/test.sh sets it)");
-    let mut child = std::process::Command::new(format!("{dir}/netpol-check"))
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("netpol-check (scripts/build-control-plane.sh builds it)");
-    use std::io::Write;
-    child.stdin.take().unwrap().write_all(input.to_string().as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "netpol-check failed");
-    let verdicts: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let own_policy = kubebyon::domain::render::network_policy_object(
+        9,
+        "inst",
+        own_ns,
+        true,
+        &Default::default(),
+        &Default::default(),
+    );
+    let check = |policies: Vec<Value>, cases: Vec<Value>| -> Vec<Value> {
+        let input = json!({"policies": policies, "cases": cases});
+        let dir =
+            std::env::var("KUBEBYON_CONTROL_PLANE_DIR").expect("KUBEBYON_CONTROL_PLANE_DIR (scripts/test.sh sets it)");
+        let mut child = std::process::Command::new(format!("{dir}/netpol-check"))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("netpol-check (scripts/build-control-plane.sh builds it)");
+        use std::io::Write;
+        child.stdin.take().unwrap().write_all(input.to_string().as_bytes()).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "netpol-check failed");
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    // Without the example file, the console reaches none of those.
+    let base_only =
+        [("Platform", &platform, 10443), ("Envoy", &envoy, 10443), ("Dex", &dex, 5556), ("Keycloak", &keycloak, 8080)];
+    let blocked: Vec<Value> =
+        base_only.iter().map(|(what, to, port)| case(what, &console, to, *port, false).0).collect();
+    let verdicts = check(vec![deploy.clone()], blocked);
+    assert!(verdicts.iter().all(|v| v["allowed"] == false), "deploy/networkpolicy.yaml alone: {verdicts:?}");
+    let policies = vec![deploy, console_extra, serde_json::to_value(&isolation).unwrap(), others, own_policy];
+    let verdicts = check(policies, cases.iter().map(|(c, _)| c.clone()).collect());
     let wrong: Vec<String> = cases
         .iter()
         .zip(&verdicts)

@@ -466,6 +466,8 @@ async fn settings_round_trip_and_default_to_nodeport() {
                 storage_class: Some("fast-ssd".into()),
             },
             kubeconfig_max_lifetime: kubebyon::domain::membership::CredentialLifetime::parse("90m").unwrap(),
+            extra_egress: kubebyon::domain::egress::ExtraEgress::parse("10443 vcluster-platform\n5556 team=dex\n8080")
+                .unwrap(),
         };
         db::settings::save(&t.pool, &s).await.unwrap();
         db::settings::save(&t.pool, &s).await.unwrap();

@@ -80,12 +80,15 @@ struct Up {
     /// kube-apiserver (on this host's etcd, its own prefix and certificates:
     /// `kubectl` sees the virtual cluster's own namespaces; no syncer);
     /// `relay` forwards to this host's API server (hundreds of clusters);
-    /// `syncer` runs upstream's vCluster v0.30.0 (needs root: namespaces).
-    #[arg(long, value_enum, default_value = "real")]
+    /// `syncer` (the default) runs upstream's vCluster v0.30.0 for the
+    /// open-source image the console renders for shared-node clusters, and
+    /// `real`'s stand-in for own-nodes ones (needs root for its namespaces:
+    /// without, `real`).
+    #[arg(long, value_enum, default_value = "syncer")]
     vcluster_api: ApiMode,
-    /// With `real`: at most this many API servers at once (each ~260 MB);
-    /// vClusters beyond it relay.
-    #[arg(long, default_value_t = 20)]
+    /// At most this many own control planes at once (a syncer ~545 MB, a
+    /// `real` API server ~260 MB); vClusters beyond it relay.
+    #[arg(long, default_value_t = 8)]
     vcluster_api_cap: usize,
     /// With `real`: only these releases get their own API server (a trailing
     /// `*` matches a prefix); the others relay. Empty: any.
@@ -219,6 +222,10 @@ async fn up(args: Up) -> Result<()> {
             let only: Vec<&str> = vcluster_api_releases.iter().map(String::as_str).collect();
             node::apiserver::VClusterApi::Real(node::apiserver::RealApi::for_releases(vcluster_api_cap, &only))
         }
+        ApiMode::Syncer if !nix_root() => {
+            tracing::warn!("--vcluster-api syncer needs root (namespaces): the stand-in API servers instead");
+            node::apiserver::VClusterApi::Real(node::apiserver::RealApi::new(vcluster_api_cap))
+        }
         ApiMode::Syncer => {
             let only: Vec<&str> = vcluster_api_releases.iter().map(String::as_str).collect();
             let real = if only.is_empty() {
@@ -292,4 +299,10 @@ async fn up(args: Up) -> Result<()> {
     let _ = std::fs::remove_file(&ready);
     cp.stop();
     result.context("node stopped")
+}
+
+/// Whether this process runs as root (the syncer's sandboxes unshare namespaces).
+fn nix_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
 }

@@ -13,14 +13,19 @@ use k8s_openapi::api::core::v1::{Pod, Secret};
 use kube::Api;
 use kube::api::ListParams;
 
-/// At most two syncers at once (each runs kine, kube-apiserver and
+/// At most four syncers at once, one per test (each holds its slot while its
+/// pod lives; a running one is kine, kube-apiserver and
 /// kube-controller-manager: ~400 MB).
 fn host() -> &'static TestHost {
     TestHost::shared(Some(Simulator::Node(|net: Net| hostsim::node::Config {
-        vcluster_api: hostsim::node::apiserver::VClusterApi::Syncer(hostsim::node::apiserver::RealApi::new(2)),
+        vcluster_api: hostsim::node::apiserver::VClusterApi::Syncer(hostsim::node::apiserver::RealApi::new(4)),
         ..net.node_config()
     })))
 }
+
+/// The image the console renders for shared-node clusters (the kubelet runs
+/// upstream's syncer for it; the chart's default Pro image gets the stand-in).
+const OSS: &str = "controlPlane:\n  statefulSet:\n    image:\n      repository: loft-sh/vcluster-oss\n";
 
 /// A syncer's first start generates its PKI and starts three processes.
 const START: Duration = Duration::from_secs(180);
@@ -28,9 +33,10 @@ const START: Duration = Duration::from_secs(180);
 #[tokio::test]
 async fn upstreams_syncer_serves_the_virtual_cluster_and_syncs_its_pods_to_the_host() {
     let host = host();
-    // Telemetry off, as the console renders it for the clusters it creates.
+    // The open-source image and telemetry off, as the console renders them
+    // for the shared-node clusters it creates.
     let (client, ns) = host
-        .install("synced", "controlPlane:\n  service:\n    spec:\n      type: NodePort\ntelemetry:\n  enabled: false\n")
+        .install("synced", &format!("{OSS}  service:\n    spec:\n      type: NodePort\ntelemetry:\n  enabled: false\n"))
         .await
         .unwrap();
 
@@ -50,6 +56,10 @@ async fn upstreams_syncer_serves_the_virtual_cluster_and_syncs_its_pods_to_the_h
         assert!(listed.contains(own), "{own} in {listed}");
     }
     assert!(!listed.contains(&format!("namespace/{ns}")), "not the host's namespaces: {listed}");
+    // The Kubernetes of the chart's distro tag (v1.34.0), not the host's.
+    let out = ts::kubectl(&path, &["version", "-o", "json"]).unwrap();
+    let version: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    assert_eq!(version["serverVersion"]["gitVersion"], "v1.34.0", "{}", String::from_utf8_lossy(&out.stdout));
 
     // A tenant's pod: synced to the host as `<pod>-x-<namespace>-x-<release>`,
     // run there by the host's kubelet, its status synced back.
@@ -76,7 +86,8 @@ async fn upstreams_syncer_serves_the_virtual_cluster_and_syncs_its_pods_to_the_h
 /// reason in its log and the pod crash-loops — which the stand-in never did.
 #[tokio::test]
 async fn values_vclusters_validation_refuses_crash_loop_the_syncer_with_its_reason() {
-    let (client, ns) = host().install("refused", "policies:\n  podSecurityStandard: strict\n").await.unwrap();
+    let values = format!("{OSS}policies:\n  podSecurityStandard: strict\n");
+    let (client, ns) = host().install("refused", &values).await.unwrap();
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
     let status = ts::eventually("the syncer crash-loops", START, || async {
         let pod = pods.get("refused-0").await.ok()?;
@@ -96,4 +107,51 @@ async fn values_vclusters_validation_refuses_crash_loop_the_syncer_with_its_reas
         secrets.get_opt("vc-refused").await.unwrap().is_none(),
         "no kubeconfig from a control plane that never ran"
     );
+}
+
+/// The container's memory limit is the kernel's (a cgroup per start): a
+/// control plane given less than kine, kube-apiserver and
+/// kube-controller-manager need is ended by the OOM killer and reported as a
+/// kubelet reports it, `OOMKilled`, then restarted with back-off.
+#[tokio::test]
+async fn a_syncer_over_its_memory_limit_is_oom_killed() {
+    let values = format!(
+        "{OSS}    resources:\n      limits:\n        memory: 96Mi\n      requests:\n        memory: 64Mi\ntelemetry:\n  enabled: false\n"
+    );
+    let (client, ns) = host().install("starved", &values).await.unwrap();
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    let status = ts::eventually("the syncer is OOM-killed", START, || async {
+        let pod = pods.get("starved-0").await.ok()?;
+        let c = pod.status?.container_statuses?.into_iter().next()?;
+        let t = c.last_state.as_ref()?.terminated.clone()?;
+        (t.reason.as_deref() == Some("OOMKilled")).then_some((c, t))
+    })
+    .await
+    .unwrap();
+    assert!(status.0.restart_count >= 1, "restarted: {:?}", status.0);
+}
+
+/// The chart's `kubernetes` init container names the distro's image
+/// (`controlPlane.distro.k8s.image.tag`); a tag this host has no build of
+/// cannot be pulled: `Init:ImagePullBackOff` with the image's name, the
+/// syncer waiting in `PodInitializing`, the pod Pending.
+#[tokio::test]
+async fn an_unknown_distro_tag_fails_the_init_container_with_the_images_name() {
+    let values =
+        format!("{OSS}  distro:\n    k8s:\n      image:\n        tag: v1.34.99\ntelemetry:\n  enabled: false\n");
+    let (client, ns) = host().install("untagged", &values).await.unwrap();
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    let pod = ts::eventually("the init container cannot pull", START, || async {
+        let pod = pods.get("untagged-0").await.ok()?;
+        let init = pod.status.as_ref()?.init_container_statuses.as_ref()?.first()?.clone();
+        let waiting = init.state.as_ref()?.waiting.as_ref()?.reason.clone()?;
+        (waiting == "ImagePullBackOff").then_some((pod, init))
+    })
+    .await
+    .unwrap();
+    assert_eq!(pod.1.image, "ghcr.io/loft-sh/kubernetes:v1.34.99");
+    let status = pod.0.status.unwrap();
+    assert_eq!(status.phase.as_deref(), Some("Pending"));
+    let main = status.container_statuses.unwrap().into_iter().next().unwrap();
+    assert_eq!(main.state.and_then(|s| s.waiting).and_then(|w| w.reason).as_deref(), Some("PodInitializing"));
 }

@@ -42,6 +42,7 @@ pub(crate) async fn save_settings(
     spread_topology_key: Option<String>,
     storage_class: Option<String>,
     kubeconfig_max_lifetime: Option<String>,
+    extra_egress: Option<String>,
 ) -> Result<(), AppError> {
     use crate::server::context::{require_admin, state};
     let (st, admin) = (state()?, require_admin()?);
@@ -69,6 +70,7 @@ pub(crate) async fn save_settings(
         spread_topology_key,
         storage_class,
         kubeconfig_max_lifetime,
+        extra_egress,
     };
     let (_, rerendered) = crate::server::service::settings::update(
         &st.pool,

@@ -77,6 +77,7 @@ pub(crate) fn error_text(locale: Locale, code: ErrorCode) -> &'static str {
         E::TeamNameInvalid => td_string!(locale, errors.team_name_invalid),
         E::TeamNameTaken => td_string!(locale, errors.team_name_taken),
         E::CredentialLifetimeInvalid => td_string!(locale, errors.credential_lifetime_invalid),
+        E::EgressInvalid => td_string!(locale, errors.egress_invalid),
         E::CredentialLifetimeOverLimit => td_string!(locale, errors.credential_lifetime_over_limit),
         E::PerUserCredentialsUnavailable => td_string!(locale, errors.per_user_credentials_unavailable),
         E::CredentialNotSigned => td_string!(locale, errors.credential_not_signed),

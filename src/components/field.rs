@@ -66,6 +66,46 @@ pub(crate) fn TextField(
     }
 }
 
+/// A monospace `<textarea>` of one entry per line (annotations, egress
+/// rules), with its label, hint and error, as [`TextField`] has them.
+#[component]
+pub(crate) fn TextAreaField(
+    field: Field,
+    label: &'static str,
+    hint: &'static str,
+    #[prop(into)] value: String,
+    #[prop(into)] error: Signal<Option<AppError>>,
+    #[prop(default = 4)] rows: u8,
+    #[prop(optional)] placeholder: Option<&'static str>,
+) -> impl IntoView {
+    let id = field.as_str();
+    let hint_id = format!("{id}-hint");
+    let invalid = move || error.get().is_some_and(|e| e.field == Some(field));
+    view! {
+        <div class="field">
+            <label for=id class="field-label">
+                {label}
+            </label>
+            <textarea
+                id=id
+                name=id
+                rows=rows
+                class="field-input font-mono"
+                spellcheck="false"
+                placeholder=placeholder
+                aria-invalid=move || invalid().to_string()
+                aria-describedby=hint_id.clone()
+            >
+                {value}
+            </textarea>
+            <p id=hint_id class="field-hint">
+                {hint}
+            </p>
+            <FieldError field error />
+        </div>
+    }
+}
+
 /// The `<option>`s of a `<select>` over `choices`: each one's value is
 /// `value(c)` and its text `label(c)`; the one equal to `selected` is marked.
 pub(crate) fn options<T: Copy + PartialEq + 'static>(

@@ -88,6 +88,7 @@ pub(crate) fn reason_text(locale: Locale, reason: &Reason) -> Option<String> {
         Reason::GatewayNotConfigured => td_string!(locale, reason.gateway_not_configured),
         Reason::GatewayApiMissing => td_string!(locale, reason.gateway_api_missing),
         Reason::RouteWaiting => td_string!(locale, reason.route_waiting),
+        Reason::RouteShadowed => td_string!(locale, reason.route_shadowed),
         Reason::GatewayPending(_) => td_string!(locale, reason.gateway_pending),
         Reason::RouteNotAccepted(d) | Reason::RouteRefsUnresolved(d) => {
             let head = match reason {

@@ -8,7 +8,7 @@
 use leptos::prelude::*;
 
 use crate::components::error_text::FieldError;
-use crate::components::field::{TextField, options};
+use crate::components::field::{TextAreaField, TextField, options};
 use crate::components::islands::settings_form::SettingsSave;
 use crate::components::quota::quota_fields;
 use crate::domain::placement::Spread;
@@ -81,7 +81,6 @@ fn load_balancer_fields(
     servicelb: bool,
     error: Signal<Option<AppError>>,
 ) -> impl IntoView + use<> {
-    let annotations_invalid = move || error.get().is_some_and(|e| e.field == Some(Field::LoadBalancerAnnotations));
     view! {
         <TextField
             field=Field::NodeportPublicHost
@@ -91,26 +90,13 @@ fn load_balancer_fields(
             error
             autocomplete="off"
         />
-        <div class="field">
-            <label for="load_balancer_annotations" class="field-label">
-                {t!(i18n, settings.annotations)}
-            </label>
-            <textarea
-                id="load_balancer_annotations"
-                name="load_balancer_annotations"
-                rows="4"
-                class="field-input font-mono"
-                spellcheck="false"
-                aria-invalid=move || annotations_invalid().to_string()
-                aria-describedby="load_balancer_annotations-hint"
-            >
-                {settings.annotations_text()}
-            </textarea>
-            <p id="load_balancer_annotations-hint" class="field-hint">
-                {t!(i18n, settings.annotations_hint)}
-            </p>
-            <FieldError field=Field::LoadBalancerAnnotations error />
-        </div>
+        <TextAreaField
+            field=Field::LoadBalancerAnnotations
+            label=t_string!(i18n, settings.annotations)
+            hint=t_string!(i18n, settings.annotations_hint)
+            value=settings.annotations_text()
+            error
+        />
         <TextField
             field=Field::LoadBalancerClass
             label=t_string!(i18n, settings.lb_class)
@@ -249,6 +235,15 @@ fn isolation_and_nodes(
                 off_text=t_string!(i18n, settings.off)
                 on=settings.network_policy
                 error
+            />
+            <TextAreaField
+                field=Field::ExtraEgress
+                label=t_string!(i18n, settings.extra_egress)
+                hint=t_string!(i18n, settings.extra_egress_hint)
+                value=settings.extra_egress.text()
+                error
+                rows=3
+                placeholder="10443 vcluster-platform"
             />
             <TextField
                 field=Field::KubeconfigMaxLifetime

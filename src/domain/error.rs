@@ -121,6 +121,8 @@ pub enum ErrorCode {
     TeamNameTaken,
     /// A per-user kubeconfig's lifetime outside 10 minutes – 1 year.
     CredentialLifetimeInvalid,
+    /// An extra egress line that is not `PORT [NAMESPACE | KEY=VALUE]`, or too many.
+    EgressInvalid,
     /// A per-user kubeconfig's lifetime past the longest the admin allows.
     CredentialLifetimeOverLimit,
     /// The cluster's endpoint is served by the host's own API server (a
@@ -279,6 +281,8 @@ pub enum Field {
     Reason,
     /// The longest a per-user kubeconfig may last (system settings).
     KubeconfigMaxLifetime,
+    /// Extra egress for control planes (system settings).
+    ExtraEgress,
     /// The account a cluster is moved to.
     Owner,
 }

@@ -5,6 +5,7 @@ pub mod audit;
 pub mod change;
 pub mod cluster;
 pub mod cluster_name;
+pub mod egress;
 pub mod endpoint;
 pub mod error;
 pub mod gateway;

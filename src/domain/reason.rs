@@ -56,6 +56,12 @@ pub enum Reason {
     GatewayApiMissing,
     /// The route is there; the Gateway's controller has not written its status yet.
     RouteWaiting,
+    /// The route was accepted for its generation longer ago than the
+    /// Gateway takes to serve it, yet the name is answered with a
+    /// certificate the kubeconfig does not trust: another route for the
+    /// same hostname (Traefik picks one of several arbitrarily) or the
+    /// Gateway's default certificate answers for it.
+    RouteShadowed,
     /// The Gateway's controller did not accept the route: its reason and message
     /// (`NotAllowedByListeners`, `NoMatchingListenerHostname`, …).
     RouteNotAccepted(RouteReason),
@@ -105,6 +111,7 @@ impl Reason {
             (Ok(ReasonCode::GatewayNotConfigured), None) => Self::GatewayNotConfigured,
             (Ok(ReasonCode::GatewayApiMissing), None) => Self::GatewayApiMissing,
             (Ok(ReasonCode::RouteWaiting), None) => Self::RouteWaiting,
+            (Ok(ReasonCode::RouteShadowed), None) => Self::RouteShadowed,
             (Ok(ReasonCode::RouteNotAccepted), Some(d)) => Self::RouteNotAccepted(RouteReason::parse(&d)),
             (Ok(ReasonCode::RouteRefsUnresolved), Some(d)) => Self::RouteRefsUnresolved(RouteReason::parse(&d)),
             (Ok(ReasonCode::GatewayPending), d) => Self::GatewayPending(d),
@@ -270,6 +277,7 @@ mod tests {
             ("gateway_not_configured", Reason::GatewayNotConfigured),
             ("gateway_api_missing", Reason::GatewayApiMissing),
             ("route_waiting", Reason::RouteWaiting),
+            ("route_shadowed", Reason::RouteShadowed),
             (
                 "route_not_accepted: NotAllowedByListeners: no listener admits it",
                 Reason::RouteNotAccepted(RouteReason {

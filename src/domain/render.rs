@@ -124,8 +124,21 @@ const JOB_LIMIT: (u64, u64) = (32_000, 30_518); // 32 CPU, 32G = 30,518 MiB (rou
 const COREDNS_REQUEST: (u64, u64) = (20, 64);
 const COREDNS_LIMIT: (u64, u64) = (1_000, 170);
 
-/// The hard limits of the cluster's namespace: the control plane (requests =
-/// limits = the cluster's size), helm-controller's Job, the virtual cluster's
+/// The control plane's CPU limit: the cluster's CPU, and never less than one
+/// core. The chart itself sets no CPU limit (v0.30 `values.yaml` L313-320:
+/// requests 200m CPU and 256Mi, limits 4Gi memory only), but the console's
+/// namespace quota caps `limits.cpu`, so every pod there must state one, and
+/// the chart's LimitRange would give a pod without one its default (1 CPU),
+/// which refuses any request above a core. A limit equal to a small request
+/// starves the control plane on a real kubelet (CFS quota): at 100m,
+/// kube-apiserver's ~2.7 CPU-seconds of start-up take ~30 s and every large
+/// list is throttled. So: a burst of at least one core, the request as asked.
+pub(crate) fn cpu_limit_millis(r: crate::domain::Resources) -> u32 {
+    r.cpu_millis.max(1_000)
+}
+
+/// The hard limits of the cluster's namespace: the control plane (requests
+/// the cluster's size; limits the same, CPU at least a core), helm-controller's Job, the virtual cluster's
 /// CoreDNS, and synced workloads up to the cluster's size again; storage for
 /// the control plane's volume and workload claims of the same size; the
 /// cluster's own Service: one LoadBalancer, and two node ports, because the
@@ -137,7 +150,8 @@ pub(crate) fn namespace_quota(r: crate::domain::Resources) -> BTreeMap<&'static 
     let (cpu, mem) = (u64::from(r.cpu_millis), u64::from(r.memory_gib) * 1024);
     let mut q = BTreeMap::new();
     q.insert("requests.cpu", format!("{}m", 2 * cpu + JOB_REQUEST.0 + COREDNS_REQUEST.0));
-    q.insert("limits.cpu", format!("{}m", 2 * cpu + JOB_LIMIT.0 + COREDNS_LIMIT.0));
+    let cpu_limit = u64::from(cpu_limit_millis(r));
+    q.insert("limits.cpu", format!("{}m", cpu_limit + cpu + JOB_LIMIT.0 + COREDNS_LIMIT.0));
     q.insert("requests.memory", format!("{}Mi", 2 * mem + JOB_REQUEST.1 + COREDNS_REQUEST.1));
     q.insert("limits.memory", format!("{}Mi", 2 * mem + JOB_LIMIT.1 + COREDNS_LIMIT.1));
     q.insert("requests.storage", format!("{}Gi", 2 * u64::from(r.storage_gib)));
@@ -186,6 +200,9 @@ pub struct Proxy {
 
 #[derive(Serialize, Debug, PartialEq)]
 pub struct StatefulSet {
+    /// The syncer's image; shared-node clusters only (see [`OSS_IMAGE`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub image: Option<Image>,
     pub resources: Resources,
     pub persistence: Persistence,
     /// Spread control planes (`domain::placement`); absent when off, so
@@ -193,6 +210,21 @@ pub struct StatefulSet {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scheduling: Option<Scheduling>,
 }
+
+/// `controlPlane.statefulSet.image` (chart v0.30 `values.yaml` L302-306:
+/// registry `ghcr.io`, repository `loft-sh/vcluster-pro`, tag the chart's
+/// appVersion).
+#[derive(Serialize, Debug, PartialEq)]
+pub struct Image {
+    pub repository: &'static str,
+}
+
+/// Shared-node clusters run upstream's open-source build
+/// (`ghcr.io/loft-sh/vcluster-oss`, the chart's own tag): no licence, and
+/// the code the test host runs (docs/architecture.md, "The vCluster image").
+/// Own-nodes clusters keep the chart's default, the Pro image, which private
+/// nodes need.
+pub const OSS_IMAGE: &str = "loft-sh/vcluster-oss";
 
 /// `controlPlane.statefulSet.scheduling` (chart v0.30 `values.yaml` ~L664).
 #[derive(Serialize, Debug, PartialEq)]
@@ -239,6 +271,16 @@ pub(crate) fn public_host<'a>(spec: &'a ClusterSpec, settings: &'a SystemSetting
 /// NodePort, the pod's node IP by itself.
 pub(crate) fn planned_sans(spec: &ClusterSpec, settings: &SystemSettings) -> Vec<String> {
     public_host(spec, settings).map(|h| vec![h.to_string()]).unwrap_or_default()
+}
+
+/// Where an own-nodes cluster's machines join (`host:443`, the chart's
+/// `controlPlane.endpoint`): its LoadBalancer host (domain::nodes refuses any
+/// other mode); `None` for shared nodes.
+pub(crate) fn join_endpoint(spec: &ClusterSpec) -> Option<String> {
+    match (&spec.public_access, spec.own_nodes) {
+        (PublicAccess::LoadBalancer { host }, true) => Some(Endpoint::load_balancer(host.clone()).authority()),
+        _ => None,
+    }
 }
 
 /// The vCluster values for a spec. Never a `httpsNodePort` (the API server's
@@ -299,14 +341,11 @@ pub fn values(
             ("LoadBalancer", annotations, settings.load_balancer_class.clone())
         }
     };
-    // Own nodes: the LoadBalancer host (domain::nodes refuses any other mode).
-    let joined_at = match (&spec.public_access, spec.own_nodes) {
-        (PublicAccess::LoadBalancer { host }, true) => Some(Endpoint::load_balancer(host.clone()).authority()),
-        _ => None,
-    };
+    let joined_at = join_endpoint(spec);
     let private_nodes = joined_at.is_some();
     let r = spec.resources;
-    let quantities = Quantities { cpu: format!("{}m", r.cpu_millis), memory: format!("{}Gi", r.memory_gib) };
+    let requests = Quantities { cpu: format!("{}m", r.cpu_millis), memory: format!("{}Gi", r.memory_gib) };
+    let limits = Quantities { cpu: format!("{}m", cpu_limit_millis(r)), ..requests.clone() };
     Values {
         control_plane: ControlPlane {
             service: Service {
@@ -319,7 +358,8 @@ pub fn values(
             },
             proxy: Proxy { extra_sans },
             stateful_set: StatefulSet {
-                resources: Resources { limits: quantities.clone(), requests: quantities },
+                image: (!private_nodes).then_some(Image { repository: OSS_IMAGE }),
+                resources: Resources { limits, requests },
                 persistence: Persistence {
                     volume_claim: VolumeClaim {
                         size: format!("{}Gi", r.storage_gib),
@@ -542,14 +582,16 @@ pub(crate) const KONNECTIVITY_PORT: u16 = 8132;
 /// anywhere (the host API server, which vCluster syncs to, is no pod a
 /// selector can name, and helm's Job fetches the chart over HTTPS), and the
 /// ports of the HTTP(S) proxies helm's Job is told to use (`helm_egress`:
-/// helm-controller copies its `HTTP(S)_PROXY` into every Job it makes).
-/// Everything else is denied.
-pub(crate) fn network_policy_object(
+/// helm-controller copies its `HTTP(S)_PROXY` into every Job it makes), and
+/// the admin's extra egress (`extra`: an in-cluster Platform, OpenID
+/// provider, …). Everything else is denied.
+pub fn network_policy_object(
     cluster_id: i64,
     installation: &str,
     ns: &str,
     own_nodes: bool,
     helm_egress: &std::collections::BTreeSet<u16>,
+    extra: &crate::domain::egress::ExtraEgress,
 ) -> Value {
     let tcp = |port: u16| json!({"protocol": "TCP", "port": port});
     let out: Vec<Value> = [443, 6443]
@@ -558,6 +600,18 @@ pub(crate) fn network_policy_object(
         .map(tcp)
         .collect();
     let open: Vec<Value> = std::iter::once(API_PORT).chain(own_nodes.then_some(KONNECTIVITY_PORT)).map(tcp).collect();
+    let mut egress = vec![
+        json!({"to": [{"podSelector": {}}]}),
+        json!({
+            "to": [{
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
+                "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
+            }],
+            "ports": [{"protocol": "UDP", "port": 53}, tcp(53)],
+        }),
+        json!({"ports": out}),
+    ];
+    egress.extend(extra.0.iter().map(crate::domain::egress::EgressRule::policy_rule));
     json!({
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
@@ -569,17 +623,7 @@ pub(crate) fn network_policy_object(
                 {"from": [{"podSelector": {}}]},
                 {"ports": open},
             ],
-            "egress": [
-                {"to": [{"podSelector": {}}]},
-                {
-                    "to": [{
-                        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
-                        "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
-                    }],
-                    "ports": [{"protocol": "UDP", "port": 53}, tcp(53)],
-                },
-                {"ports": out},
-            ],
+            "egress": egress,
         },
     })
 }
@@ -642,7 +686,7 @@ mod tests {
             let mib = |k: &str| q[k].trim_end_matches("Mi").parse::<u64>().unwrap();
             let (cpu, mem) = (u64::from(r.cpu_millis), u64::from(r.memory_gib) * 1024);
             // Control plane + Job + CoreDNS + workloads of the cluster's size.
-            assert!(millis("limits.cpu") >= cpu + 32_000 + 1_000 + cpu, "{q:?}");
+            assert!(millis("limits.cpu") >= u64::from(cpu_limit_millis(r)) + 32_000 + 1_000 + cpu, "{q:?}");
             assert!(millis("requests.cpu") >= cpu + 100 + 20 + cpu, "{q:?}");
             assert!(mib("limits.memory") * 1024 * 1024 >= (mem + mem + 170) * 1024 * 1024 + 32_000_000_000, "{q:?}");
             assert!(mib("requests.memory") >= mem + 128 + 64 + mem, "{q:?}");
@@ -659,7 +703,7 @@ mod tests {
         assert_eq!(ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"], "baseline");
         assert_eq!(ns["metadata"]["labels"][INSTALLATION_LABEL], "inst");
         let none = std::collections::BTreeSet::new();
-        let np = network_policy_object(7, "inst", "kubebyon-demo", false, &none);
+        let np = network_policy_object(7, "inst", "kubebyon-demo", false, &none, &Default::default());
         assert_eq!(np["metadata"]["namespace"], "kubebyon-demo");
         assert_eq!(np["spec"]["policyTypes"], json!(["Ingress", "Egress"]));
         assert_eq!(np["spec"]["ingress"][1]["ports"], json!([{"protocol": "TCP", "port": 8443}]));
@@ -667,9 +711,9 @@ mod tests {
         assert_eq!(np["spec"]["egress"][2]["ports"], json!([tcp(443), tcp(6443)]));
         // helm's Job leaves by its proxy's port too (once, whatever is named twice).
         let proxies = std::collections::BTreeSet::from([3128, 443, 8080]);
-        let np = network_policy_object(7, "inst", "kubebyon-demo", false, &proxies);
+        let np = network_policy_object(7, "inst", "kubebyon-demo", false, &proxies, &Default::default());
         assert_eq!(np["spec"]["egress"][2]["ports"], json!([tcp(443), tcp(6443), tcp(3128), tcp(8080)]));
-        let np = network_policy_object(7, "inst", "kubebyon-demo", true, &none);
+        let np = network_policy_object(7, "inst", "kubebyon-demo", true, &none, &Default::default());
         assert_eq!(
             np["spec"]["ingress"][1]["ports"],
             json!([{"protocol": "TCP", "port": 8443}, {"protocol": "TCP", "port": 8132}]),
@@ -897,6 +941,28 @@ mod tests {
             assert_eq!(Telemetry::parse(t.as_str()), t);
         }
         assert_eq!(Telemetry::parse("sometimes"), Telemetry::ChartDefault);
+    }
+
+    #[test]
+    fn the_control_plane_requests_its_size_and_may_burst_to_a_core() {
+        for (cpu_millis, memory_gib, want_limit) in
+            [(100, 1, "1000m"), (999, 1, "1000m"), (1_000, 2, "1000m"), (2_500, 4, "2500m")]
+        {
+            let r = Res { cpu_millis, memory_gib, storage_gib: 5 };
+            let v = values(
+                &ClusterSpec { resources: r, ..spec(PublicAccess::Disabled) },
+                None,
+                &settings(),
+                AddressRequest::None,
+            );
+            let res = &v.control_plane.stateful_set.resources;
+            assert_eq!(res.requests.cpu, format!("{cpu_millis}m"));
+            assert_eq!(res.limits.cpu, want_limit, "{cpu_millis}m");
+            assert_eq!(
+                (res.requests.memory.clone(), res.limits.memory.clone()),
+                (format!("{memory_gib}Gi"), format!("{memory_gib}Gi"))
+            );
+        }
     }
 
     #[test]

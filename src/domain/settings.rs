@@ -56,6 +56,11 @@ pub struct SystemSettings {
     /// to 1 year, 8 hours unless the admin sets another.
     #[serde(default)]
     pub kubeconfig_max_lifetime: crate::domain::membership::CredentialLifetime,
+    /// What control planes may reach besides the host API server and the
+    /// chart repository (`domain::egress`): rules added to every cluster
+    /// namespace's NetworkPolicy.
+    #[serde(default)]
+    pub extra_egress: crate::domain::egress::ExtraEgress,
 }
 
 /// The vCluster chart installed unless the admin picks another.
@@ -81,6 +86,7 @@ impl Default for SystemSettings {
             gateway_domain_suffix: None,
             placement: Placement::default(),
             kubeconfig_max_lifetime: crate::domain::membership::CredentialLifetime::DEFAULT,
+            extra_egress: Default::default(),
         }
     }
 }
@@ -418,6 +424,8 @@ pub(crate) struct SettingsInput<'a> {
     pub storage_class: &'a str,
     /// `8h`, `30d` … (empty: 8 hours).
     pub kubeconfig_max_lifetime: &'a str,
+    /// One `PORT [NAMESPACE | KEY=VALUE]` per line.
+    pub extra_egress: &'a str,
 }
 
 /// Every settings field as text: what [`SystemSettings::parse`] reads, owned.
@@ -437,6 +445,7 @@ pub(crate) struct SettingsText {
     pub platform_api_key: String,
     pub placement: GatewayPlacementText,
     pub kubeconfig_max_lifetime: String,
+    pub extra_egress: String,
 }
 
 impl SettingsText {
@@ -458,6 +467,7 @@ impl SettingsText {
             platform_api_key: s.platform_api_key.as_ref().map(ToString::to_string).unwrap_or_default(),
             placement: s.gateway_placement_text(),
             kubeconfig_max_lifetime: s.kubeconfig_max_lifetime.text(),
+            extra_egress: s.extra_egress.text(),
         }
     }
 
@@ -484,6 +494,7 @@ impl SettingsText {
             spread_topology_key: &p.spread_topology_key,
             storage_class: &p.storage_class,
             kubeconfig_max_lifetime: &self.kubeconfig_max_lifetime,
+            extra_egress: &self.extra_egress,
         }
     }
 }
@@ -515,6 +526,7 @@ pub(crate) struct SettingsPatch {
     pub spread_topology_key: Option<String>,
     pub storage_class: Option<String>,
     pub kubeconfig_max_lifetime: Option<String>,
+    pub extra_egress: Option<String>,
 }
 
 impl SettingsPatch {
@@ -550,6 +562,7 @@ impl SettingsPatch {
                 storage_class: pick(self.storage_class, p.storage_class),
             },
             kubeconfig_max_lifetime: pick(self.kubeconfig_max_lifetime, kept.kubeconfig_max_lifetime),
+            extra_egress: pick(self.extra_egress, kept.extra_egress),
         }
     }
 }
@@ -602,8 +615,11 @@ impl SystemSettings {
         let kubeconfig_max_lifetime =
             crate::domain::membership::CredentialLifetime::parse(input.kubeconfig_max_lifetime)
                 .map_err(|_| AppError::at(ErrorCode::CredentialLifetimeInvalid, Field::KubeconfigMaxLifetime))?;
+        let extra_egress = crate::domain::egress::ExtraEgress::parse(input.extra_egress)
+            .ok_or(AppError::at(ErrorCode::EgressInvalid, Field::ExtraEgress))?;
         Ok(Self {
             kubeconfig_max_lifetime,
+            extra_egress,
             gateway,
             gateway_domain_suffix,
             placement,
@@ -763,7 +779,18 @@ mod tests {
             spread_topology_key: "",
             storage_class: "",
             kubeconfig_max_lifetime: "",
+            extra_egress: "",
         }
+    }
+
+    #[test]
+    fn extra_egress_is_parsed_and_refused_with_its_field() {
+        let base = input("nodeport", "", "", "");
+        let ok =
+            SystemSettings::parse(&SettingsInput { extra_egress: "10443 vcluster-platform\n5556", ..base.clone() });
+        assert_eq!(ok.unwrap().extra_egress.text(), "10443 vcluster-platform\n5556");
+        let bad = SystemSettings::parse(&SettingsInput { extra_egress: "10443 Not A Namespace", ..base });
+        assert_eq!(bad.unwrap_err(), AppError::at(ErrorCode::EgressInvalid, Field::ExtraEgress));
     }
 
     /// Gateway and placement settings: parsed, refused with their field, and

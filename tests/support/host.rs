@@ -163,6 +163,7 @@ pub async fn context_with(client: kube::Client, pool: sqlx::AnyPool) -> Arc<Cont
     ctx.timing.retry_base = Duration::from_millis(200);
     ctx.timing.lease = Duration::from_secs(2);
     ctx.timing.leader_lease = Duration::from_secs(2);
+    ctx.timing.route_grace = Duration::from_secs(3);
     Arc::new(ctx)
 }
 

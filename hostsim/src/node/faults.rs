@@ -35,10 +35,21 @@ pub enum Fault {
     OomKilled,
     /// `unready`: runs, but its readiness probe fails (`Unhealthy`).
     Unready,
+    /// `init:<fault>` (`init:image-pull`, `init:exit:…`, `init:oom`): the
+    /// pod's first init container fails so; the containers wait in
+    /// `PodInitializing`, `Initialized` is `False` (`kubectl get pod`:
+    /// `Init:ImagePullBackOff`, `Init:CrashLoopBackOff`).
+    Init(Box<Fault>),
 }
 
 impl Fault {
     pub fn parse(value: &str) -> Option<Self> {
+        if let Some(inner) = value.trim().strip_prefix("init:") {
+            return match Self::parse(inner)? {
+                Self::Unready | Self::Init(_) => None,
+                inner => Some(Self::Init(Box::new(inner))),
+            };
+        }
         match value.trim() {
             "image-pull" => Some(Self::ImagePull),
             "oom" => Some(Self::OomKilled),
@@ -60,19 +71,35 @@ fn now() -> String {
     k8s_openapi::jiff::Timestamp::now().to_string()
 }
 
-fn container(pod: &Pod) -> (String, String) {
-    let c = pod.spec.as_ref().and_then(|s| s.containers.first());
-    (c.map(|c| c.name.clone()).unwrap_or_default(), c.and_then(|c| c.image.clone()).unwrap_or_default())
+/// The container a fault plays on: the pod's first container, or its first
+/// init container.
+struct Target {
+    name: String,
+    image: String,
+    init: bool,
 }
 
-/// A kubelet Event about the pod's container.
-async fn event(events: &Api<Event>, pod: &Pod, node: &str, warning: bool, reason: &str, message: &str) {
-    let (name, _) = container(pod);
+fn target(pod: &Pod, init: bool) -> Target {
+    let spec = pod.spec.as_ref();
+    let c = if init {
+        spec.and_then(|s| s.init_containers.as_ref()).and_then(|c| c.first())
+    } else {
+        spec.and_then(|s| s.containers.first())
+    };
+    let (name, image) =
+        (c.map(|c| c.name.clone()).unwrap_or_default(), c.and_then(|c| c.image.clone()).unwrap_or_default());
+    Target { name, image, init }
+}
+
+/// A kubelet Event about the pod's (init) container.
+async fn event(events: &Api<Event>, pod: &Pod, on: &Target, node: &str, warning: bool, reason: &str, message: &str) {
+    let field = if on.init { "spec.initContainers" } else { "spec.containers" };
+    let name = &on.name;
     let t = now();
     let body: Result<Event, _> = serde_json::from_value(json!({
         "metadata": {"generateName": format!("{}.", pod.name_any()), "namespace": pod.namespace()},
         "involvedObject": {"kind": "Pod", "apiVersion": "v1", "namespace": pod.namespace(), "name": pod.name_any(),
-            "uid": pod.uid(), "fieldPath": format!("spec.containers{{{name}}}")},
+            "uid": pod.uid(), "fieldPath": format!("{field}{{{name}}}")},
         "reason": reason, "message": message, "type": if warning { "Warning" } else { "Normal" },
         "source": {"component": "kubelet", "host": node}, "reportingComponent": "kubelet", "reportingInstance": node,
         "firstTimestamp": t, "lastTimestamp": t, "count": 1,
@@ -87,26 +114,44 @@ async fn event(events: &Api<Event>, pod: &Pod, node: &str, warning: bool, reason
 async fn status(
     pods: &Api<Pod>,
     pod: &Pod,
+    on: &Target,
     phase: &str,
     state: serde_json::Value,
     last: serde_json::Value,
     restarts: i32,
 ) {
-    let (name, image) = container(pod);
     let t = now();
+    let failing = json!({"name": on.name, "image": on.image, "imageID": "", "ready": false,
+        "started": state.get("running").is_some(), "restartCount": restarts, "state": state, "lastState": last});
+    let main = target(pod, false);
+    let (initialized, containers, inits) = if on.init {
+        // The kubelet starts no container before every init container completed.
+        let waiting = json!({"name": main.name, "image": main.image, "imageID": "", "ready": false, "started": false,
+            "restartCount": 0, "state": {"waiting": {"reason": "PodInitializing"}}});
+        let initialized = json!({"type": "Initialized", "status": "False", "reason": "ContainersNotInitialized",
+            "message": format!("containers with incomplete status: [{}]", on.name), "lastTransitionTime": t});
+        (initialized, json!([waiting]), json!([failing]))
+    } else {
+        (
+            json!({"type": "Initialized", "status": "True", "lastTransitionTime": t}),
+            json!([failing]),
+            super::init_statuses(pod),
+        )
+    };
+    let unready = if on.init { "ContainersNotInitialized" } else { "ContainersNotReady" };
     let patch = json!({"status": {
         "phase": phase,
         "conditions": [
             {"type": "PodReadyToStartContainers", "status": "True", "lastTransitionTime": t},
-            {"type": "Initialized", "status": "True", "lastTransitionTime": t},
+            initialized,
             {"type": "ContainersReady", "status": "False", "reason": "ContainersNotReady", "lastTransitionTime": t,
-             "message": format!("containers with unready status: [{name}]")},
-            {"type": "Ready", "status": "False", "reason": "ContainersNotReady", "lastTransitionTime": t,
-             "message": format!("containers with unready status: [{name}]")},
+             "message": format!("containers with unready status: [{}]", main.name)},
+            {"type": "Ready", "status": "False", "reason": unready, "lastTransitionTime": t,
+             "message": format!("containers with unready status: [{}]", main.name)},
             {"type": "PodScheduled", "status": "True", "lastTransitionTime": t},
         ],
-        "containerStatuses": [{"name": name, "image": image, "imageID": "", "ready": false,
-            "started": state.get("running").is_some(), "restartCount": restarts, "state": state, "lastState": last}],
+        "containerStatuses": containers,
+        "initContainerStatuses": inits,
     }});
     if let Err(e) = pods.patch_status(&pod.name_any(), &PatchParams::default(), &Patch::Merge(patch)).await {
         tracing::debug!(error = %e, "kubelet status");
@@ -123,7 +168,13 @@ pub async fn run(
     fault: Fault,
     latency: Latency,
 ) {
-    let (name, image) = container(&pod);
+    let (fault, on) = match fault {
+        Fault::Init(inner) => (*inner, target(&pod, true)),
+        fault => (fault, target(&pod, false)),
+    };
+    let (name, image) = (on.name.clone(), on.image.clone());
+    // A failing init container keeps the pod Pending (phase stays until every init container completed).
+    let started_phase = if on.init { "Pending" } else { "Running" };
     let (ns, pod_name) = (pod.namespace().unwrap_or_default(), pod.name_any());
     let none = json!({});
     let mut n: i32 = 0;
@@ -140,22 +191,16 @@ pub async fn run(
                 } else {
                     ("ImagePullBackOff", format!("Back-off pulling image \"{image}\": ErrImagePull: {why}"))
                 };
-                status(
-                    &pods,
-                    &pod,
-                    "Pending",
-                    json!({"waiting": {"reason": reason, "message": message}}),
-                    none.clone(),
-                    0,
-                )
-                .await;
+                let waiting = json!({"waiting": {"reason": reason, "message": message}});
+                status(&pods, &pod, &on, "Pending", waiting, none.clone(), 0).await;
                 if n == 1 {
-                    event(&events, &pod, &node, true, "Failed", &format!("Failed to pull image \"{image}\": {why}"))
-                        .await;
-                    event(&events, &pod, &node, true, "Failed", "Error: ErrImagePull").await;
+                    let failed = format!("Failed to pull image \"{image}\": {why}");
+                    event(&events, &pod, &on, &node, true, "Failed", &failed).await;
+                    event(&events, &pod, &on, &node, true, "Failed", "Error: ErrImagePull").await;
                 } else {
-                    event(&events, &pod, &node, false, "BackOff", &format!("Back-off pulling image \"{image}\"")).await;
-                    event(&events, &pod, &node, true, "Failed", "Error: ImagePullBackOff").await;
+                    let backoff = format!("Back-off pulling image \"{image}\"");
+                    event(&events, &pod, &on, &node, false, "BackOff", &backoff).await;
+                    event(&events, &pod, &on, &node, true, "Failed", "Error: ImagePullBackOff").await;
                 }
             }
             Fault::Exit { .. } | Fault::OomKilled => {
@@ -172,7 +217,8 @@ pub async fn run(
                 } else {
                     logs.fresh(&ns, &pod_name, &name);
                 }
-                status(&pods, &pod, "Running", json!({"running": {"startedAt": started}}), none.clone(), n - 1).await;
+                let running = json!({"running": {"startedAt": started}});
+                status(&pods, &pod, &on, started_phase, running, none.clone(), n - 1).await;
                 if let Fault::Exit { message, .. } = &fault {
                     logs.append(&ns, &pod_name, &name, &format!("starting the control plane\n{message}\n"));
                 }
@@ -187,24 +233,25 @@ pub async fn run(
                 let waiting = json!({"waiting": {"reason": "CrashLoopBackOff",
                     "message": format!("back-off {}s restarting failed container={name} pod={}_{}({})",
                         wait.as_secs().max(10), pod.name_any(), pod.namespace().unwrap_or_default(), pod.uid().unwrap_or_default())}});
-                status(&pods, &pod, "Running", waiting, json!({"terminated": terminated}), n).await;
+                status(&pods, &pod, &on, started_phase, waiting, json!({"terminated": terminated}), n).await;
                 let msg = format!(
                     "Back-off restarting failed container {name} in pod {}_{}({})",
                     pod.name_any(),
                     pod.namespace().unwrap_or_default(),
                     pod.uid().unwrap_or_default()
                 );
-                event(&events, &pod, &node, true, "BackOff", &msg).await;
+                event(&events, &pod, &on, &node, true, "BackOff", &msg).await;
             }
-            Fault::Unready => {
+            Fault::Unready | Fault::Init(_) => {
                 if n == 1 {
-                    status(&pods, &pod, "Running", json!({"running": {"startedAt": now()}}), none.clone(), 0).await;
+                    let running = json!({"running": {"startedAt": now()}});
+                    status(&pods, &pod, &on, "Running", running, none.clone(), 0).await;
                 }
                 let ip = pod.status.as_ref().and_then(|s| s.pod_ip.clone()).unwrap_or_default();
                 let msg = format!(
                     "Readiness probe failed: Get \"https://{ip}:8443/readyz\": dial tcp {ip}:8443: connect: connection refused"
                 );
-                event(&events, &pod, &node, true, "Unhealthy", &msg).await;
+                event(&events, &pod, &on, &node, true, "Unhealthy", &msg).await;
                 tokio::time::sleep(Duration::from_secs(2)).await;
                 continue;
             }
@@ -229,6 +276,18 @@ mod tests {
             ),
             ("exit:2:", Some(Fault::Exit { code: 2, message: String::new(), termination_log: true })),
             ("exit-log:1:a:b", Some(Fault::Exit { code: 1, message: "a:b".into(), termination_log: false })),
+            ("init:image-pull", Some(Fault::Init(Box::new(Fault::ImagePull)))),
+            (
+                "init:exit:1:cp: no space",
+                Some(Fault::Init(Box::new(Fault::Exit {
+                    code: 1,
+                    message: "cp: no space".into(),
+                    termination_log: true,
+                }))),
+            ),
+            ("init:oom", Some(Fault::Init(Box::new(Fault::OomKilled)))),
+            ("init:unready", None),
+            ("init:init:oom", None),
             ("exit:0:fine", None),
             ("exit:x:y", None),
             ("crash", None),

@@ -52,6 +52,15 @@ pub const GROUP: &str = "gateway.networking.k8s.io";
 /// `Hostname`) instead of its IP; the data path still listens on the IP.
 pub const ADDRESS_HOSTNAME: &str = "hostsim.kubebyon.io/address-hostname";
 
+/// A Gateway annotation: which of several routes for one hostname its data
+/// path serves. Unset or `oldest`: the oldest, as gateway-api's conflict rule
+/// says; `newest`: the newest — k3s's Traefik follows no such rule, its TCP
+/// router picks among routes for one SNI in whatever order its rules sort
+/// (`pkg/muxer/tcp/mux.go`), so any of them may answer; `newest` is the case
+/// where the console's own, older route loses. Statuses are the same either
+/// way (every route is `Accepted`, as Traefik reports them).
+pub const ROUTE_ORDER: &str = "hostsim.kubebyon.io/route-order";
+
 fn s(v: &Value) -> &str {
     v.as_str().unwrap_or_default()
 }
@@ -177,6 +186,8 @@ pub fn plan(w: &World<'_>) -> Plan {
         w.gateways.iter().filter(|g| classes.contains(s(&g["spec"]["gatewayClassName"]))).collect();
     // Routes attached per (gateway key, listener name).
     let mut attached: BTreeMap<(String, String), i64> = BTreeMap::new();
+    // Listen addresses whose Gateway serves the newest of several routes ([`ROUTE_ORDER`]).
+    let mut newest: BTreeSet<SocketAddr> = BTreeSet::new();
     // Several routes for one hostname: the oldest wins, then `{namespace}/{name}`
     // in alphabetical order (gateway-api v1.6.3 `apis/v1/gateway_types.go`,
     // the conflict rule its Route types share); routes are read in that order.
@@ -285,6 +296,9 @@ pub fn plan(w: &World<'_>) -> Plan {
                     ) else {
                         continue;
                     };
+                    if gw["metadata"]["annotations"][ROUTE_ORDER] == "newest" {
+                        newest.insert(SocketAddr::from((*ip, port)));
+                    }
                     for h in served(l) {
                         p.sni.push((
                             SocketAddr::from((*ip, port)),
@@ -369,9 +383,17 @@ pub fn plan(w: &World<'_>) -> Plan {
             }),
         ));
     }
-    // The oldest route holds each (address, hostname).
+    // The oldest route holds each (address, hostname); the newest where the
+    // Gateway asks for it (routes were read oldest first).
     let mut seen = BTreeSet::new();
-    p.sni.retain(|(listen, host, _, _)| seen.insert((*listen, host.clone())));
+    let mut held: Vec<_> = std::mem::take(&mut p.sni);
+    let last_first: Vec<_> = held.iter().rev().filter(|(l, ..)| newest.contains(l)).cloned().collect();
+    held.retain(|(l, ..)| !newest.contains(l));
+    p.sni = last_first
+        .into_iter()
+        .chain(held)
+        .filter(|(listen, host, _, _)| seen.insert((*listen, host.clone())))
+        .collect();
     p
 }
 
@@ -673,6 +695,23 @@ mod tests {
             let held: Vec<&str> = p.sni.iter().map(|(_, _, b, _)| b.as_str()).collect();
             assert_eq!(held, [winner]);
         }
+        // The Gateway asks for the newest (Traefik's order is its own): the newer route answers.
+        let mut newest = gateways[0].clone();
+        newest["metadata"]["annotations"] = json!({ROUTE_ORDER: "newest"});
+        let routes = [route("b-newer", "2026-12-03T10:00:00Z"), route("c-older", "2026-12-03T09:00:00Z")];
+        let p = plan(&World {
+            classes: &classes,
+            gateways: std::slice::from_ref(&newest),
+            routes: &routes,
+            namespaces: &namespaces,
+            services: &services,
+            addresses: &addresses,
+            now: "2026-12-03T11:00:00Z",
+        });
+        let held: Vec<&str> = p.sni.iter().map(|(_, _, b, _)| b.as_str()).collect();
+        assert_eq!(held, ["b-newer/r"]);
+        let accepted = p.route_status.iter().filter(|(_, _, st)| st.to_string().contains("\"Accepted\"")).count();
+        assert_eq!(accepted, 2, "both routes are reported Accepted either way");
     }
 
     #[test]

@@ -64,19 +64,31 @@ async fn config_map_reader(
     .await
 }
 
-/// Creates what is missing; existing objects are kept (a restarted pod).
-pub async fn bootstrap(client: &Client, endpoint: &str, ca_pem: &str) -> Result<()> {
+/// A namespace annotation: `follow` has a restarted control plane point an
+/// existing `kube-public/cluster-info` at its current endpoint. Unset, it is
+/// kept as first written, as kubeadm keeps it (`kubeadm init` writes it once;
+/// only `kubeadm init phase bootstrap-token` rewrites it). Whether vCluster's
+/// private nodes (Pro, closed) rewrite it after `controlPlane.endpoint`
+/// changes is not known: tests run both ways, and the console assumes
+/// nothing (it rewrites the server at each join token's creation).
+pub const CLUSTER_INFO: &str = "hostsim.kubebyon.io/cluster-info";
+
+/// Creates what is missing; existing objects are kept (a restarted pod), but
+/// with `follow` cluster-info names `endpoint` again ([`CLUSTER_INFO`]).
+pub async fn bootstrap(client: &Client, endpoint: &str, ca_pem: &str, follow: bool) -> Result<()> {
     use base64::Engine;
     let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem);
     let kubeconfig = format!(
         "apiVersion: v1\nkind: Config\nclusters:\n- cluster:\n    certificate-authority-data: {ca}\n    server: https://{endpoint}\n  name: \"\"\ncontexts: null\ncurrent-context: \"\"\npreferences: {{}}\nusers: null\n"
     );
     let public: Api<ConfigMap> = Api::namespaced(client.clone(), "kube-public");
-    create(
-        public,
-        json!({"metadata": {"name": "cluster-info", "namespace": "kube-public"}, "data": {"kubeconfig": kubeconfig}}),
-    )
-    .await?;
+    let info =
+        json!({"metadata": {"name": "cluster-info", "namespace": "kube-public"}, "data": {"kubeconfig": kubeconfig}});
+    create(public.clone(), info).await?;
+    if follow {
+        let merge = json!({"data": {"kubeconfig": kubeconfig}});
+        public.patch("cluster-info", &kube::api::PatchParams::default(), &kube::api::Patch::Merge(merge)).await?;
+    }
     let clusterinfo = "kubeadm:bootstrap-signer-clusterinfo";
     config_map_reader(client, "kube-public", clusterinfo, "cluster-info", &[("User", "system:anonymous")]).await?;
     let system: Api<ConfigMap> = Api::namespaced(client.clone(), "kube-system");

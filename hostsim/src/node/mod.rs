@@ -15,6 +15,7 @@
 //! - the chart repository, through an HTTPS proxy ([`repo`]).
 
 pub mod apiserver;
+pub mod cgroup;
 pub mod cni;
 pub mod faults;
 pub mod gateway;
@@ -426,10 +427,12 @@ impl Node {
             let ns = pod.namespace().unwrap_or_default();
             let release = pod.labels().get("release").cloned().unwrap_or_default();
             let (extra_sans, join_endpoint) = self.pod_config(&ns, &release).await;
-            // Upstream's syncer, for shared-node clusters (private nodes need
-            // the Pro image: they keep the stand-in).
+            // Upstream's syncer runs the open-source image's pods (the
+            // console's shared-node clusters); the Pro image (the chart's
+            // default, which private nodes need) is closed: the stand-in.
             if let apiserver::VClusterApi::Syncer(real) = &self.cfg.vcluster_api
                 && join_endpoint.is_none()
+                && image.contains("/vcluster-oss:")
                 && real.serves(&release)
             {
                 if let Some(slot) = real.slot() {

@@ -1,6 +1,6 @@
 //! `--vcluster-api syncer`: the vCluster control plane is upstream's own OSS
-//! syncer (`github.com/loft-sh/vcluster` v0.30.0 `cmd/vcluster`, with kine
-//! v0.17.5 as its store; both built by `scripts/build-control-plane.sh` from
+//! syncer (`github.com/loft-sh/vcluster` v0.30.0 `cmd/vcluster`, the
+//! `ghcr.io/loft-sh/vcluster-oss` image's code, with kine v0.14.4 as its store; both built by `scripts/build-control-plane.sh` from
 //! `hostcluster/vcluster` and `hostcluster/kine`), started from the pod the
 //! chart's StatefulSet made, as a kubelet would start its container:
 //!
@@ -14,7 +14,9 @@
 //!   namespace), so the syncer holds exactly the chart's RBAC on the host;
 //! - the chart's `kubernetes` init container (`cp -r /kubernetes/. /binaries/`)
 //!   is our kube-apiserver / kube-controller-manager / kube-scheduler build
-//!   linked into `/binaries`; kine is at `/usr/local/bin/kine` as in the image.
+//!   of the image's tag (`kubernetes-<tag>/`: v1.34.0, the chart's default)
+//!   linked into `/binaries`; kine (v0.14.4, the image's) is at
+//!   `/usr/local/bin/kine` as in the image.
 //!
 //! Each container start gets its own network, mount and PID namespaces (the
 //! syncer binds `127.0.0.1:6443` and `0.0.0.0:8443` itself): a root made of
@@ -96,6 +98,49 @@ struct Spec {
     dir: PathBuf,
     /// The projected ServiceAccount tokens, renewed as the kubelet renews them.
     tokens: Vec<Token>,
+    /// `resources.limits`, enforced by a cgroup per start.
+    limits: super::cgroup::Limits,
+    /// The pod's `restartPolicy` (`Always` unless set).
+    restart: Restart,
+}
+
+/// When the kubelet starts an exited container again (`pod.spec.restartPolicy`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Restart {
+    Always,
+    OnFailure,
+    Never,
+}
+
+impl Restart {
+    fn of(pod: &Pod) -> Self {
+        match pod.spec.as_ref().and_then(|s| s.restart_policy.as_deref()) {
+            Some("Never") => Self::Never,
+            Some("OnFailure") => Self::OnFailure,
+            _ => Self::Always,
+        }
+    }
+
+    /// Whether a container that exited with `code` runs again.
+    fn again(self, code: i32) -> bool {
+        match self {
+            Self::Always => true,
+            Self::OnFailure => code != 0,
+            Self::Never => false,
+        }
+    }
+}
+
+/// How a run ended, as the kubelet reports it (the runtime's reason:
+/// containerd's CRI says `OOMKilled` when the container's cgroup saw an OOM
+/// kill, else `Completed` for exit 0 and `Error` otherwise; the exit code is
+/// the process's own, 137 when SIGKILL ended it).
+fn termination_reason(code: i32, oom_killed: bool) -> &'static str {
+    match (code, oom_killed) {
+        (_, true) => "OOMKilled",
+        (0, false) => "Completed",
+        (_, false) => "Error",
+    }
 }
 
 /// A projected `serviceAccountToken` file.
@@ -111,6 +156,18 @@ struct Token {
 /// address (its reported IP is [`super::pod_ip`] of it).
 pub async fn run(rt: Runtime, api: Api<Pod>, pod: Pod, local: Ipv4Addr, _slot: OwnedSemaphorePermit) {
     let (ns, name) = (pod.namespace().unwrap_or_default(), pod.name_any());
+    // The chart's `kubernetes` init container of a distro tag this host has
+    // not built: its image cannot be pulled (`Init:ImagePullBackOff`).
+    let first_init = pod.spec.as_ref().and_then(|s| s.init_containers.as_ref()).and_then(|c| c.first());
+    let image = first_init.map(|c| c.image.clone().unwrap_or_default());
+    if let Some(image) = image.filter(|i| distro_binaries(&rt.binaries, i).is_none()) {
+        tracing::warn!(pod = %name, %image, "syncer: the init container's image is not on the test host");
+        let node = pod.spec.as_ref().and_then(|s| s.node_name.clone()).unwrap_or_default();
+        let events = Api::namespaced(rt.client.clone(), &ns);
+        let pull = super::faults::Fault::Init(Box::new(super::faults::Fault::ImagePull));
+        super::faults::run(api, events, rt.logs.clone(), pod, node, pull, rt.latency).await;
+        return;
+    }
     let spec = match Spec::resolve(&rt, &pod, local).await {
         Ok(spec) => spec,
         Err(e) => {
@@ -131,18 +188,29 @@ pub async fn run(rt: Runtime, api: Api<Pod>, pod: Pod, local: Ipv4Addr, _slot: O
             rt.logs.restart(&ns, &name, &spec.name);
         }
         let started = super::now();
-        let code = match run_once(&rt, &api, &pod, &spec, local, restarts).await {
-            Ok(code) => code,
+        let (reason, code) = match run_once(&rt, &api, &pod, &spec, local, restarts).await {
+            Ok((code, oom_killed)) => (termination_reason(code, oom_killed), code),
             Err(e) => {
                 tracing::warn!(pod = %name, error = %format!("{e:#}"), "syncer: sandbox failed");
                 rt.logs.append(&ns, &name, &spec.name, &format!("hostsim: {e:#}\n"));
-                128
+                ("Error", 128)
             }
         };
         rt.logs.crashed(&ns, &name, &spec.name);
-        tracing::info!(pod = %name, code, "syncer: container exited");
-        let terminated = json!({"terminated": {"exitCode": code, "reason": "Error",
+        tracing::info!(pod = %name, code, reason, "syncer: container exited");
+        let terminated = json!({"terminated": {"exitCode": code, "reason": reason,
             "startedAt": started, "finishedAt": super::now()}});
+        if !spec.restart.again(code) {
+            // Not started again: it stays terminated; the pod's phase is final.
+            let mut status = super::container_status(&pod, false, terminated, restarts);
+            status["started"] = false.into();
+            let phase = if code == 0 { "Succeeded" } else { "Failed" };
+            let _ = super::patch_status(&api, &name, status, false).await;
+            let _ = api
+                .patch_status(&name, &Default::default(), &kube::api::Patch::Merge(json!({"status": {"phase": phase}})))
+                .await;
+            return;
+        }
         restarts += 1;
         let waiting = json!({"waiting": {"reason": "CrashLoopBackOff",
             "message": format!("back-off restarting failed container {} in pod {name}_{ns}", spec.name)}});
@@ -155,10 +223,19 @@ pub async fn run(rt: Runtime, api: Api<Pod>, pod: Pod, local: Ipv4Addr, _slot: O
     }
 }
 
-/// One run of the container: its exit code.
-async fn run_once(rt: &Runtime, api: &Api<Pod>, pod: &Pod, spec: &Spec, local: Ipv4Addr, restarts: i32) -> Result<i32> {
+/// One run of the container: its exit code, and whether the kernel's OOM
+/// killer ended it (its cgroup's count).
+async fn run_once(
+    rt: &Runtime,
+    api: &Api<Pod>,
+    pod: &Pod,
+    spec: &Spec,
+    local: Ipv4Addr,
+    restarts: i32,
+) -> Result<(i32, bool)> {
     let (ns, name) = (pod.namespace().unwrap_or_default(), pod.name_any());
-    let mut sandbox = Sandbox::start(spec)?;
+    let group = super::cgroup::Group::create(&format!("{}-{restarts}", pod.uid().unwrap_or_default()), spec.limits);
+    let mut sandbox = Sandbox::start(spec, group.as_ref().map(|g| g.join_script()).unwrap_or_default())?;
     let running = json!({"running": {"startedAt": super::now()}});
     super::patch_status(api, &name, super::container_status(pod, false, running.clone(), restarts), false).await?;
     let host_api = rt.host_api;
@@ -200,7 +277,8 @@ async fn run_once(rt: &Runtime, api: &Api<Pod>, pod: &Pod, spec: &Spec, local: I
                 }
             })
             .await;
-            return Ok(status.code().unwrap_or(137));
+            let oom_killed = group.as_ref().is_some_and(|g| g.oom_killed());
+            return Ok((status.code().unwrap_or(137), oom_killed));
         }
         renew_tokens(rt, pod, spec).await;
         if !ready
@@ -356,9 +434,10 @@ impl Sandbox {
         Connector(self.connect.clone().expect("set until dropped"))
     }
 
-    fn start(spec: &Spec) -> Result<Self> {
+    /// `prelude`: shell lines run first (the move into the container's cgroup).
+    fn start(spec: &Spec, prelude: String) -> Result<Self> {
         let script = spec.dir.join("start.sh");
-        std::fs::write(&script, start_script(spec))?;
+        std::fs::write(&script, prelude + &start_script(spec))?;
         let mut cmd = Command::new("unshare");
         // --fork --pid: the container's process is PID 1 of its own PID
         // namespace (its children die with it); --kill-child: it dies with
@@ -531,7 +610,8 @@ impl Spec {
             env.push((e.name.clone(), value));
         }
         let argv = argv(container);
-        Ok(Self { name: container.name.clone(), argv, env, mounts, pod_ip, dir, tokens })
+        let (limits, restart) = (super::cgroup::Limits::of(container), Restart::of(pod));
+        Ok(Self { name: container.name.clone(), argv, env, mounts, pod_ip, dir, tokens, limits, restart })
     }
 }
 
@@ -560,21 +640,36 @@ fn fields(pod: &Pod, pod_ip: Ipv4Addr) -> BTreeMap<&'static str, String> {
     ])
 }
 
-/// The chart's `kubernetes` init container, `cp -r /kubernetes/. /binaries/`:
-/// the test host's own build linked into the volume. Any other init container
-/// is refused (the test host runs no images).
+/// The chart's `kubernetes` init container, `cp -r /kubernetes/. /binaries/`
+/// from image `ghcr.io/loft-sh/kubernetes:<tag>`
+/// (`controlPlane.distro.k8s.image`): the test host's build of that release
+/// (`kubernetes-<tag>/`, scripts/build-control-plane.sh) linked into the
+/// volume. Any other init container is refused (the test host runs no images).
 fn init_container(rt: &Runtime, c: &PodContainer, volumes: &BTreeMap<String, PathBuf>) -> Result<()> {
     let copies =
         c.command.as_deref() == Some(&["cp".to_owned()][..]) && c.args.iter().flatten().any(|a| a == "/kubernetes/.");
     if !copies {
         bail!("init container {}: the test host runs only the chart's kubernetes one", c.name);
     }
+    let image = c.image.as_deref().unwrap_or_default();
+    let from = distro_binaries(&rt.binaries, image)
+        .with_context(|| format!("init container {}: image {image} is not on the test host", c.name))?;
     let mount = c.volume_mounts.iter().flatten().find(|m| m.mount_path == "/binaries");
     let to = mount.and_then(|m| volumes.get(&m.name)).context("init container: no /binaries volume")?;
     for bin in KUBERNETES_BINARIES {
-        link_or_copy(&rt.binaries.join(bin), &to.join(bin))?;
+        link_or_copy(&from.join(bin), &to.join(bin))?;
     }
     Ok(())
+}
+
+/// Where the binaries of a `…/kubernetes:<tag>` image are, if built here.
+pub fn distro_binaries(bin_dir: &Path, image: &str) -> Option<PathBuf> {
+    let (repo, tag) = image.rsplit_once(':')?;
+    if !repo.ends_with("/kubernetes") || tag.contains('/') || tag.is_empty() {
+        return None;
+    }
+    let dir = bin_dir.join(format!("kubernetes-{tag}"));
+    KUBERNETES_BINARIES.iter().all(|b| dir.join(b).is_file()).then_some(dir)
 }
 
 /// A hard link where the file system allows, else a copy.
@@ -693,6 +788,57 @@ impl Runtime {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// kubelet `pkg/kubelet/kuberuntime/kuberuntime_manager.go`
+    /// (`computePodActions`, `ShouldContainerBeRestarted` in `pkg/kubelet/container/helpers.go`):
+    /// `Always` restarts any exit, `OnFailure` a non-zero one, `Never` none;
+    /// the reason is the runtime's.
+    #[test]
+    fn exits_restart_by_policy_and_are_named_as_a_runtime_names_them() {
+        for (policy, code, oom, again, reason) in [
+            (Restart::Always, 0, false, true, "Completed"),
+            (Restart::Always, 1, false, true, "Error"),
+            (Restart::Always, 137, true, true, "OOMKilled"),
+            (Restart::OnFailure, 0, false, false, "Completed"),
+            (Restart::OnFailure, 2, false, true, "Error"),
+            (Restart::Never, 0, false, false, "Completed"),
+            (Restart::Never, 1, false, false, "Error"),
+            (Restart::Never, 1, true, false, "OOMKilled"),
+        ] {
+            assert_eq!(policy.again(code), again, "{policy:?} {code}");
+            assert_eq!(termination_reason(code, oom), reason, "{code} {oom}");
+        }
+        let pod = |p: Option<&str>| Pod {
+            spec: Some(k8s_openapi::api::core::v1::PodSpec {
+                restart_policy: p.map(String::from),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        assert_eq!(Restart::of(&pod(None)), Restart::Always);
+        assert_eq!(Restart::of(&pod(Some("Never"))), Restart::Never);
+        assert_eq!(Restart::of(&pod(Some("OnFailure"))), Restart::OnFailure);
+    }
+
+    #[test]
+    fn the_distro_image_picks_its_binaries_when_built_here() {
+        let dir = tempfile::tempdir().unwrap();
+        let built = dir.path().join("kubernetes-v1.34.0");
+        std::fs::create_dir_all(&built).unwrap();
+        for b in KUBERNETES_BINARIES {
+            std::fs::write(built.join(b), "").unwrap();
+        }
+        for (image, want) in [
+            ("ghcr.io/loft-sh/kubernetes:v1.34.0", Some(built.clone())),
+            ("registry.example/mirror/kubernetes:v1.34.0", Some(built.clone())),
+            ("ghcr.io/loft-sh/kubernetes:v1.34.9", None),
+            ("ghcr.io/loft-sh/kubernetes", None),
+            ("ghcr.io/loft-sh/vcluster-oss:v1.34.0", None),
+            ("ghcr.io/loft-sh/kubernetes:../../etc", None),
+        ] {
+            assert_eq!(distro_binaries(dir.path(), image), want, "{image}");
+        }
+    }
 
     #[test]
     fn the_argv_is_the_images_entrypoint_unless_the_pod_says_otherwise() {

@@ -177,8 +177,14 @@ impl VCluster {
                 (&self.join_endpoint, &self.api)
             {
                 // Private nodes: what kubeadm init sets up, and the controllers a join needs.
+                let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+                let ns = namespaces.get_opt(&self.namespace).await.ok().flatten();
+                let follow = ns.is_some_and(|n| {
+                    n.metadata.annotations.unwrap_or_default().get(kubeadm::CLUSTER_INFO).map(String::as_str)
+                        == Some("follow")
+                });
                 let client = VirtualApiServer::client(backend, ca, admin).await.context("a client for the vCluster")?;
-                kubeadm::bootstrap(&client, endpoint, &ca.pair.cert_pem).await?;
+                kubeadm::bootstrap(&client, endpoint, &ca.pair.cert_pem, follow).await?;
                 crate::node::cni::deploy(&client).await?;
                 server.start_controllers(real, backend, admin, ca)?;
             } else if let VClusterApi::Real(real) = &self.api {

@@ -30,6 +30,7 @@ const SPREAD: &str = "spread";
 const SPREAD_TOPOLOGY_KEY: &str = "spread_topology_key";
 const STORAGE_CLASS: &str = "storage_class";
 const KUBECONFIG_MAX_LIFETIME: &str = "kubeconfig_max_lifetime";
+const EXTRA_EGRESS: &str = "extra_egress";
 
 /// Missing or unreadable keys take their defaults (`nodeport`, none, empty,
 /// `auto`, the default chart, the default quota, `baseline`, a NetworkPolicy,
@@ -68,6 +69,7 @@ pub async fn load(pool: &AnyPool) -> Result<SystemSettings, DbError> {
         kubeconfig_max_lifetime: get(KUBECONFIG_MAX_LIFETIME)
             .and_then(|t| crate::domain::membership::CredentialLifetime::parse(t).ok())
             .unwrap_or_default(),
+        extra_egress: get(EXTRA_EGRESS).and_then(crate::domain::egress::ExtraEgress::parse).unwrap_or_default(),
     })
 }
 
@@ -95,6 +97,7 @@ pub async fn save(pool: &AnyPool, settings: &SystemSettings) -> Result<(), DbErr
         (SPREAD_TOPOLOGY_KEY, settings.placement.topology_key.clone()),
         (STORAGE_CLASS, settings.placement.storage_class.clone().unwrap_or_default()),
         (KUBECONFIG_MAX_LIFETIME, settings.kubeconfig_max_lifetime.text()),
+        (EXTRA_EGRESS, settings.extra_egress.text()),
     ];
     let t = now();
     let mut tx = pool.begin().await?;

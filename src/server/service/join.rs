@@ -92,7 +92,7 @@ pub(crate) async fn create_token(
     let lifetime = Lifetime::parse(lifetime)?;
     writes.take(user.id)?;
     let (cluster, client, _call) = Box::pin(open(pool, host, user, id, Can::ManageNodes)).await?;
-    let secrets: Api<Secret> = Api::namespaced(client, join::NAMESPACE);
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), join::NAMESPACE);
     let token = {
         use rand::Rng;
         let mut rng = rand::rngs::OsRng;
@@ -105,9 +105,48 @@ pub(crate) async fn create_token(
         .map_err(|e| call_failed(&cluster, "token create", &e))?;
     let view = join::token_view(&stored).ok_or(AppError::new(ErrorCode::Internal))?;
     tracing::info!(cluster = cluster.id, token_id = %view.id, user = %user.username, "join token created");
+    // The machine discovers the API server from cluster-info: it must name
+    // the endpoint the script gives (after an endpoint change it may not).
+    if let Err(e) = Box::pin(ensure_cluster_info(&cluster, &client)).await {
+        tracing::warn!(cluster = cluster.id, error = %e, "cluster-info not brought up to date: joins may discover the old endpoint");
+    }
     let target = format!("cluster:{}", cluster.spec.name);
     super::audit::record(pool, user, AuditAction::JoinTokenCreated, &target, &format!("token: {}", view.id)).await;
     Ok(CreatedToken { token: token.to_string(), view })
+}
+
+/// `kube-public/cluster-info` names the endpoint machines join at
+/// (`render::join_endpoint`). kubeadm's token discovery then talks to the
+/// server cluster-info names (`cmd/kubeadm/app/discovery/token/token.go`);
+/// whether vCluster (Pro, closed) rewrites it when `controlPlane.endpoint`
+/// changes is not known, so the console assumes it does not: at each token's
+/// creation it rewrites the server when it differs, keeping the rest (the
+/// CA), and kube-controller-manager's `bootstrapsigner` signs it again. A
+/// concurrent change wins (the update carries the resourceVersion read).
+async fn ensure_cluster_info(cluster: &Cluster, client: &kube::Client) -> Result<bool, String> {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    let Some(endpoint) = crate::domain::render::join_endpoint(&cluster.spec) else { return Ok(false) };
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "kube-public");
+    let Some(mut info) = api.get_opt("cluster-info").await.map_err(|e| e.to_string())? else { return Ok(false) };
+    let server = format!("https://{endpoint}");
+    let text = info.data.as_ref().and_then(|d| d.get("kubeconfig")).cloned().unwrap_or_default();
+    let Some(rewritten) = with_server(&text, &server) else { return Ok(false) };
+    info.data.get_or_insert_default().insert("kubeconfig".into(), rewritten);
+    api.replace("cluster-info", &PostParams::default(), &info).await.map_err(|e| e.to_string())?;
+    tracing::info!(cluster = cluster.id, %server, "cluster-info names the current endpoint again");
+    Ok(true)
+}
+
+/// `cluster-info`'s kubeconfig with its (first) cluster's server set to
+/// `server`; `None` when it names it already or is not a kubeconfig.
+fn with_server(kubeconfig: &str, server: &str) -> Option<String> {
+    let mut doc: serde_yaml::Value = serde_yaml::from_str(kubeconfig).ok()?;
+    let slot = doc.get_mut("clusters")?.get_mut(0)?.get_mut("cluster")?.get_mut("server")?;
+    if slot.as_str() == Some(server) {
+        return None;
+    }
+    *slot = serde_yaml::Value::String(server.to_owned());
+    serde_yaml::to_string(&doc).ok()
 }
 
 /// The cluster's tokens (vCluster's label), soonest to expire first.
@@ -330,5 +369,23 @@ pub(crate) async fn joined_node_names(host: Option<&HostHandle>, user: &CurrentU
             names
         }
         _ => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_server;
+
+    #[test]
+    fn cluster_info_is_pointed_at_the_current_endpoint_and_keeps_its_ca() {
+        let info = "apiVersion: v1\nkind: Config\nclusters:\n- cluster:\n    certificate-authority-data: Q0E=\n    server: https://old.example:443\n  name: \"\"\ncontexts: null\ncurrent-context: \"\"\npreferences: {}\nusers: null\n";
+        let new = with_server(info, "https://new.example:443").expect("rewritten");
+        let doc: serde_yaml::Value = serde_yaml::from_str(&new).unwrap();
+        assert_eq!(doc["clusters"][0]["cluster"]["server"].as_str(), Some("https://new.example:443"));
+        assert_eq!(doc["clusters"][0]["cluster"]["certificate-authority-data"].as_str(), Some("Q0E="));
+        assert_eq!(doc["kind"].as_str(), Some("Config"));
+        assert_eq!(with_server(&new, "https://new.example:443"), None, "already current: nothing to write");
+        assert_eq!(with_server("not: [a kubeconfig", "https://x:443"), None);
+        assert_eq!(with_server("kind: Config\n", "https://x:443"), None, "no cluster to point");
     }
 }

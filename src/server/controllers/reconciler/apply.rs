@@ -150,13 +150,17 @@ async fn ensure_namespace(client: &Client, ns: &str, owner: &Owner, pod_security
 }
 
 /// The value of [`NETWORK_POLICY_ANNOTATION`] the admin's settings ask for
-/// (for a cluster with its own nodes, a policy that also opens konnectivity:
-/// a policy made before it did is applied again).
-pub(crate) fn network_policy_switch(settings: &SystemSettings, own_nodes: bool) -> &'static str {
-    match (settings.network_policy, own_nodes) {
-        (false, _) => "off",
+/// (for a cluster with its own nodes, a policy that also opens konnectivity;
+/// with extra egress, its digest: a policy made before either is applied again).
+pub(crate) fn network_policy_switch(settings: &SystemSettings, own_nodes: bool) -> String {
+    let base = match (settings.network_policy, own_nodes) {
+        (false, _) => return "off".to_owned(),
         (true, false) => "on",
         (true, true) => "on-konnectivity",
+    };
+    match settings.extra_egress.digest() {
+        d if d.is_empty() => base.to_owned(),
+        d => format!("{base}+egress-{d}"),
     }
 }
 
@@ -167,14 +171,17 @@ pub(crate) async fn ensure_network_policy(
     client: &Client,
     ns: &str,
     owner: &Owner,
-    wanted: bool,
+    settings: &SystemSettings,
     own_nodes: bool,
     helm_egress: &BTreeSet<u16>,
 ) -> Result<()> {
     let api: Api<NetworkPolicy> = Api::namespaced(client.clone(), ns);
     let name = render::NETWORK_POLICY;
+    let wanted = settings.network_policy;
     let current = api.get_opt(name).await.map_err(kube("read NetworkPolicy"))?;
-    let mut body = render::network_policy_object(owner.cluster_id, &owner.installation, ns, own_nodes, helm_egress);
+    let extra = &settings.extra_egress;
+    let mut body =
+        render::network_policy_object(owner.cluster_id, &owner.installation, ns, own_nodes, helm_egress, extra);
     match current {
         None if wanted => {
             let np: NetworkPolicy =
@@ -289,9 +296,9 @@ pub(crate) async fn apply(
     // admin's setting changed since the HelmChart was last applied.
     let switch = network_policy_switch(settings, cluster.spec.own_nodes);
     let last_switch = before.as_ref().and_then(|b| b.annotations().get(NETWORK_POLICY_ANNOTATION).cloned());
-    let policy_applied = namespace_uid.is_some() || last_switch.as_deref() != Some(switch);
+    let policy_applied = namespace_uid.is_some() || last_switch.as_deref() != Some(switch.as_str());
     if policy_applied {
-        ensure_network_policy(client, &ns, owner, settings.network_policy, cluster.spec.own_nodes, helm_egress).await?;
+        ensure_network_policy(client, &ns, owner, settings, cluster.spec.own_nodes, helm_egress).await?;
     }
     // The route is looked at when the cluster wants one or last had one.
     let route = wanted_route(cluster, settings, route_version, &owner.installation);

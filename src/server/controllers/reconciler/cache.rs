@@ -536,7 +536,7 @@ pub(crate) mod slim {
     }
 
     /// The node it runs on, phase, conditions (type, status, message) and
-    /// each container's restarts.
+    /// each container's and init container's restarts, image and trouble.
     pub(crate) fn pod(p: Pod) -> Pod {
         let spec = p.spec.map(|s| PodSpec { node_name: s.node_name, ..PodSpec::default() });
         let status = p.status.map(|s| PodStatus {
@@ -551,38 +551,43 @@ pub(crate) mod slim {
                     })
                     .collect()
             }),
-            container_statuses: s.container_statuses.map(|c| {
-                c.into_iter()
-                    .map(|c| {
-                        // Why it waits, how it last ended (reason, code, message): a
-                        // container in trouble says so in its own words.
-                        let state = c.state.map(|st| ContainerState {
-                            waiting: st.waiting.map(|w| ContainerStateWaiting { reason: w.reason, message: w.message }),
-                            ..ContainerState::default()
-                        });
-                        let last_state = c.last_state.map(|st| ContainerState {
-                            terminated: st.terminated.map(|t| ContainerStateTerminated {
-                                reason: t.reason,
-                                exit_code: t.exit_code,
-                                message: t.message,
-                                ..ContainerStateTerminated::default()
-                            }),
-                            ..ContainerState::default()
-                        });
-                        ContainerStatus {
-                            name: c.name,
-                            restart_count: c.restart_count,
-                            ready: c.ready,
-                            state,
-                            last_state,
-                            ..ContainerStatus::default()
-                        }
-                    })
-                    .collect()
-            }),
+            container_statuses: s.container_statuses.map(slim_statuses),
+            init_container_statuses: s.init_container_statuses.map(slim_statuses),
             ..PodStatus::default()
         });
         Pod { metadata: meta(p.metadata), spec, status }
+    }
+
+    /// Why a container waits, how it last ended (reason, code, message): a
+    /// container in trouble says so in its own words, and names its image.
+    fn slim_statuses(statuses: Vec<ContainerStatus>) -> Vec<ContainerStatus> {
+        statuses
+            .into_iter()
+            .map(|c| {
+                let state = c.state.map(|st| ContainerState {
+                    waiting: st.waiting.map(|w| ContainerStateWaiting { reason: w.reason, message: w.message }),
+                    ..ContainerState::default()
+                });
+                let last_state = c.last_state.map(|st| ContainerState {
+                    terminated: st.terminated.map(|t| ContainerStateTerminated {
+                        reason: t.reason,
+                        exit_code: t.exit_code,
+                        message: t.message,
+                        ..ContainerStateTerminated::default()
+                    }),
+                    ..ContainerState::default()
+                });
+                ContainerStatus {
+                    name: c.name,
+                    image: c.image,
+                    restart_count: c.restart_count,
+                    ready: c.ready,
+                    state,
+                    last_state,
+                    ..ContainerStatus::default()
+                }
+            })
+            .collect()
     }
 
     /// Type and ports; the status (its load balancer addresses) whole.

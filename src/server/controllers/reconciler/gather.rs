@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{Event, Node, PersistentVolumeClaim, Pod, Secret, Service};
+use k8s_openapi::api::core::v1::{ContainerStatus, Event, Node, PersistentVolumeClaim, Pod, Secret, Service};
 use kube::api::{Api, DynamicObject, ListParams, LogParams};
 use kube::{Client, ResourceExt};
 
@@ -134,42 +134,52 @@ pub(crate) fn pod_facts(pod: &Pod) -> PodFacts {
         uid: pod.uid().unwrap_or_default(),
         scheduled,
         ready: condition(pod, "Ready").is_some_and(|c| c.status == "True"),
-        restarts: pod
-            .status
-            .as_ref()
-            .and_then(|s| s.container_statuses.as_ref())
-            .map_or(0, |c| c.iter().map(|c| c.restart_count).sum()),
+        restarts: pod.status.as_ref().map_or(0, |s| {
+            let all = s.init_container_statuses.iter().chain(s.container_statuses.iter()).flatten();
+            all.map(|c| c.restart_count).sum()
+        }),
         unschedulable,
         container: container_trouble(pod),
     }
 }
 
-/// The first container in trouble: why it waits (an image it cannot pull),
-/// else, while it restarts, how it last ended.
+/// The first container in trouble, init containers first (they run
+/// first; while one fails the others wait in `PodInitializing`): why it
+/// waits (an image it cannot pull), else, while it restarts, how it last ended.
 pub(crate) fn container_trouble(pod: &Pod) -> Option<rollout::ContainerTrouble> {
-    let statuses = pod.status.as_ref()?.container_statuses.as_ref()?;
-    let waiting = statuses.iter().find_map(|c| {
-        let w = c.state.as_ref()?.waiting.as_ref()?;
-        let reason = w.reason.clone()?;
-        (!rollout::ContainerTrouble::QUIET.contains(&reason.as_str())).then(|| rollout::ContainerTrouble {
-            container: c.name.clone(),
-            reason,
-            exit_code: None,
-            message: w.message.clone(),
-        })
-    });
-    let terminated = || {
-        statuses.iter().filter(|c| c.restart_count > 0).find_map(|c| {
-            let t = c.last_state.as_ref()?.terminated.as_ref()?;
-            Some(rollout::ContainerTrouble {
+    let status = pod.status.as_ref()?;
+    let trouble = |statuses: Option<&Vec<ContainerStatus>>, init: bool| {
+        let statuses = statuses.map(Vec::as_slice).unwrap_or_default();
+        let image = |c: &ContainerStatus| Some(c.image.clone()).filter(|i| !i.is_empty());
+        let waiting = statuses.iter().find_map(|c| {
+            let w = c.state.as_ref()?.waiting.as_ref()?;
+            let reason = w.reason.clone()?;
+            (!rollout::ContainerTrouble::QUIET.contains(&reason.as_str())).then(|| rollout::ContainerTrouble {
                 container: c.name.clone(),
-                reason: t.reason.clone().unwrap_or_else(|| "Error".into()),
-                exit_code: Some(t.exit_code),
-                message: t.message.clone().filter(|m| !m.trim().is_empty()),
+                reason,
+                exit_code: None,
+                message: w.message.clone(),
+                image: image(c),
+                init,
             })
-        })
+        });
+        let terminated = || {
+            statuses.iter().filter(|c| c.restart_count > 0).find_map(|c| {
+                let t = c.last_state.as_ref()?.terminated.as_ref()?;
+                Some(rollout::ContainerTrouble {
+                    container: c.name.clone(),
+                    reason: t.reason.clone().unwrap_or_else(|| "Error".into()),
+                    exit_code: Some(t.exit_code),
+                    message: t.message.clone().filter(|m| !m.trim().is_empty()),
+                    image: image(c),
+                    init,
+                })
+            })
+        };
+        waiting.or_else(terminated)
     };
-    waiting.or_else(terminated)
+    trouble(status.init_container_statuses.as_ref(), true)
+        .or_else(|| trouble(status.container_statuses.as_ref(), false))
 }
 
 /// What the rollout rule needs of the StatefulSet.

@@ -81,6 +81,10 @@ pub struct Timing {
     /// queue. Renewed every pass (at least every third of it); a replica that
     /// dies loses it when it runs out.
     pub leader_lease: Duration,
+    /// How long after a gateway cluster's route is attached an untrusted
+    /// certificate through the Gateway still reads as "route waiting"
+    /// ([`observe::ROUTE_GRACE`]).
+    pub route_grace: Duration,
 }
 
 impl Default for Timing {
@@ -90,6 +94,7 @@ impl Default for Timing {
             retry_base: Duration::from_secs(2),
             lease: DEFAULT_CLAIM_LEASE,
             leader_lease: DEFAULT_LEADER_LEASE,
+            route_grace: observe::ROUTE_GRACE,
         }
     }
 }
@@ -110,6 +115,10 @@ struct Memory {
     /// The chart spec (digest) a stale failed release was last cleared for,
     /// per cluster: at most once per rendering (`observer::clear_stale_failure`).
     cleared: Mutex<BTreeMap<i64, u64>>,
+    /// A gateway cluster's route: the generation it was first seen attached
+    /// for, and when (the grace before an untrusted certificate through the
+    /// Gateway stops being "route waiting").
+    route_attached: Mutex<BTreeMap<i64, (Option<i64>, std::time::Instant)>>,
 }
 
 /// The ports helm's Jobs leave by besides 443/6443: their HTTP(S) proxies',
@@ -155,6 +164,12 @@ impl Context {
             m.remove(&id);
         }
         if let Ok(mut m) = self.memory.stale_jobs.lock() {
+            m.remove(&id);
+        }
+        if let Ok(mut m) = self.memory.route_attached.lock() {
+            m.remove(&id);
+        }
+        if let Ok(mut m) = self.memory.cleared.lock() {
             m.remove(&id);
         }
     }

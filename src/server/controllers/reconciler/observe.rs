@@ -76,7 +76,19 @@ pub(crate) struct GatewayFacts {
     pub address: Option<IpAddr>,
     /// `namespace/name`, for the words when it is not there.
     pub gateway_key: String,
+    /// How long the route has been attached for its current generation
+    /// (as this process saw it); `None` while it is not.
+    pub attached_for: Option<std::time::Duration>,
+    /// [`ROUTE_GRACE`] unless the operator's timing says otherwise.
+    pub grace: std::time::Duration,
 }
+
+/// How long after its route is attached a gateway cluster's name may still be
+/// answered by another certificate (the Gateway's data plane takes the new
+/// route: Traefik's provider throttles changes for 2 s): past it, an
+/// untrusted certificate is another route's or the Gateway's default, and a
+/// failure with those words, not "route waiting".
+pub(crate) const ROUTE_GRACE: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Why a gateway cluster cannot be probed yet; `None` when it can (through `address`).
 pub(crate) fn gateway_reason(facts: &GatewayFacts) -> Option<Reason> {
@@ -207,8 +219,15 @@ pub(crate) fn status(
         ConnectionStatus::Unknown => status.reason = Reason::Starting,
         // Through a Gateway, a certificate the kubeconfig does not trust is the
         // Gateway's own default one (k3s's Traefik answers an SNI it has no
-        // route for with it): its data plane routes nothing for this name yet.
-        ConnectionStatus::CertificateUntrusted if obs.gateway.is_some() => status.reason = Reason::RouteWaiting,
+        // route for with it) or another route's for the same name: while the
+        // route is new for its generation, its data plane may not serve it
+        // yet; past the grace, something else answers for the name.
+        ConnectionStatus::CertificateUntrusted if let Some(g) = &obs.gateway => {
+            status.reason = match g.attached_for {
+                Some(d) if d >= g.grace => Reason::RouteShadowed,
+                _ => Reason::RouteWaiting,
+            };
+        }
         other => status.reason = Reason::ProbeFailed(other),
     }
     status
@@ -258,6 +277,8 @@ mod tests {
                 gateway_found: true,
                 address: Some([127, 0, 0, 230].into()),
                 gateway_key: "gw/shared".into(),
+                attached_for: None,
+                grace: ROUTE_GRACE,
             };
             f(&mut g);
             g
@@ -282,8 +303,21 @@ mod tests {
                 Phase::Provisioning,
                 "probe_failed: certificate_host_mismatch",
             ),
-            // Attached, but the Gateway answers with its default certificate.
+            // Attached, but the Gateway answers with its default certificate:
+            // waiting while the route is new for its generation, then a failure in words.
             (facts(&|_| {}), Some(ConnectionStatus::CertificateUntrusted), Phase::Provisioning, "route_waiting"),
+            (
+                facts(&|g| g.attached_for = Some(ROUTE_GRACE - std::time::Duration::from_secs(1))),
+                Some(ConnectionStatus::CertificateUntrusted),
+                Phase::Provisioning,
+                "route_waiting",
+            ),
+            (
+                facts(&|g| g.attached_for = Some(ROUTE_GRACE)),
+                Some(ConnectionStatus::CertificateUntrusted),
+                Phase::Provisioning,
+                "route_shadowed",
+            ),
         ];
         let clusterip = ServiceObservation { https_node_port: None, ingress: vec![] };
         for (i, (g, probe, phase, reason)) in cases.into_iter().enumerate() {

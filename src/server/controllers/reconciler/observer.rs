@@ -233,9 +233,9 @@ async fn observe_one(
     // HelmChart was applied.
     let policy_switched =
         raw.chart.as_ref().and_then(|h| h.annotations().get(NETWORK_POLICY_ANNOTATION)).map(String::as_str)
-            != Some(apply::network_policy_switch(settings, cluster.spec.own_nodes));
+            != Some(apply::network_policy_switch(settings, cluster.spec.own_nodes).as_str());
     if !policy_switched && settings.network_policy {
-        ensure_policy_egress(ctx, cluster).await?;
+        ensure_policy_egress(ctx, cluster, settings).await?;
     }
     let mut g =
         gather::assemble(&ctx.host.client, &ctx.memory.workloads, &ctx.memory.helm_runs, name, raw, &stale).await;
@@ -315,6 +315,7 @@ async fn gateway_facts(
         configured: settings.gateway.is_some(),
         api: version.is_some(),
         gateway_key: settings.gateway.as_ref().map(|g| g.key()).unwrap_or_default(),
+        grace: ctx.timing.route_grace,
         ..observe::GatewayFacts::default()
     };
     let (Some(gw), Some(version)) = (settings.gateway.as_ref(), version) else { return Ok((facts, false)) };
@@ -352,6 +353,7 @@ async fn gateway_facts(
             generation: r.metadata.generation,
             parent: parent.map(|p| Condition::list(p.get("conditions"))),
         };
+        facts.attached_for = attached_for(ctx, cluster.id, &facts.route);
     }
     let view = match read_for_pass {
         Some(view) => view.clone(),
@@ -363,6 +365,23 @@ async fn gateway_facts(
         ctx.host.seen.saw_gateway(gw.key(), a);
     }
     Ok((facts, false))
+}
+
+/// How long this process has seen the route attached (accepted, refs
+/// resolved) for its current generation; `None` while it is not.
+fn attached_for(ctx: &Context, id: i64, route: &crate::domain::gateway::RouteFacts) -> Option<std::time::Duration> {
+    let attached = crate::domain::gateway::route_state(route) == crate::domain::gateway::RouteState::Attached;
+    let mut seen = ctx.memory.route_attached.lock().ok()?;
+    if !attached {
+        seen.remove(&id);
+        return None;
+    }
+    let now = std::time::Instant::now();
+    let entry = seen.entry(id).or_insert((route.generation, now));
+    if entry.0 != route.generation {
+        *entry = (route.generation, now);
+    }
+    Some(now.duration_since(entry.1))
 }
 
 /// The admin's Gateway as the observer sees it: found or not, its first usable

@@ -83,6 +83,10 @@ pub(crate) struct ContainerTrouble {
     /// The termination message (the container's `/dev/termination-log`, or
     /// its log's tail with `FallbackToLogsOnError`) or the waiting message.
     pub message: Option<String>,
+    /// The container's image, as its status names it.
+    pub image: Option<String>,
+    /// An init container (`kubectl get pod` shows `Init:<reason>`).
+    pub init: bool,
 }
 
 impl ContainerTrouble {
@@ -91,13 +95,27 @@ impl ContainerTrouble {
     /// How much of a message is shown.
     const MESSAGE_CHARS: usize = 1024;
 
+    /// Reasons about the image itself: the page names it.
+    const IMAGE_REASONS: [&'static str; 4] =
+        ["ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull"];
+
     /// In words: `OOMKilled (exit code 137)`, `Error (exit code 1): <message>`,
-    /// `ErrImagePull: <message>`.
+    /// `ImagePullBackOff (container syncer, image ghcr.io/…): <message>`, and
+    /// for an init container as `kubectl get pod` shows it,
+    /// `Init:CrashLoopBackOff … (init container kubernetes, image …)`.
     pub(crate) fn words(&self) -> String {
-        let head = match self.exit_code {
-            Some(code) => format!("{} (exit code {code})", self.reason),
-            None => self.reason.clone(),
+        let reason = if self.init { format!("Init:{}", self.reason) } else { self.reason.clone() };
+        let mut head = match self.exit_code {
+            Some(code) => format!("{reason} (exit code {code})"),
+            None => reason,
         };
+        if self.init || Self::IMAGE_REASONS.contains(&self.reason.as_str()) {
+            let kind = if self.init { "init container" } else { "container" };
+            head += &match self.image.as_deref().filter(|i| !i.is_empty()) {
+                Some(image) => format!(" ({kind} {}, image {image})", self.container),
+                None => format!(" ({kind} {})", self.container),
+            };
+        }
         match self.message.as_deref().map(str::trim).filter(|m| !m.is_empty()) {
             // A termination message is at most 4 KiB (the kubelet's cap); a line or two says why.
             Some(m) => format!("{head}: {}", m.chars().take(Self::MESSAGE_CHARS).collect::<String>()),
@@ -244,6 +262,16 @@ mod tests {
                 reason: reason.into(),
                 exit_code,
                 message: message.map(Into::into),
+                image: Some("ghcr.io/loft-sh/vcluster-oss:0.30.0".into()),
+                init: false,
+            })
+        };
+        let init = |reason: &str, exit_code: Option<i32>, message: Option<&str>| {
+            Some(ContainerTrouble {
+                container: "kubernetes".into(),
+                image: Some("ghcr.io/loft-sh/kubernetes:v1.34.99".into()),
+                init: true,
+                ..trouble(reason, exit_code, message).unwrap()
             })
         };
         let backoff = ev("p", true, "BackOff", "Back-off restarting failed container syncer in pod demo-0_ns(p)", 9);
@@ -262,7 +290,25 @@ mod tests {
             (
                 trouble("ErrImagePull", None, Some("rpc error: not found")),
                 vec![],
-                Some("ErrImagePull: rpc error: not found"),
+                Some(
+                    "ErrImagePull (container syncer, image ghcr.io/loft-sh/vcluster-oss:0.30.0): rpc error: not found",
+                ),
+            ),
+            (
+                init("ImagePullBackOff", None, Some("Back-off pulling image \"ghcr.io/loft-sh/kubernetes:v1.34.99\"")),
+                vec![backoff.clone()],
+                Some(
+                    "Init:ImagePullBackOff (init container kubernetes, image ghcr.io/loft-sh/kubernetes:v1.34.99): \
+                     Back-off pulling image \"ghcr.io/loft-sh/kubernetes:v1.34.99\"",
+                ),
+            ),
+            (
+                init("Error", Some(1), Some("cp: can't create '/binaries/kube-apiserver': No space left on device")),
+                vec![backoff.clone()],
+                Some(
+                    "Init:Error (exit code 1) (init container kubernetes, image ghcr.io/loft-sh/kubernetes:v1.34.99): \
+                     cp: can't create '/binaries/kube-apiserver': No space left on device",
+                ),
             ),
             (
                 trouble("CrashLoopBackOff", None, Some("back-off 40s")),

@@ -168,7 +168,11 @@ pub(super) async fn apply_tracked(
 /// The cluster's NetworkPolicy applied again, alone, when helm's Jobs leave
 /// by a port it was not applied with (a proxy learnt since, or this process
 /// has not applied it yet while ports are known). Nothing while none is known.
-pub(super) async fn ensure_policy_egress(ctx: &Context, cluster: &Cluster) -> Result<()> {
+pub(super) async fn ensure_policy_egress(
+    ctx: &Context,
+    cluster: &Cluster,
+    settings: &crate::domain::SystemSettings,
+) -> Result<()> {
     // Compared under the locks: a pass over settled clusters copies nothing.
     let egress = {
         let (Ok(known), Ok(done)) = (ctx.egress.helm.lock(), ctx.egress.applied.lock()) else { return Ok(()) };
@@ -179,7 +183,7 @@ pub(super) async fn ensure_policy_egress(ctx: &Context, cluster: &Cluster) -> Re
     };
     let owner = ctx.host.installation.owner(cluster.id).await?;
     let ns = crate::domain::host_objects::namespace(cluster.spec.name.as_str());
-    apply::ensure_network_policy(&ctx.host.client, &ns, &owner, true, cluster.spec.own_nodes, &egress).await?;
+    apply::ensure_network_policy(&ctx.host.client, &ns, &owner, settings, cluster.spec.own_nodes, &egress).await?;
     tracing::info!(cluster = %cluster.spec.name.as_str(), ports = ?egress, "NetworkPolicy applied again: helm's Jobs leave by these ports too");
     if let Ok(mut m) = ctx.egress.applied.lock() {
         m.insert(cluster.id, egress);

@@ -88,6 +88,10 @@ pub(crate) struct SettingsBody {
     /// missing keeps it.
     #[serde(default)]
     kubeconfig_max_lifetime: Option<crate::domain::resources::NumberOrText>,
+    /// Extra egress for control planes, as the GET reply shows it
+    /// (`[{port, to}]`); missing keeps it.
+    #[serde(default)]
+    extra_egress: Option<crate::domain::egress::ExtraEgress>,
     /// Read-only fields of the GET reply, accepted (and ignored) so a client
     /// can GET, change a field and PUT the result back.
     #[serde(default, rename = "detected_address_request")]
@@ -143,6 +147,8 @@ impl SettingsBody {
                 NumberOrText::Number(s) => format!("{s}s"),
                 NumberOrText::Text(t) => t,
             }),
+            // Through the form's text: the one set of rules judges it.
+            extra_egress: self.extra_egress.map(|e| e.text()),
         })
     }
 }
