@@ -70,6 +70,10 @@ const FIELDS: &[&str] = &[
     "next",
     "action",
     "cluster_id",
+    "lifetime",
+    "query[lifetime]",
+    "kubeconfig_max_lifetime",
+    "extra_egress",
 ];
 
 const VALUES: &[&str] = &[
@@ -127,6 +131,9 @@ const VALUES: &[&str] = &[
     "1h",
     "-5s",
     "36500d",
+    "1é",
+    "8ｈ",
+    "10443 vcluster-platform",
     "https://charts.loft.sh",
     "0.30.0",
     "{\"a\":1}",

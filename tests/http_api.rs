@@ -1023,6 +1023,11 @@ async fn spec_writes_are_rate_limited_per_user() {
         ("POST", "/api/console/clusters/1/join-tokens", r#"{"lifetime":"1h"}"#),
         ("DELETE", "/api/console/clusters/1/join-tokens/abcdef", ""),
         ("DELETE", "/api/console/clusters/1/nodes/worker-1", ""),
+        // Sharing too: a known and an unknown name get the same answer once
+        // the budget is spent (no user listing by trial).
+        ("PUT", "/api/console/clusters/1/members", r#"{"name":"bob","role":"view"}"#),
+        ("PUT", "/api/console/clusters/1/members", r#"{"name":"nobody-here","role":"view"}"#),
+        ("DELETE", "/api/console/clusters/1/members/user/2", ""),
     ] {
         let r = c.send(method, path, a, Some("application/json"), body).await;
         assert_eq!((r.status, r.code()), (StatusCode::TOO_MANY_REQUESTS, "rate_limited".to_owned()), "{method} {path}");
@@ -1270,12 +1275,16 @@ async fn own_nodes_need_the_admins_offer_and_a_load_balancer() {
     offer["platform_api_key"] = json!("kube-system/vcluster-key");
     let r = c.json("PUT", "/api/admin/system-settings", Some(&admin), offer.clone()).await;
     assert_eq!(r.json(), json!({"code": "platform_api_key_namespace", "field": "platform_api_key"}));
+    // Nor the console's own namespace, by default (its Secrets are no control plane's to read).
     offer["platform_api_key"] = json!("kubebyon/vcluster-key");
+    let r = c.json("PUT", "/api/admin/system-settings", Some(&admin), offer.clone()).await;
+    assert_eq!(r.json(), json!({"code": "platform_api_key_namespace", "field": "platform_api_key"}));
+    offer["platform_api_key"] = json!("kubebyon-platform-key/vcluster-key");
     let r = c.json("PUT", "/api/admin/system-settings", Some(&admin), offer).await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     assert_eq!(
         (&r.json()["private_nodes"], &r.json()["platform_api_key"]),
-        (&json!(true), &json!("kubebyon/vcluster-key"))
+        (&json!(true), &json!("kubebyon-platform-key/vcluster-key"))
     );
 
     for access in [json!({"enabled": true, "mode": "nodeport"}), json!({"enabled": false})] {
@@ -1341,6 +1350,13 @@ async fn the_admins_longest_kubeconfig_lifetime_bounds_downloads() {
     assert_eq!(r.json(), json!({"code": "credential_lifetime_over_limit", "field": "lifetime"}), "{}", r.body);
     // Within the bound: refused only because there is no kubeconfig yet.
     assert_eq!(download("8h").await.code(), "kubeconfig_unavailable");
+    // A lifetime ending in a character wider than a byte: refused in its
+    // field, never a panic (it split a byte index before).
+    for odd in ["1%C3%A9", "8%EF%BD%88", "%F0%9F%A6%80"] {
+        let r = download(odd).await;
+        assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{odd}: {}", r.body);
+        assert_eq!(r.json(), json!({"code": "credential_lifetime_invalid", "field": "lifetime"}), "{odd}");
+    }
 
     let mut changed = got.clone();
     changed["kubeconfig_max_lifetime"] = json!("30d");

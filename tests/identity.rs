@@ -216,8 +216,13 @@ async fn an_organisation_sign_in_makes_its_account_and_follows_its_groups() {
         let e = accounts::upsert_admin(&t.pool, "ada", "a long enough password").await.unwrap_err();
         assert_eq!(e.code, ErrorCode::OrganisationAccount, "{}", t.backend);
 
-        // A local account's name (or no usable name) is never taken over.
-        for (username, what) in [(Some("bob"), "a local account's"), (Some("Not Valid!"), "invalid"), (None, "none")] {
+        // A local account's name is never taken over (refused in its own
+        // words), and no usable name makes no account.
+        for (username, what, want) in [
+            (Some("bob"), "a local account's", ErrorCode::OidcUsernameTaken),
+            (Some("Not Valid!"), "invalid", ErrorCode::OidcUsernameUnusable),
+            (None, "none", ErrorCode::OidcUsernameUnusable),
+        ] {
             let who = Identity {
                 subject: format!("https://id.example.com other-{what}"),
                 username: username.map(str::to_owned),
@@ -225,7 +230,7 @@ async fn an_organisation_sign_in_makes_its_account_and_follows_its_groups() {
                 admin: Some(true),
             };
             let e = accounts::oidc_account(&t.pool, None, &who).await.unwrap_err();
-            assert_eq!(e.code, ErrorCode::OidcUsernameUnusable, "{}: {what}", t.backend);
+            assert_eq!(e.code, want, "{}: {what}", t.backend);
         }
         let rows: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM users").fetch_one(&t.pool).await.unwrap();
         assert_eq!(rows, 3, "{}: admin, bob, ada", t.backend);

@@ -2005,10 +2005,10 @@ async fn join_tokens() {
     use kubebyon::domain::join::{self, JoinToken, Lifetime};
 
     let env = env().await;
-    // The platform key in the operator's namespace (`kubebyon` unless
-    // KUBEBYON_PLATFORM_KEY_NAMESPACE says), where deploy/platform-key.yaml's
+    // The platform key in the operator's namespace (`kubebyon-platform-key`
+    // unless KUBEBYON_PLATFORM_KEY_NAMESPACE says), where deploy/platform-key.yaml's
     // Role lets the console write the grant.
-    let key_ns = "kubebyon";
+    let key_ns = "kubebyon-platform-key";
     bind_platform_key_role(host(), key_ns, CONSOLE_USER).await;
     let admin_client = host().client().await.unwrap();
     let key = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "vcluster-key", "namespace": key_ns},

@@ -95,11 +95,15 @@ test('own nodes: offered by the admin, refused without a LoadBalancer, with and 
   await page.getByRole('button', { name: t('en', 'settings.submit') }).click();
   await expect(page.locator('#platform_api_key-error')).toHaveText(t('en', 'errors.platform_api_key_invalid'));
   // The key's Secret lives where the operator says (KUBEBYON_PLATFORM_KEY_NAMESPACE,
-  // `kubebyon` by default): the chart grants each own-nodes control plane `get` on it.
+  // `kubebyon-platform-key` by default): the console grants each own-nodes control plane `get` on it.
   await page.getByLabel(t('en', 'settings.platform_api_key')).fill('kube-system/vcluster-key');
   await page.getByRole('button', { name: t('en', 'settings.submit') }).click();
   await expect(page.locator('#platform_api_key-error')).toHaveText(t('en', 'errors.platform_api_key_namespace'));
   await page.getByLabel(t('en', 'settings.platform_api_key')).fill('kubebyon/vcluster-key');
+  await page.getByRole('button', { name: t('en', 'settings.submit') }).click();
+  // Not the console's own namespace (its Secrets are no control plane's to read).
+  await expect(page.locator('#platform_api_key-error')).toHaveText(t('en', 'errors.platform_api_key_namespace'));
+  await page.getByLabel(t('en', 'settings.platform_api_key')).fill('kubebyon-platform-key/vcluster-key');
   await page.getByRole('button', { name: t('en', 'settings.submit') }).click();
   await expect(page.getByRole('status')).toHaveText(t('en', 'settings.rerendered', { n: '0' }));
   await shot(page, 'admin-settings-own-nodes-en');

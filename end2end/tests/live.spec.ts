@@ -242,8 +242,8 @@ test('join page: a token, the command copied and fetched, revoked; others get 40
   await signIn(page, 'admin', ADMIN_PASSWORD);
   await page.goto('/admin/settings');
   await hydrated(page);
-  // In the operator's namespace (KUBEBYON_PLATFORM_KEY_NAMESPACE, `kubebyon` by default).
-  const keyNamespace = 'kubebyon';
+  // In the operator's namespace (KUBEBYON_PLATFORM_KEY_NAMESPACE, `kubebyon-platform-key` by default).
+  const keyNamespace = 'kubebyon-platform-key';
   const keyName = unique('vcluster-key');
   const key = `${keyNamespace}/${keyName}`;
   await page.getByLabel(t('en', 'settings.private_nodes')).selectOption('on');

@@ -142,3 +142,24 @@ test('bad ID tokens and a replayed state are refused with their reason; a rotate
   }
   expect(refused.join('\n')).not.toContain('oidc_state_invalid');
 });
+
+test('e-mail-shaped names (Entra ID, Okta) sign in by their local part; another address with that local part is refused in words', async ({ browser }) => {
+  // Entra ID's preferred_username is the UPN, Okta's the login: e-mail addresses.
+  const page = await newPage(browser);
+  await organisationSignIn(page, 'en', 'Grace.Hopper@contoso.example');
+  await expect(page).toHaveURL(/\/clusters$/);
+  await expect(page.getByTestId('current-user')).toHaveText('grace.hopper');
+  await page.context().close();
+  // Another organisation account whose address shares the local part: not
+  // let into grace.hopper's account, not renamed behind anyone's back.
+  for (const [locale, js] of [['en', true], ['zh-CN', false]] as const) {
+    const other = await newPage(browser, { js });
+    if (locale !== 'en') await other.goto(`/lang/${locale}`);
+    await organisationSignIn(other, locale, 'grace.hopper@fabrikam.example');
+    await expect(other).toHaveURL(/\/login\?__path=%2Fauth%2Foidc/);
+    await expect(other.locator('[data-error-code="oidc_username_taken"]')).toHaveText(t(locale, 'errors.oidc_username_taken'));
+    await other.goto('/clusters');
+    await expect(other).toHaveURL(/\/login\?next=/);
+    await other.context().close();
+  }
+});

@@ -23,7 +23,7 @@ pub(crate) async fn put_member(
         [("member_kind", member_kind.as_str()), ("member", member.as_str()), ("member_role", member_role.as_str())];
     let input = MemberInput { kind: Some(member_kind.clone()), name: member.clone(), role: member_role.clone() };
     let (st, user) = (state()?, require_user()?);
-    members::put(&st.pool, st.host.as_ref(), &user, id, &input)
+    members::put(&st.pool, st.host.as_ref(), &st.spec_writes, &user, id, &input)
         .await
         .inspect_err(|e| keep_input_on_error(PutMember::PATH, &page, &typed, e))?;
     leptos_axum::redirect(&format!("{page}#members"));
@@ -36,7 +36,7 @@ pub(crate) async fn remove_member(id: i64, kind: String, member_id: i64) -> Resu
     use server_fn::ServerFn as _;
     let page = format!("/clusters/{id}");
     let (st, user) = (state()?, require_user()?);
-    crate::server::service::members::remove(&st.pool, st.host.as_ref(), &user, id, &kind, member_id)
+    crate::server::service::members::remove(&st.pool, st.host.as_ref(), &st.spec_writes, &user, id, &kind, member_id)
         .await
         .inspect_err(|e| keep_input_on_error(RemoveMember::PATH, &page, &[], e))?;
     leptos_axum::redirect(&format!("{page}#members"));

@@ -76,6 +76,7 @@ pub(crate) fn error_text(locale: Locale, code: ErrorCode) -> &'static str {
         E::MemberIsOwner => td_string!(locale, errors.member_is_owner),
         E::TeamNameInvalid => td_string!(locale, errors.team_name_invalid),
         E::TeamNameTaken => td_string!(locale, errors.team_name_taken),
+        E::OidcUsernameTaken => td_string!(locale, errors.oidc_username_taken),
         E::CredentialLifetimeInvalid => td_string!(locale, errors.credential_lifetime_invalid),
         E::EgressInvalid => td_string!(locale, errors.egress_invalid),
         E::CredentialLifetimeOverLimit => td_string!(locale, errors.credential_lifetime_over_limit),

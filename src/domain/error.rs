@@ -156,6 +156,9 @@ pub enum ErrorCode {
     OidcTokenInvalid,
     /// No usable console username in the provider's claims, or it is another account's.
     OidcUsernameUnusable,
+    /// The name the provider asks for is another account's (local, or another
+    /// organisation account with the same e-mail local part).
+    OidcUsernameTaken,
     /// A password for an account that signs in with the organisation's provider.
     OrganisationAccount,
     /// A cluster moved to a disabled account.
@@ -203,6 +206,7 @@ impl ErrorCode {
             | Self::LastAdmin
             | Self::CannotDisableSelf
             | Self::OidcUsernameUnusable
+            | Self::OidcUsernameTaken
             | Self::OrganisationAccount
             | Self::OwnerDisabled
             | Self::MoveHasProblems

@@ -242,7 +242,10 @@ pub fn duration_secs(raw: &str, range: std::ops::RangeInclusive<u32>) -> Option<
     if raw.is_empty() {
         return Some(None);
     }
-    let (n, unit) = raw.split_at(raw.len() - 1);
+    // The unit is the last character, whatever its width (`1é` is no
+    // lifetime, and must not split a character in two).
+    let unit_at = raw.char_indices().next_back()?.0;
+    let (n, unit) = raw.split_at(unit_at);
     let n: u32 = n.parse().ok()?;
     let secs = match unit {
         "m" => n.checked_mul(60),
@@ -397,6 +400,12 @@ mod tests {
             ("1y", bad),
             ("h", bad),
             ("-1h", bad),
+            // Non-ASCII: refused, never a panic on a byte index.
+            ("1é", bad),
+            ("é", bad),
+            ("8ｈ", bad),
+            ("１h", bad),
+            ("10m🦀", bad),
             ("99999999999d", bad),
         ] {
             assert_eq!(CredentialLifetime::parse(raw).map(CredentialLifetime::secs), want, "{raw:?}");

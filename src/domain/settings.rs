@@ -282,8 +282,11 @@ pub(crate) fn chart_repo_allowed(repo: &str, allowed: &[String]) -> bool {
 }
 
 /// The namespace the platform key's Secret must be in unless the operator
-/// names another (`KUBEBYON_PLATFORM_KEY_NAMESPACE`): the console's own in `deploy/`.
-pub(crate) const DEFAULT_PLATFORM_KEY_NAMESPACE: &str = "kubebyon";
+/// names another (`KUBEBYON_PLATFORM_KEY_NAMESPACE`), as `deploy/` names it:
+/// a namespace of its own, never the console's (whose Secrets — the
+/// database URL, the OpenID client secret — no control plane's `get` grant
+/// may ever reach).
+pub(crate) const DEFAULT_PLATFORM_KEY_NAMESPACE: &str = "kubebyon-platform-key";
 
 /// What the operator decides of the settings (environment,
 /// `deploy/configmap.yaml`), because each reaches the host itself, which a
@@ -738,9 +741,16 @@ mod tests {
             (
                 "the key in the operator's namespace",
                 &strict,
-                with(PodSecurity::Baseline, key("kubebyon")),
+                with(PodSecurity::Baseline, key("kubebyon-platform-key")),
                 Ok(()),
-                (PodSecurity::Baseline, key("kubebyon")),
+                (PodSecurity::Baseline, key("kubebyon-platform-key")),
+            ),
+            (
+                "the key in the console's own namespace (its Secrets are no control plane's)",
+                &strict,
+                with(PodSecurity::Baseline, key("kubebyon")),
+                refused(ErrorCode::PlatformApiKeyNamespace, Field::PlatformApiKey),
+                (PodSecurity::Baseline, None),
             ),
             (
                 "the key elsewhere (the console's own Secrets' namespace of another name)",

@@ -165,7 +165,9 @@ fn HelmProblemBanner(problem: crate::domain::helm::HelmProblem) -> impl IntoView
     view! {
         <p class="banner" role="alert" data-warning="helm_unsupported">
             {t_string!(i18n, settings.helm_unsupported, offered = offered, minimum = minimum).to_string()}
-            {release.map(|r| format!(" {r}"))}
+            // Sentences are spaced in English; Chinese and Japanese write them
+            // end to end (their full stop ends the first).
+            {release.map(|r| if matches!(i18n.get_locale(), Locale::en) { format!(" {r}") } else { r })}
         </p>
     }
 }

@@ -179,7 +179,12 @@ pub async fn access(pool: &sqlx::AnyPool, args: AccessArgs) -> anyhow::Result<()
             let c = cluster(name).await?;
             let (kind, name) = member_of(&member);
             let input = members::MemberInput { kind: Some(kind.to_owned()), name: name.to_owned(), role };
-            print_members(&c.owner, &members::put(pool, host, &admin, c.id, &input).await.map_err(refused)?);
+            // The operator's own CLI: not metered.
+            let unmetered = crate::server::service::write_limit::SpecWriteLimiter::new(false);
+            print_members(
+                &c.owner,
+                &members::put(pool, host, &unmetered, &admin, c.id, &input).await.map_err(refused)?,
+            );
         }
         AccessCommand::Unshare { cluster: name, member } => {
             let c = cluster(name).await?;
@@ -188,7 +193,9 @@ pub async fn access(pool: &sqlx::AnyPool, args: AccessArgs) -> anyhow::Result<()
                 "team" => team(name.to_owned()).await?,
                 _ => user(name.to_owned()).await?.id,
             };
-            print_members(&c.owner, &members::remove(pool, host, &admin, c.id, kind, id).await.map_err(refused)?);
+            let unmetered = crate::server::service::write_limit::SpecWriteLimiter::new(false);
+            let left = members::remove(pool, host, &unmetered, &admin, c.id, kind, id).await.map_err(refused)?;
+            print_members(&c.owner, &left);
         }
         AccessCommand::Owner { cluster: name, username } => {
             let c = cluster(name).await?;

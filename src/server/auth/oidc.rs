@@ -131,6 +131,29 @@ pub struct Provider {
     metadata: tokio::sync::Mutex<Discovered>,
 }
 
+/// An https URL, or http on loopback (a provider on the same machine, as
+/// the tests run one).
+fn secure(url: &openidconnect::url::Url) -> bool {
+    let loopback = match url.host() {
+        Some(openidconnect::url::Host::Ipv4(a)) => a.is_loopback(),
+        Some(openidconnect::url::Host::Ipv6(a)) => a.is_loopback(),
+        Some(openidconnect::url::Host::Domain(d)) => d == "localhost",
+        None => false,
+    };
+    url.scheme() == "https" || (url.scheme() == "http" && loopback)
+}
+
+/// The first endpoint of a discovery document that is not [`secure`].
+fn plain_http_endpoint(m: &CoreProviderMetadata) -> Option<String> {
+    let urls = [
+        Some(m.authorization_endpoint().url()),
+        m.token_endpoint().map(|u| u.url()),
+        Some(m.jwks_uri().url()),
+        m.userinfo_endpoint().map(|u| u.url()),
+    ];
+    urls.into_iter().flatten().find(|u| !secure(u)).map(ToString::to_string)
+}
+
 /// What discovery gave last: the document and when, or when it failed.
 #[derive(Default)]
 struct Discovered {
@@ -147,14 +170,7 @@ impl Provider {
             return Ok(None);
         };
         let issuer = IssuerUrl::new(issuer.to_owned()).map_err(|e| format!("KUBEBYON_OIDC_ISSUER: {e}"))?;
-        let url = issuer.url();
-        let loopback = match url.host() {
-            Some(openidconnect::url::Host::Ipv4(a)) => a.is_loopback(),
-            Some(openidconnect::url::Host::Ipv6(a)) => a.is_loopback(),
-            Some(openidconnect::url::Host::Domain(d)) => d == "localhost",
-            None => false,
-        };
-        if url.scheme() != "https" && !(url.scheme() == "http" && loopback) {
+        if !secure(issuer.url()) {
             return Err("KUBEBYON_OIDC_ISSUER must be an https:// URL (http:// only on loopback)".into());
         }
         let client_id = config.oidc_client_id.as_deref().map(str::trim).filter(|s| !s.is_empty());
@@ -206,7 +222,15 @@ impl Provider {
             if cached.metadata.is_none() && cached.failed.is_some_and(|at| at.elapsed() < FAILED_RETRY) {
                 return Err(AppError::new(ErrorCode::OidcUnavailable));
             }
-            match CoreProviderMetadata::discover_async(self.issuer.clone(), &self.http).await {
+            let found =
+                CoreProviderMetadata::discover_async(self.issuer.clone(), &self.http).await.map_err(|e| e.to_string());
+            // Codes, tokens and keys travel only over TLS: a document naming a
+            // plain-http endpoint is refused as a failed discovery.
+            let found = found.and_then(|m| match plain_http_endpoint(&m) {
+                Some(url) => Err(format!("the discovery document names a plain-http endpoint: {url}")),
+                None => Ok(m),
+            });
+            match found {
                 Ok(metadata) => *cached = Discovered { metadata: Some((metadata, Instant::now())), failed: None },
                 // Keys that cannot be fetched again: the ones known stay.
                 Err(e) => {
@@ -280,19 +304,27 @@ impl Provider {
     }
 
     fn identity(&self, claims: &Claims) -> Identity {
-        let username = claims
-            .preferred_username()
-            .map(|u| u.as_str().to_owned())
+        let verified = claims.email_verified() == Some(true);
+        let username = console_username(
+            claims.preferred_username().map(|u| u.as_str()),
             // An address the provider has not verified names nobody.
-            .or_else(|| {
-                let verified = claims.email_verified() == Some(true);
-                claims.email().filter(|_| verified).and_then(|e| e.as_str().split('@').next().map(str::to_owned))
-            })
-            .map(|u| u.trim().to_lowercase());
+            claims.email().filter(|_| verified).map(|e| e.as_str()),
+        );
         let groups = groups(claims.additional_claims().rest.get(&self.groups_claim));
         let admin = self.admin_group.as_ref().map(|g| groups.contains(g));
         Identity { subject: format!("{} {}", self.issuer.as_str(), claims.subject().as_str()), username, groups, admin }
     }
+}
+
+/// The console username a provider's claims ask for: `preferred_username`,
+/// else a verified e-mail address; an e-mail-shaped name (Entra ID and Okta
+/// give the user's UPN or e-mail address there) is its local part
+/// (`Grace.Hopper@contoso.com` → `grace.hopper`); trimmed and lowercased.
+/// Whether it is a valid, free console username is the account's to judge.
+fn console_username(preferred: Option<&str>, verified_email: Option<&str>) -> Option<String> {
+    let name = preferred.map(str::trim).filter(|p| !p.is_empty()).or(verified_email)?;
+    let local = name.split_once('@').map_or(name, |(local, _)| local);
+    Some(local.trim().to_lowercase()).filter(|n| !n.is_empty())
 }
 
 /// The groups claim's values: a list of strings, or one string.
@@ -401,6 +433,51 @@ impl Http {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Entra ID (`preferred_username` is the UPN) and Okta (the login, an
+    /// e-mail address) ask for e-mail-shaped names: their local part.
+    #[test]
+    fn usernames_come_from_the_claims_email_shaped_ones_by_their_local_part() {
+        for (preferred, email, want) in [
+            (Some("ada"), None, Some("ada")),
+            (Some(" Ada "), Some("x@example.com"), Some("ada")),
+            (Some("Grace.Hopper@contoso.onmicrosoft.com"), None, Some("grace.hopper")),
+            (Some("grace.hopper@okta.example"), None, Some("grace.hopper")),
+            (None, Some("Linus@example.com"), Some("linus")),
+            (Some(""), Some("kay@example.com"), Some("kay")),
+            (None, None, None),
+            (Some("@contoso.com"), None, None),
+        ] {
+            assert_eq!(console_username(preferred, email).as_deref(), want, "{preferred:?} {email:?}");
+        }
+    }
+
+    /// Every endpoint of a discovery document must be https (http only on
+    /// loopback): a document that sends the code exchange or the keys over
+    /// plain http is a failed discovery.
+    #[test]
+    fn discovery_documents_with_plain_http_endpoints_are_refused() {
+        let doc = |token: &str, jwks: &str| -> CoreProviderMetadata {
+            serde_json::from_value(serde_json::json!({
+                "issuer": "https://id.example.com",
+                "authorization_endpoint": "https://id.example.com/auth",
+                "token_endpoint": token,
+                "jwks_uri": jwks,
+                "response_types_supported": ["code"],
+                "subject_types_supported": ["public"],
+                "id_token_signing_alg_values_supported": ["RS256"],
+            }))
+            .unwrap()
+        };
+        for (token, jwks, want) in [
+            ("https://id.example.com/token", "https://id.example.com/keys", None),
+            ("http://id.example.com/token", "https://id.example.com/keys", Some("http://id.example.com/token")),
+            ("https://id.example.com/token", "http://id.example.com/keys", Some("http://id.example.com/keys")),
+            ("http://127.0.0.1:5556/token", "http://localhost:5556/keys", None),
+        ] {
+            assert_eq!(plain_http_endpoint(&doc(token, jwks)).as_deref(), want, "{token} {jwks}");
+        }
+    }
 
     #[test]
     fn groups_are_a_list_or_one_name() {

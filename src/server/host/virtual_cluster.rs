@@ -46,14 +46,17 @@ impl Host {
         else {
             return Ok(None);
         };
-        let report = self
+        // Only the Secret's read takes one of the shared host-call slots: the
+        // probe's own network I/O (up to its timeout against a black-holed
+        // endpoint) holds none, so slow endpoints starve no one's downloads.
+        let creds = self
             .for_request(async {
                 let Some(secret) = self.read_ours(cluster).await? else { return Ok(None) };
-                let Some(creds) = credentials(&secret) else { return Ok(None) };
-                Ok(Some(probe::probe(endpoint, &creds, &self.resolver).await))
+                Ok(credentials(&secret))
             })
             .await?;
-        let Some(report) = report else { return Ok(None) };
+        let Some(creds) = creds else { return Ok(None) };
+        let report = probe::probe(endpoint, &creds, &self.resolver).await;
         crate::server::metrics::global().record_probe(report.status.as_str());
         Ok(Some(report))
     }

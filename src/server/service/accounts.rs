@@ -388,9 +388,13 @@ pub async fn oidc_account(
             let username = Username::parse(name).map_err(|_| unusable())?;
             // Made a user; the admin group (below) promotes, audited like any change.
             let role = Role::User;
+            // Another account has the name (a local one, or another subject
+            // whose e-mail shares the local part): refused in words, never
+            // taken over or suffixed behind the person's back.
+            let taken = || AppError::new(ErrorCode::OidcUsernameTaken);
             let id = db::users::insert_oidc(pool, &username, &who.subject, role)
                 .await
-                .map_err(|e| if e.is_unique_violation() { unusable() } else { e.into() })?;
+                .map_err(|e| if e.is_unique_violation() { taken() } else { e.into() })?;
             tracing::info!(user = %username, role = role.as_str(), "account made at an OpenID Connect sign-in");
             db::users::by_id(pool, id).await?.ok_or(AppError::new(ErrorCode::Internal))?
         }

@@ -11,6 +11,7 @@ use crate::domain::user::CurrentUser;
 use crate::domain::{AppError, ErrorCode, Field};
 use crate::server::db;
 use crate::server::service::HostHandle;
+use crate::server::service::write_limit::SpecWriteLimiter;
 
 /// A member as a request names it: a user's or a team's name, and a role.
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
@@ -29,10 +30,15 @@ pub(crate) async fn list(pool: &AnyPool, user: &CurrentUser, cluster: i64) -> Re
     Ok(db::members::list(pool, cluster).await?)
 }
 
-/// Adds a member or changes its role; the cluster's members after.
+/// Adds a member or changes its role; the cluster's members after. Each
+/// well-formed change takes from the user's write budget
+/// (`service::write_limit`, shared with cluster writes) before any name is
+/// looked up: a cluster's owner cannot test usernames, or rewrite bindings
+/// inside the cluster, at will.
 pub(crate) async fn put(
     pool: &AnyPool,
     host: Option<&HostHandle>,
+    writes: &SpecWriteLimiter,
     user: &CurrentUser,
     cluster: i64,
     input: &MemberInput,
@@ -40,6 +46,7 @@ pub(crate) async fn put(
     let c = super::clusters::get_for(pool, user, cluster, Can::ManageMembers).await?;
     let kind = input.kind.as_deref().map_or(Ok(MemberKind::User), MemberKind::parse)?;
     let role = MemberRole::parse(&input.role)?;
+    writes.take(user.id)?;
     let name = input.name.trim();
     let unknown = || AppError::at(ErrorCode::MemberUnknown, Field::Member);
     let id = match kind {
@@ -71,16 +78,19 @@ pub(crate) async fn put(
     Ok(db::members::list(pool, cluster).await?)
 }
 
-/// Removes a member (by kind and id, as the page lists them).
+/// Removes a member (by kind and id, as the page lists them); metered as
+/// [`put`] is.
 pub(crate) async fn remove(
     pool: &AnyPool,
     host: Option<&HostHandle>,
+    writes: &SpecWriteLimiter,
     user: &CurrentUser,
     cluster: i64,
     kind: &str,
     id: i64,
 ) -> Result<Vec<Member>, AppError> {
     let c = super::clusters::get_for(pool, user, cluster, Can::ManageMembers).await?;
+    writes.take(user.id)?;
     let not_found = || AppError::new(ErrorCode::NotFound);
     let kind = MemberKind::parse(kind).map_err(|_| not_found())?;
     let members = db::members::list(pool, cluster).await?;

@@ -31,7 +31,7 @@ async fn put(
     Path(id): Path<String>,
     ApiJson(body): ApiJson<MemberInput>,
 ) -> ApiResult<Vec<Member>> {
-    Ok(Json(members::put(&st.pool, st.host.as_ref(), &u, id_of(&id)?, &body).await?))
+    Ok(Json(members::put(&st.pool, st.host.as_ref(), &st.spec_writes, &u, id_of(&id)?, &body).await?))
 }
 
 async fn remove(
@@ -39,7 +39,9 @@ async fn remove(
     ApiUser(u): ApiUser,
     Path((id, kind, member)): Path<(String, String, String)>,
 ) -> ApiResult<Vec<Member>> {
-    Ok(Json(members::remove(&st.pool, st.host.as_ref(), &u, id_of(&id)?, &kind, id_of(&member)?).await?))
+    Ok(Json(
+        members::remove(&st.pool, st.host.as_ref(), &st.spec_writes, &u, id_of(&id)?, &kind, id_of(&member)?).await?,
+    ))
 }
 
 async fn teams(State(st): State<AppState>, ApiUser(u): ApiUser) -> ApiResult<Vec<Team>> {
