@@ -8,9 +8,11 @@
 #   target and a test whose figure is a wall-clock comparison) are skipped
 #   in the lanes and run alone once both lanes are done. Each binary's output
 #   goes to LOG_DIR/<name>.log and is printed when it fails. Exit status:
-#   non-zero when any binary failed. The fourth argument gates binaries on
-#   files: NAME starts once FILE exists (a part built in the background);
-#   FILE.failed instead fails it.
+#   non-zero when any binary failed. The fourth argument gates tests on
+#   files (a part built in the background; FILE.failed instead fails them):
+#   `NAME=FILE` starts binary NAME once FILE exists; `NAME::T1,T2=FILE` runs
+#   NAME in its lane without tests T1 and T2, and those two (exact names)
+#   once the lanes are done and FILE exists.
 # The binaries run from the crate's root with the variables cargo sets for a
 # test (CARGO_MANIFEST_DIR, CARGO_PKG_NAME, …).
 set -euo pipefail
@@ -43,16 +45,28 @@ export CARGO_MANIFEST_DIR="$KUBEBYON_ROOT" CARGO_PKG_NAME=kubebyon CARGO_CRATE_N
 export CARGO_PKG_VERSION
 CARGO_PKG_VERSION=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
 
-# The arguments of binary NAME in a lane: --skip for each of its solo tests.
+# The tests of binary NAME that wait for a gate after the lanes (one per line).
+gated_tests() {
+  local g key
+  for g in "${gates[@]}"; do
+    key=${g%%=*}
+    [[ "$key" == "$1::"* ]] && tr ',' '\n' <<<"${key#*::}"
+  done
+  return 0
+}
+
+# The arguments of binary NAME in a lane: --skip for each of its solo and gated tests.
 lane_args() {
   local t
   for t in "${solo[@]}"; do
     [ "${t%%::*}" = "$1" ] && printf '%s\n' --skip "${t#*::}"
   done
+  gated_tests "$1" | while read -r t; do printf '%s\n' --skip "$t"; done
   return 0
 }
 
 # wait_gate NAME: until NAME's gate file exists (non-zero: its build failed).
+# NAME is a binary (its whole-binary gate) or NAME::TESTS (a gated subset).
 wait_gate() {
   local g file since=$SECONDS
   for g in "${gates[@]}"; do
@@ -72,7 +86,7 @@ run() {
   local n=$1 out=$2 start status=0 what
   shift 2
   what="test ${n}${*:+ $*}"
-  wait_gate "$n" || return 1
+  wait_gate "${gate:-$n}" || return 1
   start=$SECONDS
   "${exe[$n]}" "$@" >"$out" 2>&1 || status=$?
   if [ "$status" -eq 0 ]; then
@@ -99,6 +113,14 @@ a=$!
 status=0
 run_lane "${lane_b[@]}" || status=1
 wait "$a" || status=1
+# The gated subsets, once their parts are built.
+for g in "${gates[@]}"; do
+  key=${g%%=*}
+  [[ "$key" == *::* ]] || continue
+  n=${key%%::*}
+  mapfile -t tests < <(gated_tests "$n")
+  gate="$key" run "$n" "$logs/$n-gated.log" --exact "${tests[@]}" || status=1
+done
 for t in "${solo[@]}"; do
   run "${t%%::*}" "$logs/${t#*::}.log" --exact "${t#*::}" || status=1
 done

@@ -37,9 +37,9 @@ trap cleanup EXIT
 # background, niced, while the Rust tools build and the lints run: on 2 cores
 # each fills the other's serial stretches (a fresh machine's ~12 Go minutes).
 # vCluster's syncer, kine and the chart's distro Kubernetes (v1.34.0) build
-# after the rest, beside the Rust test build; the reconciler suite (whose
-# shared-node clusters run upstream's syncer) waits for them
-# (syncer.ready), the rest of the Rust tests do not.
+# after the rest, beside the Rust test build and the lanes; only the
+# reconciler tests whose clusters run upstream's syncer (SYNCER_TESTS) wait
+# for them (syncer.ready), after the lanes; every other test runs at once.
 bash scripts/install-go.sh
 # shellcheck disable=SC2016 # (expanded by the inner shell)
 setsid bash -c 'bash scripts/build-control-plane.sh --without-syncer >"$1/control-plane.out" &&
@@ -102,8 +102,14 @@ step "Rust tests in two lanes, the site's build beside them"
 # one test whose assertion compares wall-clock times runs alone after them
 # (beside the other lane it read 7.3 s against 14.0 s, 2026-12-07). The
 # crate has no doctests (cargo test's rustdoc pass found none).
-bash scripts/test-lanes.sh "$work/lanes" "placement reconciler" \
-  "reconciler::endpoints_that_never_answer_do_not_delay_another_clusters_ready" "reconciler=$work/syncer.ready"
+# The reconciler tests whose clusters run upstream's syncer (the releases
+# tests/reconciler.rs's host() names; keep the two lists together).
+SYNCER_TESTS=load_balancer_cluster_with_an_ip_host_is_ready_and_its_kubeconfig_works,per_user_kubeconfigs_follow_membership
+SYNCER_TESTS+=,node_port_cluster_and_mode_switches_converge,load_balancer_cluster_with_a_dns_host_probes_ok_through_the_resolver
+SYNCER_TESTS+=,deleting_a_cluster_uninstalls_it_and_frees_the_name
+bash scripts/test-lanes.sh "$work/lanes" "reconciler placement" \
+  "reconciler::endpoints_that_never_answer_do_not_delay_another_clusters_ready" \
+  "reconciler::$SYNCER_TESTS=$work/syncer.ready"
 # Each test binary is ~330 MB (line tables) and every source change makes
 # new ones: keep only the newest of each name so the shared target dir does
 # not fill the disk over many runs.

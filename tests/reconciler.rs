@@ -34,6 +34,8 @@ use support::http::Console;
 /// ~545 MB). The cap admits every one of them at once: a release that
 /// relayed first (past a cap) leaves the stand-in's `<name>-certs`, which
 /// upstream's syncer cannot start from (it finds no `admin.conf` there).
+/// The tests that create the syncer's releases are named in scripts/test.sh
+/// (`SYNCER_TESTS`): on a fresh machine they wait for the syncer's build.
 fn host() -> &'static TestHost {
     TestHost::shared(Some(Simulator::Node(|net: Net| hostsim::node::Config {
         vcluster_api: hostsim::node::apiserver::VClusterApi::Syncer(hostsim::node::apiserver::RealApi::for_releases(
