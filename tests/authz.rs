@@ -42,10 +42,14 @@ const N: usize = WHO.len();
 enum Want {
     Is(u16),
     Ok,
+    /// A browser's download refused: back to the cluster's page (303) with the code.
+    Back(&'static str),
 }
-use Want::{Is, Ok};
+use Want::{Back, Is, Ok};
 /// A page that needs a signed-in user sends anonymous visitors to sign in.
 const SIGN_IN: Want = Is(303);
+/// No host cluster here: no kubeconfig yet.
+const UNAVAILABLE: Want = Back("kubeconfig_unavailable");
 
 struct Row {
     method: &'static str,
@@ -129,13 +133,14 @@ fn matrix() -> Vec<Row> {
         // No host cluster here: everyone who may see the cluster may have
         // their own kubeconfig, and learns there is none yet.
         row("GET", "/api/console/clusters/{id}/kubeconfig", "/api/console/clusters/{C}/kubeconfig", "", see_then(409)),
-        // The browser's download: anonymous visitors are sent to sign in.
+        // The browser's download: anonymous visitors are sent to sign in;
+        // a refusal goes back to the cluster's page, which says why.
         row(
             "GET",
             "/clusters/{id}/kubeconfig",
             "/clusters/{C}/kubeconfig",
             "",
-            [SIGN_IN, Is(409), Is(409), Is(409), Is(409), Is(404), Is(409)],
+            [SIGN_IN, UNAVAILABLE, UNAVAILABLE, UNAVAILABLE, UNAVAILABLE, Back("not_found"), UNAVAILABLE],
         ),
         // Break-glass: console admins only (those who see the cluster 403).
         row(
@@ -150,7 +155,15 @@ fn matrix() -> Vec<Row> {
             "/clusters/{id}/admin-kubeconfig",
             "/clusters/{C}/admin-kubeconfig",
             "reason=the+matrix",
-            [Is(401), Is(403), Is(403), Is(403), Is(403), Is(404), Is(409)],
+            [
+                Is(401),
+                Back("forbidden"),
+                Back("forbidden"),
+                Back("forbidden"),
+                Back("forbidden"),
+                Back("not_found"),
+                UNAVAILABLE,
+            ],
         ),
         row("POST", "/api/console/clusters/{id}/probe", "/api/console/clusters/{C}/probe", "", see_then(409)),
         // Alice's cluster has no own nodes: those who may see it learn so.
@@ -477,6 +490,10 @@ async fn every_route_answers_each_caller_as_the_matrix_says() {
             let fine = match want {
                 Is(code) => s == code,
                 Ok => reply.status.is_success() || reply.status.is_redirection(),
+                Back(code) => {
+                    let to = reply.headers.get(http::header::LOCATION).and_then(|l| l.to_str().ok());
+                    s == 303 && to == Some(format!("/clusters/{cluster}?download_error={code}").as_str())
+                }
             };
             assert!(s < 500, "{} {path} as {who:?}: {s} {}", r.method, reply.body);
             if !fine {

@@ -41,12 +41,39 @@ function kubectlGetNs(file: string): string {
   return execFileSync('kubectl', ['--kubeconfig', file, '--request-timeout=10s', 'get', 'ns'], { encoding: 'utf8' });
 }
 
-/** Clicks the download link and returns the saved file's path. */
-async function downloadKubeconfig(page: Page): Promise<string> {
-  const [download] = await Promise.all([page.waitForEvent('download'), page.getByTestId('kubeconfig').click()]);
-  const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'kubebyon-e2e-')), 'kubeconfig');
-  await download.saveAs(file);
-  return file;
+/**
+ * Clicks the download button and returns the saved file's path. Right after a
+ * switch restarts the control plane, its controller-manager may not sign a
+ * certificate yet: the console then goes back to the cluster's page, which
+ * says so (`credential_not_signed`: "Try again in a minute"), and this tries
+ * again as a user would, for as long as Ready may take, printing what the page
+ * said; with JavaScript, it marks the document it is back on.
+ */
+async function downloadKubeconfig(page: Page, js = true): Promise<string> {
+  const back = page.url();
+  let said = '';
+  for (const deadline = Date.now() + READY; Date.now() < deadline; ) {
+    const download = page.waitForEvent('download', { timeout: 60_000 });
+    const refused = page.waitForURL(/[?&]download_error=/, { timeout: 60_000 }).then(() => null);
+    await page.getByTestId('kubeconfig').click();
+    const got = await Promise.race([download, refused]);
+    download.catch(() => {});
+    refused.catch(() => {});
+    if (got) {
+      const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'kubebyon-e2e-')), 'kubeconfig');
+      await got.saveAs(file);
+      return file;
+    }
+    said = await page.getByTestId('download-error').innerText();
+    console.log(`no kubeconfig yet, the page said: ${said}`);
+    await page.waitForTimeout(3000);
+    await page.goto(back);
+    if (js) {
+      await hydrated(page);
+      await mark(page);
+    }
+  }
+  throw new Error(`no kubeconfig within ${READY} ms; the page said: ${said}`);
 }
 
 /** Marks the document; the mark is gone if the page reloads or navigates. */
@@ -188,8 +215,16 @@ test('NodePort cluster with JavaScript off: complete on each reload, kubeconfig 
   }).toPass({ timeout: READY, intervals: [1000] });
   await expect(page.locator('[data-field=port]')).toHaveText(/^\d{5}$/);
   await expect(page.locator('.progress')).toHaveAttribute('data-step', 'ready');
-  const file = await downloadKubeconfig(page);
+  const file = await downloadKubeconfig(page, false);
   expect(kubectlGetNs(file)).toContain('default');
+  // A refused download lands back here and says why, in the reader's
+  // language; only a known code is shown, never text from the URL.
+  const detail = page.url();
+  await page.goto(`${detail}?download_error=credential_not_signed`);
+  await expect(page.getByTestId('download-error')).toHaveText(t('en', 'errors.credential_not_signed'));
+  await page.goto(`${detail}?download_error=%3Cb%3Eyou+were+hacked%3C%2Fb%3E`);
+  await expect(page.getByTestId('download-error')).toHaveCount(0);
+  await page.goto(detail);
   // Test connection posts the form and lands back with the outcome.
   await page.getByRole('button', { name: t('en', 'detail.test_connection') }).click();
   await expect(page).toHaveURL(/\?probe=ok/);

@@ -18,7 +18,7 @@ use crate::components::labels::{
 use crate::domain::change::{Change, ClusterEvent, Operation, OperationState};
 use crate::domain::cluster::{Cluster, ProbeOutcome, Step};
 use crate::domain::membership::{CredentialLifetime, MemberRole};
-use crate::domain::{AppError, ConnectionStatus, PublicAccessMode, Resources};
+use crate::domain::{AppError, ConnectionStatus, ErrorCode, PublicAccessMode, Resources};
 use crate::i18n::*;
 
 pub(crate) fn resources_text(i18n: I18nContext<Locale>, r: &Resources) -> String {
@@ -456,6 +456,8 @@ pub(crate) fn Overview(
     probed: Option<ProbeOutcome>,
     /// Why the connection test could not run (from the URL).
     probe_error: Option<AppError>,
+    /// Why the kubeconfig (or break-glass) download just asked for was refused (from the URL).
+    download_error: Option<ErrorCode>,
 ) -> impl IntoView {
     let i18n = use_i18n();
     let locale = i18n.get_locale_untracked();
@@ -467,6 +469,13 @@ pub(crate) fn Overview(
         view! {
             <p class="field-error" role="alert" data-error-code=e.code.as_str()>
                 {crate::components::error_text::error_text(locale, e.code)}
+            </p>
+        }
+    });
+    let download_error = download_error.map(|code| {
+        view! {
+            <p class="field-error" role="alert" data-testid="download-error" data-error-code=code.as_str()>
+                {crate::components::error_text::error_text(locale, code)}
             </p>
         }
     });
@@ -530,6 +539,7 @@ pub(crate) fn Overview(
             <section class="card">
                 <h2 class="section-title">{t!(i18n, detail.kubeconfig)}</h2>
                 {kubeconfig}
+                {download_error}
                 {break_glass}
                 // A plain form: the server tests the endpoint and redirects back here with the outcome.
                 <form method="post" action=ProbeCluster::PATH class="form mt-4" data-form="probe">

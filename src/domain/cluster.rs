@@ -280,6 +280,10 @@ impl Step {
     }
 }
 
+/// The cluster page's query key naming why a download from it (the
+/// kubeconfig, break-glass) was refused: an `ErrorCode`'s text.
+pub(crate) const DOWNLOAD_ERROR: &str = "download_error";
+
 /// The outcome of a connection test run on request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct ProbeOutcome {

@@ -181,6 +181,11 @@ impl ErrorCode {
         self.into()
     }
 
+    /// The code a URL names (`as_str`'s inverse); anything else is none.
+    pub(crate) fn parse(raw: &str) -> Option<Self> {
+        <Self as strum::VariantArray>::VARIANTS.iter().copied().find(|c| c.as_str() == raw)
+    }
+
     /// The HTTP status the JSON API answers with.
     pub(crate) fn http_status(self) -> u16 {
         match self {

@@ -46,6 +46,8 @@ pub(crate) fn ClusterDetailPage() -> impl IntoView {
     // outcome's status (a fixed set; no text from the URL is shown).
     let query = use_query_map().get_untracked();
     let probed = query.get("probe").map(|s| ProbeOutcome { status: ConnectionStatus::parse(&s), detail: None });
+    // A download refused lands here with its code (`server::http::api::clusters`).
+    let download_error = query.get(crate::domain::cluster::DOWNLOAD_ERROR).and_then(|c| ErrorCode::parse(&c));
     // An older page of the request history (`?before=<request id>`).
     let before = query.get("before").and_then(|b| b.parse::<i64>().ok());
     let content = Suspend::new(async move {
@@ -90,7 +92,7 @@ pub(crate) fn ClusterDetailPage() -> impl IntoView {
                     <Title text=page.cluster.spec.name.to_string() />
                     <LiveRegion region=REGION_ID.to_owned()>
                         <LiveBound />
-                        <Overview page probed=probed.clone() probe_error=url_error(ProbeCluster::PATH) />
+                        <Overview page probed=probed.clone() probe_error=url_error(ProbeCluster::PATH) download_error />
                     </LiveRegion>
                     {members}
                     {deletable

@@ -269,7 +269,7 @@ pub(crate) async fn transfer(
     new_owner: i64,
     limit: Option<&Quota>,
 ) -> Result<Option<i64>, DbError> {
-    let mut tx = pool.begin().await?;
+    let mut tx = super::write_tx(pool).await?;
     // The cluster's row first: an edit under way commits before its
     // resources are read (and SQLite takes its write lock here, not midway).
     sqlx::query("UPDATE clusters SET updated_at = updated_at WHERE id = $1").bind(id).execute(&mut *tx).await?;
@@ -311,7 +311,7 @@ pub async fn insert(
     limit: Option<&Quota>,
 ) -> Result<i64, DbError> {
     let t = now();
-    let mut tx = pool.begin().await?;
+    let mut tx = super::write_tx(pool).await?;
     hold_quota(&mut tx, owner_id, limit, None, spec.resources).await?;
     let insert = sqlx::query(
         "INSERT INTO clusters (cpu_millis, memory_gib, storage_gib, public_access_enabled, public_access_mode, \
@@ -477,7 +477,7 @@ pub async fn update_spec(
     requested_by: i64,
     quota: Option<QuotaHold<'_>>,
 ) -> Result<Option<i64>, DbError> {
-    let mut tx = pool.begin().await?;
+    let mut tx = super::write_tx(pool).await?;
     if let Some(q) = quota {
         hold_quota(&mut tx, q.owner, Some(q.limit), Some((id, q.from)), spec.resources).await?;
     }
@@ -509,7 +509,7 @@ pub async fn update_spec(
 /// under way (requested, and not refused by the host).
 pub async fn request_deletion(pool: &AnyPool, id: i64, requested_by: i64) -> Result<bool, DbError> {
     let t = now();
-    let mut tx = pool.begin().await?;
+    let mut tx = super::write_tx(pool).await?;
     // Asked for again after the host refused it (`Cluster::deletion_failed`),
     // it is a new request: a new generation and operation, the first
     // request's time kept.

@@ -94,7 +94,7 @@ pub async fn put(
     by: i64,
 ) -> Result<Option<MemberRole>, DbError> {
     let col = column(kind);
-    let mut tx = pool.begin().await?;
+    let mut tx = super::write_tx(pool).await?;
     let before: Option<String> =
         sqlx::query_scalar(&format!("SELECT role FROM cluster_members WHERE cluster_id = $1 AND {col} = $2"))
             .bind(cluster)
@@ -128,7 +128,7 @@ pub async fn put(
 /// Removes a member; `false`: it was not one.
 pub(crate) async fn remove(pool: &AnyPool, cluster: i64, kind: MemberKind, id: i64) -> Result<bool, DbError> {
     let col = column(kind);
-    let mut tx = pool.begin().await?;
+    let mut tx = super::write_tx(pool).await?;
     let gone = sqlx::query(&format!("DELETE FROM cluster_members WHERE cluster_id = $1 AND {col} = $2"))
         .bind(cluster)
         .bind(id)
@@ -210,7 +210,7 @@ pub async fn create_team(pool: &AnyPool, name: &TeamName) -> Result<i64, DbError
 
 /// Deletes a team (its memberships go with it); `false`: there was none.
 pub(crate) async fn delete_team(pool: &AnyPool, team: i64) -> Result<bool, DbError> {
-    let mut tx = pool.begin().await?;
+    let mut tx = super::write_tx(pool).await?;
     touch_team(&mut tx, team).await?;
     let shared = "SELECT cluster_id FROM cluster_members WHERE team_id = $1";
     lost_sight(&mut tx, shared, "SELECT user_id AS id FROM team_members WHERE team_id = $2", team, team).await?;
@@ -222,7 +222,7 @@ pub(crate) async fn delete_team(pool: &AnyPool, team: i64) -> Result<bool, DbErr
 /// Adds (`true`) or removes (`false`) a user to or from a team; whether
 /// anything changed.
 pub async fn set_in_team(pool: &AnyPool, team: i64, user: i64, member: bool) -> Result<bool, DbError> {
-    let mut tx = pool.begin().await?;
+    let mut tx = super::write_tx(pool).await?;
     let sql = if member {
         "INSERT INTO team_members (team_id, user_id) VALUES ($1, $2) ON CONFLICT DO NOTHING"
     } else {

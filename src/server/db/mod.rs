@@ -123,6 +123,21 @@ pub async fn connect_only(url: &str) -> Result<AnyPool, DbError> {
     options.connect(url).await.map_err(DbError::Connect)
 }
 
+/// A transaction that writes. SQLite's plain `BEGIN` is deferred: one that
+/// reads and then writes fails at once with `SQLITE_BUSY` — the busy timeout
+/// does not apply — when another connection committed between its read and
+/// its first write (the reconciler writes a status every pass; a membership
+/// change answered 500 under load, 2026-12-07). `BEGIN IMMEDIATE` takes the
+/// write lock first, waiting up to the busy timeout for it. PostgreSQL's
+/// `BEGIN` is already right (row locks, its own retries are not needed here).
+pub(crate) async fn write_tx(pool: &AnyPool) -> Result<sqlx::Transaction<'static, sqlx::Any>, sqlx::Error> {
+    if is_postgres_url(pool.connect_options().database_url.as_str()) {
+        pool.begin().await
+    } else {
+        pool.begin_with("BEGIN IMMEDIATE").await
+    }
+}
+
 /// Connects and brings the schema up to date.
 pub async fn connect(url: &str) -> Result<AnyPool, DbError> {
     let pool = connect_only(url).await?;
@@ -137,4 +152,36 @@ pub fn now() -> i64 {
 /// Unix time in milliseconds (leases, queue turns).
 pub(crate) fn now_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// A transaction that reads and then writes, while another connection
+    /// writes between the two: with SQLite's deferred `BEGIN` the other one
+    /// commits and this one's write fails at once (`SQLITE_BUSY`, no busy
+    /// wait); with `write_tx` the other one waits for the lock, and both land.
+    #[tokio::test]
+    async fn a_write_transaction_that_reads_first_survives_another_writer() {
+        let dir = tempfile::tempdir().unwrap();
+        let pool = connect_only(&sqlite_url(dir.path()).unwrap()).await.unwrap();
+        sqlx::query("CREATE TABLE t (n INTEGER NOT NULL)").execute(&pool).await.unwrap();
+        sqlx::query("INSERT INTO t (n) VALUES (0)").execute(&pool).await.unwrap();
+
+        let mut tx = write_tx(&pool).await.unwrap();
+        let n: i64 = sqlx::query_scalar("SELECT n FROM t").fetch_one(&mut *tx).await.unwrap();
+        let other = tokio::spawn({
+            let pool = pool.clone();
+            async move { sqlx::query("UPDATE t SET n = n + 10").execute(&pool).await.map(|_| ()) }
+        });
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(!other.is_finished(), "the other writer waits for this transaction");
+        sqlx::query("UPDATE t SET n = $1").bind(n + 1).execute(&mut *tx).await.unwrap();
+        tx.commit().await.unwrap();
+        other.await.unwrap().unwrap();
+        let n: i64 = sqlx::query_scalar("SELECT n FROM t").fetch_one(&pool).await.unwrap();
+        assert_eq!(n, 11);
+    }
 }

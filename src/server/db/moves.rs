@@ -84,7 +84,7 @@ pub(crate) async fn create(
     target: crate::domain::moves::MoveTarget,
     items: &[NewItem],
 ) -> Result<i64, DbError> {
-    let mut tx = pool.begin().await?;
+    let mut tx = super::write_tx(pool).await?;
     let row = sqlx::query(
         "INSERT INTO migrations (created_by, source, concurrency, grace_secs, created_at, target) \
          VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
@@ -244,7 +244,7 @@ pub(crate) async fn close_old_endpoint(
     host: &str,
     requested_by: i64,
 ) -> Result<bool, DbError> {
-    let mut tx = pool.begin().await?;
+    let mut tx = super::write_tx(pool).await?;
     let done = sqlx::query(
         "UPDATE clusters SET old_endpoint_closed = TRUE, generation = generation + 1, updated_at = $1 \
          WHERE id = $2 AND generation = $3 AND NOT old_endpoint_closed AND deletion_requested_at IS NULL",

@@ -100,7 +100,7 @@ pub async fn save(pool: &AnyPool, settings: &SystemSettings) -> Result<(), DbErr
         (EXTRA_EGRESS, settings.extra_egress.text()),
     ];
     let t = now();
-    let mut tx = pool.begin().await?;
+    let mut tx = super::write_tx(pool).await?;
     for (key, value) in pairs {
         sqlx::query(
             "INSERT INTO system_settings (key, value, updated_at) VALUES ($1, $2, $3) \

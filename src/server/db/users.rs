@@ -137,7 +137,7 @@ pub(crate) async fn all_cluster_ids(pool: &AnyPool) -> Result<Vec<i64>, DbError>
 /// the same transaction, and never leaves the platform without an enabled
 /// admin (locked as [`set_role`] does).
 pub(crate) async fn set_disabled(pool: &AnyPool, id: i64, disabled: bool) -> Result<RoleChange, DbError> {
-    let mut tx = pool.begin().await?;
+    let mut tx = super::write_tx(pool).await?;
     sqlx::query("UPDATE users SET role = role WHERE role = 'admin'").execute(&mut *tx).await?;
     let current: Option<(String, Option<i64>)> =
         sqlx::query_as("SELECT role, disabled_at FROM users WHERE id = $1").bind(id).fetch_optional(&mut *tx).await?;
@@ -180,7 +180,7 @@ pub(crate) enum RoleChange {
 /// database (SQLite) until commit, so two concurrent demotions cannot both
 /// see "another admin is left".
 pub(crate) async fn set_role(pool: &AnyPool, id: i64, role: Role) -> Result<RoleChange, DbError> {
-    let mut tx = pool.begin().await?;
+    let mut tx = super::write_tx(pool).await?;
     sqlx::query("UPDATE users SET role = role WHERE role = 'admin'").execute(&mut *tx).await?;
     let current: Option<(String, Option<i64>)> =
         sqlx::query_as("SELECT role, disabled_at FROM users WHERE id = $1").bind(id).fetch_optional(&mut *tx).await?;
@@ -220,7 +220,7 @@ pub(crate) async fn set_password_and_role(
     password_hash: &str,
     role: Option<Role>,
 ) -> Result<bool, DbError> {
-    let mut tx = pool.begin().await?;
+    let mut tx = super::write_tx(pool).await?;
     let done = sqlx::query(
         "UPDATE users SET password_hash = $1, role = COALESCE($2, role), \
              disabled_at = CASE WHEN $2 IS NULL THEN disabled_at ELSE NULL END, updated_at = $3 WHERE id = $4",

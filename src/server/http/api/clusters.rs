@@ -25,7 +25,7 @@ pub(crate) fn routes() -> Vec<(&'static str, MethodRouter<AppState>)> {
         ("/api/console/clusters/{id}/kubeconfig", get(cluster_kubeconfig)),
         ("/api/console/clusters/{id}/probe", post(probe_cluster)),
         ("/api/console/quota", get(my_quota)),
-        ("/clusters/{id}/kubeconfig", get(cluster_kubeconfig)),
+        ("/clusters/{id}/kubeconfig", get(cluster_kubeconfig_page)),
         // Break-glass: the cluster's own admin credential, for an admin with a reason.
         ("/api/console/clusters/{id}/admin-kubeconfig", post(break_glass_json)),
         ("/clusters/{id}/admin-kubeconfig", post(break_glass_form)),
@@ -114,17 +114,49 @@ pub(crate) async fn cluster_kubeconfig(
     Path(id): Path<String>,
     axum::extract::Query(q): axum::extract::Query<LifetimeQuery>,
 ) -> Result<Response, ApiError> {
+    kubeconfig_file(&st, &u, &id, q).await
+}
+
+/// The cluster page's download button (a plain GET form): the file, or back
+/// to the page, which says why not.
+pub(crate) async fn cluster_kubeconfig_page(
+    State(st): State<AppState>,
+    ApiUser(u): ApiUser,
+    Path(id): Path<String>,
+    axum::extract::Query(q): axum::extract::Query<LifetimeQuery>,
+) -> Response {
+    kubeconfig_file(&st, &u, &id, q).await.unwrap_or_else(|e| back_to_page(&id, e))
+}
+
+async fn kubeconfig_file(st: &AppState, u: &CurrentUser, id: &str, q: LifetimeQuery) -> Result<Response, ApiError> {
     let lifetime = q.lifetime.unwrap_or_default();
     let (name, text) = crate::server::service::credentials::kubeconfig(
         &st.pool,
         st.host.as_ref(),
         &st.spec_writes,
-        &u,
-        cluster_id(&id)?,
+        u,
+        cluster_id(id)?,
         &lifetime,
     )
     .await?;
     Ok(attachment(&name, "", text))
+}
+
+/// A download the browser asked for and did not get: a JSON body would be
+/// all the reader sees, so they go back to the cluster's page, which says
+/// why in their language (`?download_error=<code>`: a code from a fixed set,
+/// never text from the request). A path that names no cluster keeps its
+/// plain answer.
+fn back_to_page(id: &str, e: ApiError) -> Response {
+    match id.parse::<i64>() {
+        Ok(id) => axum::response::Redirect::to(&format!(
+            "/clusters/{id}?{}={}",
+            crate::domain::cluster::DOWNLOAD_ERROR,
+            e.0.code.as_str()
+        ))
+        .into_response(),
+        Err(_) => e.into_response(),
+    }
 }
 
 fn attachment(name: &ClusterName, suffix: &str, text: String) -> Response {
@@ -167,8 +199,8 @@ pub(crate) async fn break_glass_form(
     ApiUser(u): ApiUser,
     Path(id): Path<String>,
     axum::extract::Form(body): axum::extract::Form<BreakGlass>,
-) -> Result<Response, ApiError> {
-    break_glass(&st, &u, &id, &body.reason).await
+) -> Response {
+    break_glass(&st, &u, &id, &body.reason).await.unwrap_or_else(|e| back_to_page(&id, e))
 }
 
 #[derive(serde::Deserialize)]
