@@ -132,15 +132,21 @@ fn matrix() -> Vec<Row> {
         row("GET", "/api/console/clusters/{id}/events", "/api/console/clusters/{C}/events", "", SEE),
         // No host cluster here: everyone who may see the cluster may have
         // their own kubeconfig, and learns there is none yet.
-        row("GET", "/api/console/clusters/{id}/kubeconfig", "/api/console/clusters/{C}/kubeconfig", "", see_then(409)),
-        // The browser's download: anonymous visitors are sent to sign in;
+        row(
+            "POST",
+            "/api/console/clusters/{id}/kubeconfig",
+            "/api/console/clusters/{C}/kubeconfig",
+            "{}",
+            see_then(409),
+        ),
+        // The browser's download (a form post, as the break-glass one: anonymous 401);
         // a refusal goes back to the cluster's page, which says why.
         row(
-            "GET",
+            "POST",
             "/clusters/{id}/kubeconfig",
             "/clusters/{C}/kubeconfig",
-            "",
-            [SIGN_IN, UNAVAILABLE, UNAVAILABLE, UNAVAILABLE, UNAVAILABLE, Back("not_found"), UNAVAILABLE],
+            "lifetime=8h",
+            [Is(401), UNAVAILABLE, UNAVAILABLE, UNAVAILABLE, UNAVAILABLE, Back("not_found"), UNAVAILABLE],
         ),
         // Break-glass: console admins only (those who see the cluster 403).
         row(

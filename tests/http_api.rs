@@ -131,8 +131,12 @@ async fn loadbalancer_rules_and_mode_switches() {
             "{shown}"
         );
     }
-    let r = c.get(&format!("{path}/kubeconfig"), a).await;
+    let r = c.json("POST", &format!("{path}/kubeconfig"), a, json!({})).await;
     assert_eq!((r.status, r.code()), (StatusCode::CONFLICT, "kubeconfig_unavailable".into()));
+    // A credential is made by POST only: a link (a cross-site one too) makes none.
+    for get in [format!("{path}/kubeconfig"), path.replace("/api/console", "") + "/kubeconfig?lifetime=1h"] {
+        assert_eq!(c.get(&get, a).await.status, StatusCode::METHOD_NOT_ALLOWED, "{get}");
+    }
 
     // Another cluster cannot take the same LoadBalancer host (defect 11);
     // unusable addresses are refused as hosts.
@@ -1344,7 +1348,8 @@ async fn the_admins_longest_kubeconfig_lifetime_bounds_downloads() {
     let id = create(&c, Some(&alice), cluster("short", json!({"enabled": false}))).await;
     let download = |lifetime: &'static str| {
         let (c, alice) = (&c, &alice);
-        async move { c.get(&format!("/api/console/clusters/{id}/kubeconfig?lifetime={lifetime}"), Some(alice)).await }
+        let path = format!("/api/console/clusters/{id}/kubeconfig");
+        async move { c.json("POST", &path, Some(alice), json!({ "lifetime": lifetime })).await }
     };
     let r = download("1d").await;
     assert_eq!(r.json(), json!({"code": "credential_lifetime_over_limit", "field": "lifetime"}), "{}", r.body);
@@ -1352,7 +1357,7 @@ async fn the_admins_longest_kubeconfig_lifetime_bounds_downloads() {
     assert_eq!(download("8h").await.code(), "kubeconfig_unavailable");
     // A lifetime ending in a character wider than a byte: refused in its
     // field, never a panic (it split a byte index before).
-    for odd in ["1%C3%A9", "8%EF%BD%88", "%F0%9F%A6%80"] {
+    for odd in ["1é", "8ｈ", "🦀"] {
         let r = download(odd).await;
         assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{odd}: {}", r.body);
         assert_eq!(r.json(), json!({"code": "credential_lifetime_invalid", "field": "lifetime"}), "{odd}");

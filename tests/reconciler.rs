@@ -122,7 +122,7 @@ fn whoami(kubeconfig: &str, tag: &str) -> (String, Vec<String>) {
 /// Issue 42. On a cluster with its own control plane (and the
 /// controller-manager vCluster runs, signing with its CA), a download is
 /// the downloader's own certificate: `kubectl auth whoami` names them by id
-/// with their role's group; a viewer may read and not create a namespace;
+/// and no group of the console's (no role rides in the credential); a viewer may read and not create a namespace;
 /// removed from the cluster, the same kubeconfig is `Forbidden` within 10 s;
 /// added again, it works again; the same for the account disabled and enabled; a binding the tenant deletes is put back.
 /// On a relaying endpoint (the host's own API server) the console refuses
@@ -146,7 +146,7 @@ async fn per_user_kubeconfigs_follow_membership() {
     assert!(!mine.contains("system:masters"));
     let (user, groups) = whoami(&mine, "pu-root");
     assert_eq!(user, format!("kubebyon:u:{root_id}"));
-    assert!(groups.contains(&"kubebyon:role:admin".to_owned()), "{groups:?}");
+    assert_eq!(groups, ["system:authenticated"], "no role rides in the credential");
     let (ok, said) = kubectl_as(&mine, "pu-root", &["create", "namespace", "pu-by-admin"]);
     assert!(ok, "an admin creates a namespace: {said}");
 
@@ -160,7 +160,7 @@ async fn per_user_kubeconfigs_follow_membership() {
     let bobs = env.own_kubeconfig(id, &bob).await.expect("the viewer's own kubeconfig");
     let (user, groups) = whoami(&bobs, "pu-bob");
     assert_eq!(user, format!("kubebyon:u:{bob_id}"));
-    assert!(groups.contains(&"kubebyon:role:view".to_owned()), "{groups:?}");
+    assert_eq!(groups, ["system:authenticated"], "no role rides in the credential");
     let (ok, said) = kubectl_as(&bobs, "pu-bob", &["get", "namespaces"]);
     assert!(ok && said.contains("pu-by-admin"), "a viewer reads: {said}");
     let (ok, said) = kubectl_as(&bobs, "pu-bob", &["create", "namespace", "pu-by-viewer"]);
@@ -285,7 +285,8 @@ async fn node_port_cluster_and_mode_switches_converge() {
     let c = env.converge(id, "disabled Ready", ready).await;
     assert_eq!(c["status"]["api_endpoint"], Value::Null);
     assert_eq!(c["status"]["kubeconfig_available"], false);
-    let r = env.console.get(&format!("/api/console/clusters/{id}/kubeconfig"), Some(&env.cookie)).await;
+    let r =
+        env.console.json("POST", &format!("/api/console/clusters/{id}/kubeconfig"), Some(&env.cookie), json!({})).await;
     assert_eq!((r.status.as_u16(), r.code()), (409, "kubeconfig_unavailable".to_owned()));
     ts::eventually("the LB address refuses", WAIT, || async { ts::refused(&format!("{ip}:443")).await.then_some(()) })
         .await
@@ -1480,7 +1481,10 @@ async fn a_second_console_never_touches_the_first_ones_cluster_of_the_same_name(
     let c = second.converge(b, "second console's twin failed as taken", |s| s["phase"] == "failed").await;
     assert_eq!(c["status"]["message"], "namespace_taken: namespace kubebyon-twin", "{c}");
     assert_eq!(c["status"]["kubeconfig_available"], false, "{c}");
-    let r = second.console.get(&format!("/api/console/clusters/{b}/kubeconfig"), Some(&second.cookie)).await;
+    let r = second
+        .console
+        .json("POST", &format!("/api/console/clusters/{b}/kubeconfig"), Some(&second.cookie), json!({}))
+        .await;
     assert_eq!(r.status, 409, "the other console's kubeconfig is never handed out");
 
     second.delete(b).await.expect("the second console's row goes");
@@ -2072,6 +2076,7 @@ async fn join_tokens() {
     let r = env.console.json("POST", "/api/admin/moves/dry-run", Some(&env.cookie), plan).await;
     assert_eq!((r.status.as_u16(), r.code()), (422, "own_nodes_not_movable".to_owned()), "{}", r.body);
     let tokens = format!("/api/console/clusters/{id}/join-tokens");
+    let root_id = db::users::by_username(&env.ctx.pool, "root").await.unwrap().unwrap().id;
 
     let r = env.console.json("POST", &tokens, Some(&env.cookie), json!({"lifetime": "5m"})).await;
     assert_eq!((r.status.as_u16(), r.code()), (422, "token_lifetime_invalid".to_owned()));
@@ -2086,6 +2091,36 @@ async fn join_tokens() {
     assert_eq!(listed.json()[0]["id"], valid.id(), "{}", listed.body);
     assert!(!listed.body.contains(&valid.to_string()), "the list never shows a secret");
 
+    // A token is access the console issued: it goes with its maker's. An
+    // admin member makes one; demoted to viewer, it is revoked at once (the
+    // console's own token stays).
+    env.console.user("jt-dora", "correct horse battery", false).await;
+    let dora = env.console.login("jt-dora", "correct horse battery").await;
+    let members = format!("/api/console/clusters/{id}/members");
+    let share = |role: &'static str| {
+        let (console, cookie, members) = (&env.console, env.cookie.clone(), members.clone());
+        async move {
+            let r = console.json("PUT", &members, Some(&cookie), json!({"name": "jt-dora", "role": role})).await;
+            assert_eq!(r.status, 200, "{}", r.body);
+        }
+    };
+    share("admin").await;
+    let r = env.console.json("POST", &tokens, Some(&dora), json!({})).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let doras = r.json()["id"].as_str().unwrap().to_owned();
+    let ids = |cookie: String| {
+        let (console, tokens) = (&env.console, tokens.clone());
+        async move {
+            let listed = console.get(&tokens, Some(&cookie)).await.json();
+            listed.as_array().unwrap().iter().map(|t| t["id"].as_str().unwrap().to_owned()).collect::<Vec<_>>()
+        }
+    };
+    assert!(ids(env.cookie.clone()).await.contains(&doras));
+    share("view").await;
+    let left = ids(env.cookie.clone()).await;
+    assert!(!left.contains(&doras), "the demoted admin's token is revoked with the change: {left:?}");
+    assert!(left.contains(&valid.id().to_owned()), "the console admin's stays: {left:?}");
+
     // An expired one, written as the console writes them, beside it.
     let kc: Kubeconfig = serde_yaml::from_str(&env.kubeconfig(id).await).unwrap();
     let mut admin_cfg = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await.unwrap();
@@ -2099,7 +2134,8 @@ async fn join_tokens() {
         n % len
     });
     let body: Secret =
-        serde_json::from_value(join::bootstrap_secret(&expired, db::now() - 2 * 3_600, Lifetime::DEFAULT)).unwrap();
+        serde_json::from_value(join::bootstrap_secret(&expired, db::now() - 2 * 3_600, Lifetime::DEFAULT, root_id))
+            .unwrap();
     let stored_expired = secrets.create(&PostParams::default(), &body).await.unwrap();
 
     // As a joining node presents it: a bearer token, no client certificate.

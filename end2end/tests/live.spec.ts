@@ -54,7 +54,13 @@ async function downloadKubeconfig(page: Page, js = true): Promise<string> {
   let said = '';
   for (const deadline = Date.now() + READY; Date.now() < deadline; ) {
     const download = page.waitForEvent('download', { timeout: 60_000 });
-    const refused = page.waitForURL(/[?&]download_error=/, { timeout: 60_000 }).then(() => null);
+    // (Not waitForURL: a download aborts the navigation, which rejects it.)
+    const refused = page
+      .waitForEvent('framenavigated', {
+        predicate: (f) => f === page.mainFrame() && /[?&]download_error=/.test(f.url()),
+        timeout: 60_000,
+      })
+      .then(() => null);
     await page.getByTestId('kubeconfig').click();
     const got = await Promise.race([download, refused]);
     download.catch(() => {});

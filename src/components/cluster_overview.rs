@@ -353,7 +353,7 @@ fn moved_notice(i18n: I18nContext<Locale>, c: &Cluster) -> Option<impl IntoView 
 const LIFETIMES: [&str; 6] = ["1h", "8h", "1d", "7d", "30d", "365d"];
 
 /// The kubeconfig download — the viewer's own certificate, at their role,
-/// for the lifetime they pick (a plain GET form: the answer is the file) —
+/// for the lifetime they pick (a plain form post: the answer is the file) —
 /// or why there is none yet.
 fn kubeconfig_action(i18n: I18nContext<Locale>, c: &Cluster, role: MemberRole, max: CredentialLifetime) -> AnyView {
     let id = c.id;
@@ -379,7 +379,7 @@ fn kubeconfig_action(i18n: I18nContext<Locale>, c: &Cluster, role: MemberRole, m
         let preselected = CredentialLifetime::DEFAULT.min(max).text();
         let role = crate::components::members::role_label(i18n, role);
         view! {
-            <form method="get" action=format!("/clusters/{id}/kubeconfig") class="form" data-form="kubeconfig">
+            <form method="post" action=format!("/clusters/{id}/kubeconfig") class="form" data-form="kubeconfig">
                 <div class="field">
                     <label for="lifetime" class="field-label">
                         {t!(i18n, detail.lifetime)}

@@ -116,14 +116,18 @@ pub(crate) fn rfc3339(unix: i64) -> String {
 
 /// The token's Secret, as `vcluster token create` writes it, expiring
 /// `lifetime` after `now` (unix seconds).
-pub fn bootstrap_secret(token: &JoinToken, now: i64, lifetime: Lifetime) -> Value {
+pub fn bootstrap_secret(token: &JoinToken, now: i64, lifetime: Lifetime, maker: i64) -> Value {
     json!({
         "apiVersion": "v1",
         "kind": "Secret",
         "metadata": {
             "name": token.secret_name(),
             "namespace": NAMESPACE,
-            "labels": {TOKEN_LABEL.0: TOKEN_LABEL.1, NODE_TYPE_LABEL.0: NODE_TYPE_LABEL.1},
+            "labels": {
+                TOKEN_LABEL.0: TOKEN_LABEL.1,
+                NODE_TYPE_LABEL.0: NODE_TYPE_LABEL.1,
+                MAKER_LABEL: maker.to_string(),
+            },
         },
         "type": SECRET_TYPE,
         "stringData": {
@@ -210,6 +214,31 @@ pub(crate) fn csr_node(username: &str, request_pem: &[u8]) -> Option<(String, St
 }
 
 /// The view of a token Secret vCluster would list (its label), else `None`.
+/// Who made a token through the console (a console user id): the token
+/// stands only while they may manage the cluster's nodes.
+pub const MAKER_LABEL: &str = "kubebyon.io/made-by";
+
+/// The tokens (Secret names) to revoke: those made through the console
+/// ([`MAKER_LABEL`]) by someone `may_manage` no longer holds — removed,
+/// demoted, disabled, no longer the owner. A token is access the console
+/// issued, and goes with its maker's. A label that names no user (edited
+/// inside the cluster) counts as a departed maker; tokens without the label
+/// (made inside the cluster by its own admins) are theirs and stay.
+pub fn departed_tokens<'a>(
+    secrets: impl IntoIterator<Item = &'a Secret>,
+    may_manage: impl Fn(i64) -> bool,
+) -> Vec<String> {
+    secrets
+        .into_iter()
+        .filter(|s| token_view(s).is_some())
+        .filter_map(|s| {
+            let maker = s.metadata.labels.as_ref()?.get(MAKER_LABEL)?;
+            let stays = maker.parse::<i64>().is_ok_and(&may_manage);
+            (!stays).then(|| s.metadata.name.clone()).flatten()
+        })
+        .collect()
+}
+
 pub(crate) fn token_view(secret: &Secret) -> Option<TokenView> {
     let labels = secret.metadata.labels.as_ref()?;
     if labels.get(TOKEN_LABEL.0).map(String::as_str) != Some(TOKEN_LABEL.1)
@@ -315,7 +344,7 @@ Iw==
     /// The Secret the API server stores from [`bootstrap_secret`] (`stringData`
     /// becomes `data`).
     fn stored(token: &JoinToken, lifetime: Lifetime) -> Secret {
-        let mut body = bootstrap_secret(token, NOW, lifetime);
+        let mut body = bootstrap_secret(token, NOW, lifetime, 7);
         let string_data = body.as_object_mut().unwrap().remove("stringData").unwrap();
         let data: BTreeMap<String, ByteString> = string_data
             .as_object()
@@ -331,12 +360,12 @@ Iw==
     #[test]
     fn the_secret_is_written_as_vcluster_writes_it() {
         let t = JoinToken::parse("abcdef.0123456789abcdef").unwrap();
-        let body = bootstrap_secret(&t, NOW, Lifetime::DEFAULT);
+        let body = bootstrap_secret(&t, NOW, Lifetime::DEFAULT, 7);
         assert_eq!(body["metadata"]["name"], "bootstrap-token-abcdef");
         assert_eq!(body["metadata"]["namespace"], "kube-system");
         assert_eq!(
             body["metadata"]["labels"],
-            json!({"vcluster.loft.sh/token": "true", "vcluster.loft.sh/token-node-type": "worker"})
+            json!({"vcluster.loft.sh/token": "true", "vcluster.loft.sh/token-node-type": "worker", "kubebyon.io/made-by": "7"})
         );
         assert_eq!(body["type"], "bootstrap.kubernetes.io/token");
         let keys: Vec<&String> = body["stringData"].as_object().unwrap().keys().collect();
@@ -357,6 +386,38 @@ Iw==
         assert!(at.ends_with('Z') && !at.contains('.'), "{at}");
         let view = token_view(&stored(&t, Lifetime::DEFAULT)).unwrap();
         assert_eq!((view.id.as_str(), view.expires_at), ("abcdef", Some(NOW + 3_600)));
+    }
+
+    /// A token goes when its maker may no longer manage the cluster's nodes;
+    /// tokens the cluster's own admins made inside stay theirs.
+    #[test]
+    fn tokens_go_with_their_makers_access() {
+        let t = |id: &str, maker: Option<&str>, token: bool| {
+            let mut s = stored(&JoinToken::parse(&format!("{id}.0123456789abcdef")).unwrap(), Lifetime::DEFAULT);
+            let labels = s.metadata.labels.as_mut().unwrap();
+            match maker {
+                Some(m) => labels.insert(MAKER_LABEL.into(), m.into()),
+                None => labels.remove(MAKER_LABEL),
+            };
+            if !token {
+                labels.remove(TOKEN_LABEL.0);
+            }
+            s
+        };
+        let cases = [
+            ("the maker still manages", t("aaaaaa", Some("7"), true), false),
+            ("the maker no longer does", t("bbbbbb", Some("8"), true), true),
+            ("a label naming no user", t("cccccc", Some("seven"), true), true),
+            ("an empty label", t("dddddd", Some(""), true), true),
+            ("made inside, no label", t("eeeeee", None, true), false),
+            ("not a token of vCluster's", t("ffffff", Some("8"), false), false),
+        ];
+        for (what, secret, goes) in &cases {
+            let gone = departed_tokens([secret], |u| u == 7);
+            assert_eq!(!gone.is_empty(), *goes, "{what}");
+        }
+        let all = departed_tokens(cases.iter().map(|(_, s, _)| s), |u| u == 7);
+        assert_eq!(all, ["bootstrap-token-bbbbbb", "bootstrap-token-cccccc", "bootstrap-token-dddddd"]);
     }
 
     #[test]

@@ -142,12 +142,6 @@ pub fn kube_user(user_id: i64) -> String {
     format!("kubebyon:u:{user_id}")
 }
 
-/// The group a certificate names the role it was issued at with
-/// (informational: the console binds users, never these groups).
-pub fn kube_role_group(role: MemberRole) -> String {
-    format!("kubebyon:role:{}", role.as_str())
-}
-
 /// The console's ClusterRoleBinding of a role inside a virtual cluster.
 pub fn binding_name(role: MemberRole) -> String {
     format!("kubebyon:{}", role.as_str())
@@ -171,6 +165,11 @@ impl Bindings {
             out.0.insert(role, best.iter().filter(|(_, r)| **r == role).map(|(u, _)| *u).collect());
         }
         out
+    }
+
+    /// Whether `user` is bound at exactly `role` (their highest).
+    pub fn holds(&self, user: i64, role: MemberRole) -> bool {
+        self.0.get(&role).is_some_and(|users| users.contains(&user))
     }
 
     /// The Kubernetes user names `role`'s binding holds, sorted.
@@ -384,7 +383,6 @@ mod tests {
             assert!(none.subjects(role).is_empty());
         }
         assert_eq!(binding_name(Edit), "kubebyon:edit");
-        assert_eq!(kube_role_group(View), "kubebyon:role:view");
     }
 
     #[test]

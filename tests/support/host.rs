@@ -327,7 +327,8 @@ impl Env {
     /// The own kubeconfig of the user `cookie` signs in (a certificate signed
     /// inside the cluster for them, `issue 42`), or the refusal.
     pub async fn own_kubeconfig(&self, id: i64, cookie: &str) -> Result<String, (u16, String)> {
-        let r = self.console.get(&format!("/api/console/clusters/{id}/kubeconfig?lifetime=1h"), Some(cookie)).await;
+        let path = format!("/api/console/clusters/{id}/kubeconfig");
+        let r = self.console.json("POST", &path, Some(cookie), json!({"lifetime": "1h"})).await;
         if r.status != 200 {
             return Err((r.status.as_u16(), r.code()));
         }

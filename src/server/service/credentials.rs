@@ -198,16 +198,24 @@ pub(crate) async fn resync_one(pool: &AnyPool, host: &HostHandle, cluster: &Clus
     if written > 0 {
         tracing::info!(cluster = cluster.id, written, "access bindings brought in step");
     }
+    if cluster.spec.own_nodes {
+        let may_manage = |u| want.holds(u, MemberRole::Admin);
+        tokio::time::timeout(DOWNLOAD, super::join::revoke_departed(&virt, cluster, may_manage))
+            .await
+            .map_err(|_| HostError::TimedOut("the cluster's join tokens"))??;
+    }
     Ok(written)
 }
 
-/// A key (ECDSA P-256) and its certificate request for `user` at `role`.
-fn request(user: i64, role: MemberRole) -> Result<(SecretString, String), rcgen::Error> {
+/// A key (ECDSA P-256) and its certificate request naming `user` by id
+/// alone: no role rides in the credential (a tenant's binding to such a group
+/// would outlive a demotion); what it may do is the bindings the console
+/// keeps in step.
+fn request(user: i64) -> Result<(SecretString, String), rcgen::Error> {
     let key = rcgen::KeyPair::generate()?;
     let mut params = rcgen::CertificateParams::new(Vec::<String>::new())?;
     params.distinguished_name = rcgen::DistinguishedName::new();
     params.distinguished_name.push(rcgen::DnType::CommonName, membership::kube_user(user));
-    params.distinguished_name.push(rcgen::DnType::OrganizationName, membership::kube_role_group(role));
     let csr = params.serialize_request(&key)?.pem()?;
     Ok((SecretString::from(key.serialize_pem()), csr))
 }
@@ -314,7 +322,7 @@ pub(crate) async fn kubeconfig(
     writes.take(user.id)?;
     let want = desired(pool, &cluster).await?;
     let role = access.role();
-    let made = tokio::time::timeout(DOWNLOAD, Box::pin(mint(host, &cluster, user.id, role, lifetime, &want)))
+    let made = tokio::time::timeout(DOWNLOAD, Box::pin(mint(host, &cluster, user.id, lifetime, &want)))
         .await
         .unwrap_or(Err(MintError::NotSigned));
     let minted = made.map_err(|e| refusal(&cluster, &e))?;
@@ -353,14 +361,13 @@ async fn mint(
     host: &HostHandle,
     cluster: &Cluster,
     user: i64,
-    role: MemberRole,
     lifetime: CredentialLifetime,
     want: &Bindings,
 ) -> Result<Minted, MintError> {
     let virt = own_client(host, cluster).await.map_err(SyncError::from)?.ok_or(MintError::Unavailable)?;
     sync(&virt, want).await?;
     let ca_pem = host.cluster_ca(cluster).await.map_err(SyncError::from)?.ok_or(MintError::Unavailable)?;
-    let (key, csr) = request(user, role)?;
+    let (key, csr) = request(user)?;
     let (cert_pem, not_after) = sign(&virt, user, &csr, lifetime).await?;
     Ok(Minted { ca_pem, cert_pem, not_after, key })
 }
@@ -451,13 +458,13 @@ mod tests {
 
     #[test]
     fn a_request_names_the_user_by_id_and_never_a_privileged_group() {
-        let (key, csr) = request(42, MemberRole::Edit).unwrap();
+        let (key, csr) = request(42).unwrap();
         assert!(secrecy::ExposeSecret::expose_secret(&key).starts_with("-----BEGIN PRIVATE KEY-----"));
         let (_, pem) = x509_parser::pem::parse_x509_pem(csr.as_bytes()).unwrap();
         let (_, req) = <x509_parser::certification_request::X509CertificationRequest as x509_parser::prelude::FromDer<_>>::from_der(&pem.contents).unwrap();
         let subject = req.certification_request_info.subject.to_string();
         assert!(subject.contains("CN=kubebyon:u:42"), "{subject}");
-        assert!(subject.contains("O=kubebyon:role:edit"), "{subject}");
+        assert!(!subject.contains("O="), "no role or group rides in the credential: {subject}");
         assert!(!subject.contains("system:"), "{subject}");
     }
 }

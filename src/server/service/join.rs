@@ -98,8 +98,9 @@ pub(crate) async fn create_token(
         let mut rng = rand::rngs::OsRng;
         JoinToken::generate(|n| rng.gen_range(0..n))
     };
-    let body: Secret = serde_json::from_value(join::bootstrap_secret(&token, crate::server::db::now(), lifetime))
-        .map_err(|_| AppError::new(ErrorCode::Internal))?;
+    let body: Secret =
+        serde_json::from_value(join::bootstrap_secret(&token, crate::server::db::now(), lifetime, user.id))
+            .map_err(|_| AppError::new(ErrorCode::Internal))?;
     let stored = Box::pin(secrets.create(&PostParams::default(), &body))
         .await
         .map_err(|e| call_failed(&cluster, "token create", &e))?;
@@ -121,20 +122,30 @@ pub(crate) async fn create_token(
 /// whether vCluster (Pro, closed) rewrites it when `controlPlane.endpoint`
 /// changes is not known, so the console assumes it does not: at each token's
 /// creation it rewrites the server when it differs, keeping the rest (the
-/// CA), and kube-controller-manager's `bootstrapsigner` signs it again. A
-/// concurrent change wins (the update carries the resourceVersion read).
+/// CA), and kube-controller-manager's `bootstrapsigner` signs it again. The
+/// update carries the resourceVersion read; the signer writes the same
+/// object for the token just made (its `jws-kubeconfig-<id>`), so a conflict
+/// is read again and retried (a few times: each is a fresh read).
 async fn ensure_cluster_info(cluster: &Cluster, client: &kube::Client) -> Result<bool, String> {
     use k8s_openapi::api::core::v1::ConfigMap;
     let Some(endpoint) = crate::domain::render::join_endpoint(&cluster.spec) else { return Ok(false) };
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), "kube-public");
-    let Some(mut info) = api.get_opt("cluster-info").await.map_err(|e| e.to_string())? else { return Ok(false) };
     let server = format!("https://{endpoint}");
-    let text = info.data.as_ref().and_then(|d| d.get("kubeconfig")).cloned().unwrap_or_default();
-    let Some(rewritten) = with_server(&text, &server) else { return Ok(false) };
-    info.data.get_or_insert_default().insert("kubeconfig".into(), rewritten);
-    api.replace("cluster-info", &PostParams::default(), &info).await.map_err(|e| e.to_string())?;
-    tracing::info!(cluster = cluster.id, %server, "cluster-info names the current endpoint again");
-    Ok(true)
+    for _ in 0..5 {
+        let Some(mut info) = api.get_opt("cluster-info").await.map_err(|e| e.to_string())? else { return Ok(false) };
+        let text = info.data.as_ref().and_then(|d| d.get("kubeconfig")).cloned().unwrap_or_default();
+        let Some(rewritten) = with_server(&text, &server) else { return Ok(false) };
+        info.data.get_or_insert_default().insert("kubeconfig".into(), rewritten);
+        match api.replace("cluster-info", &PostParams::default(), &info).await {
+            Ok(_) => {
+                tracing::info!(cluster = cluster.id, %server, "cluster-info names the current endpoint again");
+                return Ok(true);
+            }
+            Err(kube::Error::Api(e)) if e.code == 409 => continue,
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+    Err("cluster-info kept changing under the update".into())
 }
 
 /// `cluster-info`'s kubeconfig with its (first) cluster's server set to
@@ -147,6 +158,31 @@ fn with_server(kubeconfig: &str, server: &str) -> Option<String> {
     }
     *slot = serde_yaml::Value::String(server.to_owned());
     serde_yaml::to_string(&doc).ok()
+}
+
+/// Deletes the cluster's join tokens whose maker may no longer manage its
+/// nodes (`join::departed_tokens`; `may_manage`: the bindings the console
+/// keeps), at every resync of its access: a membership change, a disabled
+/// account, a new owner, and the slow loop. The names deleted.
+pub(crate) async fn revoke_departed(
+    client: &kube::Client,
+    cluster: &Cluster,
+    may_manage: impl Fn(i64) -> bool,
+) -> Result<Vec<String>, super::credentials::SyncError> {
+    let lp =
+        ListParams::default().labels(&format!("{}={},{}", join::TOKEN_LABEL.0, join::TOKEN_LABEL.1, join::MAKER_LABEL));
+    let secrets = virtual_read::list(client, Some(join::NAMESPACE), &lp, virtual_read::TOKENS, Some).await?;
+    let gone = join::departed_tokens(&secrets, may_manage);
+    let api: Api<Secret> = Api::namespaced(client.clone(), join::NAMESPACE);
+    for name in &gone {
+        match Box::pin(api.delete(name, &DeleteParams::default())).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(e)) if e.code == 404 => {}
+            Err(e) => return Err(e.into()),
+        }
+        tracing::info!(cluster = cluster.id, secret = %name, "join token revoked: its maker no longer manages the cluster's nodes");
+    }
+    Ok(gone)
 }
 
 /// The cluster's tokens (vCluster's label), soonest to expire first.

@@ -22,10 +22,11 @@ pub(crate) fn routes() -> Vec<(&'static str, MethodRouter<AppState>)> {
         ("/api/console/clusters", get(list_clusters).post(create_cluster)),
         ("/api/console/clusters/{id}", get(get_cluster).patch(update_cluster).delete(delete_cluster)),
         ("/api/console/clusters/{id}/events", get(cluster_events)),
-        ("/api/console/clusters/{id}/kubeconfig", get(cluster_kubeconfig)),
+        // Credentials are made by POST only: a link (a cross-site one too) mints nothing.
+        ("/api/console/clusters/{id}/kubeconfig", post(cluster_kubeconfig)),
         ("/api/console/clusters/{id}/probe", post(probe_cluster)),
         ("/api/console/quota", get(my_quota)),
-        ("/clusters/{id}/kubeconfig", get(cluster_kubeconfig_page)),
+        ("/clusters/{id}/kubeconfig", post(cluster_kubeconfig_page)),
         // Break-glass: the cluster's own admin credential, for an admin with a reason.
         ("/api/console/clusters/{id}/admin-kubeconfig", post(break_glass_json)),
         ("/clusters/{id}/admin-kubeconfig", post(break_glass_form)),
@@ -98,8 +99,10 @@ pub(crate) async fn cluster_events(
     Ok(Json(clusters::events(&st.pool, &u, cluster_id(&id)?, q.before).await?))
 }
 
-/// `?lifetime=` of a kubeconfig download (`10m` … `365d`; absent: 8 hours).
+/// A kubeconfig asked for: its `lifetime` (`10m` … `365d`; absent: 8 hours),
+/// as JSON (`{}` for the default) or the page's form.
 #[derive(serde::Deserialize, Default)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct LifetimeQuery {
     #[serde(default)]
     lifetime: Option<String>,
@@ -112,18 +115,18 @@ pub(crate) async fn cluster_kubeconfig(
     State(st): State<AppState>,
     ApiUser(u): ApiUser,
     Path(id): Path<String>,
-    axum::extract::Query(q): axum::extract::Query<LifetimeQuery>,
+    ApiJson(q): ApiJson<LifetimeQuery>,
 ) -> Result<Response, ApiError> {
     kubeconfig_file(&st, &u, &id, q).await
 }
 
-/// The cluster page's download button (a plain GET form): the file, or back
-/// to the page, which says why not.
+/// The cluster page's download button (a plain form post, origin-checked
+/// as every write): the file, or back to the page, which says why not.
 pub(crate) async fn cluster_kubeconfig_page(
     State(st): State<AppState>,
     ApiUser(u): ApiUser,
     Path(id): Path<String>,
-    axum::extract::Query(q): axum::extract::Query<LifetimeQuery>,
+    axum::extract::Form(q): axum::extract::Form<LifetimeQuery>,
 ) -> Response {
     kubeconfig_file(&st, &u, &id, q).await.unwrap_or_else(|e| back_to_page(&id, e))
 }
