@@ -70,14 +70,22 @@ targets=(
 # vCluster pod (`controlPlane.distro.k8s.image.tag`, v0.30.0's default
 # v1.34.0): hostsim's kubelet links `kubernetes-<tag>/` for image
 # `ghcr.io/loft-sh/kubernetes:<tag>` (any other tag: ImagePullBackOff).
-distro="$(version_of kubernetes-v1.34 k8s.io/kubernetes)"
+# Built in vCluster's module graph (its go.mod carries v1.34.0's replace
+# block and the three commands as tools) and with CGO off as vCluster is,
+# so the packages both use are compiled once (docs/testing.md).
+distro="$(version_of vcluster k8s.io/kubernetes)"
+distro_tag=v1.34.0
+if [[ "$distro" != "$distro_tag" ]]; then
+  echo "build-control-plane: hostcluster/vcluster/go.mod selects k8s.io/kubernetes $distro, the chart's distro tag is $distro_tag" >&2
+  exit 1
+fi
 distro_minor="${distro#v1.}"; distro_minor="${distro_minor%%.*}"
 distro_stamp=""
 for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   distro_stamp+=" -X $pkg.gitVersion=$distro -X $pkg.gitMajor=1 -X $pkg.gitMinor=$distro_minor -X $pkg.gitTreeState=clean"
 done
 for bin in kube-apiserver kube-controller-manager kube-scheduler; do
-  targets+=("kubernetes-$distro/$bin|kubernetes-v1.34|k8s.io/kubernetes/cmd/$bin|$distro|$distro_stamp")
+  targets+=("kubernetes-$distro/$bin|vcluster|k8s.io/kubernetes/cmd/$bin|$distro|$distro_stamp||0")
 done
 syncer_part() { [[ "$1" == vcluster || "$1" == kine || "$1" == kubernetes-*/* ]]; }
 # The folder's name carries the k8s and etcd versions; the others are stamped.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the console's Rust test binaries (what `cargo test --features ssr`
 # runs: the library's unit tests and every tests/*.rs) in two lanes at once.
-# Usage: test-lanes.sh LOG_DIR "NAME ..." "NAME::TEST ..." ["NAME=FILE ..."]
+# Usage: test-lanes.sh [--lanes|--after] LOG_DIR "NAME ..." "NAME::TEST ..." ["NAME=FILE ..."]
 #   lane A runs the named test targets in that order, lane B every other one
 #   in cargo's order (the library's unit tests are `cdylib:kubebyon`, the
 #   binary's `bin:kubebyon`); the tests named in the third argument (a
@@ -13,11 +13,16 @@
 #   `NAME=FILE` starts binary NAME once FILE exists; `NAME::T1,T2=FILE` runs
 #   NAME in its lane without tests T1 and T2, and those two (exact names)
 #   once the lanes are done and FILE exists.
+# --lanes runs only the lanes and --after only what follows them (the gated
+# and solo tests), so the caller can do other work in between (both calls
+# take the same arguments).
 # The binaries run from the crate's root with the variables cargo sets for a
 # test (CARGO_MANIFEST_DIR, CARGO_PKG_NAME, …).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
+mode=both
+case "${1:-}" in --lanes) mode=lanes; shift ;; --after) mode=after; shift ;; esac
 logs=$1
 read -r -a lane_a <<<"$2"
 read -r -a solo <<<"${3:-}"
@@ -108,11 +113,14 @@ run_lane() {
   done
   return "$failed"
 }
-run_lane "${lane_a[@]}" &
-a=$!
 status=0
-run_lane "${lane_b[@]}" || status=1
-wait "$a" || status=1
+if [ "$mode" != after ]; then
+  run_lane "${lane_a[@]}" &
+  a=$!
+  run_lane "${lane_b[@]}" || status=1
+  wait "$a" || status=1
+fi
+[ "$mode" = lanes ] && gates=() solo=()
 # The gated subsets, once their parts are built.
 for g in "${gates[@]}"; do
   key=${g%%=*}

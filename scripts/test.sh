@@ -9,6 +9,10 @@
 #      once without a host cluster, once connected to a simulated k3s host (real
 #      kube-apiserver + etcd, hostsim) — driven by Playwright in Debian's Chromium
 #   4. the host cluster tests (real etcd + kube-apiserver + kube-controller-manager, hostsim)
+#   Where a fresh machine still builds vCluster's syncer after the lanes, the
+#   parts that do not need it run first: the browser specs without the live
+#   host, hostsim's other tests; then the reconciler's syncer tests, the live
+#   host's specs and hostsim's syncer tests.
 # Everything it starts is stopped by PID on exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,7 +43,7 @@ trap cleanup EXIT
 # vCluster's syncer, kine and the chart's distro Kubernetes (v1.34.0) build
 # after the rest, beside the Rust test build and the lanes; only the
 # reconciler tests whose clusters run upstream's syncer (SYNCER_TESTS) wait
-# for them (syncer.ready), after the lanes; every other test runs at once.
+# for them (syncer.ready) when they are not built before the lanes.
 bash scripts/install-go.sh
 # shellcheck disable=SC2016 # (expanded by the inner shell)
 setsid bash -c 'bash scripts/build-control-plane.sh --without-syncer >"$1/control-plane.out" &&
@@ -107,9 +111,13 @@ step "Rust tests in two lanes, the site's build beside them"
 SYNCER_TESTS=load_balancer_cluster_with_an_ip_host_is_ready_and_its_kubeconfig_works,per_user_kubeconfigs_follow_membership
 SYNCER_TESTS+=,node_port_cluster_and_mode_switches_converge,load_balancer_cluster_with_a_dns_host_probes_ok_through_the_resolver
 SYNCER_TESTS+=,deleting_a_cluster_uninstalls_it_and_frees_the_name
-bash scripts/test-lanes.sh "$work/lanes" "reconciler placement" \
-  "reconciler::endpoints_that_never_answer_do_not_delay_another_clusters_ready" \
-  "reconciler::$SYNCER_TESTS=$work/syncer.ready"
+# On a fresh machine they wait for the syncer's build (and run after the
+# lanes, the browser tests without the live host and hostsim's other tests:
+# the idle slot the build left); on a warm one it is built already and they
+# run in lane A.
+lanes=("$work/lanes" "reconciler placement" "reconciler::endpoints_that_never_answer_do_not_delay_another_clusters_ready")
+[ -e "$work/syncer.ready" ] || lanes+=("reconciler::$SYNCER_TESTS=$work/syncer.ready")
+bash scripts/test-lanes.sh --lanes "${lanes[@]}"
 # Each test binary is ~330 MB (line tables) and every source change makes
 # new ones: keep only the newest of each name so the shared target dir does
 # not fill the disk over many runs.
@@ -167,6 +175,27 @@ if grep -q -i -E "e2e-admin-password|kubebyon_session=" "$work/console.log"; the
   echo "a secret reached the console log" >&2; exit 1
 fi
 
+step "Playwright without the live host (Debian Chromium)"
+playwright() {
+  KUBEBYON_URL="http://127.0.0.1:$port" KUBEBYON_ADMIN_PASSWORD="e2e-admin-password" \
+    KUBEBYON_HOST_CONSOLE_URL="http://127.0.0.1:${host_port:-}" KUBEBYON_HOST_NET="${host_net:-}" \
+    KUBEBYON_HOSTSIM_BIN="$HOSTSIM_TARGET_DIR/debug/hostsim" KUBEBYON_HOST_KUBECONFIG="${host_kubeconfig:-}" \
+    KUBEBYON_OIDC_URL="http://127.0.0.1:$oidc_port" \
+    npx playwright test --config end2end/playwright.config.ts "$@"
+}
+# The specs that meet the host cluster (they read KUBEBYON_HOST_*: live, moves)
+# run below, once the syncer is built; the others now.
+mapfile -t host_specs < <(grep -l 'KUBEBYON_HOST' end2end/tests/*.spec.ts | xargs -n1 basename)
+mapfile -t other_specs < <(grep -L 'KUBEBYON_HOST' end2end/tests/*.spec.ts | xargs -n1 basename)
+if [ "${#host_specs[@]}" -eq 0 ] || [ "${#other_specs[@]}" -eq 0 ]; then die "no browser specs found"; fi
+playwright "${other_specs[@]}"
+
+step "host cluster tests without the syncer (kube-apiserver + etcd + hostsim)"
+bash scripts/hostsim-test.sh --without-syncer
+
+step "the reconciler's tests on upstream's syncer, then the timing test alone"
+bash scripts/test-lanes.sh --after "${lanes[@]}"
+
 step "a simulated host cluster and a console connected to it (live pages)"
 # --test-net: a 127.A.B.0/24 of its own, claimed by hostsim with the Rust test
 # hosts' lock (hostsim::testhost::Net) and held while it runs, so nothing shares
@@ -190,12 +219,8 @@ KUBECONFIG="$host_kubeconfig" LEPTOS_SITE_ADDR="127.0.0.1:$host_port" KUBEBYON_D
 host_console_pid=$!
 wait_healthy "$host_port" "$host_console_pid" "$work/console-host.log"
 
-step "Playwright (Debian Chromium)"
-KUBEBYON_URL="http://127.0.0.1:$port" KUBEBYON_ADMIN_PASSWORD="e2e-admin-password" \
-  KUBEBYON_HOST_CONSOLE_URL="http://127.0.0.1:$host_port" KUBEBYON_HOST_NET="$host_net" \
-  KUBEBYON_HOSTSIM_BIN="$HOSTSIM_TARGET_DIR/debug/hostsim" KUBEBYON_HOST_KUBECONFIG="$host_kubeconfig" \
-  KUBEBYON_OIDC_URL="http://127.0.0.1:$oidc_port" \
-  npx playwright test --config end2end/playwright.config.ts
+step "Playwright with the live host (Debian Chromium)"
+playwright "${host_specs[@]}"
 # Every log line of the JSON console is one JSON object; requests carry their
 # id and, on a cluster's routes, the cluster's (the request span's fields, under "span").
 # (jq fails on a line that is not JSON.)
@@ -221,11 +246,11 @@ server_pid=""
 grep -q "shutting down" "$work/console.log" || { echo "no shutdown line in the console log" >&2; exit 1; }
 echo "  exit status 0 after finishing its requests" >&2
 
-step "host cluster (kube-apiserver + etcd + hostsim), once vCluster's syncer and kine are built"
+step "host cluster tests on upstream's syncer"
 if [ -n "$control_plane_pid" ] && ! wait "$control_plane_pid"; then
   control_plane_pid=""
   cat "$work/control-plane.log" >&2
   die "vCluster's syncer or kine did not build"
 fi
 control_plane_pid=""
-bash scripts/hostsim-test.sh
+bash scripts/hostsim-test.sh --syncer

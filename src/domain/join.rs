@@ -213,7 +213,6 @@ pub(crate) fn csr_node(username: &str, request_pem: &[u8]) -> Option<(String, St
     Some((id, cn.strip_prefix("system:node:")?.to_owned()))
 }
 
-/// The view of a token Secret vCluster would list (its label), else `None`.
 /// Who made a token through the console (a console user id): the token
 /// stands only while they may manage the cluster's nodes.
 pub const MAKER_LABEL: &str = "kubebyon.io/made-by";
@@ -234,11 +233,12 @@ pub fn departed_tokens<'a>(
         .filter_map(|s| {
             let maker = s.metadata.labels.as_ref()?.get(MAKER_LABEL)?;
             let stays = maker.parse::<i64>().is_ok_and(&may_manage);
-            (!stays).then(|| s.metadata.name.clone()).flatten()
+            s.metadata.name.clone().filter(|_| !stays)
         })
         .collect()
 }
 
+/// The view of a token Secret vCluster would list (its label), else `None`.
 pub(crate) fn token_view(secret: &Secret) -> Option<TokenView> {
     let labels = secret.metadata.labels.as_ref()?;
     if labels.get(TOKEN_LABEL.0).map(String::as_str) != Some(TOKEN_LABEL.1)
