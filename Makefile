@@ -7,7 +7,7 @@ run: ## Build and run the console on http://127.0.0.1:3000 (embedded SQLite in .
 test: ## Every test: unit, storage (SQLite + PostgreSQL), HTTP, browser (Playwright), host cluster
 	bash scripts/test.sh
 
-bench: ## Figures: bundle size, memory, the list page against a static file, cold start, reconciler
+bench: ## Figures: bundle size, memory, the list page against a static file, cold start, reconciler, sign-in starts
 	bash scripts/bench.sh
 
 bench-scale: ## Figures at scale: observer reads (10,000 clusters), RSS per cluster, 1,000 live pages, Ready latency, 1,000-cluster move (not in make test)

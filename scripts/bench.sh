@@ -173,3 +173,7 @@ printf 'with the 10,000 clusters above: %s ms\n' "$cold"
 echo "== reconciler: NodePort -> LoadBalancer switches on the upstream test host (relay)"
 KUBEBYON_CONTROL_PLANE_DIR="$(bash scripts/build-control-plane.sh | tail -n 1)" \
   cargo test --quiet --features ssr --test reconciler_bench -- --ignored --nocapture 2>&1 | grep -E '^(==|console|bare|wall|created|host)'
+
+echo "== 10,000 anonymous sign-in starts from one client beside a user's requests (cargo test --test identity bench_sign_in_starts -- --ignored)"
+bash scripts/install-tools.sh --test >/dev/null
+cargo test --quiet --features ssr --test identity bench_sign_in_starts -- --ignored --nocapture 2>&1 | grep -E '^=='

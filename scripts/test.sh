@@ -150,7 +150,8 @@ step "console for the browser tests"
 # It trusts the test provider (end2end/tests/oidc.spec.ts); password sign-in stays on.
 export KUBEBYON_PUBLIC_URL="http://127.0.0.1:$port" KUBEBYON_OIDC_ISSUER="http://127.0.0.1:$oidc_port" \
   KUBEBYON_OIDC_CLIENT_ID=kubebyon KUBEBYON_OIDC_CLIENT_SECRET=e2e-oidc-secret \
-  KUBEBYON_OIDC_SCOPES=profile,email,groups KUBEBYON_OIDC_ADMIN_GROUP=platform-admins
+  KUBEBYON_OIDC_SCOPES=profile,email,groups KUBEBYON_OIDC_ADMIN_GROUP=platform-admins \
+  KUBEBYON_OIDC_TEAM_PREFIX=kubebyon-team:
 # No host cluster for these pages: requests stay queued (docs/testing.md).
 export KUBECONFIG="$work/no-host.kubeconfig"
 export LEPTOS_SITE_ADDR="127.0.0.1:$port" KUBEBYON_DATA_DIR="$work/data" KUBEBYON_ADMIN_PASSWORD="e2e-admin-password"
@@ -213,7 +214,7 @@ host_port=$(free_port)
 # This one logs as production does (JSON on standard error), checked below.
 # The simulated host serves on 127.0.0.0/8: the probe may reach loopback.
 # (No OpenID provider for this one: its public URL is its own.)
-unset KUBEBYON_PUBLIC_URL KUBEBYON_OIDC_ISSUER KUBEBYON_OIDC_CLIENT_ID KUBEBYON_OIDC_CLIENT_SECRET KUBEBYON_OIDC_SCOPES KUBEBYON_OIDC_ADMIN_GROUP
+unset KUBEBYON_PUBLIC_URL KUBEBYON_OIDC_ISSUER KUBEBYON_OIDC_CLIENT_ID KUBEBYON_OIDC_CLIENT_SECRET KUBEBYON_OIDC_SCOPES KUBEBYON_OIDC_ADMIN_GROUP KUBEBYON_OIDC_TEAM_PREFIX
 KUBECONFIG="$host_kubeconfig" LEPTOS_SITE_ADDR="127.0.0.1:$host_port" KUBEBYON_DATA_DIR="$work/data-host" KUBEBYON_PROBE_LOOPBACK=1 \
   KUBEBYON_LOG_FORMAT=json "$KUBEBYON_BIN" serve >"$work/console-host.out" 2>"$work/console-host.log" &
 host_console_pid=$!

@@ -172,7 +172,7 @@ async fn an_organisation_sign_in_makes_its_account_and_follows_its_groups() {
         let ada = |groups: &[&str], admin: Option<bool>| Identity {
             subject: "https://id.example.com 00u1ada".into(),
             username: Some("ada".into()),
-            groups: groups.iter().map(|g| (*g).to_owned()).collect(),
+            teams: groups.iter().map(|g| (*g).to_owned()).collect(),
             admin,
         };
 
@@ -226,7 +226,7 @@ async fn an_organisation_sign_in_makes_its_account_and_follows_its_groups() {
             let who = Identity {
                 subject: format!("https://id.example.com other-{what}"),
                 username: username.map(str::to_owned),
-                groups: vec!["platform".into()],
+                teams: vec!["platform".into()],
                 admin: Some(true),
             };
             let e = accounts::oidc_account(&t.pool, None, &who).await.unwrap_err();
@@ -238,7 +238,7 @@ async fn an_organisation_sign_in_makes_its_account_and_follows_its_groups() {
         let cy = Identity {
             subject: "https://id.example.com cyd".into(),
             username: Some("cyd".into()),
-            groups: vec![],
+            teams: vec![],
             admin: Some(true),
         };
         assert!(accounts::oidc_account(&t.pool, None, &cy).await.unwrap().is_admin(), "{}", t.backend);
@@ -344,4 +344,195 @@ async fn the_cli_mirrors_members_teams_owners_and_accounts() {
     {
         assert!(log.iter().any(|e| e.0 == "root" && e.1 == action), "{action} by root: {log:?}");
     }
+}
+
+/// The browser tests' OpenID provider (npm `oidc-provider`,
+/// `end2end/oidc/provider.mjs`) on a free loopback port, stopped on drop.
+struct NpmProvider {
+    child: std::process::Child,
+    issuer: String,
+}
+
+impl NpmProvider {
+    fn start(redirect: &str) -> Self {
+        use std::io::BufRead;
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let mut child = std::process::Command::new("node")
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args(["end2end/oidc/provider.mjs", &port.to_string(), redirect])
+            .env("OIDC_CLIENT_SECRET", "identity-test-secret")
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("node (Debian's nodejs; `make test` installs the npm packages first)");
+        let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        assert!(
+            lines.any(|l| l.is_ok_and(|l| l == "ready")),
+            "the npm OpenID provider did not start (npm packages installed? scripts/install-tools.sh --test)"
+        );
+        // Whatever it prints later is read, so it never blocks on a full pipe.
+        std::thread::spawn(move || lines.for_each(drop));
+        Self { child, issuer: format!("http://127.0.0.1:{port}") }
+    }
+
+    /// A console (at `http://127.0.0.1:3000`) that trusts this provider.
+    fn console_config(&self) -> Config {
+        Config {
+            data_dir: "unused".into(),
+            public_url: Some("http://127.0.0.1:3000".into()),
+            oidc_issuer: Some(self.issuer.clone()),
+            oidc_client_id: Some("kubebyon".into()),
+            oidc_client_secret: Some("identity-test-secret".into()),
+            ..Config::default()
+        }
+    }
+}
+
+impl Drop for NpmProvider {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Rows in every table of the console's schema (both backends).
+async fn rows_per_table(pool: &sqlx::AnyPool, backend: &str) -> Vec<(String, i64)> {
+    let tables = match backend {
+        "sqlite" => "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
+        _ => "SELECT table_name::text FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY 1",
+    };
+    let names: Vec<String> = sqlx::query_scalar(tables).fetch_all(pool).await.unwrap();
+    let mut rows = vec![];
+    for name in names {
+        let n: i64 = sqlx::query_scalar(&format!("SELECT COUNT(*) FROM {name}")).fetch_one(pool).await.unwrap();
+        rows.push((name, n));
+    }
+    rows
+}
+
+/// `GET /auth/oidc/start` anonymously: where it sends the browser, the
+/// state cookie it sets, and the `state` in the provider's URL.
+async fn oidc_start(c: &Console) -> (String, String, String) {
+    let r = c.get("/auth/oidc/start?next=/clusters/7", None).await;
+    assert_eq!(r.status, 303, "{}", r.body);
+    let to = r.headers.get("location").unwrap().to_str().unwrap().to_owned();
+    let cookie = r
+        .headers
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find_map(|v| v.strip_prefix("kubebyon_oidc_state="))
+        .map(|v| v.split(';').next().unwrap().to_owned())
+        .unwrap();
+    let state = to.split(['?', '&']).find_map(|p| p.strip_prefix("state=")).unwrap().to_owned();
+    (to, cookie, state)
+}
+
+/// Issue 55: an anonymous `GET /auth/oidc/start` writes nothing — the
+/// sign-in under way is sealed into the browser's cookie — so 10,000 of
+/// them from one client leave every table as it was (the sealing key is
+/// made once, by the first). The callback takes only a cookie this console
+/// sealed, for the `state` it carries: altered, foreign or missing, the
+/// sign-in page says `oidc_state_invalid`, nothing is written or audited.
+#[tokio::test]
+async fn anonymous_sign_in_starts_write_nothing_and_only_a_sealed_state_comes_back() {
+    let provider = NpmProvider::start("http://127.0.0.1:3000/auth/oidc/callback");
+    for t in each_backend().await {
+        let c = Console::with(t.pool.clone(), None, provider.console_config());
+        let (first, cookie, state) = oidc_start(&c).await;
+        assert!(first.starts_with(&format!("{}/", provider.issuer)), "{}: {first}", t.backend);
+        assert!(!cookie.contains(&state), "{}: the cookie is sealed, not the state in clear", t.backend);
+        let before = rows_per_table(&t.pool, t.backend).await;
+        let keys = before.iter().find(|(n, _)| n == "console_keys").map(|(_, n)| *n);
+        assert_eq!(keys, Some(1), "{}: one sealing key, made by the first start", t.backend);
+        let timer = std::time::Instant::now();
+        let mut cookies = std::collections::HashSet::new();
+        for _ in 0..10_000 {
+            cookies.insert(oidc_start(&c).await.1);
+        }
+        eprintln!("{}: 10,000 sign-in starts in {:.1} s", t.backend, timer.elapsed().as_secs_f64());
+        assert_eq!(cookies.len(), 10_000, "{}: each start its own sealed sign-in", t.backend);
+        assert_eq!(rows_per_table(&t.pool, t.backend).await, before, "{}: no table grew", t.backend);
+
+        // Back at the callback: only the cookie sealed for this state.
+        let mut altered = cookie.clone().into_bytes();
+        let i = altered.len() / 2;
+        altered[i] = if altered[i] == b'A' { b'B' } else { b'A' };
+        let altered = String::from_utf8(altered).unwrap();
+        let (_, other_cookie, _) = oidc_start(&c).await;
+        for (what, jar) in [
+            ("no cookie", None),
+            ("an altered cookie", Some(altered)),
+            ("another sign-in's cookie", Some(other_cookie)),
+            ("the state in clear", Some(state.clone())),
+        ] {
+            let jar = jar.map(|v| format!("kubebyon_oidc_state={v}"));
+            let r = c.get(&format!("/auth/oidc/callback?code=made-up&state={state}"), jar.as_deref()).await;
+            let to = r.headers.get("location").and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
+            let shown = c.get(&to, None).await.body;
+            assert!(shown.contains(r#"data-error-code="oidc_state_invalid""#), "{}: {what}: {to}", t.backend);
+        }
+        // The provider's refusal with the right cookie is the provider's
+        // word (audited); nothing was spent or stored.
+        let jar = format!("kubebyon_oidc_state={cookie}");
+        let r = c.get(&format!("/auth/oidc/callback?error=access_denied&state={state}"), Some(&jar)).await;
+        let to = r.headers.get("location").and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
+        assert!(c.get(&to, None).await.body.contains(r#"data-error-code="oidc_denied""#), "{}: {to}", t.backend);
+        let after = rows_per_table(&t.pool, t.backend).await;
+        let grew: Vec<_> = after.iter().zip(&before).filter(|(a, b)| a != b).map(|(a, _)| a.0.as_str()).collect();
+        assert_eq!(grew, ["audit_log"], "{}: only the provider's refusal, audited", t.backend);
+    }
+}
+
+/// `make bench`: a signed-in user's cluster list (in-process router, a
+/// SQLite file), alone and while one client starts 10,000 anonymous
+/// sign-ins beside it: its median and 95th percentile each time, how long
+/// the starts took, and whether any table grew.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a benchmark: make bench"]
+async fn bench_sign_in_starts_beside_a_users_requests() {
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+    let provider = NpmProvider::start("http://127.0.0.1:3000/auth/oidc/callback");
+    let (url, _dir) = support::sqlite_url();
+    let pool = db::connect(&url).await.unwrap();
+    let c = Arc::new(Console::with(pool.clone(), None, provider.console_config()));
+    c.user("bench", PW, false).await;
+    let cookie = c.login("bench", PW).await;
+    oidc_start(&c).await;
+    let before = rows_per_table(&pool, "sqlite").await;
+    // The list's latency until `until` says stop (at least 200 requests).
+    async fn sample(c: &Console, cookie: &str, until: impl Fn() -> bool) -> (Duration, Duration, usize) {
+        let mut took = Vec::new();
+        while took.len() < 200 || !until() {
+            let t = Instant::now();
+            let r = c.get("/api/console/clusters", Some(cookie)).await;
+            assert_eq!(r.status, 200, "{}", r.body);
+            took.push(t.elapsed());
+        }
+        took.sort();
+        (took[took.len() / 2], took[took.len() * 95 / 100], took.len())
+    }
+    let alone = sample(&c, &cookie, || true).await;
+    let flood = {
+        let c = c.clone();
+        tokio::spawn(async move {
+            let t = Instant::now();
+            for _ in 0..10_000 {
+                oidc_start(&c).await;
+            }
+            t.elapsed()
+        })
+    };
+    let beside = sample(&c, &cookie, || flood.is_finished()).await;
+    let starts = flood.await.unwrap();
+    println!("== a user's cluster list, alone: p50 {:?}, p95 {:?} ({} requests)", alone.0, alone.1, alone.2);
+    println!(
+        "== beside 10,000 anonymous sign-in starts: p50 {:?}, p95 {:?} ({} requests); the starts took {:.1} s",
+        beside.0,
+        beside.1,
+        beside.2,
+        starts.as_secs_f64()
+    );
+    let grew = rows_per_table(&pool, "sqlite").await != before;
+    println!("== tables grown by the starts: {}", if grew { "some (a regression)" } else { "none" });
 }

@@ -125,6 +125,12 @@ fn whoami(kubeconfig: &str, tag: &str) -> (String, Vec<String>) {
 /// and no group of the console's (no role rides in the credential); a viewer may read and not create a namespace;
 /// removed from the cluster, the same kubeconfig is `Forbidden` within 10 s;
 /// added again, it works again; the same for the account disabled and enabled; a binding the tenant deletes is put back.
+/// Issue 55: an editor holds the console's role (`edit` less impersonation
+/// and token minting, nothing in `kube-system`; a namespace made later bound
+/// by the loop); a console admin who is neither owner nor member is bound
+/// only while their download lasts; a tenant's admission policy that blocks
+/// a repair makes the removal answer 202 pending and the page say "access
+/// out of step" until the policy goes.
 /// On a relaying endpoint (the host's own API server) the console refuses
 /// and writes nothing there.
 #[tokio::test]
@@ -239,6 +245,161 @@ async fn per_user_kubeconfigs_follow_membership() {
         b["subjects"],
         json!([{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": format!("kubebyon:u:{bob_id}")}]),
         "{b}"
+    );
+
+    // Made an editor (issue 55): writes in the namespaces, not in the
+    // control plane's own; reads the namespaces; may neither act as a
+    // ServiceAccount nor mint its tokens (upstream's `edit` may both).
+    let r = env.console.json("PUT", &members, Some(&env.cookie), json!({"name": "pu-bob", "role": "edit"})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let can = |args: &[&str]| {
+        let mut all = vec!["auth", "can-i"];
+        all.extend_from_slice(args);
+        let (_, said) = kubectl_as(&bobs, "pu-bob-editor", &all);
+        said.lines().next().unwrap_or_default().trim().to_owned()
+    };
+    ts::eventually("the editor writes in a namespace", Duration::from_secs(10), || async {
+        (can(&["create", "deployments", "-n", "pu-by-admin"]) == "yes").then_some(())
+    })
+    .await
+    .unwrap();
+    let checks: &[(&[&str], &str)] = &[
+        (&["create", "pods", "-n", "default"], "yes"),
+        (&["delete", "secrets", "-n", "pu-by-admin"], "yes"),
+        (&["list", "namespaces"], "yes"),
+        (&["impersonate", "serviceaccounts", "-n", "default"], "no"),
+        (&["impersonate", "serviceaccounts", "-n", "kube-system"], "no"),
+        (&["create", "serviceaccounts", "--subresource=token", "-n", "default"], "no"),
+        (&["create", "serviceaccounts", "--subresource=token", "-n", "kube-system"], "no"),
+        (&["get", "secrets", "-n", "kube-system"], "no"),
+        (&["create", "pods", "-n", "kube-system"], "no"),
+        (&["create", "namespaces"], "no"),
+        (&["create", "clusterrolebindings"], "no"),
+    ];
+    for (args, want) in checks {
+        assert_eq!(can(args), *want, "kubectl auth can-i {}", args.join(" "));
+    }
+    // A namespace made since is the editor's at the slow loop's next pass.
+    let (ok, said) = kubectl_as(&mine, "pu-root", &["create", "namespace", "pu-later"]);
+    assert!(ok, "{said}");
+    assert_eq!(can(&["create", "deployments", "-n", "pu-later"]), "no", "not bound yet");
+    kubebyon::server::controllers::access_sync::pass(&env.ctx.pool, &env.ctx.host).await;
+    assert_eq!(can(&["create", "deployments", "-n", "pu-later"]), "yes", "bound by the pass");
+    // Made a viewer again: the editors' RoleBindings go.
+    let r = env.console.json("PUT", &members, Some(&env.cookie), json!({"name": "pu-bob", "role": "view"})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let (_, said) =
+        kubectl_as(&mine, "pu-root", &["get", "rolebindings", "-A", "-l", "app.kubernetes.io/managed-by=kubebyon"]);
+    assert!(!said.contains("kubebyon:edit"), "{said}");
+    assert_eq!(can(&["create", "deployments", "-n", "pu-by-admin"]), "no");
+
+    // Another console admin, neither owner nor member: bound inside only
+    // while their own download lasts (issue 55: no standing admin identity
+    // in every tenant's cluster), and audited as such.
+    env.console.user("pu-adm", "correct horse battery", true).await;
+    let adm = env.console.login("pu-adm", "correct horse battery").await;
+    let adm_user = kubebyon::domain::membership::kube_user(id_of("pu-adm").await);
+    let admins_bound = || {
+        let (_, said) = kubectl_as(&mine, "pu-root", &["get", "clusterrolebinding", "kubebyon:admin", "-o", "json"]);
+        let b: Value = serde_json::from_str(&said).unwrap_or_else(|_| panic!("{said}"));
+        b["subjects"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|s| s["name"].as_str().map(str::to_owned))
+            .collect::<Vec<_>>()
+    };
+    assert!(!admins_bound().contains(&adm_user), "no standing binding: {:?}", admins_bound());
+    let adms = env.own_kubeconfig(id, &adm).await.expect("the console admin's own kubeconfig");
+    assert!(admins_bound().contains(&adm_user), "bound for the download's lifetime");
+    let (ok, said) = kubectl_as(&adms, "pu-adm", &["create", "namespace", "pu-by-console-admin"]);
+    assert!(ok, "{said}");
+    let log = env.console.get("/api/admin/audit", Some(&env.cookie)).await.json();
+    assert!(
+        log.as_array().unwrap().iter().any(|e| e["actor"] == "pu-adm"
+            && e["detail"].as_str().is_some_and(|d| d.contains("console admin: bound until it expires"))),
+        "{log}"
+    );
+    // The grant ends (as the certificate does): the slow loop's next pass unbinds.
+    sqlx::query("UPDATE admin_grants SET expires_at = 0").execute(&env.ctx.pool).await.unwrap();
+    kubebyon::server::controllers::access_sync::pass(&env.ctx.pool, &env.ctx.host).await;
+    assert!(!admins_bound().contains(&adm_user), "unbound once the grant ended");
+    let (ok, said) = kubectl_as(&adms, "pu-adm-ended", &["get", "namespaces"]);
+    assert!(!ok && said.contains("Forbidden"), "{said}");
+
+    // The tenant blocks the console's repairs of the viewers' binding with an
+    // admission policy (issue 55): removing Bob is stored, the answer says it
+    // is pending with the cluster's words, the page says access is out of
+    // step, audited; the policy gone, the slow loop's pass takes his access
+    // and the page says nothing more.
+    let policy = host().data_dir.join("pu-keep-viewers.yaml");
+    std::fs::write(
+        &policy,
+        r#"apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: pu-keep-viewers}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+    - apiGroups: ["rbac.authorization.k8s.io"]
+      apiVersions: ["*"]
+      operations: ["UPDATE", "DELETE"]
+      resources: ["clusterrolebindings"]
+  validations:
+  - expression: "request.name != 'kubebyon:view'"
+    message: "the tenant keeps kubebyon:view as it is"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: pu-keep-viewers}
+spec:
+  policyName: pu-keep-viewers
+  validationActions: [Deny]
+"#,
+    )
+    .unwrap();
+    let path = policy.to_str().unwrap();
+    let (ok, said) = kubectl_as(&mine, "pu-root", &["apply", "-f", path]);
+    assert!(ok, "{said}");
+    ts::eventually("the policy denies", Duration::from_secs(30), || async {
+        let (ok, said) =
+            kubectl_as(&mine, "pu-root", &["label", "--overwrite", "clusterrolebinding", "kubebyon:view", "pu=1"]);
+        (!ok && said.contains("kubebyon:view as it is")).then_some(())
+    })
+    .await
+    .unwrap();
+    let r = env.console.send("DELETE", &format!("{members}/user/{bob_id}"), Some(&env.cookie), None, "").await;
+    assert_eq!(r.status, 202, "{}", r.body);
+    let answer = r.json();
+    assert_eq!(answer["pending"], true, "{answer}");
+    assert!(answer["reason"].as_str().is_some_and(|w| w.contains("kubebyon:view as it is")), "{answer}");
+    assert!(answer["members"].as_array().is_some_and(|m| m.is_empty()), "the removal is stored: {answer}");
+    assert!(kubectl_as(&bobs, "pu-bob-blocked", &["get", "namespaces"]).0, "the binding still holds him");
+    let page = env.console.get(&format!("/clusters/{id}"), Some(&env.cookie)).await.body;
+    assert!(page.contains(r#"data-testid="access-out-of-step""#) && page.contains("kubebyon:view as it is"), "{page}");
+    let log = env.console.get("/api/admin/audit", Some(&env.cookie)).await.json();
+    assert!(
+        log.as_array().unwrap().iter().any(|e| e["actor"] == "console" && e["action"] == "access_out_of_step"),
+        "{log}"
+    );
+    let metrics = env.console.get("/metrics", None).await.body;
+    assert!(metrics.contains(r#"kubebyon_access_repairs_total{outcome="out_of_step"}"#), "{metrics}");
+    let (ok, said) = kubectl_as(&mine, "pu-root", &["delete", "-f", path]);
+    assert!(ok, "{said}");
+    ts::eventually("the pass takes his access", Duration::from_secs(30), || async {
+        kubebyon::server::controllers::access_sync::pass(&env.ctx.pool, &env.ctx.host).await;
+        let (ok, said) = kubectl_as(&bobs, "pu-bob-unblocked", &["get", "namespaces"]);
+        (!ok && said.contains("Forbidden")).then_some(())
+    })
+    .await
+    .unwrap();
+    let page = env.console.get(&format!("/clusters/{id}"), Some(&env.cookie)).await.body;
+    assert!(!page.contains(r#"data-testid="access-out-of-step""#), "in step again");
+    let log = env.console.get("/api/admin/audit", Some(&env.cookie)).await.json();
+    assert!(
+        log.as_array().unwrap().iter().any(|e| e["actor"] == "console" && e["action"] == "access_in_step"),
+        "{log}"
     );
 
     // A relaying endpoint (this release has no API server of its own): refused,

@@ -33,8 +33,10 @@ if (!port || !redirectUri || !clientSecret) {
 }
 const issuer = `http://127.0.0.1:${port}`;
 
+// The console's team prefix is `kubebyon-team:` (scripts/test.sh): Ada's
+// group names the team; Ben's bare `e2e-team` must not.
 const GROUPS = {
-  ada: ['platform-admins', 'e2e-team'],
+  ada: ['platform-admins', 'kubebyon-team:e2e-team'],
   ben: ['e2e-team'],
 };
 

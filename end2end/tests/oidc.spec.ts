@@ -29,8 +29,9 @@ async function jwksFetches(request: APIRequestContext): Promise<number> {
   return (await (await request.get(`${OIDC}/_test/stats`)).json()).jwksFetches;
 }
 
-test('the first sign-in makes the account; the admin group makes an admin, groups make teams; sign-out ends the session', async ({ browser, request }) => {
-  // The admin made the team `e2e-team` (a group of Ada's and Ben's).
+test('the first sign-in makes the account; the admin group makes an admin, prefixed groups make teams; sign-out ends the session', async ({ browser, request }) => {
+  // The admin made the team `e2e-team`: Ada's group `kubebyon-team:e2e-team`
+  // names it (the console's prefix); Ben's bare `e2e-team` does not.
   expect((await request.post('/api/auth/login', { data: { username: 'admin', password: ADMIN_PASSWORD } })).ok()).toBeTruthy();
   const team = await request.post('/api/admin/teams', { data: { name: 'e2e-team' } });
   expect([201, 409], await team.text()).toContain(team.status());
@@ -51,6 +52,9 @@ test('the first sign-in makes the account; the admin group makes an admin, group
   await expect(ada).toContainText(t('en', 'app.role_admin'));
   await page.goto('/admin/teams');
   await expect(page.locator('tr[data-team="e2e-team"]')).toContainText('ada');
+  await expect(page.getByTestId('teams-provider')).toHaveText(t('en', 'teams.provider_intro', { prefix: 'kubebyon-team:' }));
+  await expect(page.locator('tr[data-team="e2e-team"] [data-provider-group]')).toHaveText('kubebyon-team:e2e-team');
+  await shot(page, 'teams-provider-en');
 
   // Sign-out ends the console's session.
   await page.getByRole('button', { name: t('en', 'app.sign_out') }).click();
@@ -65,6 +69,8 @@ test('the first sign-in makes the account; the admin group makes an admin, group
   await expect(ben).toHaveURL(/\/clusters$/);
   await expect(ben.getByTestId('current-user')).toHaveText('ben');
   expect((await ben.goto('/admin/users'))?.status()).toBe(403);
+  const teams = await (await request.get('/api/admin/teams')).json();
+  expect(teams.find((t: any) => t.name === 'e2e-team').members, 'a bare group names no team').toEqual(['ada']);
 
   // An admin disables Ben: his session ends, and the provider's word no
   // longer lets him in.
@@ -105,18 +111,23 @@ test('bad ID tokens and a replayed state are refused with their reason; a rotate
     await page.context().close();
   }
 
-  // A sign-in that went through; its callback replayed (its state cookie put
-  // back, so only the spent state can refuse it).
+  // A sign-in that went through; its callback replayed (its sealed state
+  // cookie put back, so only the spent state can refuse it).
   const page = await newPage(browser);
   let callback = '';
-  page.on('request', (r) => {
-    if (r.url().includes('/auth/oidc/callback')) callback = r.url();
+  let sealed = '';
+  page.on('request', async (r) => {
+    if (!r.url().includes('/auth/oidc/callback')) return;
+    callback = r.url();
+    sealed = /kubebyon_oidc_state=([^;]+)/.exec((await r.allHeaders())['cookie'] ?? '')?.[1] ?? '';
   });
   await organisationSignIn(page, 'en', 'cyd');
   await expect(page).toHaveURL(/\/clusters$/);
   await page.getByRole('button', { name: t('en', 'app.sign_out') }).click();
   const state = new URL(callback).searchParams.get('state')!;
-  await page.context().addCookies([{ name: 'kubebyon_oidc_state', value: state, url: `${baseURL}/auth/oidc/` }]);
+  expect(sealed, 'the state cookie is sealed, not the state').not.toContain(state);
+  expect(sealed.length).toBeGreaterThan(100);
+  await page.context().addCookies([{ name: 'kubebyon_oidc_state', value: sealed, url: `${baseURL}/auth/oidc/` }]);
   await page.goto(callback);
   await expect(page.locator('[data-error-code="oidc_state_invalid"]')).toHaveText(t('en', 'errors.oidc_state_invalid'));
   await expect(page.getByTestId('current-user')).toHaveCount(0);

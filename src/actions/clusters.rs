@@ -32,6 +32,8 @@ pub(crate) struct ClusterPage {
     pub allowed: crate::domain::membership::Allowed,
     /// Who it is shared with.
     pub members: Vec<crate::domain::membership::Member>,
+    /// Why its access inside is out of step with its members, if it is (the host's words).
+    pub access_out_of_step: Option<String>,
     /// The viewer is a console admin: the page offers break-glass.
     pub break_glass: bool,
     /// The longest a downloaded kubeconfig may last (the admin's setting).
@@ -89,7 +91,9 @@ pub(crate) async fn load_cluster(id: i64, before: Option<i64>) -> Result<Cluster
     let (nodeport_host, gateway) = (defaults.nodeport_public_host, defaults.gateway);
     let joined_nodes = crate::server::service::join::joined_node_names(st.host.as_ref(), &user, &cluster).await;
     let gateway_address = clusters::gateway_address(st.host.as_ref(), &cluster, gateway.as_ref()).await;
+    let access_out_of_step = crate::server::db::members::out_of_step(&st.pool, cluster.id).await?;
     Ok(ClusterPage {
+        access_out_of_step,
         cluster,
         events,
         history,

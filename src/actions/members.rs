@@ -5,7 +5,7 @@
 use leptos::prelude::*;
 
 use crate::domain::AppError;
-use crate::domain::membership::Team;
+use crate::domain::membership::TeamsView;
 
 /// Shares the cluster with a user or team, or changes their role.
 #[server(prefix = "/fn", endpoint = "members/put")]
@@ -59,9 +59,12 @@ pub(crate) async fn transfer_cluster(id: i64, owner: String) -> Result<(), AppEr
 }
 
 #[server(prefix = "/fn", endpoint = "teams/list")]
-pub(crate) async fn list_teams() -> Result<Vec<Team>, AppError> {
+pub(crate) async fn list_teams() -> Result<TeamsView, AppError> {
     use crate::server::context::{require_admin, state};
-    crate::server::service::members::teams(&state()?.pool, &require_admin()?).await
+    let st = state()?;
+    let teams = crate::server::service::members::teams(&st.pool, &require_admin()?).await?;
+    let provider_prefix = st.oidc.as_deref().and_then(|p| p.team_prefix()).map(str::to_owned);
+    Ok(TeamsView { teams, provider_prefix })
 }
 
 #[server(prefix = "/fn", endpoint = "teams/create")]

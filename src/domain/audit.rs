@@ -54,6 +54,10 @@ pub(crate) enum AuditAction {
     UserEnabled,
     /// An admin moved a cluster to another owner.
     OwnerChanged,
+    /// The console could not bring a cluster's access bindings in step with
+    /// its members (the host's words); and, later, could again.
+    AccessOutOfStep,
+    AccessInStep,
 }
 
 impl AuditAction {

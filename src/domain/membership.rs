@@ -42,12 +42,16 @@ impl MemberRole {
         raw.trim().parse().map_err(|_| AppError::at(ErrorCode::MemberRoleInvalid, Field::MemberRole))
     }
 
-    /// The Kubernetes ClusterRole a member with this role is bound to inside
-    /// the virtual cluster (the API server's default roles).
+    /// The Kubernetes ClusterRole a member with this role is bound to
+    /// cluster-wide inside the virtual cluster: the API server's default
+    /// roles for admins and viewers; for editors only the namespaces' read
+    /// — their writes are the console's own role, namespace by namespace
+    /// (`domain::rbac`: upstream's `edit` would let them impersonate any
+    /// ServiceAccount and mint its tokens).
     pub fn cluster_role(self) -> &'static str {
         match self {
             Self::Admin => "cluster-admin",
-            Self::Edit => "edit",
+            Self::Edit => "kubebyon:edit-namespaces",
             Self::View => "view",
         }
     }
@@ -304,6 +308,14 @@ impl TeamName {
     }
 }
 
+/// The admins' teams page: the teams, and the prefix of the provider's
+/// groups that stand for them (`KUBEBYON_OIDC_TEAM_PREFIX`), if any.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TeamsView {
+    pub teams: Vec<Team>,
+    pub provider_prefix: Option<String>,
+}
+
 /// A team as the admin pages list it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Team {
@@ -367,7 +379,7 @@ mod tests {
             assert_eq!(MemberRole::parse(raw).ok(), want, "{raw}");
         }
         assert_eq!(Admin.cluster_role(), "cluster-admin");
-        assert_eq!(Edit.cluster_role(), "edit");
+        assert_eq!(Edit.cluster_role(), "kubebyon:edit-namespaces");
         assert_eq!(View.cluster_role(), "view");
         assert!(View < Edit && Edit < Admin);
     }

@@ -23,6 +23,9 @@ pub mod path;
 pub mod placement;
 pub mod public_access;
 pub mod quota;
+/// Server-side only: RBAC rules are Kubernetes objects (k8s-openapi).
+#[cfg(feature = "ssr")]
+pub mod rbac;
 pub mod reason;
 /// Server-side only: the values are YAML for the HelmChart (serde_yaml).
 #[cfg(feature = "ssr")]

@@ -42,6 +42,8 @@ pub(crate) fn AuditPage() -> impl IntoView {
         AuditAction::UserDisabled => t_string!(i18n, audit.user_disabled),
         AuditAction::UserEnabled => t_string!(i18n, audit.user_enabled),
         AuditAction::OwnerChanged => t_string!(i18n, audit.owner_changed),
+        AuditAction::AccessOutOfStep => t_string!(i18n, audit.access_out_of_step),
+        AuditAction::AccessInStep => t_string!(i18n, audit.access_in_step),
         AuditAction::BreakGlass => t_string!(i18n, audit.break_glass),
     };
     let content = Suspend::new(async move {

@@ -1,5 +1,7 @@
 //! `/admin/teams` (admins only, issue 42): teams are named groups of users a
 //! cluster can be shared with. Create and delete them, add and remove users.
+//! With `KUBEBYON_OIDC_TEAM_PREFIX` set, each team names the provider's group
+//! whose members it follows (set again at each of their sign-ins).
 //! Plain forms: the same with JavaScript off.
 
 use leptos::prelude::*;
@@ -12,7 +14,7 @@ use crate::actions::members::{CreateTeam, DeleteTeam, SetTeamMember, list_teams}
 use crate::components::error_text::FormError;
 use crate::components::field::TextField;
 use crate::components::layout::Layout;
-use crate::domain::membership::Team;
+use crate::domain::membership::{Team, TeamsView};
 use crate::domain::{AppError, Field};
 use crate::i18n::*;
 
@@ -20,9 +22,9 @@ use crate::i18n::*;
 pub(crate) fn TeamsPage() -> impl IntoView {
     let i18n = use_i18n();
     let content = Suspend::new(async move {
-        let teams = match list_teams().await {
+        let TeamsView { teams, provider_prefix } = match list_teams().await {
             Err(e) => return problem_view(e),
-            Ok(teams) => teams,
+            Ok(view) => view,
         };
         // A refused add or remove without JavaScript: its team shows the error.
         let member_error = url_error(SetTeamMember::PATH);
@@ -33,7 +35,8 @@ pub(crate) fn TeamsPage() -> impl IntoView {
             .into_iter()
             .map(|t| {
                 let error = member_error.filter(|_| failed_team == Some(t.id));
-                view! { <TeamRow team=t error /> }
+                let group = provider_prefix.as_ref().map(|p| format!("{p}{}", t.name));
+                view! { <TeamRow team=t error group /> }
             })
             .collect_view();
         let create_error = Signal::stored(url_error(CreateTeam::PATH));
@@ -41,6 +44,15 @@ pub(crate) fn TeamsPage() -> impl IntoView {
             <section class="card">
                 <h1 class="page-title">{t!(i18n, teams.title)}</h1>
                 <p class="mb-4 text-slate-600">{t!(i18n, teams.intro)}</p>
+                {provider_prefix
+                    .clone()
+                    .map(|prefix| {
+                        view! {
+                            <p class="mb-4 text-slate-600" data-testid="teams-provider">
+                                {t!(i18n, teams.provider_intro, prefix = prefix.clone())}
+                            </p>
+                        }
+                    })}
                 <SavedBanner />
                 {empty.then(|| view! { <p class="field-hint">{t!(i18n, teams.none)}</p> })}
                 <table class="table" hidden=empty>
@@ -85,9 +97,10 @@ pub(crate) fn TeamsPage() -> impl IntoView {
 }
 
 /// One team: its users with a remove button each, a form to add one, and
-/// its delete button; `error`: this team's refused add or remove (from the URL).
+/// its delete button; `error`: this team's refused add or remove (from the
+/// URL); `group`: the provider's group whose members it follows, if any.
 #[component]
-fn TeamRow(team: Team, error: Option<AppError>) -> impl IntoView {
+fn TeamRow(team: Team, error: Option<AppError>, group: Option<String>) -> impl IntoView {
     let i18n = use_i18n();
     let t = team;
     // The username is the form's only input: the error shows above the form, not at a field.
@@ -116,8 +129,16 @@ fn TeamRow(team: Team, error: Option<AppError>) -> impl IntoView {
     let delete_label = t_string!(i18n, teams.delete_label, name = t.name.clone()).to_string();
     view! {
         <tr data-team=t.name.clone()>
-            <th scope="row" class="font-mono">
-                {t.name.clone()}
+            <th scope="row">
+                <span class="font-mono">{t.name.clone()}</span>
+                {group
+                    .map(|g| {
+                        view! {
+                            <p class="field-hint font-normal">
+                                {t!(i18n, teams.provider_group)} " " <code data-provider-group="">{g}</code>
+                            </p>
+                        }
+                    })}
             </th>
             <td>
                 {t.members.is_empty().then(|| view! { <p class="field-hint">{t!(i18n, teams.no_members)}</p> })}

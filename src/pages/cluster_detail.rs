@@ -88,12 +88,25 @@ pub(crate) fn ClusterDetailPage() -> impl IntoView {
                     />
                 };
                 let deletable = !deleting && page.allowed.delete;
+                let out_of_step = page.access_out_of_step.clone();
                 view! {
                     <Title text=page.cluster.spec.name.to_string() />
                     <LiveRegion region=REGION_ID.to_owned()>
                         <LiveBound />
                         <Overview page probed=probed.clone() probe_error=url_error(ProbeCluster::PATH) download_error />
                     </LiveRegion>
+                    {out_of_step
+                        .map(|words| {
+                            view! {
+                                <section class="card">
+                                    <div class="banner" role="alert" data-testid="access-out-of-step">
+                                        <p>{t!(i18n, detail.access_out_of_step)}</p>
+                                        <p class="font-mono text-sm break-words">{words}</p>
+                                        <p>{t!(i18n, detail.access_retry)}</p>
+                                    </div>
+                                </section>
+                            }
+                        })}
                     {members}
                     {deletable
                         .then(|| {

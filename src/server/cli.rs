@@ -170,6 +170,12 @@ pub async fn access(pool: &sqlx::AnyPool, args: AccessArgs) -> anyhow::Result<()
             println!("{}:{} {}", m.kind.as_str(), m.name, m.role.as_str());
         }
     };
+    // Stored, but not in step inside the cluster yet: said on stderr.
+    let pending = |reason: Option<&str>| {
+        if let Some(reason) = reason {
+            eprintln!("pending: the cluster's access is not in step yet ({reason}); the console keeps trying");
+        }
+    };
     match args.what {
         AccessCommand::Members { cluster: name } => {
             let c = cluster(name).await?;
@@ -181,10 +187,9 @@ pub async fn access(pool: &sqlx::AnyPool, args: AccessArgs) -> anyhow::Result<()
             let input = members::MemberInput { kind: Some(kind.to_owned()), name: name.to_owned(), role };
             // The operator's own CLI: not metered.
             let unmetered = crate::server::service::write_limit::SpecWriteLimiter::new(false);
-            print_members(
-                &c.owner,
-                &members::put(pool, host, &unmetered, &admin, c.id, &input).await.map_err(refused)?,
-            );
+            let changed = members::put(pool, host, &unmetered, &admin, c.id, &input).await.map_err(refused)?;
+            print_members(&c.owner, &changed.members);
+            pending(changed.pending.as_deref());
         }
         AccessCommand::Unshare { cluster: name, member } => {
             let c = cluster(name).await?;
@@ -195,7 +200,8 @@ pub async fn access(pool: &sqlx::AnyPool, args: AccessArgs) -> anyhow::Result<()
             };
             let unmetered = crate::server::service::write_limit::SpecWriteLimiter::new(false);
             let left = members::remove(pool, host, &unmetered, &admin, c.id, kind, id).await.map_err(refused)?;
-            print_members(&c.owner, &left);
+            print_members(&c.owner, &left.members);
+            pending(left.pending.as_deref());
         }
         AccessCommand::Owner { cluster: name, username } => {
             let c = cluster(name).await?;

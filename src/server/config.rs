@@ -159,6 +159,12 @@ pub struct Config {
     /// unset: the provider makes no admins.
     #[arg(long, env = "KUBEBYON_OIDC_ADMIN_GROUP")]
     pub oidc_admin_group: Option<String>,
+    /// The prefix of the provider's groups that stand for console teams: a
+    /// group `<prefix><team>` puts its members into team `<team>` at each
+    /// sign-in. Unset: the provider's groups make no team member (a group
+    /// anyone can create at the provider must never name a team).
+    #[arg(long, env = "KUBEBYON_OIDC_TEAM_PREFIX")]
+    pub oidc_team_prefix: Option<String>,
 }
 
 /// Who may sign in with a password (`KUBEBYON_LOCAL_SIGN_IN`).
@@ -222,6 +228,7 @@ impl std::fmt::Debug for Config {
             oidc_scopes,
             oidc_groups_claim,
             oidc_admin_group,
+            oidc_team_prefix,
         } = self;
         f.debug_struct("Config")
             .field("data_dir", data_dir)
@@ -259,6 +266,7 @@ impl std::fmt::Debug for Config {
             .field("oidc_scopes", oidc_scopes)
             .field("oidc_groups_claim", oidc_groups_claim)
             .field("oidc_admin_group", oidc_admin_group)
+            .field("oidc_team_prefix", oidc_team_prefix)
             .finish()
     }
 }

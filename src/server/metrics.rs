@@ -78,6 +78,7 @@ pub(crate) struct Metrics {
     pub reconcile_duration: Family<OutcomeLabel, Histogram>,
     pub host_api_errors: Family<KindLabel, Counter>,
     pub probes: Family<OutcomeLabel, Counter>,
+    pub access_repairs: Family<OutcomeLabel, Counter>,
     pub queue_depth: Gauge,
     pub queue_oldest_age: Gauge,
     pub workers_up: Family<WorkerLabel, Gauge>,
@@ -101,6 +102,7 @@ impl Metrics {
             Family::<OutcomeLabel, Histogram>::new_with_constructor(|| Histogram::new(seconds_buckets()) as Histogram);
         let host_api_errors = Family::<KindLabel, Counter>::default();
         let probes = Family::<OutcomeLabel, Counter>::default();
+        let access_repairs = Family::<OutcomeLabel, Counter>::default();
         let queue_depth = Gauge::default();
         let queue_oldest_age = Gauge::default();
         let workers_up = Family::<WorkerLabel, Gauge>::default();
@@ -141,6 +143,11 @@ impl Metrics {
         );
         registry.register("host_api_errors", "Failed host cluster calls, by kind", host_api_errors.clone());
         registry.register("probes", "Public endpoint probes, by outcome", probes.clone());
+        registry.register(
+            "access_repairs",
+            "Access binding repairs inside virtual clusters, by outcome (in_step, out_of_step)",
+            access_repairs.clone(),
+        );
         registry.register("queue_depth", "Operations waiting or running (all replicas)", queue_depth.clone());
         registry.register(
             "queue_oldest_age_seconds",
@@ -155,6 +162,7 @@ impl Metrics {
             reconcile_duration,
             host_api_errors,
             probes,
+            access_repairs,
             queue_depth,
             queue_oldest_age,
             workers_up,
@@ -176,6 +184,10 @@ impl Metrics {
 
     pub(crate) fn record_probe(&self, outcome: &'static str) {
         self.probes.get_or_create(&OutcomeLabel { outcome }).inc();
+    }
+
+    pub(crate) fn record_access_repair(&self, outcome: &'static str) {
+        self.access_repairs.get_or_create(&OutcomeLabel { outcome }).inc();
     }
 
     /// The text exposition (OpenMetrics text, which Prometheus reads).

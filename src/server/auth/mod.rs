@@ -6,4 +6,5 @@ pub mod oidc;
 pub(crate) mod origin;
 pub mod password;
 pub mod rate_limit;
+pub(crate) mod sealed;
 pub mod session;

@@ -4,10 +4,12 @@
 //! `openidconnect` crate does it: discovery, the code exchange and every
 //! ID-token check (issuer, audience, expiry, nonce, signature against the
 //! provider's JWKS) are the crate's. The console adds:
-//! - the `state` kept twice: hashed in the database (taken once by the
-//!   callback, so a replayed `state` finds nothing) and in a short-lived
-//!   cookie of the browser that started (a callback from another browser is
-//!   refused: no sign-in forced on a victim);
+//! - the sign-in under way (`state`, nonce, PKCE verifier, return path)
+//!   sealed into a short-lived cookie of the browser that started it
+//!   ([`Pending`], [`super::sealed`]): a callback from another browser is
+//!   refused (no sign-in forced on a victim), and starting one writes
+//!   nothing (issue 55: anonymous starts cannot fill a table); a finished
+//!   sign-in's `state` is remembered, hashed, so its callback is good once;
 //! - a bounded clock skew ([`SKEW`]) on expiry;
 //! - the provider's keys fetched again on an ID token signed by a key they
 //!   do not have (a rotated key), at most every [`REFRESH_MIN`];
@@ -35,6 +37,7 @@ use openidconnect::{
 use serde::{Deserialize, Serialize};
 use sqlx::AnyPool;
 
+use super::sealed::Sealer;
 use crate::domain::{AppError, ErrorCode};
 use crate::server::config::Config;
 use crate::server::db;
@@ -106,16 +109,50 @@ pub struct Identity {
     /// The console username asked for (`preferred_username`, else the
     /// verified e-mail address's local part), lowercased; checked by the caller.
     pub username: Option<String>,
-    /// The groups claim's values.
-    pub groups: Vec<String>,
+    /// The console teams the groups claim names through the operator's
+    /// prefix (`KUBEBYON_OIDC_TEAM_PREFIX`; none without one): [`teams_of`].
+    pub teams: Vec<String>,
     /// `Some(is in the admin group)` when the operator named one.
     pub admin: Option<bool>,
 }
 
-/// A sign-in started: where to send the browser, and the `state` for its cookie.
+/// A sign-in started: where to send the browser, and its state cookie's
+/// value (the [`Pending`] sign-in, sealed).
 pub(crate) struct Started {
     pub url: String,
-    pub state: String,
+    pub cookie: String,
+}
+
+/// A sign-in under way at the provider, carried by the browser that started
+/// it in its state cookie, sealed ([`Sealer`]): nothing is stored until it
+/// finishes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Pending {
+    /// The `state` sent to the provider, which its callback must carry back.
+    state: String,
+    nonce: String,
+    verifier: String,
+    /// Where to go once signed in.
+    next: String,
+    /// When it started (Unix seconds).
+    at: i64,
+}
+
+/// The sealed cookie's purpose (associated data) and the key's name in `console_keys`.
+const SEAL_PURPOSE: &str = "kubebyon:oidc-sign-in";
+const KEY_PURPOSE: &str = "oidc_state";
+/// A return path longer than this is not carried (the cookie stays small).
+const MAX_NEXT: usize = 1024;
+/// A cookie dated later than now by more than this is refused (clock steps between replicas).
+const FUTURE_SKEW_SECS: i64 = 60;
+
+/// Pure rule: the sign-in a callback may finish — the cookie opened, it is
+/// for the `state` the provider sent back, and it started within
+/// [`PENDING_SECS`]; `None` otherwise (`oidc_state_invalid`).
+pub(crate) fn pending_for(opened: Option<&[u8]>, state: &str, now: i64) -> Option<Pending> {
+    let p: Pending = serde_json::from_slice(opened?).ok()?;
+    let fresh = now - p.at < PENDING_SECS && p.at - now <= FUTURE_SKEW_SECS;
+    (fresh && !state.is_empty() && p.state == state).then_some(p)
 }
 
 /// The configured provider.
@@ -127,7 +164,10 @@ pub struct Provider {
     scopes: Vec<Scope>,
     groups_claim: String,
     admin_group: Option<String>,
+    team_prefix: Option<String>,
     http: Http,
+    /// The key that seals [`Pending`] sign-ins, read (or made) at the first one.
+    sealer: tokio::sync::OnceCell<Sealer>,
     metadata: tokio::sync::Mutex<Discovered>,
 }
 
@@ -195,7 +235,10 @@ impl Provider {
         };
         let admin_group =
             config.oidc_admin_group.as_deref().map(str::trim).filter(|g| !g.is_empty()).map(str::to_owned);
+        let team_prefix =
+            config.oidc_team_prefix.as_deref().map(str::trim).filter(|p| !p.is_empty()).map(str::to_owned);
         Ok(Some(Self {
+            team_prefix,
             issuer,
             client_id: ClientId::new(client_id.to_owned()),
             secret: ClientSecret::new(secret.to_owned()),
@@ -205,6 +248,7 @@ impl Provider {
             admin_group,
             http: Http::new().map_err(|e| format!("the system's root certificates: {e}"))?,
             metadata: tokio::sync::Mutex::new(Discovered::default()),
+            sealer: tokio::sync::OnceCell::new(),
         }))
     }
 
@@ -248,10 +292,28 @@ impl Provider {
             .set_redirect_uri(self.redirect.clone()))
     }
 
-    /// Starts a sign-in: stores its `state` (hashed), nonce, PKCE verifier
-    /// and where to go after; returns the provider's URL.
+    /// The prefix of the groups that stand for teams, if the operator set one.
+    pub(crate) fn team_prefix(&self) -> Option<&str> {
+        self.team_prefix.as_deref()
+    }
+
+    /// The sealing key, shared by every replica (made by the first).
+    async fn sealer(&self, pool: &AnyPool) -> Result<&Sealer, AppError> {
+        self.sealer
+            .get_or_try_init(|| async {
+                let fresh = Sealer::fresh_secret().ok_or(AppError::new(ErrorCode::OidcUnavailable))?;
+                let stored = db::oidc::key(pool, KEY_PURPOSE, &fresh).await?;
+                Sealer::from_hex(&stored).ok_or(AppError::new(ErrorCode::OidcUnavailable))
+            })
+            .await
+    }
+
+    /// Starts a sign-in: the provider's URL, and the sign-in (its `state`,
+    /// nonce, PKCE verifier and where to go after) sealed for the browser's
+    /// cookie. Writes nothing: anyone may start as many as they like.
     pub(crate) async fn start(&self, pool: &AnyPool, next: &str) -> Result<Started, AppError> {
         let client = self.client(false).await?;
+        let sealer = self.sealer(pool).await?;
         let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
         let mut request =
             client.authorize_url(CoreAuthenticationFlow::AuthorizationCode, CsrfToken::new_random, Nonce::new_random);
@@ -259,25 +321,46 @@ impl Provider {
             request = request.add_scope(scope.clone());
         }
         let (url, state, nonce) = request.set_pkce_challenge(challenge).url();
-        let hash = super::session::token_hash(state.secret());
-        // Abandoned sign-ins go as new ones come (not only at the hourly sweep).
-        db::oidc::delete_stale(pool, PENDING_SECS).await?;
-        db::oidc::insert(pool, &hash, nonce.secret(), verifier.secret(), next).await?;
-        Ok(Started { url: url.to_string(), state: state.into_secret() })
+        let pending = Pending {
+            state: state.into_secret(),
+            nonce: nonce.secret().clone(),
+            verifier: verifier.secret().clone(),
+            next: (if next.len() <= MAX_NEXT { next } else { "/clusters" }).to_owned(),
+            at: db::now(),
+        };
+        let plain = serde_json::to_vec(&pending).map_err(|_| AppError::new(ErrorCode::OidcUnavailable))?;
+        let cookie = sealer.seal(SEAL_PURPOSE, &plain).ok_or(AppError::new(ErrorCode::OidcUnavailable))?;
+        Ok(Started { url: url.to_string(), cookie })
     }
 
-    /// Finishes a sign-in: takes its `state` (once, within
-    /// [`PENDING_SECS`]), exchanges the code with the PKCE verifier, checks
-    /// the ID token. Returns who signed in and where to go.
-    pub(crate) async fn finish(&self, pool: &AnyPool, code: &str, state: &str) -> Result<(Identity, String), AppError> {
-        let hash = super::session::token_hash(state);
+    /// The sign-in the browser's state cookie (`sealed`) carries, if it is
+    /// the one the provider's `state` names, within [`PENDING_SECS`], and
+    /// not finished already.
+    pub(crate) async fn pending(&self, pool: &AnyPool, sealed: &str, state: &str) -> Result<Pending, AppError> {
+        let sealer = self.sealer(pool).await?;
+        let opened = sealer.open(SEAL_PURPOSE, sealed);
         let pending =
-            db::oidc::take(pool, &hash, PENDING_SECS).await?.ok_or(AppError::new(ErrorCode::OidcStateInvalid))?;
+            pending_for(opened.as_deref(), state, db::now()).ok_or(AppError::new(ErrorCode::OidcStateInvalid))?;
+        if db::oidc::spent(pool, &super::session::token_hash(state)).await? {
+            return Err(AppError::new(ErrorCode::OidcStateInvalid));
+        }
+        Ok(pending)
+    }
+
+    /// Finishes a sign-in: exchanges the code with the PKCE verifier, checks
+    /// the ID token, and spends its `state` (a replayed callback is
+    /// refused). Returns who signed in and where to go.
+    pub(crate) async fn finish(
+        &self,
+        pool: &AnyPool,
+        code: &str,
+        pending: Pending,
+    ) -> Result<(Identity, String), AppError> {
         let client = self.client(false).await?;
         let tokens = client
             .exchange_code(AuthorizationCode::new(code.to_owned()))
             .map_err(|_| AppError::new(ErrorCode::OidcUnavailable))?
-            .set_pkce_verifier(PkceCodeVerifier::new(pending.pkce_verifier))
+            .set_pkce_verifier(PkceCodeVerifier::new(pending.verifier))
             .request_async(&self.http)
             .await
             .map_err(token_error)?;
@@ -294,13 +377,10 @@ impl Provider {
             other => other.cloned(),
         }
         .map_err(claims_error)?;
-        Ok((self.identity(&claims), pending.next_path))
-    }
-
-    /// Spends a sign-in's `state` the provider refused (nothing to exchange).
-    pub(crate) async fn abandon(&self, pool: &AnyPool, state: &str) -> Result<(), AppError> {
-        db::oidc::take(pool, &super::session::token_hash(state), PENDING_SECS).await?;
-        Ok(())
+        if !db::oidc::spend(pool, &super::session::token_hash(&pending.state)).await? {
+            return Err(AppError::new(ErrorCode::OidcStateInvalid));
+        }
+        Ok((self.identity(&claims), pending.next))
     }
 
     fn identity(&self, claims: &Claims) -> Identity {
@@ -312,7 +392,8 @@ impl Provider {
         );
         let groups = groups(claims.additional_claims().rest.get(&self.groups_claim));
         let admin = self.admin_group.as_ref().map(|g| groups.contains(g));
-        Identity { subject: format!("{} {}", self.issuer.as_str(), claims.subject().as_str()), username, groups, admin }
+        let teams = teams_of(&groups, self.team_prefix.as_deref());
+        Identity { subject: format!("{} {}", self.issuer.as_str(), claims.subject().as_str()), username, teams, admin }
     }
 }
 
@@ -325,6 +406,18 @@ fn console_username(preferred: Option<&str>, verified_email: Option<&str>) -> Op
     let name = preferred.map(str::trim).filter(|p| !p.is_empty()).or(verified_email)?;
     let local = name.split_once('@').map_or(name, |(local, _)| local);
     Some(local.trim().to_lowercase()).filter(|n| !n.is_empty())
+}
+
+/// Pure rule: the console teams `groups` name — each group `<prefix><team>`
+/// stands for team `<team>`; without a prefix none does (a bare group name
+/// anyone may create at the provider must not buy a way into a team).
+pub(crate) fn teams_of(groups: &[String], prefix: Option<&str>) -> Vec<String> {
+    let Some(prefix) = prefix else { return Vec::new() };
+    let mut teams: Vec<String> =
+        groups.iter().filter_map(|g| g.strip_prefix(prefix)).filter(|t| !t.is_empty()).map(str::to_owned).collect();
+    teams.sort();
+    teams.dedup();
+    teams
 }
 
 /// The groups claim's values: a list of strings, or one string.
@@ -456,6 +549,38 @@ mod tests {
     /// loopback): a document that sends the code exchange or the keys over
     /// plain http is a failed discovery.
     #[test]
+    fn a_callback_finishes_only_the_sign_in_its_cookie_carries_within_ten_minutes() {
+        let now = 1_800_000_000;
+        let sealed = |state: &str, at: i64| {
+            let p = Pending {
+                state: state.into(),
+                nonce: "n".into(),
+                verifier: "v".into(),
+                next: "/clusters/3".into(),
+                at,
+            };
+            Some(serde_json::to_vec(&p).unwrap())
+        };
+        for (what, opened, state, finishes) in [
+            ("its own state", sealed("s1", now - 5), "s1", true),
+            ("a second under ten minutes", sealed("s1", now - PENDING_SECS + 1), "s1", true),
+            ("ten minutes old", sealed("s1", now - PENDING_SECS), "s1", false),
+            ("another state", sealed("s1", now), "s2", false),
+            ("no state at all", sealed("", now), "", false),
+            ("dated ahead within the skew", sealed("s1", now + FUTURE_SKEW_SECS), "s1", true),
+            ("dated ahead beyond it", sealed("s1", now + FUTURE_SKEW_SECS + 1), "s1", false),
+            ("not a sign-in", Some(b"{}".to_vec()), "s1", false),
+            ("a cookie that did not open", None, "s1", false),
+        ] {
+            let got = pending_for(opened.as_deref(), state, now);
+            assert_eq!(got.is_some(), finishes, "{what}");
+            if let Some(p) = got {
+                assert_eq!((p.next.as_str(), p.nonce.as_str()), ("/clusters/3", "n"), "{what}");
+            }
+        }
+    }
+
+    #[test]
     fn discovery_documents_with_plain_http_endpoints_are_refused() {
         let doc = |token: &str, jwks: &str| -> CoreProviderMetadata {
             serde_json::from_value(serde_json::json!({
@@ -476,6 +601,31 @@ mod tests {
             ("http://127.0.0.1:5556/token", "http://localhost:5556/keys", None),
         ] {
             assert_eq!(plain_http_endpoint(&doc(token, jwks)).as_deref(), want, "{token} {jwks}");
+        }
+    }
+
+    #[test]
+    fn only_groups_under_the_operators_prefix_name_teams() {
+        let groups = |g: &[&str]| g.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        for (what, have, prefix, want) in [
+            ("no prefix: no team", groups(&["dev", "kubebyon-team:dev"]), None, vec![]),
+            (
+                "the prefix stripped",
+                groups(&["kubebyon-team:dev", "dev", "platform"]),
+                Some("kubebyon-team:"),
+                vec!["dev"],
+            ),
+            ("the prefix alone names nothing", groups(&["kubebyon-team:"]), Some("kubebyon-team:"), vec![]),
+            (
+                "a path prefix (Keycloak's full paths)",
+                groups(&["/kubebyon/dev", "/other/dev"]),
+                Some("/kubebyon/"),
+                vec!["dev"],
+            ),
+            ("case counts", groups(&["KUBEBYON-TEAM:dev"]), Some("kubebyon-team:"), vec![]),
+            ("sorted, once each", groups(&["t:b", "t:a", "t:b"]), Some("t:"), vec!["a", "b"]),
+        ] {
+            assert_eq!(teams_of(&have, prefix), want, "{what}");
         }
     }
 

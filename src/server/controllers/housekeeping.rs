@@ -1,5 +1,6 @@
 //! Housekeeping: removes expired sessions, old failed sign-in records and
-//! OpenID Connect sign-ins abandoned at the provider,
+//! the spent `state`s of OpenID Connect sign-ins whose cookies have expired,
+//! ended console admin grants,
 //! once an hour (every replica; each delete is idempotent).
 
 use sqlx::AnyPool;
@@ -16,8 +17,11 @@ pub(crate) async fn run(pool: AnyPool) {
         if let Err(e) = db::shared::purge_attempts(&pool, db::now()).await {
             tracing::warn!(error = %e, "purging sign-in records failed");
         }
+        if let Err(e) = db::users::delete_expired_grants(&pool, db::now()).await {
+            tracing::warn!(error = %e, "sweeping ended console admin grants failed");
+        }
         if let Err(e) = db::oidc::delete_stale(&pool, crate::server::auth::oidc::PENDING_SECS).await {
-            tracing::warn!(error = %e, "sweeping abandoned OpenID Connect sign-ins failed");
+            tracing::warn!(error = %e, "sweeping spent OpenID Connect sign-in states failed");
         }
     }
 }

@@ -270,3 +270,40 @@ async fn teams_where(pool: &AnyPool, id: Option<i64>) -> Result<Vec<Team>, DbErr
     }
     Ok(out)
 }
+
+/// Records that `cluster`'s access bindings are out of step, for `reason`:
+/// true when they were in step before (the change worth an audit entry).
+pub(crate) async fn set_out_of_step(pool: &AnyPool, cluster: i64, reason: &str) -> Result<bool, DbError> {
+    let new = sqlx::query(
+        "INSERT INTO access_out_of_step (cluster_id, reason, since) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+    )
+    .bind(cluster)
+    .bind(reason)
+    .bind(now())
+    .execute(pool)
+    .await?
+    .rows_affected()
+        == 1;
+    if !new {
+        sqlx::query("UPDATE access_out_of_step SET reason = $2 WHERE cluster_id = $1")
+            .bind(cluster)
+            .bind(reason)
+            .execute(pool)
+            .await?;
+    }
+    Ok(new)
+}
+
+/// Records that `cluster`'s access bindings are in step: true when they were not.
+pub(crate) async fn clear_out_of_step(pool: &AnyPool, cluster: i64) -> Result<bool, DbError> {
+    let done = sqlx::query("DELETE FROM access_out_of_step WHERE cluster_id = $1").bind(cluster).execute(pool).await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Why `cluster`'s access bindings are out of step, if they are.
+pub(crate) async fn out_of_step(pool: &AnyPool, cluster: i64) -> Result<Option<String>, DbError> {
+    Ok(sqlx::query_scalar("SELECT reason FROM access_out_of_step WHERE cluster_id = $1")
+        .bind(cluster)
+        .fetch_optional(pool)
+        .await?)
+}

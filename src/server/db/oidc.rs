@@ -1,55 +1,49 @@
-//! The `oidc_logins` table: OpenID Connect sign-ins under way at the
-//! provider, each taken once by its callback.
+//! OpenID Connect sign-ins: the `oidc_spent` table (the `state` of each
+//! finished sign-in, so its callback is good once) and the `console_keys`
+//! table (the key that seals a sign-in under way into its browser's cookie).
+//! A sign-in only started writes nothing.
 
-use sqlx::{AnyPool, FromRow};
+use sqlx::AnyPool;
 
 use super::{DbError, now};
 
-/// A sign-in under way: what its callback must match.
-#[derive(Debug, Clone, FromRow)]
-pub(crate) struct Pending {
-    pub nonce: String,
-    pub pkce_verifier: String,
-    pub next_path: String,
+/// Records a finished sign-in's `state_hash`: false when it was spent
+/// already (a replayed callback; two racing, one wins).
+pub(crate) async fn spend(pool: &AnyPool, state_hash: &str) -> Result<bool, DbError> {
+    let done = sqlx::query("INSERT INTO oidc_spent (state_hash, created_at) VALUES ($1, $2) ON CONFLICT DO NOTHING")
+        .bind(state_hash)
+        .bind(now())
+        .execute(pool)
+        .await?;
+    Ok(done.rows_affected() == 1)
 }
 
-pub(crate) async fn insert(
-    pool: &AnyPool,
-    state_hash: &str,
-    nonce: &str,
-    pkce_verifier: &str,
-    next: &str,
-) -> Result<(), DbError> {
-    sqlx::query(
-        "INSERT INTO oidc_logins (state_hash, nonce, pkce_verifier, next_path, created_at) VALUES ($1, $2, $3, $4, $5)",
-    )
-    .bind(state_hash)
-    .bind(nonce)
-    .bind(pkce_verifier)
-    .bind(next)
-    .bind(now())
-    .execute(pool)
-    .await?;
-    Ok(())
+/// Whether `state_hash` was spent (read before the code is exchanged, so a
+/// replay does not reach the provider).
+pub(crate) async fn spent(pool: &AnyPool, state_hash: &str) -> Result<bool, DbError> {
+    let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM oidc_spent WHERE state_hash = $1")
+        .bind(state_hash)
+        .fetch_one(pool)
+        .await?;
+    Ok(n > 0)
 }
 
-/// Takes (deletes and returns) the sign-in of `state_hash` if it started
-/// within `max_age_secs`: a `state` is good once (two callbacks racing,
-/// one wins).
-pub(crate) async fn take(pool: &AnyPool, state_hash: &str, max_age_secs: i64) -> Result<Option<Pending>, DbError> {
-    Ok(sqlx::query_as(
-        "DELETE FROM oidc_logins WHERE state_hash = $1 AND created_at > $2 \
-         RETURNING nonce, pkce_verifier, next_path",
-    )
-    .bind(state_hash)
-    .bind(now() - max_age_secs)
-    .fetch_optional(pool)
-    .await?)
-}
-
-/// Sweeps sign-ins older than `max_age_secs` (abandoned at the provider).
+/// Sweeps states spent more than `max_age_secs` ago: their cookies have
+/// expired, so they can come back no more (`oidc_spent_created_at`).
 pub(crate) async fn delete_stale(pool: &AnyPool, max_age_secs: i64) -> Result<u64, DbError> {
     let done =
-        sqlx::query("DELETE FROM oidc_logins WHERE created_at <= $1").bind(now() - max_age_secs).execute(pool).await?;
+        sqlx::query("DELETE FROM oidc_spent WHERE created_at <= $1").bind(now() - max_age_secs).execute(pool).await?;
     Ok(done.rows_affected())
+}
+
+/// The console's secret for `purpose` (hex), made from `fresh` by the first
+/// caller; every later caller, on any replica, reads that one.
+pub(crate) async fn key(pool: &AnyPool, purpose: &str, fresh: &str) -> Result<String, DbError> {
+    sqlx::query("INSERT INTO console_keys (purpose, secret, created_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING")
+        .bind(purpose)
+        .bind(fresh)
+        .bind(now())
+        .execute(pool)
+        .await?;
+    Ok(sqlx::query_scalar("SELECT secret FROM console_keys WHERE purpose = $1").bind(purpose).fetch_one(pool).await?)
 }

@@ -258,3 +258,39 @@ pub async fn set_quota(pool: &AnyPool, id: i64, quota: &crate::domain::quota::Qu
     .await?;
     Ok(done.rows_affected() == 1)
 }
+
+/// Binds console admin `user` as admin inside `cluster` until `until`
+/// (Unix seconds; a later grant extends it, an earlier one changes nothing).
+pub(crate) async fn grant_admin(pool: &AnyPool, cluster: i64, user: i64, until: i64) -> Result<(), DbError> {
+    sqlx::query(
+        "INSERT INTO admin_grants (cluster_id, user_id, expires_at) VALUES ($1, $2, $3) \
+         ON CONFLICT (cluster_id, user_id) DO UPDATE SET expires_at = excluded.expires_at \
+         WHERE admin_grants.expires_at < excluded.expires_at",
+    )
+    .bind(cluster)
+    .bind(user)
+    .bind(until)
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
+/// The console admins bound in `cluster` at `now` by a grant: still
+/// admins, enabled, the grant not expired. By id.
+pub(crate) async fn granted_admins(pool: &AnyPool, cluster: i64, now: i64) -> Result<Vec<i64>, DbError> {
+    Ok(sqlx::query_scalar(
+        "SELECT g.user_id FROM admin_grants g JOIN users u ON u.id = g.user_id \
+         WHERE g.cluster_id = $1 AND g.expires_at > $2 AND u.role = 'admin' AND u.disabled_at IS NULL \
+         ORDER BY g.user_id",
+    )
+    .bind(cluster)
+    .bind(now)
+    .fetch_all(pool)
+    .await?)
+}
+
+/// Sweeps grants that ended before `now` (their bindings went at the
+/// resync after; `admin_grants_expires_at`).
+pub(crate) async fn delete_expired_grants(pool: &AnyPool, now: i64) -> Result<u64, DbError> {
+    Ok(sqlx::query("DELETE FROM admin_grants WHERE expires_at <= $1").bind(now).execute(pool).await?.rows_affected())
+}

@@ -262,7 +262,9 @@ pub async fn reset_password(pool: &AnyPool, admin: &CurrentUser, user_id: i64, s
 /// Every cluster's bindings brought in step (a console admin came or went).
 pub(crate) async fn resync_all(pool: &AnyPool, host: Option<&HostHandle>) {
     match db::users::all_cluster_ids(pool).await {
-        Ok(ids) => super::credentials::resync(pool, host, &ids).await,
+        Ok(ids) => {
+            super::credentials::resync(pool, host, &ids).await;
+        }
         Err(e) => {
             tracing::warn!(error = %e, "listing clusters to bring their bindings in step failed; the slow loop does")
         }
@@ -371,7 +373,8 @@ pub(crate) async fn sign_in_oidc(
 /// The account of a subject the provider vouched for: made now if it is new
 /// (named as the provider asks, if that name is free: a local account is
 /// never taken over); its console role from the admin group and its teams
-/// from its groups (the teams of the same names that exist), both at each
+/// from the teams its groups name through the operator's prefix (those that
+/// exist), both at each
 /// sign-in, audited and put into the clusters' bindings. A disabled account
 /// is refused.
 #[tracing::instrument(skip_all, fields(account = tracing::field::Empty))]
@@ -417,7 +420,7 @@ pub async fn oidc_account(
     }
     let mut changed = Vec::new();
     for team in db::members::teams(pool).await? {
-        let (want, have) = (who.groups.contains(&team.name), team.members.contains(&user.username));
+        let (want, have) = (who.teams.contains(&team.name), team.members.contains(&user.username));
         if want != have && db::members::set_in_team(pool, team.id, user.id, want).await? {
             let action = if want { AuditAction::TeamMemberAdded } else { AuditAction::TeamMemberRemoved };
             let detail = format!("{target} (the provider's groups)");

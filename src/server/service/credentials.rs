@@ -6,8 +6,10 @@
 //! cluster's kube-controller-manager with the CA its API server trusts.
 //! What the certificate may do is the virtual cluster's RBAC, kept in step
 //! with the console's memberships by three ClusterRoleBindings the console
-//! owns (`kubebyon:admin|edit|view`, naming Users; teams expanded): a role
-//! changed or taken away takes effect without a new certificate.
+//! owns (`kubebyon:admin|edit|view`, naming Users; teams expanded) and, for
+//! editors, the console's own role bound namespace by namespace outside
+//! `kube-system` (`domain::rbac`): a role changed or taken away takes effect
+//! without a new certificate.
 //!
 //! The bindings are repaired on every download and membership change
 //! ([`resync`]) and by a slow loop (`controllers::access_sync`), never in the
@@ -20,8 +22,9 @@
 use std::time::Duration;
 
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
-use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, RoleBinding};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use secrecy::SecretString;
 use serde_json::json;
 use sqlx::AnyPool;
@@ -31,7 +34,8 @@ use super::virtual_read::{self, ReadError};
 use super::write_limit::SpecWriteLimiter;
 use crate::domain::audit::AuditAction;
 use crate::domain::cluster::Cluster;
-use crate::domain::membership::{self, Bindings, Can, CredentialLifetime, MemberRole};
+use crate::domain::membership::{self, Access, Bindings, Can, CredentialLifetime, MemberRole};
+use crate::domain::rbac;
 use crate::domain::user::CurrentUser;
 use crate::domain::{AppError, ClusterName, ErrorCode, Field};
 use crate::server::db;
@@ -45,11 +49,13 @@ const SIGNING: Duration = Duration::from_secs(15);
 /// A whole download's calls to the virtual cluster.
 const DOWNLOAD: Duration = Duration::from_secs(25);
 
-/// Who each role binds in `cluster`: its owner and every console admin as
-/// admins, its members (teams expanded) at their roles.
-/// A disabled account is bound to nothing, whatever it owns or is a member of.
+/// Who each role binds in `cluster`: its owner as admin, its members (teams
+/// expanded) at their roles, and a console admin only while a grant lasts
+/// (their own download, [`kubeconfig`]: no standing admin identity in every
+/// tenant's cluster, issue 55). A disabled account is bound to nothing,
+/// whatever it owns or is a member of.
 pub(crate) async fn desired(pool: &AnyPool, cluster: &Cluster) -> Result<Bindings, AppError> {
-    let admins = db::users::admin_ids(pool).await?;
+    let admins = db::users::granted_admins(pool, cluster.id, db::now()).await?;
     let members = db::members::users_of(pool, cluster.id).await?;
     let disabled = db::users::disabled_ids(pool).await?;
     let owner = std::iter::once(cluster.owner_id);
@@ -57,13 +63,22 @@ pub(crate) async fn desired(pool: &AnyPool, cluster: &Cluster) -> Result<Binding
     Ok(Bindings::of(all.filter(|(u, _)| disabled.binary_search(u).is_err())))
 }
 
+/// A binding's subjects: the Kubernetes users `names`.
+fn users(names: &[String]) -> Vec<serde_json::Value> {
+    names.iter().map(|name| json!({"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": name})).collect()
+}
+
+/// The user names a binding holds, sorted, and whether it holds anything else.
+fn held(subjects: Option<&Vec<k8s_openapi::api::rbac::v1::Subject>>) -> (Vec<String>, bool) {
+    let mut names: Vec<String> =
+        subjects.into_iter().flatten().filter(|s| s.kind == "User").map(|s| s.name.clone()).collect();
+    names.sort();
+    (names, subjects.into_iter().flatten().any(|s| s.kind != "User"))
+}
+
 /// The ClusterRoleBinding of `role` as the console applies it (server-side).
 fn binding(role: MemberRole, want: &Bindings) -> serde_json::Value {
-    let subjects: Vec<serde_json::Value> = want
-        .subjects(role)
-        .into_iter()
-        .map(|name| json!({"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": name}))
-        .collect();
+    let subjects = users(&want.subjects(role));
     json!({
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "ClusterRoleBinding",
@@ -75,14 +90,121 @@ fn binding(role: MemberRole, want: &Bindings) -> serde_json::Value {
 
 /// Whether `found` already is what [`binding`] would write.
 fn in_step(found: &ClusterRoleBinding, role: MemberRole, want: &Bindings) -> bool {
-    let names = |b: &ClusterRoleBinding| {
-        let mut n: Vec<String> =
-            b.subjects.iter().flatten().filter(|s| s.kind == "User").map(|s| s.name.clone()).collect();
-        n.sort();
-        n
+    let (names, others) = held(found.subjects.as_ref());
+    found.role_ref.name == role.cluster_role() && !others && names == want.subjects(role)
+}
+
+/// An editors' RoleBinding in `namespace` as the console applies it.
+fn editors_binding(namespace: &str, editors: &[String]) -> serde_json::Value {
+    json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": {
+            "name": membership::binding_name(MemberRole::Edit),
+            "namespace": namespace,
+            "labels": {MANAGED_BY: "kubebyon"},
+        },
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": rbac::EDITOR_ROLE},
+        "subjects": users(editors),
+    })
+}
+
+/// One of the console's editors' RoleBindings as found: its namespace,
+/// whether it is what [`editors_binding`] would write, whether its `roleRef` is ours.
+struct FoundEditors {
+    namespace: String,
+    in_step: bool,
+    our_role: bool,
+}
+
+/// The console's ClusterRole `name` with `rules`: written when it differs
+/// (one a tenant made aggregated is deleted first). Whether it was written.
+async fn own_cluster_role(
+    virt: &kube::Client,
+    name: &str,
+    rules: Vec<k8s_openapi::api::rbac::v1::PolicyRule>,
+) -> Result<bool, SyncError> {
+    let found = virtual_read::get_opt::<ClusterRole>(virt, None, name).await?;
+    let same =
+        |r: &ClusterRole| r.aggregation_rule.is_none() && r.rules.as_deref().unwrap_or_default() == rules.as_slice();
+    if found.as_ref().is_some_and(same) {
+        return Ok(false);
+    }
+    let api: Api<ClusterRole> = Api::all(virt.clone());
+    if found.as_ref().is_some_and(|r| r.aggregation_rule.is_some()) {
+        api.delete(name, &DeleteParams::default()).await?;
+    }
+    let role = json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": name, "labels": {MANAGED_BY: "kubebyon"}},
+        "rules": rules,
+    });
+    api.patch(name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(role)).await?;
+    Ok(true)
+}
+
+/// Editors' access in `virt` brought to `want` (issue 55): the console's
+/// roles (`edit` less impersonation and token minting; the namespaces'
+/// read) and a RoleBinding in each namespace outside `kube-system` and its
+/// kin; with no editors, the RoleBindings go. A namespace made since is
+/// bound at the next resync (a download, a membership change, the slow
+/// loop). The number written.
+async fn sync_editors(virt: &kube::Client, want: &Bindings) -> Result<usize, SyncError> {
+    let editors = want.subjects(MemberRole::Edit);
+    let name = membership::binding_name(MemberRole::Edit);
+    let ours = ListParams::default().labels(&format!("{MANAGED_BY}=kubebyon"));
+    let found = virtual_read::list::<RoleBinding, _>(virt, None, &ours, virtual_read::NAMES, |b| {
+        (b.metadata.name.as_deref() == Some(name.as_str())).then(|| {
+            let our_role = b.role_ref.kind == "ClusterRole" && b.role_ref.name == rbac::EDITOR_ROLE;
+            let (names, others) = held(b.subjects.as_ref());
+            FoundEditors {
+                namespace: b.metadata.namespace.clone().unwrap_or_default(),
+                in_step: our_role && !others && names == editors,
+                our_role,
+            }
+        })
+    })
+    .await?;
+    let mut written = 0;
+    let wanted = if editors.is_empty() {
+        Vec::new()
+    } else {
+        // The cluster's own `edit`, as its aggregation made it (none yet:
+        // the role is left as it is until the next resync).
+        if let Some(edit) = virtual_read::get_opt::<ClusterRole>(virt, None, "edit").await? {
+            let rules = rbac::editor_rules(edit.rules.as_deref().unwrap_or_default());
+            written += usize::from(own_cluster_role(virt, rbac::EDITOR_ROLE, rules).await?);
+        }
+        let ns = MemberRole::Edit.cluster_role();
+        written += usize::from(own_cluster_role(virt, ns, rbac::namespaces_rules()).await?);
+        let all =
+            virtual_read::list_metadata::<Namespace, _>(virt, None, &ListParams::default(), virtual_read::NAMES, |n| {
+                n.metadata.name
+            })
+            .await?;
+        rbac::editor_namespaces(all)
     };
-    let others = found.subjects.iter().flatten().any(|s| s.kind != "User");
-    found.role_ref.name == role.cluster_role() && !others && names(found) == want.subjects(role)
+    for f in &found {
+        if !wanted.contains(&f.namespace) {
+            Api::<RoleBinding>::namespaced(virt.clone(), &f.namespace).delete(&name, &DeleteParams::default()).await?;
+            written += 1;
+        }
+    }
+    for ns in &wanted {
+        let here = found.iter().find(|f| &f.namespace == ns);
+        if here.is_some_and(|f| f.in_step) {
+            continue;
+        }
+        let api: Api<RoleBinding> = Api::namespaced(virt.clone(), ns);
+        if here.is_some_and(|f| !f.our_role) {
+            api.delete(&name, &DeleteParams::default()).await?;
+        }
+        api.patch(&name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(editors_binding(ns, &editors)))
+            .await?;
+        written += 1;
+    }
+    Ok(written)
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -95,12 +217,13 @@ pub(crate) enum SyncError {
     Write(#[from] kube::Error),
 }
 
-/// Brings the console's three bindings in `virt` to `want`: each read
-/// (bounded), written only when it differs (a `roleRef` a tenant changed is
-/// deleted first: it cannot be patched). The number written.
+/// Brings the console's three bindings in `virt` to `want`, and the
+/// editors' roles and RoleBindings ([`sync_editors`]): each read (bounded),
+/// written only when it differs (a `roleRef` a tenant changed is deleted
+/// first: it cannot be patched). The number written.
 pub(crate) async fn sync(virt: &kube::Client, want: &Bindings) -> Result<usize, SyncError> {
     let api: Api<ClusterRoleBinding> = Api::all(virt.clone());
-    let mut written = 0;
+    let mut written = sync_editors(virt, want).await?;
     for role in [MemberRole::Admin, MemberRole::Edit, MemberRole::View] {
         let name = membership::binding_name(role);
         let found = virtual_read::get_opt::<ClusterRoleBinding>(virt, None, &name).await?;
@@ -133,19 +256,27 @@ const IN_REQUEST: Duration = Duration::from_secs(10);
 /// cannot be reached is repaired by the slow loop and the next download).
 /// One cluster is brought in step within the request (at most
 /// [`IN_REQUEST`]); a team's many in the background, so the request does not
-/// wait for each of their control planes.
-pub(crate) async fn resync(pool: &AnyPool, host: Option<&HostHandle>, clusters: &[i64]) {
-    let Some(host) = host else { return };
+/// wait for each of their control planes. For one cluster: why its access
+/// is not in step yet (the host's words), if it is not — the change is
+/// stored and the answer says it is pending.
+pub(crate) async fn resync(pool: &AnyPool, host: Option<&HostHandle>, clusters: &[i64]) -> Option<String> {
+    let host = host?;
     match clusters {
-        [] => {}
-        [one] => {
-            if tokio::time::timeout(IN_REQUEST, resync_logged(pool, host, *one)).await.is_err() {
+        [] => None,
+        [one] => match tokio::time::timeout(IN_REQUEST, resync_logged(pool, host, *one)).await {
+            Ok(pending) => pending,
+            Err(_) => {
+                let words = format!("no answer within {} s; the console tries again", IN_REQUEST.as_secs());
                 tracing::warn!(
                     cluster = one,
                     "the cluster's access bindings were not in step in time; the slow loop retries"
                 );
+                if let Ok(Some(cluster)) = db::clusters::get(pool, *one).await {
+                    record_outcome(pool, &cluster, Some(&words)).await;
+                }
+                Some(words)
             }
-        }
+        },
         many => {
             let (pool, host, ids) = (pool.clone(), host.clone(), many.to_vec());
             let task = tokio::spawn(async move {
@@ -157,6 +288,7 @@ pub(crate) async fn resync(pool: &AnyPool, host: Option<&HostHandle>, clusters: 
                 running.retain(|t| !t.is_finished());
                 running.push(task);
             }
+            None
         }
     }
 }
@@ -173,16 +305,66 @@ pub(crate) async fn finish_background() {
     }
 }
 
-async fn resync_logged(pool: &AnyPool, host: &HostHandle, id: i64) {
-    let Ok(Some(cluster)) = db::clusters::get(pool, id).await else { return };
-    if let Err(e) = Box::pin(resync_one(pool, host, &cluster)).await {
-        tracing::warn!(cluster = id, error = %e, "bringing the cluster's access bindings in step failed; the slow loop retries");
+/// One cluster's resync; its failure logged and returned in words.
+async fn resync_logged(pool: &AnyPool, host: &HostHandle, id: i64) -> Option<String> {
+    let Ok(Some(cluster)) = db::clusters::get(pool, id).await else { return None };
+    let e = Box::pin(resync_one(pool, host, &cluster)).await.err()?;
+    tracing::warn!(cluster = id, error = %e, "bringing the cluster's access bindings in step failed; the slow loop retries");
+    Some(words(&e))
+}
+
+/// What a failed repair says on the cluster's page and in the audit log:
+/// the host's own words (never a credential: API errors carry none), bounded.
+fn words(e: &SyncError) -> String {
+    e.to_string().chars().take(500).collect()
+}
+
+/// Keeps a repair's outcome (issue 55): a failure marks the cluster's
+/// access out of step with `failed`'s words (its page says so) until a
+/// repair lands; each change of state is audited (by the console) and every
+/// outcome counted (`kubebyon_access_repairs`).
+async fn record_outcome(pool: &AnyPool, cluster: &Cluster, failed: Option<&str>) {
+    let target = format!("cluster:{}", cluster.spec.name);
+    let metrics = crate::server::metrics::global();
+    let changed = match failed {
+        Some(words) => {
+            metrics.record_access_repair("out_of_step");
+            db::members::set_out_of_step(pool, cluster.id, words)
+                .await
+                .map(|new| new.then_some((AuditAction::AccessOutOfStep, words)))
+        }
+        None => {
+            metrics.record_access_repair("in_step");
+            db::members::clear_out_of_step(pool, cluster.id)
+                .await
+                .map(|was| was.then_some((AuditAction::AccessInStep, "")))
+        }
+    };
+    match changed {
+        Ok(Some((action, detail))) => {
+            if let Err(e) = db::audit::record_as(pool, None, "console", action, &target, detail).await {
+                tracing::error!(error = %e, "writing the audit log failed");
+            }
+        }
+        Ok(None) => {}
+        Err(e) => tracing::warn!(cluster = cluster.id, error = %e, "recording the access bindings' state failed"),
     }
 }
 
 /// One cluster's bindings in step (nothing when it has no control plane
-/// yet or relays). The number written.
+/// yet or relays), the outcome kept ([`record_outcome`]). The number written.
 pub(crate) async fn resync_one(pool: &AnyPool, host: &HostHandle, cluster: &Cluster) -> Result<usize, SyncError> {
+    let outcome = bring_in_step(pool, host, cluster).await;
+    record_outcome(pool, cluster, outcome.as_ref().err().map(words).as_deref()).await;
+    outcome
+}
+
+/// How many times one repair writes again when the memberships changed
+/// while it wrote (a stale repair never lands last: the one that ran
+/// beside it, or this one's next round, writes the newer).
+const ROUNDS: usize = 3;
+
+async fn bring_in_step(pool: &AnyPool, host: &HostHandle, cluster: &Cluster) -> Result<usize, SyncError> {
     if !cluster.status.kubeconfig_available || cluster.deletion_requested {
         return Ok(0);
     }
@@ -191,15 +373,31 @@ pub(crate) async fn resync_one(pool: &AnyPool, host: &HostHandle, cluster: &Clus
         Ok(None) | Err(HostError::Relayed) => return Ok(0),
         Err(e) => return Err(e.into()),
     };
-    let want = desired(pool, cluster).await.map_err(|_| HostError::NotYet("the memberships could not be read"))?;
-    let written = tokio::time::timeout(DOWNLOAD, sync(&virt, &want))
-        .await
-        .map_err(|_| HostError::TimedOut("the cluster's access bindings"))??;
+    let read =
+        || async { desired(pool, cluster).await.map_err(|_| HostError::NotYet("the memberships could not be read")) };
+    let mut want = read().await?;
+    let mut written = 0;
+    for _ in 0..ROUNDS {
+        written += tokio::time::timeout(DOWNLOAD, sync(&virt, &want))
+            .await
+            .map_err(|_| HostError::TimedOut("the cluster's access bindings"))??;
+        // Read again after writing: a change stored meanwhile (by this
+        // replica or another) whose own repair wrote before this one is
+        // written again here, so the last write is never the older one.
+        let now = read().await?;
+        if now == want {
+            break;
+        }
+        want = now;
+    }
     if written > 0 {
         tracing::info!(cluster = cluster.id, written, "access bindings brought in step");
     }
     if cluster.spec.own_nodes {
-        let may_manage = |u| want.holds(u, MemberRole::Admin);
+        // Who may manage its nodes through the console: its admins, and
+        // console admins (bound inside or not).
+        let admins = db::users::admin_ids(pool).await.map_err(|_| HostError::NotYet("the admins could not be read"))?;
+        let may_manage = |u| want.holds(u, MemberRole::Admin) || admins.binary_search(&u).is_ok();
         tokio::time::timeout(DOWNLOAD, super::join::revoke_departed(&virt, cluster, may_manage))
             .await
             .map_err(|_| HostError::TimedOut("the cluster's join tokens"))??;
@@ -320,6 +518,14 @@ pub(crate) async fn kubeconfig(
     let host = host.ok_or_else(unavailable)?;
     let _call = host.user_calls().take(user.id)?;
     writes.take(user.id)?;
+    // A console admin who is neither owner nor member is bound for as long
+    // as this credential lasts, then no more (the resync after its end).
+    let on_demand = access == Access::ConsoleAdmin;
+    if on_demand {
+        // A minute over the certificate's end: it is signed a moment after.
+        let until = db::now() + i64::from(lifetime.secs()) + 60;
+        db::users::grant_admin(pool, cluster.id, user.id, until).await?;
+    }
     let want = desired(pool, &cluster).await?;
     let role = access.role();
     let made = tokio::time::timeout(DOWNLOAD, Box::pin(mint(host, &cluster, user.id, lifetime, &want)))
@@ -336,10 +542,11 @@ pub(crate) async fn kubeconfig(
     .map_err(|_| unavailable())?;
     let target = format!("cluster:{}", cluster.spec.name);
     let detail = format!(
-        "role: {}; expires: {}; owner: {}",
+        "role: {}; expires: {}; owner: {}{}",
         role.as_str(),
         crate::domain::join::rfc3339(minted.not_after),
-        cluster.owner
+        cluster.owner,
+        if on_demand { "; console admin: bound until it expires" } else { "" }
     );
     super::audit::record(pool, user, AuditAction::KubeconfigDownloaded, &target, &detail).await;
     tracing::info!(cluster = cluster.id, user = %user.username, role = role.as_str(), "per-user kubeconfig issued");

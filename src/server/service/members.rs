@@ -30,6 +30,15 @@ pub(crate) async fn list(pool: &AnyPool, user: &CurrentUser, cluster: i64) -> Re
     Ok(db::members::list(pool, cluster).await?)
 }
 
+/// A membership change stored: the cluster's members after, and why its
+/// access inside is not in step yet, if it is not (the host's words; the
+/// console keeps trying, and the cluster's page says so).
+#[derive(Debug)]
+pub(crate) struct Changed {
+    pub members: Vec<Member>,
+    pub pending: Option<String>,
+}
+
 /// Adds a member or changes its role; the cluster's members after. Each
 /// well-formed change takes from the user's write budget
 /// (`service::write_limit`, shared with cluster writes) before any name is
@@ -42,7 +51,7 @@ pub(crate) async fn put(
     user: &CurrentUser,
     cluster: i64,
     input: &MemberInput,
-) -> Result<Vec<Member>, AppError> {
+) -> Result<Changed, AppError> {
     let c = super::clusters::get_for(pool, user, cluster, Can::ManageMembers).await?;
     let kind = input.kind.as_deref().map_or(Ok(MemberKind::User), MemberKind::parse)?;
     let role = MemberRole::parse(&input.role)?;
@@ -74,8 +83,8 @@ pub(crate) async fn put(
         super::audit::record(pool, user, action, &target, &detail).await;
     }
     tracing::info!(cluster, member = %who, role = role.as_str(), user = %user.username, "cluster member set");
-    super::credentials::resync(pool, host, &[cluster]).await;
-    Ok(db::members::list(pool, cluster).await?)
+    let pending = super::credentials::resync(pool, host, &[cluster]).await;
+    Ok(Changed { members: db::members::list(pool, cluster).await?, pending })
 }
 
 /// Removes a member (by kind and id, as the page lists them); metered as
@@ -88,7 +97,7 @@ pub(crate) async fn remove(
     cluster: i64,
     kind: &str,
     id: i64,
-) -> Result<Vec<Member>, AppError> {
+) -> Result<Changed, AppError> {
     let c = super::clusters::get_for(pool, user, cluster, Can::ManageMembers).await?;
     writes.take(user.id)?;
     let not_found = || AppError::new(ErrorCode::NotFound);
@@ -102,8 +111,8 @@ pub(crate) async fn remove(
     let detail = format!("{}:{} (was {})", kind.as_str(), gone.name, gone.role.as_str());
     super::audit::record(pool, user, AuditAction::MemberRemoved, &target, &detail).await;
     // The binding goes at once: the member's certificates authorize nothing.
-    super::credentials::resync(pool, host, &[cluster]).await;
-    Ok(db::members::list(pool, cluster).await?)
+    let pending = super::credentials::resync(pool, host, &[cluster]).await;
+    Ok(Changed { members: db::members::list(pool, cluster).await?, pending })
 }
 
 /// Every team (admins only).

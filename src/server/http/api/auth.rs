@@ -80,8 +80,8 @@ pub(crate) struct StartQuery {
     next: Option<String>,
 }
 
-/// `GET /auth/oidc/start?next=`: to the provider, the sign-in's `state` in
-/// a cookie of this browser (for ten minutes, sent to `/auth/oidc/` only).
+/// `GET /auth/oidc/start?next=`: to the provider, the sign-in sealed in a
+/// cookie of this browser (for ten minutes); nothing is written.
 pub(crate) async fn oidc_start(
     State(st): State<AppState>,
     Extension(request): Extension<RequestFacts>,
@@ -93,7 +93,7 @@ pub(crate) async fn oidc_start(
     let next = crate::domain::path::safe_next(q.next.as_deref());
     match provider.start(&st.pool, next).await {
         Ok(started) => {
-            let cookie = state_cookie(&started.state, request.https);
+            let cookie = state_cookie(&started.cookie, request.https);
             ([(header::SET_COOKIE, cookie)], Redirect::to(&started.url)).into_response()
         }
         Err(e) => to_login_with(e, request.https),
@@ -121,17 +121,17 @@ pub(crate) async fn oidc_callback(
     let browsers = cookies.header.and_then(|c| crate::server::auth::session::cookie_value(c, named));
     let done = async {
         let provider = st.oidc.as_deref().ok_or(AppError::new(ErrorCode::OidcUnavailable))?;
-        // Only the browser that started this sign-in may finish it.
-        let state = q.state.as_deref().filter(|s| !s.is_empty() && Some(*s) == browsers);
-        let state = state.ok_or(AppError::new(ErrorCode::OidcStateInvalid))?;
+        // Only the browser that started this sign-in may finish it: its
+        // sealed cookie must carry the `state` the provider sent back.
+        let sealed = browsers.filter(|c| !c.is_empty()).ok_or(AppError::new(ErrorCode::OidcStateInvalid))?;
+        let pending = provider.pending(&st.pool, sealed, q.state.as_deref().unwrap_or_default()).await?;
         if let Some(error) = q.error.as_deref() {
             tracing::warn!(error, "the provider refused the sign-in");
-            // The state is spent all the same.
-            provider.abandon(&st.pool, state).await?;
+            // Its cookie goes with the answer (`to_login_with`).
             return Err(AppError::new(ErrorCode::OidcDenied));
         }
         let code = q.code.as_deref().filter(|c| !c.is_empty()).ok_or(AppError::new(ErrorCode::OidcDenied))?;
-        let (who, next) = provider.finish(&st.pool, code, state).await?;
+        let (who, next) = provider.finish(&st.pool, code, pending).await?;
         let host = st.host.as_ref();
         let (_, session) = accounts::sign_in_oidc(&st.pool, host, &who, &request.client_key, cookies).await?;
         Ok::<_, AppError>((session, next))
@@ -158,7 +158,7 @@ pub(crate) async fn oidc_callback(
     }
 }
 
-/// The sign-in's `state` cookie (`""`: removed): over https `__Host-`
+/// The sign-in's state cookie (its sealed value; `""`: removed): over https `__Host-`
 /// prefixed (`Path=/`, no `Domain`: a sibling subdomain cannot plant one),
 /// as the session cookie is.
 fn state_cookie(state: &str, secure: bool) -> String {

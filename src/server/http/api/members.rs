@@ -3,10 +3,11 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, delete, get};
 use serde::Deserialize;
 
-use super::{ApiJson, ApiResult, ApiUser, cluster_id as id_of};
+use super::{ApiError, ApiJson, ApiResult, ApiUser, cluster_id as id_of};
 use crate::domain::membership::{Member, Team};
 use crate::server::service::members::{self, MemberInput};
 use crate::server::state::AppState;
@@ -30,18 +31,33 @@ async fn put(
     ApiUser(u): ApiUser,
     Path(id): Path<String>,
     ApiJson(body): ApiJson<MemberInput>,
-) -> ApiResult<Vec<Member>> {
-    Ok(Json(members::put(&st.pool, st.host.as_ref(), &st.spec_writes, &u, id_of(&id)?, &body).await?))
+) -> Result<Response, ApiError> {
+    Ok(answer(members::put(&st.pool, st.host.as_ref(), &st.spec_writes, &u, id_of(&id)?, &body).await?))
 }
 
 async fn remove(
     State(st): State<AppState>,
     ApiUser(u): ApiUser,
     Path((id, kind, member)): Path<(String, String, String)>,
-) -> ApiResult<Vec<Member>> {
-    Ok(Json(
-        members::remove(&st.pool, st.host.as_ref(), &st.spec_writes, &u, id_of(&id)?, &kind, id_of(&member)?).await?,
-    ))
+) -> Result<Response, ApiError> {
+    let changed =
+        members::remove(&st.pool, st.host.as_ref(), &st.spec_writes, &u, id_of(&id)?, &kind, id_of(&member)?).await?;
+    Ok(answer(changed))
+}
+
+/// A membership change's answer: `200` with the members when the cluster's
+/// access is in step; `202` with `{"pending": true, "reason": <the host's
+/// words>, "members": …}` when the change is stored but the cluster did not
+/// take it yet (the console keeps trying; its page says "access out of step").
+fn answer(changed: members::Changed) -> Response {
+    match changed.pending {
+        None => Json(changed.members).into_response(),
+        Some(reason) => (
+            StatusCode::ACCEPTED,
+            Json(serde_json::json!({"pending": true, "reason": reason, "members": changed.members})),
+        )
+            .into_response(),
+    }
 }
 
 async fn teams(State(st): State<AppState>, ApiUser(u): ApiUser) -> ApiResult<Vec<Team>> {
