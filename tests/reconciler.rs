@@ -362,13 +362,18 @@ spec:
     let path = policy.to_str().unwrap();
     let (ok, said) = kubectl_as(&mine, "pu-root", &["apply", "-f", path]);
     assert!(ok, "{said}");
-    ts::eventually("the policy denies", Duration::from_secs(30), || async {
+    let last = std::sync::Mutex::new(String::new());
+    let denied = ts::eventually("the policy denies", Duration::from_secs(30), || async {
+        // A new value each time (the same one again sends nothing).
+        let label = format!("pu={}", std::time::UNIX_EPOCH.elapsed().unwrap().as_nanos());
         let (ok, said) =
-            kubectl_as(&mine, "pu-root", &["label", "--overwrite", "clusterrolebinding", "kubebyon:view", "pu=1"]);
-        (!ok && said.contains("kubebyon:view as it is")).then_some(())
+            kubectl_as(&mine, "pu-root", &["label", "--overwrite", "clusterrolebinding", "kubebyon:view", &label]);
+        let denied = !ok && said.contains("kubebyon:view as it is");
+        *last.lock().unwrap() = said;
+        denied.then_some(())
     })
-    .await
-    .unwrap();
+    .await;
+    assert!(denied.is_ok(), "kubectl said: {}", last.lock().unwrap());
     let r = env.console.send("DELETE", &format!("{members}/user/{bob_id}"), Some(&env.cookie), None, "").await;
     assert_eq!(r.status, 202, "{}", r.body);
     let answer = r.json();
