@@ -25,6 +25,8 @@ test('a cluster is shared from its page: a viewer sees it read-only until it is 
   await members.getByRole('button', { name: t('en', 'members.share') }).click();
   const row = annPage.locator(`tr[data-member="user:${ben}"]`);
   await expect(row.locator('[data-field="role"]')).toHaveText(t('en', 'members.role_view'));
+  // What a removal cannot take back is said where members are managed.
+  await expect(members.getByTestId('members-what-stays')).toHaveText(t('en', 'members.what_stays'));
   await shot(annPage, 'members-owner-en');
   await accessible(annPage);
 
@@ -38,6 +40,7 @@ test('a cluster is shared from its page: a viewer sees it read-only until it is 
   expect(res?.status()).toBe(200);
   await expect(benPage.getByTestId('your-role')).toContainText(t('zh-CN', 'members.role_view'));
   await expect(benPage.getByTestId('your-role')).toContainText(ann);
+  await expect(benPage.getByTestId('members-what-stays'), 'only for those who manage members').toHaveCount(0);
   await expect(benPage.locator('form[data-form="put-member"]')).toHaveCount(0);
   await expect(benPage.locator('form[data-form="remove-member"]')).toHaveCount(0);
   await expect(benPage.locator(`a[href="${cluster}/edit"]`)).toHaveCount(0);

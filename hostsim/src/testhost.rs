@@ -197,6 +197,9 @@ impl Drop for TestHostGuard {
 
 static SHARED: OnceLock<Result<(TestHost, oneshot::Sender<()>), String>> = OnceLock::new();
 
+/// How many times [`TestHost::start`] tries when a port it picked was taken.
+const START_TRIES: usize = 3;
+
 impl TestHost {
     /// The test binary's shared host, started on first use.
     ///
@@ -221,7 +224,25 @@ impl TestHost {
     }
 
     /// Starts a new host owned by the returned guard.
+    ///
+    /// Its ports are picked free a moment before each process binds them
+    /// ([`controlplane::free_port`]), so another host starting at once in
+    /// this process (or any other process) may take one in between: such a
+    /// start is tried again, with new ports, up to [`START_TRIES`] times.
     pub fn start(simulator: Option<Simulator>) -> Result<TestHostGuard> {
+        let mut tries = 1;
+        loop {
+            match Self::start_once(simulator.clone()) {
+                Err(e) if tries < START_TRIES && format!("{e:#}").contains("address already in use") => {
+                    eprintln!("test host: a port was taken before it was bound; starting again ({e:#})");
+                    tries += 1;
+                }
+                started => return started,
+            }
+        }
+    }
+
+    fn start_once(simulator: Option<Simulator>) -> Result<TestHostGuard> {
         let bin_dir = controlplane::locate_binaries()?;
         sweep_stale_dirs();
         let data_dir = std::env::temp_dir().join(format!(

@@ -114,64 +114,67 @@ pub(crate) fn MembersSection(
                 </thead>
                 <tbody>{rows}</tbody>
             </table>
-            {manage
-                .then(|| {
-                    view! {
-                        <form method="post" action=PutMember::PATH class="form mt-4" data-form="put-member">
-                            <FormError error=put_error />
-                            <input type="hidden" name="id" value=id />
-                            <div class="field">
-                                <label for="member_kind" class="field-label">
-                                    {t!(i18n, members.col_kind)}
-                                </label>
-                                <select id="member_kind" name="member_kind" class="field-input">
-                                    {options(
-                                        [MemberKind::User, MemberKind::Team],
-                                        typed.kind.or(Some(MemberKind::User)),
-                                        MemberKind::as_str,
-                                        move |k| kind_label(i18n, k),
-                                    )}
-                                </select>
-                            </div>
-                            <TextField
-                                field=Field::Member
-                                label=t_string!(i18n, members.name)
-                                hint=t_string!(i18n, members.name_hint)
-                                value=typed.name.clone()
-                                error=put_error
-                                autocomplete="off"
-                                required=true
-                            />
-                            <div class="field">
-                                <label for="member_role" class="field-label">
-                                    {t!(i18n, members.col_role)}
-                                </label>
-                                <select
-                                    id="member_role"
-                                    name="member_role"
-                                    class="field-input"
-                                    aria-describedby="member_role-hint"
-                                >
-                                    {options(
-                                        [MemberRole::View, MemberRole::Edit, MemberRole::Admin],
-                                        typed.role.or(Some(MemberRole::View)),
-                                        MemberRole::as_str,
-                                        move |r| role_label(i18n, r),
-                                    )}
-                                </select>
-                                <p id="member_role-hint" class="field-hint">
-                                    {t!(i18n, members.role_hint)}
-                                </p>
-                                <FieldError field=Field::MemberRole error=put_error />
-                            </div>
-                            <button type="submit" class="btn btn-primary self-start">
-                                {t!(i18n, members.share)}
-                            </button>
-                        </form>
-                    }
-                })}
+            {manage.then(|| view! { <ShareForm id typed put_error /> })}
             {transfer.map(|(typed, error)| view! { <TransferForm id typed error /> })}
         </section>
+    }
+}
+
+/// The form that shares the cluster with a user or team (those who manage
+/// members), and what a removal cannot take back.
+#[component]
+fn ShareForm(id: i64, typed: Typed, put_error: Signal<Option<AppError>>) -> impl IntoView {
+    let i18n = use_i18n();
+    view! {
+        <form method="post" action=PutMember::PATH class="form mt-4" data-form="put-member">
+            <FormError error=put_error />
+            <input type="hidden" name="id" value=id />
+            <div class="field">
+                <label for="member_kind" class="field-label">
+                    {t!(i18n, members.col_kind)}
+                </label>
+                <select id="member_kind" name="member_kind" class="field-input">
+                    {options(
+                        [MemberKind::User, MemberKind::Team],
+                        typed.kind.or(Some(MemberKind::User)),
+                        MemberKind::as_str,
+                        move |k| kind_label(i18n, k),
+                    )}
+                </select>
+            </div>
+            <TextField
+                field=Field::Member
+                label=t_string!(i18n, members.name)
+                hint=t_string!(i18n, members.name_hint)
+                value=typed.name.clone()
+                error=put_error
+                autocomplete="off"
+                required=true
+            />
+            <div class="field">
+                <label for="member_role" class="field-label">
+                    {t!(i18n, members.col_role)}
+                </label>
+                <select id="member_role" name="member_role" class="field-input" aria-describedby="member_role-hint">
+                    {options(
+                        [MemberRole::View, MemberRole::Edit, MemberRole::Admin],
+                        typed.role.or(Some(MemberRole::View)),
+                        MemberRole::as_str,
+                        move |r| role_label(i18n, r),
+                    )}
+                </select>
+                <p id="member_role-hint" class="field-hint">
+                    {t!(i18n, members.role_hint)}
+                </p>
+                <FieldError field=Field::MemberRole error=put_error />
+            </div>
+            <button type="submit" class="btn btn-primary self-start">
+                {t!(i18n, members.share)}
+            </button>
+        </form>
+        <p class="field-hint mt-2" data-testid="members-what-stays">
+            {t!(i18n, members.what_stays)}
+        </p>
     }
 }
 
