@@ -50,7 +50,9 @@ async function planFor(page: Page, names: string[], range: string) {
 
 test('admin moves three clusters from the page and watches them finish; the owner sees the notice', async ({ page }) => {
   await signIn(page, 'admin', ADMIN_PASSWORD);
-  const names = [unique('mig'), unique('mig'), unique('mig')];
+  // The plan lists clusters by name: sorted, so that is also the order they
+  // are made in (`unique`'s counter past 9 would put "-10" before "-9").
+  const names = [unique('mig'), unique('mig'), unique('mig')].sort();
   await nodePortClusters(page, names);
 
   await planFor(page, names, `${net}.215-${net}.217`);
@@ -88,7 +90,7 @@ test('admin moves three clusters from the page and watches them finish; the owne
 test('the same with JavaScript off: dry run, a batch of three, progress on reload', async ({ browser }) => {
   const page = await newPage(browser, { js: false, baseURL: url });
   await signIn(page, 'admin', ADMIN_PASSWORD, false);
-  const names = [unique('mignojs'), unique('mignojs'), unique('mignojs')];
+  const names = [unique('mignojs'), unique('mignojs'), unique('mignojs')].sort();
   await nodePortClusters(page, names);
   // Addresses the first test's clusters took are skipped: the next free ones, in order.
   await planFor(page, names, `${net}.215-${net}.222`);
