@@ -90,11 +90,17 @@ export PATH="$KUBEBYON_CONTROL_PLANE_DIR:$PATH"
 # clippy, CSS, hashes) takes the idle CPU, niced, in its own process group
 # (stopped on exit). The browser suite runs the server the test build made
 # (the release server is `make run`'s, `make bench`'s and the image's).
-# hostsim's own test build (its target dir: the host cluster tests at the
-# end) follows in the same idle slot, so the last step only runs tests.
+# It runs at nice 5, ahead of the syncer's Go build (nice 10): the browser
+# specs wait for the site right after the lanes, the syncer is waited for
+# later. hostsim's own test build (the host cluster tests and the live host)
+# follows in the same slot (site.ready between them: the first browser specs
+# need only the site), in the console's target dir here: two thirds of its
+# dependencies are the console's, built already (a developer's `make
+# test-host` keeps its own dir, out of the console's build lock).
+export HOSTSIM_TARGET_DIR="$CARGO_TARGET_DIR"
 # shellcheck disable=SC2016 # (expanded by the inner shell)
-setsid nice -n 19 bash -c 'bash scripts/build-console.sh --server-from-tests &&
-  CARGO_TARGET_DIR="$HOSTSIM_TARGET_DIR" cargo test --manifest-path hostsim/Cargo.toml --locked --no-run' \
+setsid nice -n 5 bash -c 'bash scripts/build-console.sh --server-from-tests && touch "$1/site.ready" &&
+  cargo test --manifest-path hostsim/Cargo.toml --locked --no-run' _ "$work" \
   >"$work/site.out" 2>"$work/site.log" &
 site_pid=$!
 step "Rust tests in two lanes, the site's build beside them"
@@ -121,19 +127,22 @@ bash scripts/test-lanes.sh --lanes "${lanes[@]}"
 # Each test binary is ~330 MB (line tables) and every source change makes
 # new ones: keep only the newest of each name so the shared target dir does
 # not fill the disk over many runs.
-for t in tests/*.rs lib; do
+for t in tests/*.rs hostsim/tests/*.rs lib; do
   n=$(basename "$t" .rs); [ "$n" = lib ] && n=kubebyon
   find "$CARGO_TARGET_DIR/debug/deps" -maxdepth 1 -type f -name "$n-*" ! -name '*.d' -printf '%T@ %p\n' |
     sort -rn | tail -n +2 | cut -d' ' -f2- | xargs -r rm -f
 done
 
-step "the site's build (and hostsim's test build)"
-if ! wait "$site_pid"; then
-  site_pid=""
-  cat "$work/site.log" >&2
-  exit 1
-fi
-site_pid=""
+step "the site's build"
+# (site.ready, or the build's process ended: failed unless site.ready came.)
+until [ -e "$work/site.ready" ]; do
+  if ! kill -0 "$site_pid" 2>/dev/null; then
+    [ -e "$work/site.ready" ] && break
+    cat "$work/site.log" >&2
+    die "the site did not build"
+  fi
+  sleep 1
+done
 KUBEBYON_BIN="$CARGO_TARGET_DIR/debug/kubebyon"
 source scripts/console-env.sh
 
@@ -191,7 +200,13 @@ mapfile -t other_specs < <(grep -L 'KUBEBYON_HOST' end2end/tests/*.spec.ts | xar
 if [ "${#host_specs[@]}" -eq 0 ] || [ "${#other_specs[@]}" -eq 0 ]; then die "no browser specs found"; fi
 playwright "${other_specs[@]}"
 
-step "host cluster tests without the syncer (kube-apiserver + etcd + hostsim)"
+step "hostsim's test build, then the host cluster tests without the syncer (kube-apiserver + etcd + hostsim)"
+if ! wait "$site_pid"; then
+  site_pid=""
+  cat "$work/site.log" >&2
+  die "hostsim's tests did not build"
+fi
+site_pid=""
 bash scripts/hostsim-test.sh --without-syncer
 
 step "the reconciler's tests on upstream's syncer, then the timing test alone"
