@@ -7,7 +7,6 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use kubebyon::server::cli::Command;
 use kubebyon::server::config::{Config, LogFormat};
-use kubebyon::server::controllers::reconciler;
 use kubebyon::server::host;
 use kubebyon::server::service::accounts;
 use kubebyon::server::state::AppState;
@@ -168,12 +167,7 @@ async fn serve(pool: AnyPool, db_shown: String, config: Config) -> anyhow::Resul
             // What its helm-controller accepts (the first apply reads it
             // when the host did not answer in time).
             let _ = tokio::time::timeout(std::time::Duration::from_secs(3), host.refresh_helm()).await;
-            let mut ctx = reconciler::Context::new(host.clone(), pool.clone());
-            ctx.timing.leader_lease = std::time::Duration::from_secs(config.leader_lease_secs);
-            ctx.timing.lease = std::time::Duration::from_secs(config.claim_lease_secs);
-            ctx.operator = config.operator_limits();
-            ctx.allow_helm_egress(config.helm_proxy_ports.iter().copied());
-            Some((host, Arc::new(ctx)))
+            Some(host)
         }
         Err(e) => {
             // Said once; cluster requests stay queued until a host is configured.
@@ -181,9 +175,10 @@ async fn serve(pool: AnyPool, db_shown: String, config: Config) -> anyhow::Resul
             None
         }
     };
-    let (host, reconciler) = connected.unzip();
+    let host = connected;
     let host_shown = if host.is_some() { "connected" } else { "NOT CONFIGURED (set KUBECONFIG); changes stay queued" };
-    let oidc = kubebyon::server::auth::oidc::Provider::from_config(&config).map_err(anyhow::Error::msg)?.map(Arc::new);
+    let oidc =
+        kubebyon::server::auth::oidc::Provider::from_settings(config.oidc()).map_err(anyhow::Error::msg)?.map(Arc::new);
     // Password sessions the sign-in policy no longer allows end now.
     {
         use kubebyon::server::config::LocalSignIn;
@@ -205,8 +200,9 @@ async fn serve(pool: AnyPool, db_shown: String, config: Config) -> anyhow::Resul
         config: Arc::new(config),
         host,
     };
-    // The reconciler, the move driver, node removals and housekeeping.
-    kubebyon::server::controllers::start(&state, reconciler);
+    // The reconciler, the move driver, node removals, the access sync, the
+    // live pages' poller and housekeeping.
+    kubebyon::server::controllers::start(&state.pool, &state.config.workers(), state.host.as_ref(), &state.push);
     let limits = http::serve::Limits {
         max_connections: state.config.max_connections,
         per_client: state.config.max_connections_per_client,

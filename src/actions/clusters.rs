@@ -1,9 +1,5 @@
 //! Cluster server functions: load for pages, create, update, delete.
 
-// A server function takes a plain form post: one argument per form field (the
-// `#[server]` macro's generated code carries them too, out of an item allow's reach).
-#![allow(clippy::too_many_arguments)]
-
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -98,7 +94,7 @@ pub(crate) async fn load_cluster(id: i64, before: Option<i64>) -> Result<Cluster
         events,
         history,
         access,
-        allowed: access.allowed(clusters::PER_USER_CREDENTIALS),
+        allowed: access.allowed(),
         members,
         break_glass: user.is_admin(),
         max_lifetime: defaults.kubeconfig_max_lifetime,
@@ -128,29 +124,23 @@ pub(crate) async fn form_defaults() -> Result<ClusterDefaults, AppError> {
     })
 }
 
-/// The resource and public access fields of the create and edit forms, as posted.
-#[cfg(feature = "ssr")]
-struct Posted {
+/// The resource and public access fields of the create and edit forms, as
+/// posted (under the form's names).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub(crate) struct Posted {
     cpu: String,
     memory_gib: String,
     storage_gib: String,
+    #[serde(default, deserialize_with = "super::empty_is_none", rename = "public_access_enabled")]
     enabled: Option<String>,
+    #[serde(default, deserialize_with = "super::empty_is_none", rename = "public_access_mode")]
     mode: Option<String>,
+    #[serde(default, deserialize_with = "super::empty_is_none", rename = "control_plane_host")]
     host: Option<String>,
 }
 
 #[cfg(feature = "ssr")]
-type Triple = (String, String, String);
-
-#[cfg(feature = "ssr")]
 impl Posted {
-    fn new(
-        (cpu, memory_gib, storage_gib): Triple,
-        (enabled, mode, host): (Option<String>, Option<String>, Option<String>),
-    ) -> Self {
-        Self { cpu, memory_gib, storage_gib, enabled, mode, host }
-    }
-
     /// What a refused plain post carries back (none of it is secret).
     fn fields(&self) -> Vec<(&'static str, &str)> {
         let mut fields =
@@ -182,20 +172,13 @@ impl Posted {
 #[server(prefix = "/fn", endpoint = "clusters/create")]
 pub(crate) async fn create_cluster(
     name: String,
-    cpu: String,
-    memory_gib: String,
-    storage_gib: String,
-    public_access_enabled: Option<String>,
-    public_access_mode: Option<String>,
-    control_plane_host: Option<String>,
+    #[server(flatten)] posted: Posted,
     own_nodes: Option<String>,
 ) -> Result<(), AppError> {
     use crate::server::context::{keep_input_on_error, require_user, state};
     use crate::server::service::clusters::{ClusterDraft, create};
     use server_fn::ServerFn as _;
     let (st, user) = (state()?, require_user()?);
-    let access = (public_access_enabled, public_access_mode, control_plane_host);
-    let posted = Posted::new((cpu, memory_gib, storage_gib), access);
     let mut fields = posted.fields();
     fields.insert(0, ("name", &name));
     if own_nodes.is_some() {
@@ -215,21 +198,11 @@ pub(crate) async fn create_cluster(
 }
 
 #[server(prefix = "/fn", endpoint = "clusters/update")]
-pub(crate) async fn update_cluster(
-    id: i64,
-    cpu: String,
-    memory_gib: String,
-    storage_gib: String,
-    public_access_enabled: Option<String>,
-    public_access_mode: Option<String>,
-    control_plane_host: Option<String>,
-) -> Result<(), AppError> {
+pub(crate) async fn update_cluster(id: i64, #[server(flatten)] posted: Posted) -> Result<(), AppError> {
     use crate::server::context::{keep_input_on_error, require_user, state};
     use crate::server::service::clusters::{ClusterPatch, update};
     use server_fn::ServerFn as _;
     let (st, user) = (state()?, require_user()?);
-    let access = (public_access_enabled, public_access_mode, control_plane_host);
-    let posted = Posted::new((cpu, memory_gib, storage_gib), access);
     let fields = posted.fields();
     let patch = ClusterPatch { resources: Some(posted.resources()), public_access: Some(posted.access()) };
     update(&st.pool, &st.spec_writes, &st.host_policy(), &user, id, &patch)

@@ -1,4 +1,4 @@
-//! Sharing's server functions (issue 42): a cluster's members (its page's
+//! Sharing's server functions: a cluster's members (its page's
 //! plain forms) and the admins' teams (`/admin/teams`). Each redirects back
 //! to its page; a refused post lands there with the error and what was typed.
 

@@ -10,3 +10,10 @@ pub(crate) mod members;
 pub(crate) mod moves;
 pub(crate) mod settings;
 pub(crate) mod users;
+
+/// An optional field of a form posted to a server function whose fields are
+/// a flattened struct, read as the function's own arguments are (serde_qs
+/// reads an empty value as none; serde's flatten buffer would keep `""`).
+pub(crate) fn empty_is_none<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    Ok(<Option<String> as serde::Deserialize>::deserialize(d)?.filter(|s| !s.is_empty()))
+}

@@ -1,11 +1,8 @@
 //! Move server functions (admins): the page's candidates and dry run,
 //! starting a move, its progress, retry and roll back.
 
-// The start form's fields are the server function's arguments (one per
-// field, as the HTML form posts them), and the macro repeats them.
-#![allow(clippy::too_many_arguments)]
-
 use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
 
 use crate::domain::AppError;
 use crate::domain::moves::{Movable, MoveForm, MoveView, Plan};
@@ -24,30 +21,44 @@ pub(crate) async fn move_plan(form: MoveForm) -> Result<Plan, AppError> {
     crate::server::service::moves::dry_run(&st.pool, &require_admin()?, host, &form.request()?).await
 }
 
-#[server(prefix = "/fn", endpoint = "moves/start")]
-pub(crate) async fn start_move(
+/// The start form as posted (a checkbox is there or not; the typed hosts
+/// and the target only when shown).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub(crate) struct StartPost {
     clusters: String,
+    #[serde(default, deserialize_with = "super::empty_is_none")]
     include_disabled: Option<String>,
     source: String,
     hosts: String,
+    #[serde(default, deserialize_with = "super::empty_is_none")]
     typed: Option<String>,
     concurrency: String,
     grace_days: String,
+    #[serde(default, deserialize_with = "super::empty_is_none")]
     target: Option<String>,
-) -> Result<(), AppError> {
+}
+
+impl From<StartPost> for MoveForm {
+    fn from(p: StartPost) -> Self {
+        MoveForm {
+            clusters: p.clusters,
+            include_disabled: p.include_disabled.is_some(),
+            source: p.source,
+            hosts: p.hosts,
+            typed: p.typed.unwrap_or_default(),
+            concurrency: p.concurrency,
+            grace_days: p.grace_days,
+            target: p.target.unwrap_or_default(),
+        }
+    }
+}
+
+#[server(prefix = "/fn", endpoint = "moves/start")]
+pub(crate) async fn start_move(#[server(flatten)] posted: StartPost) -> Result<(), AppError> {
     use crate::server::context::{keep_input_on_error, require_admin, state};
     use server_fn::ServerFn as _;
     let st = state()?;
-    let form = MoveForm {
-        clusters,
-        include_disabled: include_disabled.is_some(),
-        source,
-        hosts,
-        typed: typed.unwrap_or_default(),
-        concurrency,
-        grace_days,
-        target: target.unwrap_or_default(),
-    };
+    let form = MoveForm::from(posted);
     let fields = [
         ("clusters", form.clusters.as_str()),
         ("include_disabled", if form.include_disabled { "on" } else { "" }),

@@ -1,4 +1,4 @@
-//! A cluster's members on its page (issue 42): who it is shared with and
+//! A cluster's members on its page: who it is shared with and
 //! their roles; for those who may manage members, plain forms to share it
 //! and to take it back (they work the same with JavaScript off).
 

@@ -94,7 +94,7 @@ fn load_balancer_fields(
             field=Field::LoadBalancerAnnotations
             label=t_string!(i18n, settings.annotations)
             hint=t_string!(i18n, settings.annotations_hint)
-            value=settings.annotations_text()
+            value=annotations_text(&settings.load_balancer_annotations)
             error
         />
         <TextField
@@ -283,7 +283,14 @@ fn gateway_and_placement(
     settings: &SystemSettings,
     error: Signal<Option<AppError>>,
 ) -> impl IntoView + use<> {
-    let gp = settings.gateway_placement_text();
+    // Each field as the form writes it (what `actions::settings::SettingsForm` reads back).
+    let gateway = settings.gateway.as_ref();
+    let (gateway_key, listener) = (
+        gateway.map(crate::domain::gateway::GatewayRef::key).unwrap_or_default(),
+        gateway.and_then(|g| g.listener.clone()).unwrap_or_default(),
+    );
+    let suffix = settings.gateway_domain_suffix.as_ref().map(ToString::to_string).unwrap_or_default();
+    let placement = settings.placement.clone();
     let spread = settings.placement.spread;
     view! {
         <fieldset class="card-section" aria-describedby="gateway-hint">
@@ -295,7 +302,7 @@ fn gateway_and_placement(
                 field=Field::Gateway
                 label=t_string!(i18n, settings.gateway)
                 hint=t_string!(i18n, settings.gateway_ref_hint)
-                value=gp.gateway.clone()
+                value=gateway_key
                 error
                 autocomplete="off"
             />
@@ -303,7 +310,7 @@ fn gateway_and_placement(
                 field=Field::GatewayListener
                 label=t_string!(i18n, settings.gateway_listener)
                 hint=t_string!(i18n, settings.gateway_listener_hint)
-                value=gp.gateway_listener.clone()
+                value=listener
                 error
                 autocomplete="off"
             />
@@ -311,7 +318,7 @@ fn gateway_and_placement(
                 field=Field::GatewayDomainSuffix
                 label=t_string!(i18n, settings.gateway_domain_suffix)
                 hint=t_string!(i18n, settings.gateway_domain_suffix_hint)
-                value=gp.gateway_domain_suffix.clone()
+                value=suffix
                 error
                 autocomplete="off"
             />
@@ -346,7 +353,7 @@ fn gateway_and_placement(
                 field=Field::SpreadTopologyKey
                 label=t_string!(i18n, settings.spread_topology_key)
                 hint=t_string!(i18n, settings.spread_topology_key_hint)
-                value=gp.spread_topology_key.clone()
+                value=placement.topology_key.clone()
                 error
                 autocomplete="off"
             />
@@ -354,7 +361,7 @@ fn gateway_and_placement(
                 field=Field::StorageClass
                 label=t_string!(i18n, settings.storage_class)
                 hint=t_string!(i18n, settings.storage_class_hint)
-                value=gp.storage_class.clone()
+                value=placement.storage_class.clone().unwrap_or_default()
                 error
                 autocomplete="off"
             />
@@ -393,4 +400,9 @@ fn OnOffField(
             <FieldError field error />
         </div>
     }
+}
+
+/// The annotations as the form writes them, one `key: value` per line.
+fn annotations_text(annotations: &std::collections::BTreeMap<String, String>) -> String {
+    annotations.iter().map(|(k, v)| format!("{k}: {v}")).collect::<Vec<_>>().join("\n")
 }

@@ -39,7 +39,7 @@ pub(crate) enum AuditAction {
     JoinTokenRevoked,
     /// A joined node drained and deleted from its virtual cluster.
     NodeRemoved,
-    /// Sharing (issue 42): a member added to a cluster, its role changed, removed.
+    /// Sharing: a member added to a cluster, its role changed, removed.
     MemberAdded,
     MemberRoleChanged,
     MemberRemoved,
@@ -120,6 +120,23 @@ mod tests {
         ] {
             assert_eq!(diff(&before, &after), want);
         }
+    }
+
+    /// docs/http-api.md's audit table names every action, and only actions
+    /// that exist (its first cell may name several).
+    #[test]
+    fn the_http_api_table_is_the_enum() {
+        let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/http-api.md")).unwrap();
+        let table = doc.split("| action | written when | target | detail |").nth(1).expect("the audit table");
+        let documented: std::collections::BTreeSet<&str> = table
+            .lines()
+            .skip(2)
+            .take_while(|l| l.starts_with('|'))
+            .flat_map(|l| l.split('|').nth(1).unwrap_or_default().split(','))
+            .map(|name| name.trim().trim_matches('`'))
+            .collect();
+        let actions: std::collections::BTreeSet<&str> = AuditAction::VARIANTS.iter().map(|a| a.as_str()).collect();
+        assert_eq!(documented, actions, "docs/http-api.md's audit table against AuditAction");
     }
 
     #[test]

@@ -57,7 +57,7 @@ impl EgressRule {
         let to = match words.next() {
             None => EgressPeer::Anywhere,
             Some(w) => match w.split_once('=') {
-                Some((key, value)) if crate::domain::settings::is_qualified_name(key) && is_label_value(value) => {
+                Some((key, value)) if super::names::is_qualified_name(key) && is_label_value(value) => {
                     EgressPeer::NamespaceLabel { key: key.to_owned(), value: value.to_owned() }
                 }
                 Some(_) => return None,
@@ -66,6 +66,19 @@ impl EgressRule {
             },
         };
         words.next().is_none().then_some(Self { port, to })
+    }
+
+    /// Whether this rule is one the text could write: a port above 0, a
+    /// namespace's name or a label's key and value as Kubernetes takes them.
+    pub(crate) fn is_valid(&self) -> bool {
+        self.port > 0
+            && match &self.to {
+                EgressPeer::Anywhere => true,
+                EgressPeer::Namespace(ns) => is_dns_label(ns),
+                EgressPeer::NamespaceLabel { key, value } => {
+                    super::names::is_qualified_name(key) && is_label_value(value)
+                }
+            }
     }
 
     /// The NetworkPolicy egress rule.
@@ -122,6 +135,22 @@ impl ExtraEgress {
         let mut rules = rules?;
         let mut seen = std::collections::BTreeSet::new();
         rules.retain(|r| seen.insert(r.to_string()));
+        (rules.len() <= MAX_RULES).then_some(Self(rules))
+    }
+
+    /// Rules given as values (the JSON API), under the text's rules: each
+    /// valid, the same rule once, at most [`MAX_RULES`].
+    pub fn checked(self) -> Option<Self> {
+        let mut seen = std::collections::BTreeSet::new();
+        let mut rules = Vec::with_capacity(self.0.len());
+        for rule in self.0 {
+            if !rule.is_valid() {
+                return None;
+            }
+            if seen.insert(rule.to_string()) {
+                rules.push(rule);
+            }
+        }
         (rules.len() <= MAX_RULES).then_some(Self(rules))
     }
 
@@ -206,5 +235,30 @@ mod tests {
             EgressRule { port: 8080, to: EgressPeer::Anywhere }.policy_rule(),
             json!({"ports": [{"protocol": "TCP", "port": 8080}]})
         );
+    }
+
+    /// Rules given as values meet the text's rules.
+    #[test]
+    fn values_meet_the_texts_rules() {
+        let rule = |port, to| EgressRule { port, to };
+        let ok = ExtraEgress(vec![
+            rule(10443, EgressPeer::Namespace("vcluster-platform".into())),
+            rule(5556, EgressPeer::NamespaceLabel { key: "app.kubernetes.io/part-of".into(), value: "dex".into() }),
+            rule(8080, EgressPeer::Anywhere),
+            rule(8080, EgressPeer::Anywhere),
+        ]);
+        let checked = ok.clone().checked().unwrap();
+        assert_eq!(checked.0.len(), 3, "the same rule once");
+        assert_eq!(ExtraEgress::parse(&checked.text()), Some(checked));
+        for bad in [
+            rule(0, EgressPeer::Anywhere),
+            rule(80, EgressPeer::Namespace("Not A Namespace".into())),
+            rule(80, EgressPeer::NamespaceLabel { key: "bad key".into(), value: "x".into() }),
+            rule(80, EgressPeer::NamespaceLabel { key: "team".into(), value: "-x".into() }),
+        ] {
+            assert_eq!(ExtraEgress(vec![bad.clone()]).checked(), None, "{bad:?}");
+        }
+        let many = ExtraEgress((1..=33).map(|p| rule(p, EgressPeer::Anywhere)).collect());
+        assert_eq!(many.checked(), None, "more than MAX_RULES");
     }
 }

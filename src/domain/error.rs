@@ -82,7 +82,7 @@ pub enum ErrorCode {
     /// The virtual cluster's own API server cannot be reached (yet).
     ControlPlaneUnavailable,
     /// What the console would read from a virtual cluster is over its caps
-    /// (`server::service::virtual_read`): the tenant's own objects.
+    /// (`server::tenant::read`): the tenant's own objects.
     VirtualAnswerTooLarge,
     /// Gateway mode without a host and without the admin's domain suffix.
     HostRequiredForGateway,
@@ -169,7 +169,7 @@ pub enum ErrorCode {
     /// The host's helm-controller accepts no `failurePolicy` that keeps a
     /// control plane (`domain::helm`): nothing is written until k3s is upgraded.
     HelmControllerUnsupported,
-    /// Too many on-demand calls to clusters by one user (`service::call_budget`).
+    /// Too many on-demand calls to clusters by one user (`host::call_budget`).
     CallsRateLimited,
     /// The console cannot reach its database (503): not "signed out".
     Unavailable,

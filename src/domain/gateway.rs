@@ -27,28 +27,43 @@ pub struct GatewayRef {
 impl GatewayRef {
     /// `namespace/name` and a listener name (empty: none). Empty `gateway`: `None`.
     pub(crate) fn parse(gateway: &str, listener: &str) -> Result<Option<Self>, AppError> {
-        let bad = |field| AppError::at(ErrorCode::GatewayInvalid, field);
         let (gateway, listener) = (gateway.trim(), listener.trim());
         if gateway.is_empty() {
-            return if listener.is_empty() { Ok(None) } else { Err(bad(Field::Gateway)) };
+            return if listener.is_empty() { Ok(None) } else { Err(invalid(Field::Gateway)) };
         }
-        let (namespace, name) = gateway.split_once('/').ok_or(bad(Field::Gateway))?;
+        let (namespace, name) = gateway.split_once('/').ok_or(invalid(Field::Gateway))?;
+        Self::new(namespace, name, Some(listener)).map(Some)
+    }
+
+    /// A Gateway by its parts: a namespace (DNS label), a name (DNS
+    /// subdomain) and a listener's name (a `SectionName`, a DNS subdomain;
+    /// empty or none: every listener).
+    pub(crate) fn new(namespace: &str, name: &str, listener: Option<&str>) -> Result<Self, AppError> {
+        let (namespace, name) = (namespace.trim(), name.trim());
         if !dns_label(namespace) || !dns_subdomain(name) {
-            return Err(bad(Field::Gateway));
+            return Err(invalid(Field::Gateway));
         }
-        // A listener's name is a `SectionName`: a DNS subdomain.
-        let listener = match listener {
+        let listener = match listener.map(str::trim).unwrap_or_default() {
             "" => None,
             l if dns_subdomain(l) => Some(l.to_owned()),
-            _ => return Err(bad(Field::GatewayListener)),
+            _ => return Err(invalid(Field::GatewayListener)),
         };
-        Ok(Some(Self { namespace: namespace.to_owned(), name: name.to_owned(), listener }))
+        Ok(Self { namespace: namespace.to_owned(), name: name.to_owned(), listener })
+    }
+
+    /// A Gateway given as a value (the JSON API), under [`GatewayRef::new`]'s rules.
+    pub(crate) fn checked(self) -> Result<Self, AppError> {
+        Self::new(&self.namespace, &self.name, self.listener.as_deref())
     }
 
     /// `namespace/name`, as the settings form shows it.
     pub(crate) fn key(&self) -> String {
         format!("{}/{}", self.namespace, self.name)
     }
+}
+
+fn invalid(field: Field) -> AppError {
+    AppError::at(ErrorCode::GatewayInvalid, field)
 }
 
 /// What the forms know of gateway access: offered when the admin named a

@@ -1,4 +1,4 @@
-//! Sharing (issue 42): who may do what with a cluster. A cluster has one
+//! Sharing: who may do what with a cluster. A cluster has one
 //! owner (whose quota it counts against) and members — users, or teams of
 //! users — each with a [`MemberRole`]. What a caller may do follows from
 //! their [`Access`] alone: [`Access::allows`] is the one table the service
@@ -76,8 +76,8 @@ pub enum Can {
     See,
     /// Change its resources and public access; dismiss its moved notice.
     Edit,
-    /// Download a kubeconfig (its role's, per user, where the host signs
-    /// them; else the cluster's admin credential, so admins only).
+    /// Download a kubeconfig: the user's own, at their role
+    /// (`service::credentials`).
     Kubeconfig,
     /// Make and revoke join tokens, remove joined nodes (nodes are
     /// cluster-scoped: Kubernetes' `edit` role cannot touch them either).
@@ -96,23 +96,20 @@ impl Access {
         }
     }
 
-    /// Whether this access allows `can`. `per_user_credentials`: the host
-    /// signs each user's own certificate (else the only kubeconfig is the
-    /// cluster's admin credential, which only admins may have).
-    pub fn allows(self, can: Can, per_user_credentials: bool) -> bool {
+    /// Whether this access allows `can`.
+    pub fn allows(self, can: Can) -> bool {
         let needs = match can {
-            Can::See => MemberRole::View,
-            Can::Kubeconfig if per_user_credentials => MemberRole::View,
+            Can::See | Can::Kubeconfig => MemberRole::View,
             Can::Edit => MemberRole::Edit,
-            Can::Kubeconfig | Can::ManageNodes | Can::ManageMembers | Can::Delete => MemberRole::Admin,
+            Can::ManageNodes | Can::ManageMembers | Can::Delete => MemberRole::Admin,
         };
         self.role() >= needs
     }
 
     /// What a page offers this access (its buttons and forms; the services
     /// check again on every request).
-    pub fn allowed(self, per_user_credentials: bool) -> Allowed {
-        let can = |c| self.allows(c, per_user_credentials);
+    pub fn allowed(self) -> Allowed {
+        let can = |c| self.allows(c);
         Allowed {
             edit: can(Can::Edit),
             kubeconfig: can(Can::Kubeconfig),
@@ -212,6 +209,14 @@ impl CredentialLifetime {
 
     pub fn secs(self) -> u32 {
         self.0
+    }
+
+    /// A lifetime given in seconds (the JSON API): whole minutes, within
+    /// the same range as text.
+    pub fn from_secs(secs: u64) -> Result<Self, AppError> {
+        let bad = || AppError::at(ErrorCode::CredentialLifetimeInvalid, Field::Lifetime);
+        let secs = u32::try_from(secs).map_err(|_| bad())?;
+        if secs % 60 == 0 && (Self::MIN_SECS..=Self::MAX_SECS).contains(&secs) { Ok(Self(secs)) } else { Err(bad()) }
     }
 
     /// As it is written: whole days, else hours, else minutes (`30d`, `8h`, `90m`).
@@ -331,29 +336,23 @@ mod tests {
 
     use MemberRole::{Admin, Edit, View};
 
-    /// Every access × every action, with and without per-user credentials.
+    /// Every access × every action.
     #[test]
     fn what_each_access_allows() {
         let accesses =
             [Access::Owner, Access::ConsoleAdmin, Access::Member(Admin), Access::Member(Edit), Access::Member(View)];
-        // (can, per-user credentials, allowed for: owner, console admin, admin, edit, view)
-        let table: [(Can, bool, [bool; 5]); 12] = [
-            (Can::See, false, [true, true, true, true, true]),
-            (Can::See, true, [true, true, true, true, true]),
-            (Can::Edit, false, [true, true, true, true, false]),
-            (Can::Edit, true, [true, true, true, true, false]),
-            (Can::Kubeconfig, false, [true, true, true, false, false]),
-            (Can::Kubeconfig, true, [true, true, true, true, true]),
-            (Can::ManageNodes, false, [true, true, true, false, false]),
-            (Can::ManageNodes, true, [true, true, true, false, false]),
-            (Can::ManageMembers, false, [true, true, true, false, false]),
-            (Can::ManageMembers, true, [true, true, true, false, false]),
-            (Can::Delete, false, [true, true, true, false, false]),
-            (Can::Delete, true, [true, true, true, false, false]),
+        // (can, allowed for: owner, console admin, admin, edit, view)
+        let table: [(Can, [bool; 5]); 6] = [
+            (Can::See, [true, true, true, true, true]),
+            (Can::Edit, [true, true, true, true, false]),
+            (Can::Kubeconfig, [true, true, true, true, true]),
+            (Can::ManageNodes, [true, true, true, false, false]),
+            (Can::ManageMembers, [true, true, true, false, false]),
+            (Can::Delete, [true, true, true, false, false]),
         ];
-        for (can, per_user, want) in table {
+        for (can, want) in table {
             for (access, want) in accesses.iter().zip(want) {
-                assert_eq!(access.allows(can, per_user), want, "{access:?} {can:?} per-user={per_user}");
+                assert_eq!(access.allows(can), want, "{access:?} {can:?}");
             }
         }
     }

@@ -3,6 +3,7 @@
 
 pub mod audit;
 pub mod change;
+pub mod chart;
 pub mod cluster;
 pub mod cluster_name;
 pub mod egress;
@@ -16,9 +17,12 @@ pub mod host_objects;
 #[cfg(feature = "ssr")]
 pub mod join;
 pub mod listing;
+pub mod load_balancer;
 pub mod membership;
 pub mod moves;
+pub mod names;
 pub mod nodes;
+pub mod operator;
 pub mod path;
 pub mod placement;
 pub mod public_access;
@@ -33,6 +37,12 @@ pub mod render;
 pub mod resources;
 pub mod sans;
 pub mod settings;
+/// Server-side only: sign-in throttling's numbers.
+#[cfg(feature = "ssr")]
+pub mod sign_in;
+/// Server-side only: the request limits' token bucket.
+#[cfg(feature = "ssr")]
+pub mod token_bucket;
 pub mod user;
 
 pub use cluster::{ClusterSpec, ClusterStatus, ConnectionStatus, Phase, Telemetry};

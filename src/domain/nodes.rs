@@ -15,46 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::domain::{AppError, ErrorCode, Field, PublicAccess, SystemSettings};
 
-/// A Secret in the host cluster, `namespace/name` (both DNS-1123 labels, the
-/// name may be a subdomain), e.g. the vCluster Platform key.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(into = "String", try_from = "String")]
-pub struct SecretRef {
-    pub namespace: String,
-    pub name: String,
-}
-
-impl SecretRef {
-    pub fn parse(raw: &str) -> Result<Self, AppError> {
-        let bad = || AppError::at(ErrorCode::PlatformApiKeyInvalid, Field::PlatformApiKey);
-        let (namespace, name) = raw.trim().split_once('/').ok_or_else(bad)?;
-        use crate::domain::host::{dns_label, dns_subdomain};
-        if !dns_label(namespace) || !dns_subdomain(name) {
-            return Err(bad());
-        }
-        Ok(Self { namespace: namespace.to_owned(), name: name.to_owned() })
-    }
-}
-
-impl From<SecretRef> for String {
-    fn from(r: SecretRef) -> Self {
-        r.to_string()
-    }
-}
-
-impl TryFrom<String> for SecretRef {
-    type Error = String;
-
-    fn try_from(raw: String) -> Result<Self, String> {
-        Self::parse(&raw).map_err(|_| format!("not a namespace/name: {raw:?}"))
-    }
-}
-
-impl std::fmt::Display for SecretRef {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}", self.namespace, self.name)
-    }
-}
+pub use super::names::SecretRef;
 
 /// Whether a new cluster may have own nodes with this public access.
 pub(crate) fn check_create(own_nodes: bool, access: &PublicAccess, settings: &SystemSettings) -> Result<(), AppError> {
@@ -125,7 +86,7 @@ pub(crate) enum JoinWarning {
     /// The console cannot read the virtual cluster now.
     ControlPlaneUnavailable,
     /// The virtual cluster's tokens or nodes are more than the console reads
-    /// (`server::service::virtual_read`'s caps): the tenant's own objects.
+    /// (`server::tenant::read`'s caps): the tenant's own objects.
     AnswerTooLarge,
 }
 

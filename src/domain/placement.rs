@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::settings::is_qualified_name;
+use super::names::is_qualified_name;
 use super::{AppError, ErrorCode, Field};
 
 /// Whether control planes of different clusters avoid the same node (or
@@ -64,6 +64,32 @@ impl Default for Placement {
     }
 }
 
+/// Spread as the form writes it; empty: off.
+pub(crate) fn parse_spread(text: &str) -> Result<Spread, AppError> {
+    match text.trim() {
+        "" => Ok(Spread::Off),
+        s => Spread::parse(s).ok_or(AppError::at(ErrorCode::SpreadInvalid, Field::Spread)),
+    }
+}
+
+/// A topology key (a qualified name); empty: [`DEFAULT_TOPOLOGY_KEY`].
+pub(crate) fn topology_key(text: &str) -> Result<String, AppError> {
+    match text.trim() {
+        "" => Ok(DEFAULT_TOPOLOGY_KEY.to_owned()),
+        k if is_qualified_name(k) => Ok(k.to_owned()),
+        _ => Err(AppError::at(ErrorCode::SpreadInvalid, Field::SpreadTopologyKey)),
+    }
+}
+
+/// A StorageClass name; empty: none (the host's default).
+pub(crate) fn storage_class(text: &str) -> Result<Option<String>, AppError> {
+    match text.trim() {
+        "" => Ok(None),
+        c if is_storage_class(c) => Ok(Some(c.to_owned())),
+        _ => Err(AppError::at(ErrorCode::StorageClassInvalid, Field::StorageClass)),
+    }
+}
+
 /// A StorageClass name: a DNS subdomain.
 fn is_storage_class(s: &str) -> bool {
     crate::domain::host::dns_subdomain(s)
@@ -72,21 +98,22 @@ fn is_storage_class(s: &str) -> bool {
 impl Placement {
     /// The settings form's text; empty topology key: the default; empty class: the host's default.
     pub(crate) fn parse(spread: &str, topology_key: &str, storage_class: &str) -> Result<Self, AppError> {
-        let spread = match spread.trim() {
-            "" => Spread::Off,
-            s => Spread::parse(s).ok_or(AppError::at(ErrorCode::SpreadInvalid, Field::Spread))?,
-        };
-        let topology_key = match topology_key.trim() {
-            "" => DEFAULT_TOPOLOGY_KEY.to_owned(),
-            k if is_qualified_name(k) => k.to_owned(),
-            _ => return Err(AppError::at(ErrorCode::SpreadInvalid, Field::SpreadTopologyKey)),
-        };
-        let storage_class = match storage_class.trim() {
-            "" => None,
-            c if is_storage_class(c) => Some(c.to_owned()),
-            _ => return Err(AppError::at(ErrorCode::StorageClassInvalid, Field::StorageClass)),
-        };
-        Ok(Self { spread, topology_key, storage_class })
+        Ok(Self {
+            spread: parse_spread(spread)?,
+            topology_key: self::topology_key(topology_key)?,
+            storage_class: self::storage_class(storage_class)?,
+        })
+    }
+
+    /// A placement given as a value (the JSON API), under the rules the
+    /// form's text meets: an empty topology key is the default, an empty
+    /// class the host's default.
+    pub(crate) fn checked(self) -> Result<Self, AppError> {
+        Ok(Self {
+            spread: self.spread,
+            topology_key: topology_key(&self.topology_key)?,
+            storage_class: storage_class(self.storage_class.as_deref().unwrap_or_default())?,
+        })
     }
 
     /// Reads stored columns; anything unreadable reads as the default (off,

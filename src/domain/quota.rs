@@ -117,48 +117,91 @@ impl Quota {
     /// storage in GiB; an empty field is `None` (no limit for the platform, the
     /// platform's limit for a user).
     pub(crate) fn parse(input: &QuotaInput<'_>) -> Result<Quota, AppError> {
-        let blank = |s: &str| s.trim().is_empty();
-        let number = |s: &str, max: u64| s.trim().parse::<u64>().ok().filter(|n| *n <= max);
-        // Ten thousand of the largest cluster is far beyond any host; it keeps sums in range.
-        const MAX_CLUSTERS: u64 = 10_000;
-        let clusters = if blank(input.clusters) {
-            None
-        } else {
-            let n = number(input.clusters, MAX_CLUSTERS)
-                .ok_or(AppError::at(ErrorCode::QuotaInvalid, Field::QuotaClusters))?;
-            Some(u32::try_from(n).map_err(|_| AppError::at(ErrorCode::QuotaInvalid, Field::QuotaClusters))?)
-        };
-        let cpu_millis = if blank(input.cpu) {
-            None
-        } else {
-            Some(
-                super::resources::parse_cores(input.cpu)
-                    .map(u64::from)
-                    .filter(|m| *m <= MAX_CLUSTERS * u64::from(CPU_MILLIS.1))
-                    .ok_or(AppError::at(ErrorCode::QuotaInvalid, Field::QuotaCpu))?,
-            )
-        };
-        let gib = |s: &str, per_cluster: u32, field: Field| {
-            if blank(s) {
-                Ok(None)
-            } else {
-                number(s, MAX_CLUSTERS * u64::from(per_cluster))
-                    .map(Some)
-                    .ok_or(AppError::at(ErrorCode::QuotaInvalid, field))
-            }
-        };
         Ok(Quota {
-            clusters,
-            cpu_millis,
-            memory_gib: gib(input.memory_gib, MEMORY_GIB.1, Field::QuotaMemory)?,
-            storage_gib: gib(input.storage_gib, STORAGE_GIB.1, Field::QuotaStorage)?,
+            clusters: parse_clusters(input.clusters)?,
+            cpu_millis: parse_cpu(input.cpu)?,
+            memory_gib: parse_gib(input.memory_gib, Dimension::Memory)?,
+            storage_gib: parse_gib(input.storage_gib, Dimension::Storage)?,
         })
+    }
+
+    /// A quota given as numbers (the JSON API), within the limits
+    /// [`Quota::parse`] applies to text.
+    pub(crate) fn checked(self) -> Result<Quota, AppError> {
+        let within = |value: Option<u64>, d: Dimension| match value {
+            Some(n) if n > d.max() => Err(d.invalid()),
+            _ => Ok(()),
+        };
+        within(self.clusters.map(u64::from), Dimension::Clusters)?;
+        within(self.cpu_millis, Dimension::Cpu)?;
+        within(self.memory_gib, Dimension::Memory)?;
+        within(self.storage_gib, Dimension::Storage)?;
+        Ok(self)
     }
 
     /// CPU as the form shows it (cores), empty when unlimited.
     pub(crate) fn cpu_text(&self) -> String {
         self.cpu_millis.map(cores).unwrap_or_default()
     }
+}
+
+/// Ten thousand of the largest cluster is far beyond any host; it keeps sums in range.
+const MAX_CLUSTERS: u64 = 10_000;
+/// The most cores text may name (five digits before the point).
+const MAX_CPU_TEXT_MILLIS: u64 = 99_999_999;
+
+impl Dimension {
+    /// The largest limit a quota may set on this dimension.
+    fn max(self) -> u64 {
+        match self {
+            Self::Clusters => MAX_CLUSTERS,
+            Self::Cpu => (MAX_CLUSTERS * u64::from(CPU_MILLIS.1)).min(MAX_CPU_TEXT_MILLIS),
+            Self::Memory => MAX_CLUSTERS * u64::from(MEMORY_GIB.1),
+            Self::Storage => MAX_CLUSTERS * u64::from(STORAGE_GIB.1),
+        }
+    }
+
+    /// The refusal of a limit that is not one, on the quota field it names.
+    fn invalid(self) -> AppError {
+        let field = match self {
+            Self::Clusters => Field::QuotaClusters,
+            Self::Cpu => Field::QuotaCpu,
+            Self::Memory => Field::QuotaMemory,
+            Self::Storage => Field::QuotaStorage,
+        };
+        AppError::at(ErrorCode::QuotaInvalid, field)
+    }
+}
+
+/// A cluster count as the form writes it; empty: no limit.
+pub(crate) fn parse_clusters(text: &str) -> Result<Option<u32>, AppError> {
+    parse_number(text, Dimension::Clusters)?
+        .map(|n| u32::try_from(n).map_err(|_| Dimension::Clusters.invalid()))
+        .transpose()
+}
+
+/// CPU in cores as the form writes it (`16`, `0.5`); empty: no limit.
+pub(crate) fn parse_cpu(text: &str) -> Result<Option<u64>, AppError> {
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
+    super::resources::parse_cores(text)
+        .map(u64::from)
+        .filter(|m| *m <= Dimension::Cpu.max())
+        .map(Some)
+        .ok_or(Dimension::Cpu.invalid())
+}
+
+/// Memory or storage in GiB as the form writes it; empty: no limit.
+pub(crate) fn parse_gib(text: &str, d: Dimension) -> Result<Option<u64>, AppError> {
+    parse_number(text, d)
+}
+
+fn parse_number(text: &str, d: Dimension) -> Result<Option<u64>, AppError> {
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
+    text.trim().parse::<u64>().ok().filter(|n| *n <= d.max()).map(Some).ok_or(d.invalid())
 }
 
 /// Millicores as cores, as users write them (`1.5`).
@@ -196,6 +239,7 @@ impl QuotaText {
         }
     }
 
+    #[cfg(test)]
     pub(crate) fn as_input(&self) -> QuotaInput<'_> {
         QuotaInput {
             clusters: &self.clusters,
@@ -287,5 +331,26 @@ mod tests {
             assert_eq!(Quota::parse(&QuotaText::of(&q).as_input()), Ok(q), "text round trip");
         }
         assert_eq!(cores(1_500), "1.5");
+    }
+
+    /// A quota given as numbers meets the same limits as text: what the form
+    /// could write back, and nothing beyond.
+    #[test]
+    fn numbers_meet_the_limits_text_does() {
+        let q = |clusters, cpu_millis, memory_gib, storage_gib| Quota { clusters, cpu_millis, memory_gib, storage_gib };
+        assert_eq!(Quota::default().checked(), Ok(Quota::default()));
+        assert_eq!(Quota::UNLIMITED.checked(), Ok(Quota::UNLIMITED));
+        let widest = q(Some(10_000), Some(99_999_999), Some(5_120_000), Some(40_960_000));
+        assert_eq!(widest.checked(), Ok(widest));
+        assert_eq!(Quota::parse(&QuotaText::of(&widest).as_input()), Ok(widest), "the form reads it back");
+        for (over, field) in [
+            (q(Some(10_001), None, None, None), Field::QuotaClusters),
+            (q(None, Some(100_000_000), None, None), Field::QuotaCpu),
+            (q(None, None, Some(5_120_001), None), Field::QuotaMemory),
+            (q(None, None, None, Some(40_960_001)), Field::QuotaStorage),
+        ] {
+            assert_eq!(over.checked(), Err(AppError::at(ErrorCode::QuotaInvalid, field)), "{over:?}");
+            assert!(Quota::parse(&QuotaText::of(&over).as_input()).is_err(), "text refuses it too: {over:?}");
+        }
     }
 }

@@ -1,4 +1,4 @@
-//! The editors' role inside a virtual cluster (issue 55). Upstream's `edit`
+//! The editors' role inside a virtual cluster. Upstream's `edit`
 //! lets its holder act as any ServiceAccount (`impersonate` on
 //! `serviceaccounts`) and mint its tokens (`create serviceaccounts/token`,
 //! a year long): access that outlives a removal from the cluster, and in

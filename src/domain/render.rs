@@ -13,7 +13,7 @@ use crate::domain::cluster::{Cluster, OldEndpoint};
 use crate::domain::endpoint::{Endpoint, HTTPS_PORT};
 pub use crate::domain::helm::FailurePolicy;
 use crate::domain::host_objects::namespace;
-use crate::domain::nodes::SecretRef;
+use crate::domain::names::SecretRef;
 use crate::domain::settings::PodSecurity;
 use crate::domain::{ClusterSpec, Host, PublicAccess, SystemSettings};
 
@@ -845,7 +845,7 @@ mod tests {
 
     #[test]
     fn own_nodes_turn_on_private_nodes_at_the_load_balancer_endpoint() {
-        let key = crate::domain::nodes::SecretRef::parse("licences/vcluster-key").ok();
+        let key = crate::domain::names::SecretRef::parse("licences/vcluster-key").ok();
         let with_key = SystemSettings { private_nodes: true, platform_api_key: key, ..settings() };
         for (access, own, settings, want) in [
             (
@@ -890,7 +890,7 @@ mod tests {
     /// one binding per cluster naming the chart's ServiceAccount.
     #[test]
     fn the_platform_key_grant_is_one_role_and_a_binding_per_cluster() {
-        let key = crate::domain::nodes::SecretRef::parse("kubebyon-platform-key/vcluster-key").unwrap();
+        let key = crate::domain::names::SecretRef::parse("kubebyon-platform-key/vcluster-key").unwrap();
         let role = platform_key_role(&key, "inst");
         assert_eq!(role["metadata"]["namespace"], "kubebyon-platform-key");
         assert_eq!(role["metadata"]["name"], PLATFORM_KEY_ROLE);

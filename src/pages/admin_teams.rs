@@ -1,4 +1,4 @@
-//! `/admin/teams` (admins only, issue 42): teams are named groups of users a
+//! `/admin/teams` (admins only): teams are named groups of users a
 //! cluster can be shared with. Create and delete them, add and remove users.
 //! With `KUBEBYON_OIDC_TEAM_PREFIX` set, each team names the provider's group
 //! whose members it follows (set again at each of their sign-ins).

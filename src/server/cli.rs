@@ -244,9 +244,11 @@ pub async fn access(pool: &sqlx::AnyPool, args: AccessArgs) -> anyhow::Result<()
             println!("{username} enabled");
         }
     }
-    // The bindings of several clusters are brought in step in the
-    // background: wait for them before the process ends.
-    crate::server::service::credentials::finish_background().await;
+    // The bindings of several clusters wait in the host's access queue
+    // (the console's loop works it): this process works it before it ends.
+    if let Some(host) = host {
+        crate::server::tenant::access::drain(pool, host).await;
+    }
     Ok(())
 }
 

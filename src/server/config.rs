@@ -84,7 +84,7 @@ pub struct Config {
     /// The one namespace the platform key's Secret may be named in (each
     /// own-nodes control plane is granted `get` on it).
     #[arg(long, env = "KUBEBYON_PLATFORM_KEY_NAMESPACE",
-          default_value = crate::domain::settings::DEFAULT_PLATFORM_KEY_NAMESPACE)]
+          default_value = crate::domain::operator::DEFAULT_PLATFORM_KEY_NAMESPACE)]
     pub platform_key_namespace: String,
     /// `on`: with a Gateway but no domain suffix, users may claim any DNS
     /// name as their gateway host (first come, first served); `off`: gateway
@@ -167,16 +167,7 @@ pub struct Config {
     pub oidc_team_prefix: Option<String>,
 }
 
-/// Who may sign in with a password (`KUBEBYON_LOCAL_SIGN_IN`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum LocalSignIn {
-    #[default]
-    On,
-    /// Console admins only.
-    Admins,
-    Off,
-}
+pub use crate::server::auth::LocalSignIn;
 
 /// Shows whether a secret is set, never its value.
 struct Redacted<'a>(&'a Option<String>);
@@ -308,6 +299,31 @@ impl Config {
     }
 
     /// What the probe may connect to.
+    /// What the background loops take from here (`controllers::start`).
+    pub fn workers(&self) -> crate::server::controllers::Options {
+        crate::server::controllers::Options {
+            leader_lease: std::time::Duration::from_secs(self.leader_lease_secs),
+            claim_lease: std::time::Duration::from_secs(self.claim_lease_secs),
+            operator: self.operator_limits(),
+            helm_proxy_ports: self.helm_proxy_ports.clone(),
+            move_address_timeout_secs: self.move_address_timeout_secs,
+        }
+    }
+
+    /// Sign-in with the organisation's provider, as the operator set it.
+    pub fn oidc(&self) -> crate::server::auth::oidc::OidcSettings<'_> {
+        crate::server::auth::oidc::OidcSettings {
+            issuer: self.oidc_issuer.as_deref(),
+            client_id: self.oidc_client_id.as_deref(),
+            client_secret: self.oidc_client_secret.as_deref(),
+            public_url: self.public_url.as_deref(),
+            scopes: &self.oidc_scopes,
+            groups_claim: &self.oidc_groups_claim,
+            admin_group: self.oidc_admin_group.as_deref(),
+            team_prefix: self.oidc_team_prefix.as_deref(),
+        }
+    }
+
     pub fn probe_targets(&self) -> crate::server::host::probe::Targets {
         crate::server::host::probe::Targets {
             deny: self.probe_deny_cidrs.clone(),
@@ -332,12 +348,12 @@ impl Config {
     }
 
     /// What the operator decides of the admins' settings.
-    pub fn operator_limits(&self) -> crate::domain::settings::OperatorLimits {
-        crate::domain::settings::OperatorLimits {
+    pub fn operator_limits(&self) -> crate::domain::operator::OperatorLimits {
+        crate::domain::operator::OperatorLimits {
             chart_repos: self.chart_repos(),
             privileged_pods: self.allow_privileged_pods,
             platform_key_namespace: match self.platform_key_namespace.trim() {
-                "" => crate::domain::settings::DEFAULT_PLATFORM_KEY_NAMESPACE.to_owned(),
+                "" => crate::domain::operator::DEFAULT_PLATFORM_KEY_NAMESPACE.to_owned(),
                 ns => ns.to_owned(),
             },
         }

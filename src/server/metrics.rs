@@ -85,6 +85,8 @@ pub(crate) struct Metrics {
     pub worker_restarts: Family<WorkerLabel, Counter>,
     pub cache_objects: Family<WatchLabel, Gauge>,
     pub cache_bytes: Family<WatchLabel, Gauge>,
+    /// The background workers restarting now, by name (`/readyz` names them).
+    down: std::sync::Mutex<std::collections::BTreeSet<&'static str>>,
 }
 
 fn seconds_buckets() -> impl Iterator<Item = f64> {
@@ -169,7 +171,26 @@ impl Metrics {
             worker_restarts,
             cache_objects,
             cache_bytes,
+            down: std::sync::Mutex::default(),
         }
+    }
+
+    /// A background worker started (`up`) or stopped: its gauge, and the
+    /// set [`Self::workers_down`] reads (`controllers::supervise` marks them).
+    pub(crate) fn mark_worker(&self, worker: &'static str, up: bool) {
+        self.workers_up.get_or_create(&WorkerLabel { worker }).set(i64::from(up));
+        if let Ok(mut d) = self.down.lock() {
+            if up {
+                d.remove(worker);
+            } else {
+                d.insert(worker);
+            }
+        }
+    }
+
+    /// The workers restarting now, by name (empty when all run).
+    pub(crate) fn workers_down(&self) -> Vec<&'static str> {
+        self.down.lock().map(|d| d.iter().copied().collect()).unwrap_or_default()
     }
 
     pub(crate) fn record_reconcile(&self, outcome: &'static str, took: Duration) {

@@ -13,4 +13,5 @@ pub(crate) mod metrics;
 pub mod push;
 pub mod service;
 pub mod state;
+pub mod tenant;
 pub mod testing;

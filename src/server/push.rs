@@ -1,11 +1,12 @@
-//! Pages updated by push (issue 26): `GET /events/clusters/{id}` and
+//! Pages updated by push: `GET /events/clusters/{id}` and
 //! `GET /events/clusters` are server-sent event streams carrying a version
 //! — a cluster's revision (migration 12), or the newest revision among the
 //! clusters a list shows — and nothing else. A page compares it with the
 //! version it was rendered at and fetches its region only when it changed
 //! (`components::islands::live_region`).
 //!
-//! One task per process ([`Hub::watch_database`]) reads what changed since
+//! One task per process ([`Hub::watch_database`], started by
+//! `controllers::start`) reads what changed since
 //! the last revision it saw, every [`POLL`] while anyone listens: one read
 //! of the counter when nothing changed, whichever replica wrote. It sends
 //! each change to the streams that asked for that cluster or that list on
@@ -65,7 +66,6 @@ pub struct Hub {
     topics: Mutex<HashMap<Topic, watch::Sender<i64>>>,
     open: AtomicUsize,
     per_user: Mutex<HashMap<i64, usize>>,
-    started: std::sync::Once,
     /// The revision the poller has read up to; `None` while nobody listens.
     cursor: tokio::sync::Mutex<Option<i64>>,
 }
@@ -105,7 +105,6 @@ impl Hub {
             topics: Mutex::default(),
             open: AtomicUsize::new(0),
             per_user: Mutex::default(),
-            started: std::sync::Once::new(),
             cursor: tokio::sync::Mutex::new(None),
         })
     }
@@ -129,12 +128,7 @@ impl Hub {
         Ok(Slot { hub: self.clone(), user })
     }
 
-    fn subscribe(self: &Arc<Self>, topic: Topic, current: i64) -> watch::Receiver<i64> {
-        let hub = self.clone();
-        self.started.call_once(move || {
-            let supervised = crate::server::controllers::supervise::supervise;
-            tokio::spawn(supervised("live_updates", move || hub.clone().watch_database()));
-        });
+    fn subscribe(&self, topic: Topic, current: i64) -> watch::Receiver<i64> {
         let mut topics = self.topics.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let tx = topics.entry(topic).or_insert_with(|| watch::Sender::new(current));
         // Never backwards: a version read before a change the poller already sent.
@@ -156,8 +150,9 @@ impl Hub {
         }
     }
 
-    /// Reads what changed, every [`POLL`] while any stream is open.
-    async fn watch_database(self: Arc<Self>) {
+    /// Reads what changed, every [`POLL`] while any stream is open (run by
+    /// `controllers::start`, supervised).
+    pub async fn watch_database(self: Arc<Self>) {
         loop {
             tokio::time::sleep(POLL).await;
             let mut cursor = self.cursor.lock().await;

@@ -63,7 +63,8 @@ impl Console {
         let mut conf = leptos::config::get_configuration(Some("Cargo.toml")).expect("leptos options");
         // No built site here: plain asset names (the release build hashes them).
         conf.leptos_options.hash_files = false;
-        let oidc = kubebyon::server::auth::oidc::Provider::from_config(&config).expect("OIDC settings").map(Arc::new);
+        let oidc =
+            kubebyon::server::auth::oidc::Provider::from_settings(config.oidc()).expect("OIDC settings").map(Arc::new);
         let state = AppState {
             oidc,
             leptos_options: conf.leptos_options,
@@ -76,6 +77,12 @@ impl Console {
             config: Arc::new(config),
             host,
         };
+        // The live pages' poller and, with a host, the access queue's loop
+        // (the console's other loops are the tests' to run).
+        kubebyon::server::controllers::live_updates(&state.push);
+        if let Some(host) = state.host.clone() {
+            tokio::spawn(kubebyon::server::controllers::access_sync::follow_queue(pool.clone(), host));
+        }
         Self { router: router(state), pool }
     }
 

@@ -1,4 +1,4 @@
-//! Sign-in with the organisation's OpenID Connect provider (issue 42).
+//! Sign-in with the organisation's OpenID Connect provider.
 //!
 //! The authorization code flow with PKCE (S256), `state` and `nonce`, as the
 //! `openidconnect` crate does it: discovery, the code exchange and every
@@ -8,7 +8,7 @@
 //!   sealed into a short-lived cookie of the browser that started it
 //!   ([`Pending`], [`super::sealed`]): a callback from another browser is
 //!   refused (no sign-in forced on a victim), and starting one writes
-//!   nothing (issue 55: anonymous starts cannot fill a table); a finished
+//!   nothing (anonymous starts cannot fill a table); a finished
 //!   sign-in's `state` is remembered, hashed, so its callback is good once;
 //! - a bounded clock skew ([`SKEW`]) on expiry;
 //! - the provider's keys fetched again on an ID token signed by a key they
@@ -39,7 +39,6 @@ use sqlx::AnyPool;
 
 use super::sealed::Sealer;
 use crate::domain::{AppError, ErrorCode};
-use crate::server::config::Config;
 use crate::server::db;
 
 /// How long a sign-in may take at the provider.
@@ -194,6 +193,20 @@ fn plain_http_endpoint(m: &CoreProviderMetadata) -> Option<String> {
     urls.into_iter().flatten().find(|u| !secure(u)).map(ToString::to_string)
 }
 
+/// What the operator set for sign-in with a provider (`KUBEBYON_OIDC_*` and
+/// `KUBEBYON_PUBLIC_URL`: `Config::oidc`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OidcSettings<'a> {
+    pub issuer: Option<&'a str>,
+    pub client_id: Option<&'a str>,
+    pub client_secret: Option<&'a str>,
+    pub public_url: Option<&'a str>,
+    pub scopes: &'a [String],
+    pub groups_claim: &'a str,
+    pub admin_group: Option<&'a str>,
+    pub team_prefix: Option<&'a str>,
+}
+
 /// What discovery gave last: the document and when, or when it failed.
 #[derive(Default)]
 struct Discovered {
@@ -205,38 +218,34 @@ impl Provider {
     /// The provider the operator configured; `None` without an issuer. An
     /// issuer without a client id, secret or public URL, or a plain-http
     /// issuer off loopback, is an error that stops the start.
-    pub fn from_config(config: &Config) -> Result<Option<Self>, String> {
-        let Some(issuer) = config.oidc_issuer.as_deref().map(str::trim).filter(|s| !s.is_empty()) else {
+    pub fn from_settings(config: OidcSettings<'_>) -> Result<Option<Self>, String> {
+        let Some(issuer) = config.issuer.map(str::trim).filter(|s| !s.is_empty()) else {
             return Ok(None);
         };
         let issuer = IssuerUrl::new(issuer.to_owned()).map_err(|e| format!("KUBEBYON_OIDC_ISSUER: {e}"))?;
         if !secure(issuer.url()) {
             return Err("KUBEBYON_OIDC_ISSUER must be an https:// URL (http:// only on loopback)".into());
         }
-        let client_id = config.oidc_client_id.as_deref().map(str::trim).filter(|s| !s.is_empty());
-        let secret = config.oidc_client_secret.as_deref().filter(|s| !s.trim().is_empty());
+        let client_id = config.client_id.map(str::trim).filter(|s| !s.is_empty());
+        let secret = config.client_secret.filter(|s| !s.trim().is_empty());
         let (Some(client_id), Some(secret)) = (client_id, secret) else {
             return Err("KUBEBYON_OIDC_ISSUER needs KUBEBYON_OIDC_CLIENT_ID and KUBEBYON_OIDC_CLIENT_SECRET".into());
         };
-        let Some(public) =
-            config.public_url.as_deref().map(|u| u.trim().trim_end_matches('/')).filter(|u| !u.is_empty())
-        else {
+        let Some(public) = config.public_url.map(|u| u.trim().trim_end_matches('/')).filter(|u| !u.is_empty()) else {
             return Err("KUBEBYON_OIDC_ISSUER needs KUBEBYON_PUBLIC_URL (the redirect URI is built from it)".into());
         };
         let redirect = RedirectUrl::new(format!("{public}/auth/oidc/callback"))
             .map_err(|e| format!("KUBEBYON_PUBLIC_URL: {e}"))?;
         let mut scopes = vec![];
-        for s in config.oidc_scopes.iter().map(|s| s.trim()).filter(|s| !s.is_empty() && *s != "openid") {
+        for s in config.scopes.iter().map(|s| s.trim()).filter(|s| !s.is_empty() && *s != "openid") {
             scopes.push(Scope::new(s.to_owned()));
         }
-        let groups_claim = match config.oidc_groups_claim.trim() {
+        let groups_claim = match config.groups_claim.trim() {
             "" => "groups".to_owned(),
             c => c.to_owned(),
         };
-        let admin_group =
-            config.oidc_admin_group.as_deref().map(str::trim).filter(|g| !g.is_empty()).map(str::to_owned);
-        let team_prefix =
-            config.oidc_team_prefix.as_deref().map(str::trim).filter(|p| !p.is_empty()).map(str::to_owned);
+        let admin_group = config.admin_group.map(str::trim).filter(|g| !g.is_empty()).map(str::to_owned);
+        let team_prefix = config.team_prefix.map(str::trim).filter(|p| !p.is_empty()).map(str::to_owned);
         Ok(Some(Self {
             team_prefix,
             issuer,
@@ -483,14 +492,12 @@ pub(crate) struct HttpFailure(String);
 
 impl<'c> openidconnect::AsyncHttpClient<'c> for Http {
     type Error = HttpFailure;
-    type Future =
-        std::pin::Pin<Box<dyn std::future::Future<Output = Result<HttpResponse, HttpFailure>> + Send + Sync + 'c>>;
+    type Future = std::pin::Pin<Box<dyn std::future::Future<Output = Result<HttpResponse, HttpFailure>> + Send + 'c>>;
 
     fn call(&'c self, request: HttpRequest) -> Self::Future {
-        // Sync as the trait's users want it: the call runs as its own task.
-        let client = self.0.clone();
-        let task = tokio::spawn(Self::send(client, request));
-        Box::pin(async move { task.await.map_err(|e| HttpFailure(format!("the call to the provider failed: {e}")))? })
+        // In the request's own task: dropped with it (a sign-in given up
+        // stops its call to the provider).
+        Box::pin(Self::send(self.0.clone(), request))
     }
 }
 
@@ -526,6 +533,7 @@ impl Http {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::server::config::Config;
 
     /// Entra ID (`preferred_username` is the UPN) and Okta (the login, an
     /// e-mail address) ask for e-mail-shaped names: their local part.
@@ -652,13 +660,13 @@ mod tests {
             oidc_scopes: vec!["profile".into(), "openid".into(), " ".into()],
             ..Config::default()
         };
-        let p = Provider::from_config(&base).unwrap().unwrap();
+        let p = Provider::from_settings(base.oidc()).unwrap().unwrap();
         assert_eq!(p.redirect.as_str(), "https://console.example.com/auth/oidc/callback");
         assert_eq!(p.scopes.iter().map(|s| s.as_str()).collect::<Vec<_>>(), ["profile"]);
         assert_eq!(p.groups_claim, "groups");
-        assert!(Provider::from_config(&Config::default()).unwrap().is_none());
+        assert!(Provider::from_settings(Config::default().oidc()).unwrap().is_none());
         let loopback = Config { oidc_issuer: Some("http://127.0.0.1:9000".into()), ..base.clone() };
-        assert!(Provider::from_config(&loopback).unwrap().is_some());
+        assert!(Provider::from_settings(loopback.oidc()).unwrap().is_some());
         for (bad, says) in [
             (Config { oidc_issuer: Some("http://id.example.com".into()), ..base.clone() }, "https://"),
             (Config { oidc_client_secret: None, ..base.clone() }, "CLIENT_SECRET"),
@@ -666,7 +674,7 @@ mod tests {
             (Config { public_url: None, ..base.clone() }, "PUBLIC_URL"),
             (Config { oidc_issuer: Some("not a url".into()), ..base.clone() }, "ISSUER"),
         ] {
-            let e = Provider::from_config(&bad).err().expect("refused");
+            let e = Provider::from_settings(bad.oidc()).err().expect("refused");
             assert!(e.contains(says), "{e}");
             assert!(!e.contains("s3cret"), "{e}");
         }

@@ -32,9 +32,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tokio::sync::{Semaphore, SemaphorePermit};
 
-pub const MAX_FAILURES: u32 = 5;
-pub(crate) const MAX_CLIENT_FAILURES: u32 = 30;
-pub const WINDOW_SECS: i64 = 15 * 60;
+pub use crate::domain::sign_in::{MAX_CLIENT_FAILURES, MAX_FAILURES, WINDOW_SECS};
 /// Entries kept at most in each table.
 pub(crate) const MAX_ENTRIES: usize = 100_000;
 /// Sign-ins that may wait for each password check slot.

@@ -1,5 +1,5 @@
 //! Keeps every cluster's access bindings in step with the console's
-//! memberships (issue 42) on a slow, spread schedule: each cluster with a
+//! memberships on a slow, spread schedule: each cluster with a
 //! kubeconfig once every [`PERIOD`], one at a time, evenly spaced over it —
 //! never in the observer's passes, which keep reading nothing when nothing
 //! changed. A binding a tenant deleted or changed is put back at the latest
@@ -13,8 +13,11 @@ use std::time::Duration;
 use sqlx::AnyPool;
 
 use crate::server::db;
-use crate::server::service::HostHandle;
-use crate::server::service::credentials;
+use crate::server::host::Host;
+use crate::server::tenant::access;
+
+/// The console's handle on the host.
+type HostHandle = std::sync::Arc<Host>;
 
 /// How often each cluster's bindings are looked at.
 pub const PERIOD: Duration = Duration::from_secs(600);
@@ -39,11 +42,21 @@ pub async fn run(pool: AnyPool, host: HostHandle) {
     }
 }
 
+/// Runs forever: whenever a change that touched several clusters queued
+/// them (`service::credentials::resync`), brings each one's bindings in
+/// step, one at a time (a request answers before they are done).
+pub async fn follow_queue(pool: AnyPool, host: HostHandle) {
+    loop {
+        access::drain(&pool, &host).await;
+        host.access.wake.notified().await;
+    }
+}
+
 /// One cluster's bindings brought in step (a failure is logged; the next
 /// pass tries again). The number of bindings written.
 async fn one(pool: &AnyPool, host: &HostHandle, id: i64) -> usize {
     let Ok(Some(cluster)) = db::clusters::get(pool, id).await else { return 0 };
-    match Box::pin(credentials::resync_one(pool, host, &cluster)).await {
+    match Box::pin(access::resync_one(pool, host, &cluster)).await {
         Ok(written) => written,
         Err(e) => {
             tracing::warn!(cluster = id, error = %e, "access sync: the cluster's bindings could not be brought in step");

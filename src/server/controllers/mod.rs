@@ -11,10 +11,11 @@
 //! - [`node_removal`]: removes joined nodes as `vcluster node delete` does
 //!   (cordon, evict, wait, delete), one idempotent step per pass; no lease.
 //! - [`access_sync`]: each cluster's access bindings in step with the
-//!   console's memberships, every 10 minutes, spread; no lease.
+//!   console's memberships, every 10 minutes, spread; no lease. And the
+//!   clusters a change queued (`access_queue`), as soon as it did.
 //! - [`housekeeping`]: expired sessions and old sign-in records, hourly.
-//! - the live pages' poller (`server::push::Hub`), started with the first
-//!   open page, supervised as these are.
+//! - the live pages' poller (`server::push::Hub::watch_database`): reads
+//!   nothing while no page is open.
 //! - [`supervise`]: restarts a background task that panicked, and reports it.
 //! - [`backoff`]: the one back-off rule they all wait by.
 //!
@@ -29,32 +30,69 @@ pub mod node_removal;
 pub mod reconciler;
 pub mod supervise;
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use self::supervise::supervise;
-use crate::server::state::AppState;
+use sqlx::AnyPool;
 
-/// Starts every background loop, each supervised: the reconciler (`main`
-/// makes it with its host connection and its settings), the move driver, the
-/// node removals (with a host) and the housekeeping. (The live pages' poller
-/// starts with the first open page.)
-pub fn start(state: &AppState, reconciler: Option<std::sync::Arc<reconciler::Context>>) {
-    if let Some(ctx) = reconciler {
+use self::supervise::supervise;
+use crate::domain::operator::OperatorLimits;
+use crate::server::host::Host;
+use crate::server::push::Hub;
+
+/// Starts every background loop, each supervised: with a host, the
+/// reconciler (made here from the host and the configuration), node removals
+/// and the access sync; always the move driver, the live pages' poller and
+/// the housekeeping.
+pub fn start(pool: &AnyPool, options: &Options, host: Option<&Arc<Host>>, push: &Arc<Hub>) {
+    if let Some(host) = host {
+        let ctx = Arc::new(reconciler_context(host, pool, options));
         tokio::spawn(supervise("reconciler", move || reconciler::run(ctx.clone())));
-    }
-    let pool = state.pool.clone();
-    let timeout = i64::try_from(state.config.move_address_timeout_secs).unwrap_or(i64::MAX);
-    tokio::spawn(supervise("move_driver", move || move_driver::drive(pool.clone(), Duration::from_secs(2), timeout)));
-    if let Some(host) = state.host.clone() {
-        let pool = state.pool.clone();
+        let (p, h) = (pool.clone(), host.clone());
         tokio::spawn(supervise("node_removal", move || {
-            node_removal::drive(pool.clone(), host.clone(), Duration::from_secs(2))
+            node_removal::drive(p.clone(), h.clone(), Duration::from_secs(2))
         }));
+        let (p, h) = (pool.clone(), host.clone());
+        tokio::spawn(supervise("access_sync", move || access_sync::run(p.clone(), h.clone())));
+        let (p, h) = (pool.clone(), host.clone());
+        tokio::spawn(supervise("access_queue", move || access_sync::follow_queue(p.clone(), h.clone())));
     }
-    if let Some(host) = state.host.clone() {
-        let pool = state.pool.clone();
-        tokio::spawn(supervise("access_sync", move || access_sync::run(pool.clone(), host.clone())));
-    }
-    let pool = state.pool.clone();
+    let (p, timeout) = (pool.clone(), i64::try_from(options.move_address_timeout_secs).unwrap_or(i64::MAX));
+    tokio::spawn(supervise("move_driver", move || move_driver::drive(p.clone(), Duration::from_secs(2), timeout)));
+    live_updates(push);
+    let pool = pool.clone();
     tokio::spawn(supervise("session_expiry", move || housekeeping::run(pool.clone())));
+}
+
+/// The live pages' poller ([`Hub::watch_database`]), supervised: part of
+/// [`start`], and what a test's console without the other loops runs.
+pub fn live_updates(push: &Arc<Hub>) {
+    let push = push.clone();
+    tokio::spawn(supervise("live_updates", move || push.clone().watch_database()));
+}
+
+/// What the background loops take from the operator's configuration
+/// (`Config::workers`).
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// The observer lease and an operation's claim (`KUBEBYON_LEADER_LEASE_SECS`,
+    /// `KUBEBYON_CLAIM_LEASE_SECS`).
+    pub leader_lease: Duration,
+    pub claim_lease: Duration,
+    /// What the operator allows of the settings, where they take effect.
+    pub operator: OperatorLimits,
+    /// Ports helm's Jobs may leave by besides 443 (`KUBEBYON_HELM_PROXY_PORTS`).
+    pub helm_proxy_ports: Vec<u16>,
+    /// How long a move waits for an address (`KUBEBYON_MOVE_ADDRESS_TIMEOUT_SECS`).
+    pub move_address_timeout_secs: u64,
+}
+
+/// The reconciler's context for `host`, with the operator's settings.
+fn reconciler_context(host: &Arc<Host>, pool: &AnyPool, options: &Options) -> reconciler::Context {
+    let mut ctx = reconciler::Context::new(host.clone(), pool.clone());
+    ctx.timing.leader_lease = options.leader_lease;
+    ctx.timing.lease = options.claim_lease;
+    ctx.operator = options.operator.clone();
+    ctx.allow_helm_egress(options.helm_proxy_ports.iter().copied());
+    ctx
 }

@@ -19,7 +19,7 @@ use crate::domain::nodes::{DrainNode, DrainPod, DrainStep, EVICTION_GRACE_SECS, 
 use crate::server::db;
 use crate::server::db::node_removals::RemovalRow;
 use crate::server::host::Host;
-use crate::server::service::virtual_read;
+use crate::server::tenant::read;
 
 /// One pass over every running removal. Safe to run in several places at once.
 pub async fn advance(pool: &AnyPool, host: &Host) -> Result<(), db::DbError> {
@@ -71,10 +71,10 @@ fn unavailable(row: &RemovalRow, what: &str, e: &kube::Error) -> Waiting {
 
 /// A bounded read's failure: past a cap it waits as for an unreachable
 /// control plane (the tenant's objects are theirs to shrink).
-fn unreadable(row: &RemovalRow, what: &str, e: virtual_read::ReadError) -> Waiting {
+fn unreadable(row: &RemovalRow, what: &str, e: read::ReadError) -> Waiting {
     match e {
-        virtual_read::ReadError::Kube(e) => unavailable(row, what, &e),
-        virtual_read::ReadError::TooLarge(cap) => {
+        read::ReadError::Kube(e) => unavailable(row, what, &e),
+        read::ReadError::TooLarge(cap) => {
             tracing::warn!(cluster = row.cluster_id, node = %row.node, cap, "node removal: {what} over the console's cap");
             Waiting { left: None, reason: Some(RemovalReason::ControlPlaneUnavailable), pod: None }
         }
@@ -87,7 +87,7 @@ async fn step(row: &RemovalRow, client: kube::Client) -> Result<Option<Option<Re
     let nodes: Api<Node> = Api::all(client.clone());
     // Bounded reads (the tenant may make its objects huge); a pod's metadata
     // is all a drain decides on.
-    let node = match Box::pin(virtual_read::get_opt::<Node>(&client, None, &row.node)).await {
+    let node = match Box::pin(read::get_opt::<Node>(&client, None, &row.node)).await {
         Ok(node) => node,
         Err(e) => return Err(unreadable(row, "node read", e)),
     };
@@ -95,7 +95,7 @@ async fn step(row: &RemovalRow, client: kube::Client) -> Result<Option<Option<Re
         Some(_) => {
             let on_node = ListParams::default().fields(&format!("spec.nodeName={}", row.node));
             let keep = |pod: PartialObjectMeta<Pod>| drain_pod(&pod);
-            match Box::pin(virtual_read::list_metadata(&client, None, &on_node, virtual_read::NAMES, keep)).await {
+            match Box::pin(read::list_metadata(&client, None, &on_node, read::NAMES, keep)).await {
                 Ok(pods) => pods,
                 Err(e) => return Err(unreadable(row, "pod list", e)),
             }

@@ -5,29 +5,9 @@
 //! `/readyz` answers 503 naming it) and started again after a back-off of
 //! 1, 2, 4 … 30 s. A worker that returns is started again the same way.
 
-use std::collections::BTreeSet;
-use std::sync::{LazyLock, Mutex};
 use std::time::Duration;
 
 use crate::server::metrics::{WorkerLabel, global};
-
-static DOWN: LazyLock<Mutex<BTreeSet<&'static str>>> = LazyLock::new(Mutex::default);
-
-/// The workers restarting now, by name (empty when all run).
-pub(crate) fn down() -> Vec<&'static str> {
-    DOWN.lock().map(|d| d.iter().copied().collect()).unwrap_or_default()
-}
-
-fn mark(worker: &'static str, up: bool) {
-    global().workers_up.get_or_create(&WorkerLabel { worker }).set(i64::from(up));
-    if let Ok(mut d) = DOWN.lock() {
-        if up {
-            d.remove(worker);
-        } else {
-            d.insert(worker);
-        }
-    }
-}
 
 /// The wait before the `n`th restart in a row (from 1): 1 s, 2 s, 4 s, … up to 30 s.
 fn restart_wait(n: u32) -> Duration {
@@ -42,10 +22,10 @@ where
 {
     let mut restarts = 0u32;
     loop {
-        mark(worker, true);
+        global().mark_worker(worker, true);
         let started = tokio::time::Instant::now();
         let ended = tokio::spawn(start()).await;
-        mark(worker, false);
+        global().mark_worker(worker, false);
         global().worker_restarts.get_or_create(&WorkerLabel { worker }).inc();
         match ended {
             Err(e) if e.is_panic() => tracing::error!(worker, "background worker panicked; restarting it"),
@@ -86,11 +66,11 @@ mod tests {
             }
         }));
         tokio::time::sleep(Duration::from_millis(100)).await;
-        assert_eq!(down(), vec!["test-worker"], "down while it waits to restart");
+        assert_eq!(global().workers_down(), vec!["test-worker"], "down while it waits to restart");
         assert_eq!(global().workers_up.get_or_create(&label).get(), 0);
         tokio::time::sleep(Duration::from_secs(2)).await;
         assert_eq!(runs.load(Ordering::SeqCst), 2, "started again");
-        assert!(down().is_empty());
+        assert!(global().workers_down().is_empty());
         assert_eq!(global().workers_up.get_or_create(&label).get(), 1);
         assert_eq!(global().worker_restarts.get_or_create(&label).get(), before + 1);
     }

@@ -427,7 +427,7 @@ pub async fn touched_since(pool: &AnyPool, after: i64) -> Result<(Vec<(i64, i64,
     Ok((touched, upto))
 }
 
-/// The clusters shared with the user `$user` (issue 42), as a subquery.
+/// The clusters shared with the user `$user`, as a subquery.
 const SHARED_WITH: &str = "SELECT cluster_id FROM cluster_member_users WHERE user_id = $user";
 
 /// The version of the list of `user` (every cluster: `None`): the highest

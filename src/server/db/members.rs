@@ -1,4 +1,4 @@
-//! Sharing (issue 42): `cluster_members`, `teams`, `team_members` and the
+//! Sharing: `cluster_members`, `teams`, `team_members` and the
 //! `cluster_member_users` view (memberships with teams expanded).
 //!
 //! Every change of who may see a cluster writes the cluster's row

@@ -6,7 +6,7 @@ use sqlx::AnyPool;
 
 use super::{DbError, now};
 use crate::domain::gateway::{GatewayRef, parse_suffix};
-use crate::domain::nodes::SecretRef;
+use crate::domain::names::SecretRef;
 use crate::domain::placement::Placement;
 use crate::domain::settings::{AddressStyle, PodSecurity, parse_switch};
 use crate::domain::{Host, PublicAccessMode, SystemSettings};
@@ -42,10 +42,10 @@ pub async fn load(pool: &AnyPool) -> Result<SystemSettings, DbError> {
     Ok(SystemSettings {
         load_balancer_address_request: get(LB_ADDRESS).and_then(AddressStyle::parse).unwrap_or_default(),
         chart_repo: get(CHART_REPO)
-            .filter(|r| crate::domain::settings::is_chart_repo(r))
+            .filter(|r| crate::domain::chart::is_chart_repo(r))
             .map_or(defaults.chart_repo, str::to_owned),
         chart_version: get(CHART_VERSION)
-            .filter(|v| crate::domain::settings::is_chart_version(v))
+            .filter(|v| crate::domain::chart::is_chart_version(v))
             .map_or(defaults.chart_version, str::to_owned),
         default_mode: get(DEFAULT_MODE).and_then(PublicAccessMode::parse).unwrap_or_default(),
         nodeport_public_host: get(NODEPORT_HOST).and_then(|h| Host::parse(h).ok()),

@@ -5,7 +5,7 @@
 use sqlx::AnyPool;
 
 use super::{DbError, now_ms};
-use crate::server::auth::rate_limit::{MAX_CLIENT_FAILURES, MAX_FAILURES, WINDOW_SECS};
+use crate::domain::sign_in::{MAX_CLIENT_FAILURES, MAX_FAILURES, WINDOW_SECS};
 
 fn pair_key(account: &str, client: &str) -> String {
     format!("p\n{account}\n{client}")

@@ -248,7 +248,7 @@ impl Host {
 
     /// Whether the Secret `key` names exists on the host: its metadata only,
     /// the key itself is never read.
-    pub(crate) async fn secret_exists(&self, key: &crate::domain::nodes::SecretRef) -> Result<bool> {
+    pub(crate) async fn secret_exists(&self, key: &crate::domain::names::SecretRef) -> Result<bool> {
         use k8s_openapi::api::core::v1::Secret;
         let calls = async {
             let api: Api<Secret> = Api::namespaced(self.client.clone(), &key.namespace);

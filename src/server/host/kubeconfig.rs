@@ -74,7 +74,7 @@ fn named(name: &str, server: &str, data: Data) -> Kubeconfig {
     }
 }
 
-/// A user's own kubeconfig (issue 42): `endpoint`, the control plane's CA,
+/// A user's own kubeconfig: `endpoint`, the control plane's CA,
 /// the certificate its controller-manager signed for them and the key made
 /// for this one download, named after the cluster. Never stored or logged.
 pub(crate) fn for_user(

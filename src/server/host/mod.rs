@@ -19,6 +19,7 @@
 //! - [`https`]: the one HTTPS client (the probe's and the join script's);
 //! - [`error`]: what a host call's failure is and whether to try again.
 
+pub mod call_budget;
 pub mod error;
 pub mod facts;
 pub(crate) mod https;
@@ -59,6 +60,8 @@ pub struct Host {
     pub(crate) secrets: secrets::Memo,
     /// The reconciler's doorbell.
     pub(crate) changes: Changes,
+    /// Clusters whose access bindings wait to be brought in step.
+    pub(crate) access: AccessQueue,
     /// The watch caches' sizes, once they run.
     watched: OnceLock<Arc<dyn Watched>>,
     /// The host's own `kube-system` UID, read once: a virtual cluster's
@@ -78,6 +81,7 @@ impl Host {
             seen: facts::Seen::new(detected),
             secrets: secrets::Memo::default(),
             changes: Changes::default(),
+            access: AccessQueue::default(),
             watched: OnceLock::new(),
             kube_system: OnceCell::new(),
         }
@@ -109,8 +113,8 @@ impl Host {
         self.installation.id().await
     }
 
-    /// Each user's share of the request slots (`service::call_budget`).
-    pub(crate) fn user_calls(&self) -> &crate::server::service::call_budget::UserCalls {
+    /// Each user's share of the request slots (`host::call_budget`).
+    pub(crate) fn user_calls(&self) -> &call_budget::UserCalls {
         &self.slots.per_user
     }
 
@@ -203,7 +207,7 @@ pub(crate) const REQUEST_CALL_TIMEOUT: Duration = Duration::from_secs(25);
 pub(crate) struct Slots {
     users: Semaphore,
     join: Semaphore,
-    per_user: crate::server::service::call_budget::UserCalls,
+    per_user: call_budget::UserCalls,
 }
 
 impl Default for Slots {
@@ -215,10 +219,34 @@ impl Default for Slots {
 /// Whose request pool a host call is made from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Calls {
-    /// Signed-in users (each also within `service::call_budget`).
+    /// Signed-in users (each also within `host::call_budget`).
     Users,
     /// The anonymous join script.
     Join,
+}
+
+/// Clusters whose access bindings wait to be brought in step in the
+/// background (a change that touched several: `service::credentials::resync`),
+/// and the doorbell of the loop that works them (`controllers::access_sync`).
+#[derive(Default)]
+pub(crate) struct AccessQueue {
+    pending: std::sync::Mutex<std::collections::BTreeSet<i64>>,
+    pub(crate) wake: Notify,
+}
+
+impl AccessQueue {
+    /// Queues `clusters` (each once, however often asked) and rings.
+    pub(crate) fn push(&self, clusters: &[i64]) {
+        if let Ok(mut pending) = self.pending.lock() {
+            pending.extend(clusters);
+        }
+        self.wake.notify_one();
+    }
+
+    /// The next cluster waiting, taken off the queue.
+    pub(crate) fn pop(&self) -> Option<i64> {
+        self.pending.lock().ok()?.pop_first()
+    }
 }
 
 /// The reconciler's doorbell: rung when a change was stored, and whether

@@ -54,8 +54,10 @@ fn still_allowed(st: &AppState, user: i64, topic: Topic) -> impl FnMut() -> BoxF
             };
             match topic {
                 Topic::Cluster(id) => match crate::server::db::clusters::get(&pool, id).await {
-                    // The owner, an admin, a member still (issue 42).
-                    Ok(Some(c)) => !matches!(clusters::access_of(&pool, &now, &c).await, Ok(None)),
+                    // The owner, an admin, a member still.
+                    Ok(Some(c)) => {
+                        !matches!(crate::server::service::access::access_of(&pool, &now, &c).await, Ok(None))
+                    }
                     Ok(None) | Err(_) => true,
                 },
                 list => clusters::list_topic(&now) == list,

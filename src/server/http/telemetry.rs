@@ -126,7 +126,7 @@ pub(crate) async fn metrics_page(State(state): State<AppState>, headers: http::H
 /// process answers (liveness must not restart replicas for a database outage).
 pub(crate) async fn readyz(State(state): State<AppState>) -> Response {
     let check = crate::server::service::database_answers(&state.pool);
-    let down = crate::server::controllers::supervise::down();
+    let down = crate::server::metrics::global().workers_down();
     if !down.is_empty() {
         tracing::warn!(?down, "not ready: background workers restarting");
         return (StatusCode::SERVICE_UNAVAILABLE, format!("restarting: {}\n", down.join(", "))).into_response();

@@ -12,7 +12,7 @@ use crate::server::db::users::{RoleChange, UserRow};
 use crate::server::db::{self};
 
 use super::{HostHandle, internal};
-use crate::server::config::LocalSignIn;
+use crate::server::auth::LocalSignIn;
 
 /// Checks credentials and opens a session. Returns the user and the cookie token.
 /// The typed username is logged only when it names an existing account (a

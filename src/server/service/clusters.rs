@@ -81,36 +81,8 @@ pub(crate) async fn get(pool: &AnyPool, user: &CurrentUser, id: i64) -> Result<C
 /// The cluster if `user` may do `can` with it: `NotFound` when they may not
 /// even see it, `Forbidden` when they see it but may not do this.
 pub(crate) async fn get_for(pool: &AnyPool, user: &CurrentUser, id: i64, can: Can) -> Result<Cluster, AppError> {
-    let (cluster, access) = with_access(pool, user, id).await?;
-    if access.allows(can, PER_USER_CREDENTIALS) { Ok(cluster) } else { Err(AppError::new(ErrorCode::Forbidden)) }
-}
-
-/// Downloads are credentials of their own user's (issue 42,
-/// `service::credentials`): anyone who may see a cluster may have one, at
-/// their role.
-pub(crate) const PER_USER_CREDENTIALS: bool = true;
-
-/// The cluster and how `user` reaches it; `NotFound` without any access.
-pub(crate) async fn with_access(pool: &AnyPool, user: &CurrentUser, id: i64) -> Result<(Cluster, Access), AppError> {
-    let not_found = || AppError::new(ErrorCode::NotFound);
-    let cluster = db::clusters::get(pool, id).await?.ok_or_else(not_found)?;
-    let access = access_of(pool, user, &cluster).await?.ok_or_else(not_found)?;
-    Ok((cluster.shown(), access))
-}
-
-/// How `user` reaches `cluster`, if at all.
-pub(crate) async fn access_of(
-    pool: &AnyPool,
-    user: &CurrentUser,
-    cluster: &Cluster,
-) -> Result<Option<Access>, AppError> {
-    Ok(if cluster.owner_id == user.id {
-        Some(Access::Owner)
-    } else if user.is_admin() {
-        Some(Access::ConsoleAdmin)
-    } else {
-        Access::of_memberships(db::members::roles_of(pool, cluster.id, user.id).await?)
-    })
+    let (cluster, access) = super::access::with_access(pool, user, id).await?;
+    if access.allows(can) { Ok(cluster) } else { Err(AppError::new(ErrorCode::Forbidden)) }
 }
 
 pub async fn create(
@@ -337,7 +309,7 @@ pub(crate) async fn detail(
     id: i64,
     before: Option<i64>,
 ) -> Result<Detail, AppError> {
-    let (cluster, access) = with_access(pool, user, id).await?;
+    let (cluster, access) = super::access::with_access(pool, user, id).await?;
     let events = history(pool, &cluster, before).await?;
     let remembered_mode = db::clusters::remembered_mode(pool, id).await?;
     let remembered_host = db::clusters::remembered_host(pool, id).await?;

@@ -20,13 +20,13 @@ use crate::domain::membership::Can;
 use crate::domain::nodes::{CreatedToken, NodeView, RemovalView, TokenView, Unread};
 use crate::domain::user::CurrentUser;
 use crate::domain::{AppError, ErrorCode};
-use crate::server::service::call_budget::UserCall;
-use crate::server::service::virtual_read::{self, ReadError};
+use crate::server::host::call_budget::UserCall;
 use crate::server::service::write_limit::SpecWriteLimiter;
+use crate::server::tenant::read::{self, ReadError};
 
 /// The cluster (if `user` may see it and it has own nodes), a client for its
 /// virtual API server, and the user's call it is read within
-/// (`service::call_budget`: over it, `calls_rate_limited`).
+/// (`host::call_budget`: over it, `calls_rate_limited`).
 async fn open<'h>(
     pool: &AnyPool,
     host: Option<&'h HostHandle>,
@@ -64,7 +64,7 @@ fn call_failed(cluster: &Cluster, what: &str, e: &kube::Error) -> AppError {
     AppError::new(ErrorCode::ControlPlaneUnavailable)
 }
 
-/// A bounded read's failure ([`virtual_read`]): past a cap, the tenant's own
+/// A bounded read's failure ([`read`]): past a cap, the tenant's own
 /// objects are too large for the console to read (not "unavailable").
 fn read_failed(cluster: &Cluster, what: &str, e: ReadError) -> AppError {
     match e {
@@ -160,31 +160,6 @@ fn with_server(kubeconfig: &str, server: &str) -> Option<String> {
     serde_yaml::to_string(&doc).ok()
 }
 
-/// Deletes the cluster's join tokens whose maker may no longer manage its
-/// nodes (`join::departed_tokens`; `may_manage`: the bindings the console
-/// keeps), at every resync of its access: a membership change, a disabled
-/// account, a new owner, and the slow loop. The names deleted.
-pub(crate) async fn revoke_departed(
-    client: &kube::Client,
-    cluster: &Cluster,
-    may_manage: impl Fn(i64) -> bool,
-) -> Result<Vec<String>, super::credentials::SyncError> {
-    let lp =
-        ListParams::default().labels(&format!("{}={},{}", join::TOKEN_LABEL.0, join::TOKEN_LABEL.1, join::MAKER_LABEL));
-    let secrets = virtual_read::list(client, Some(join::NAMESPACE), &lp, virtual_read::TOKENS, Some).await?;
-    let gone = join::departed_tokens(&secrets, may_manage);
-    let api: Api<Secret> = Api::namespaced(client.clone(), join::NAMESPACE);
-    for name in &gone {
-        match Box::pin(api.delete(name, &DeleteParams::default())).await {
-            Ok(_) => {}
-            Err(kube::Error::Api(e)) if e.code == 404 => {}
-            Err(e) => return Err(e.into()),
-        }
-        tracing::info!(cluster = cluster.id, secret = %name, "join token revoked: its maker no longer manages the cluster's nodes");
-    }
-    Ok(gone)
-}
-
 /// The cluster's tokens (vCluster's label), soonest to expire first.
 pub(crate) async fn list_tokens(
     pool: &AnyPool,
@@ -199,7 +174,7 @@ pub(crate) async fn list_tokens(
 async fn tokens_of(cluster: &Cluster, client: &kube::Client) -> Result<Vec<TokenView>, AppError> {
     let lp = ListParams::default().labels(&format!("{}={}", join::TOKEN_LABEL.0, join::TOKEN_LABEL.1));
     let keep = |s: Secret| join::token_view(&s);
-    let mut views = virtual_read::list(client, Some(join::NAMESPACE), &lp, virtual_read::TOKENS, keep)
+    let mut views = read::list(client, Some(join::NAMESPACE), &lp, read::TOKENS, keep)
         .await
         .map_err(|e| read_failed(cluster, "token list", e))?;
     views.sort_by_key(|v| (v.expires_at.unwrap_or(i64::MAX), v.id.clone()));
@@ -209,9 +184,8 @@ async fn tokens_of(cluster: &Cluster, client: &kube::Client) -> Result<Vec<Token
     let keep = |csr: CertificateSigningRequest| {
         join::csr_node(csr.spec.username.as_deref().unwrap_or_default(), &csr.spec.request.0)
     };
-    let joins = virtual_read::list(client, None, &lp, virtual_read::CSRS, keep)
-        .await
-        .map_err(|e| read_failed(cluster, "CSR list", e))?;
+    let joins =
+        read::list(client, None, &lp, read::CSRS, keep).await.map_err(|e| read_failed(cluster, "CSR list", e))?;
     for (id, node) in joins {
         if let Some(view) = views.iter_mut().find(|v| v.id == id)
             && !view.nodes.contains(&node)
@@ -238,7 +212,7 @@ pub(crate) async fn revoke_token(
     writes.take(user.id)?;
     let secret_name = join::secret_name(token_id);
     let (cluster, client, _call) = Box::pin(open(pool, host, user, id, Can::ManageNodes)).await?;
-    match Box::pin(virtual_read::get_opt::<Secret>(&client, Some(join::NAMESPACE), &secret_name)).await {
+    match Box::pin(read::get_opt::<Secret>(&client, Some(join::NAMESPACE), &secret_name)).await {
         Ok(Some(s)) if join::token_view(&s).is_some() => {}
         Ok(_) => return Err(not_found()),
         Err(e) => return Err(read_failed(&cluster, "token read", e)),
@@ -269,7 +243,7 @@ pub(crate) async fn list_nodes(
 async fn nodes_of(cluster: &Cluster, client: &kube::Client) -> Result<Vec<NodeView>, AppError> {
     use k8s_openapi::api::core::v1::Node;
     let keep = |node: Node| Some(node_view(&node));
-    let mut views = virtual_read::list(client, None, &ListParams::default(), virtual_read::NODES, keep)
+    let mut views = read::list(client, None, &ListParams::default(), read::NODES, keep)
         .await
         .map_err(|e| read_failed(cluster, "node list", e))?;
     views.sort_by(|a, b| a.name.cmp(&b.name));
@@ -350,7 +324,7 @@ pub(crate) async fn remove_node(
     let name = crate::domain::nodes::node_name(name).ok_or_else(not_found)?;
     writes.take(user.id)?;
     let (cluster, client, _call) = Box::pin(open(pool, host, user, id, Can::ManageNodes)).await?;
-    match Box::pin(virtual_read::exists::<Node>(&client, None, name)).await {
+    match Box::pin(read::exists::<Node>(&client, None, name)).await {
         Ok(true) => {}
         Ok(false) => return Err(not_found()),
         Err(e) => return Err(read_failed(&cluster, "node read", e)),
@@ -393,13 +367,13 @@ pub(crate) async fn joined_node_names(host: Option<&HostHandle>, user: &CurrentU
     if !cluster.spec.own_nodes || cluster.deletion_requested {
         return Vec::new();
     }
-    let read = async {
+    let names = async {
         let (_, client, _call) = connect(host, user, cluster.clone()).await.ok()?;
         let keep = |n: PartialObjectMeta<k8s_openapi::api::core::v1::Node>| n.metadata.name;
         let lp = ListParams::default();
-        virtual_read::list_metadata(&client, None, &lp, virtual_read::NAMES, keep).await.ok()
+        read::list_metadata(&client, None, &lp, read::NAMES, keep).await.ok()
     };
-    match tokio::time::timeout(std::time::Duration::from_secs(2), Box::pin(read)).await {
+    match tokio::time::timeout(std::time::Duration::from_secs(2), Box::pin(names)).await {
         Ok(Some(mut names)) => {
             names.sort();
             names

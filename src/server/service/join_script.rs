@@ -29,11 +29,11 @@ use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
 use super::HostHandle;
-use super::virtual_read;
 use crate::domain::join::{self, JoinToken};
 use crate::domain::{AppError, ErrorCode};
 use crate::server::db;
 use crate::server::host::{InternalTarget, https};
+use crate::server::tenant::read;
 
 /// How long the control plane may take and how much it may send.
 #[derive(Debug, Clone, Copy)]
@@ -121,8 +121,8 @@ async fn checked(
             }
         };
         let secret_name = token.secret_name();
-        let read = virtual_read::get_opt::<Secret>(&client, Some(join::NAMESPACE), &secret_name);
-        match Box::pin(read).await {
+        let secret = read::get_opt::<Secret>(&client, Some(join::NAMESPACE), &secret_name);
+        match Box::pin(secret).await {
             Ok(secret) => Ok(secret.filter(|s| join::authenticates(raw_token, s, db::now())).map(|_| target)),
             Err(e) => {
                 tracing::warn!(cluster = id, error = %e, "join script: reading the token in the virtual cluster failed");

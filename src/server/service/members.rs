@@ -1,4 +1,4 @@
-//! Sharing (issue 42): a cluster's members, and the teams admins manage.
+//! Sharing: a cluster's members, and the teams admins manage.
 //! Who may change a cluster's members is `Can::ManageMembers` (its owner,
 //! its admin members, console admins); teams are the console admins'.
 //! Every change is audited.

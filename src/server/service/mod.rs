@@ -3,9 +3,9 @@
 //! input, apply the domain rules, and call the repositories. Database errors
 //! are logged here and reach the caller only as `ErrorCode::Internal`.
 
+pub mod access;
 pub mod accounts;
 pub mod audit;
-pub mod call_budget;
 pub mod clusters;
 pub mod credentials;
 pub mod join;
@@ -14,7 +14,6 @@ pub mod members;
 pub mod moves;
 pub mod quota;
 pub mod settings;
-pub mod virtual_read;
 pub mod write_limit;
 
 use crate::domain::{AppError, ErrorCode};

@@ -17,7 +17,7 @@ pub(crate) async fn limit_for(pool: &AnyPool, user: &CurrentUser) -> Result<Opti
 }
 
 /// The limit `user`'s change of a cluster `owner` owns is held to: the
-/// owner's (quotas stay per owner when a member edits; issue 42), none for admins.
+/// owner's (quotas stay per owner when a member edits), none for admins.
 pub(crate) async fn limit_for_owner(pool: &AnyPool, user: &CurrentUser, owner: i64) -> Result<Option<Quota>, AppError> {
     if user.is_admin() {
         return Ok(None);

@@ -23,11 +23,11 @@ pub(crate) async fn view(
     pool: &AnyPool,
     host: Option<&super::HostHandle>,
     policy: &crate::domain::gateway::HostPolicy,
-    limits: &crate::domain::settings::OperatorLimits,
+    limits: &crate::domain::operator::OperatorLimits,
     user: &CurrentUser,
 ) -> Result<crate::domain::settings::SettingsView, AppError> {
     let settings = get(pool, user).await?;
-    // The host's facts, within the admin's call budget (`service::call_budget`).
+    // The host's facts, within the admin's call budget (`host::call_budget`).
     let _call = host.map(|h| h.user_calls().take(user.id)).transpose()?;
     let (gateway_api, storage_classes) = match host {
         Some(h) => (h.gateway_api_view().await.ok(), h.storage_classes().await.ok()),
@@ -84,8 +84,9 @@ pub(crate) struct PublicDefaults {
     pub kubeconfig_max_lifetime: crate::domain::membership::CredentialLifetime,
 }
 
-/// Merges `patch` over the stored settings (a field it leaves out keeps its
-/// stored value), validates and stores the result; returns it and how many
+/// Applies `patch` to the stored settings (a field it leaves out keeps its
+/// stored value), checks the rules across fields and the operator's limits,
+/// and stores the result; returns it and how many
 /// clusters' HelmCharts render differently under it; this process's
 /// reconciler, when it runs one, re-renders them now (`host`, which also
 /// tells how the host's LoadBalancer provider is asked).
@@ -94,12 +95,13 @@ pub(crate) async fn update(
     host: Option<&super::HostHandle>,
     user: &CurrentUser,
     patch: SettingsPatch,
-    limits: &crate::domain::settings::OperatorLimits,
+    limits: &crate::domain::operator::OperatorLimits,
 ) -> Result<(SystemSettings, usize), AppError> {
     user.require_admin()?;
     let detected = super::HostLink::of(host).detected;
     let before = db::settings::load(pool).await?;
-    let settings = SystemSettings::parse(&patch.over(&before).input())?;
+    let settings = patch.apply(before.clone());
+    settings.validate()?;
     limits.check(&settings)?;
     db::settings::save(pool, &settings).await?;
     let clusters = db::clusters::list(pool, None).await?;

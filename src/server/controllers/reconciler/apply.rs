@@ -24,7 +24,7 @@ use std::collections::BTreeSet;
 use crate::domain::cluster::Cluster;
 use crate::domain::gateway::RouteVersion;
 use crate::domain::host_objects;
-use crate::domain::nodes::SecretRef;
+use crate::domain::names::SecretRef;
 use crate::domain::render::{self, AddressRequest, FailurePolicy, INSTALLATION_LABEL};
 use crate::domain::settings::PodSecurity;
 use crate::domain::{PublicAccess, SystemSettings};

@@ -7,7 +7,7 @@
 //! and the Nodes. One watch each (kube-rs's `watcher`): a rollout that does
 //! not come up is explained from them without a request to the host.
 //!
-//! What is kept is only what the console reads (issue 26): each object is cut
+//! What is kept is only what the console reads: each object is cut
 //! down on arrival ([`slim`]) to its name, namespace, UID, labels and the few
 //! spec and status fields `gather` and `observe` use — no managed fields, no
 //! pod templates, no container specs, no images — and objects outside the

@@ -51,7 +51,7 @@ pub struct Context {
     pub timing: Timing,
     /// What the operator allows of the admin's settings: applied to them
     /// wherever they take effect on the host (`OperatorLimits::cap`).
-    pub operator: crate::domain::settings::OperatorLimits,
+    pub operator: crate::domain::operator::OperatorLimits,
     /// The watch caches, once `run` started them.
     caches: OnceLock<Arc<cache::Caches>>,
     /// The endpoints' probes, run off the passes ([`probe_schedule`]).

@@ -108,7 +108,7 @@ pub(crate) struct LifetimeQuery {
     lifetime: Option<String>,
 }
 
-/// The caller's own kubeconfig of a cluster (issue 42: a certificate for
+/// The caller's own kubeconfig of a cluster (a certificate for
 /// them, signed inside the cluster now): anyone who may see it, an
 /// attachment, never cached, stored or logged. 409 when there is none.
 pub(crate) async fn cluster_kubeconfig(

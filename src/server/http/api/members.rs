@@ -1,4 +1,4 @@
-//! Sharing (issue 42): a cluster's members, and the admins' teams.
+//! Sharing: a cluster's members, and the admins' teams.
 
 use axum::Json;
 use axum::extract::{Path, State};

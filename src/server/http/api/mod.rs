@@ -44,7 +44,7 @@ impl IntoResponse for ApiError {
         let mut res = (status, Json(self.0)).into_response();
         let after = match self.0.code {
             ErrorCode::RateLimited => Some(crate::server::service::write_limit::RETRY_AFTER_SECS),
-            ErrorCode::CallsRateLimited => Some(crate::server::service::call_budget::RETRY_AFTER_SECS),
+            ErrorCode::CallsRateLimited => Some(crate::server::host::call_budget::RETRY_AFTER_SECS),
             ErrorCode::JoinRateLimited => Some(crate::server::auth::rate_limit::WINDOW_SECS.unsigned_abs()),
             _ => None,
         };

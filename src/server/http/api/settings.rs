@@ -6,9 +6,11 @@ use axum::routing::{MethodRouter, get};
 use serde::{Deserialize, Serialize};
 
 use super::{ApiError, ApiJson, ApiResult, ApiUser};
+use crate::domain::gateway::GatewayRef;
+use crate::domain::names::SecretRef;
 use crate::domain::resources::NumberOrText;
-use crate::domain::settings::GatewayPlacementText;
-use crate::domain::{AppError, ErrorCode, SystemSettings};
+use crate::domain::settings::{AddressStyle, PodSecurity, SettingsPatch};
+use crate::domain::{AppError, ErrorCode, Field, Host, PublicAccessMode, SystemSettings};
 use crate::server::service::settings;
 use crate::server::state::AppState;
 
@@ -103,54 +105,76 @@ pub(crate) struct SettingsBody {
 }
 
 impl SettingsBody {
-    /// The body as the form's text (so the rules are one): a field left out
-    /// keeps its stored value; `null` clears a nullable one.
-    fn into_patch(self) -> Result<crate::domain::settings::SettingsPatch, ApiError> {
-        let annotations = self.load_balancer_annotations.unwrap_or_default();
-        if annotations.values().any(|v| v.contains('\n')) || annotations.keys().any(|k| k.contains([':', '=', '\n'])) {
-            return Err(ApiError(AppError::at(
-                ErrorCode::AnnotationsInvalid,
-                crate::domain::Field::LoadBalancerAnnotations,
-            )));
-        }
-        let switch = |on: bool| if on { "on" } else { "off" }.to_owned();
-        let quota = self.quota.as_ref().map(crate::domain::quota::QuotaText::of);
-        // The objects through the form's text: `null` is an empty field.
-        let gateway = self.gateway.map(|g| GatewayPlacementText::of_gateway(g.as_ref()));
-        let placement = self.placement.as_ref().map(GatewayPlacementText::of_placement);
-        Ok(crate::domain::settings::SettingsPatch {
-            default_mode: Some(self.default_cluster_public_access_mode),
-            nodeport_public_host: Some(self.nodeport_public_host.unwrap_or_default()),
-            load_balancer_annotations: Some(annotations.iter().map(|(k, v)| format!("{k}: {v}\n")).collect()),
-            load_balancer_class: Some(self.load_balancer_class.unwrap_or_default()),
-            load_balancer_address_request: self.load_balancer_address_request,
-            chart_repo: self.chart_repo,
-            chart_version: self.chart_version,
-            quota_clusters: quota.as_ref().map(|q| q.clusters.clone()),
-            quota_cpu: quota.as_ref().map(|q| q.cpu.clone()),
-            quota_memory_gib: quota.as_ref().map(|q| q.memory_gib.clone()),
-            quota_storage_gib: quota.as_ref().map(|q| q.storage_gib.clone()),
-            pod_security: self.pod_security,
-            network_policy: self.network_policy.map(switch),
-            private_nodes: self.private_nodes.map(switch),
-            platform_api_key: self.platform_api_key,
-            gateway: gateway.as_ref().map(|g| g.gateway.clone()),
-            gateway_listener: gateway.as_ref().map(|g| g.gateway_listener.clone()),
-            gateway_domain_suffix: self.gateway_domain_suffix.map(Option::unwrap_or_default),
-            spread: placement.as_ref().map(|p| p.spread.clone()),
-            spread_topology_key: placement.as_ref().map(|p| p.spread_topology_key.clone()),
+    /// The body as typed values, each through its domain type's own
+    /// constructor (the same rules, codes and fields as the form's text), in
+    /// the form's order (the first bad field is the one reported): a field
+    /// left out keeps its stored value; `null` clears a nullable one.
+    fn into_patch(self) -> Result<SettingsPatch, AppError> {
+        use crate::domain::membership::CredentialLifetime;
+        use crate::domain::{chart, gateway, load_balancer, placement::Placement, quota::Quota};
+        let default_mode = PublicAccessMode::parse(&self.default_cluster_public_access_mode)
+            .ok_or(AppError::at(ErrorCode::ModeInvalid, Field::DefaultMode))?;
+        let nodeport_public_host = Host::parse_optional(self.nodeport_public_host.as_deref().unwrap_or_default())
+            .map_err(|_| AppError::at(ErrorCode::HostInvalid, Field::NodeportPublicHost))?;
+        let annotations = load_balancer::annotations(self.load_balancer_annotations.unwrap_or_default())?;
+        let class = load_balancer::class(self.load_balancer_class.as_deref().unwrap_or_default())?;
+        let address_request = when_given(self.load_balancer_address_request, |s| {
+            AddressStyle::parse(&s)
+                .ok_or(AppError::at(ErrorCode::AddressRequestInvalid, Field::LoadBalancerAddressRequest))
+        })?;
+        let chart_repo = when_given(self.chart_repo, |r| chart::repo(&r))?;
+        let chart_version = when_given(self.chart_version, |v| chart::version(&v))?;
+        let quota = when_given(self.quota, Quota::checked)?;
+        let pod_security = when_given(self.pod_security, |s| {
+            PodSecurity::parse(&s).ok_or(AppError::at(ErrorCode::BadRequest, Field::PodSecurity))
+        })?;
+        let platform_api_key = when_given(self.platform_api_key, |k| {
+            if k.trim().is_empty() { Ok(None) } else { SecretRef::parse(&k).map(Some) }
+        })?;
+        let gateway = when_given(self.gateway, |g| g.map(GatewayRef::checked).transpose())?;
+        let suffix =
+            when_given(self.gateway_domain_suffix, |s| gateway::parse_suffix(s.as_deref().unwrap_or_default()))?;
+        let placement = when_given(self.placement, Placement::checked)?;
+        let lifetime = when_given(self.kubeconfig_max_lifetime, |l| {
+            match l {
+                NumberOrText::Number(secs) => CredentialLifetime::from_secs(secs),
+                NumberOrText::Text(t) => CredentialLifetime::parse(&t),
+            }
+            .map_err(|_| AppError::at(ErrorCode::CredentialLifetimeInvalid, Field::KubeconfigMaxLifetime))
+        })?;
+        let extra_egress = when_given(self.extra_egress, |e| {
+            e.checked().ok_or(AppError::at(ErrorCode::EgressInvalid, Field::ExtraEgress))
+        })?;
+        Ok(SettingsPatch {
+            default_mode: Some(default_mode),
+            nodeport_public_host: Some(nodeport_public_host),
+            load_balancer_annotations: Some(annotations),
+            load_balancer_class: Some(class),
+            load_balancer_address_request: address_request,
+            chart_repo,
+            chart_version,
+            quota_clusters: quota.map(|q| q.clusters),
+            quota_cpu_millis: quota.map(|q| q.cpu_millis),
+            quota_memory_gib: quota.map(|q| q.memory_gib),
+            quota_storage_gib: quota.map(|q| q.storage_gib),
+            pod_security,
+            network_policy: self.network_policy,
+            private_nodes: self.private_nodes,
+            platform_api_key,
+            gateway,
+            gateway_domain_suffix: suffix,
+            spread: placement.as_ref().map(|p| p.spread),
+            spread_topology_key: placement.as_ref().map(|p| p.topology_key.clone()),
             storage_class: placement.map(|p| p.storage_class),
-            kubeconfig_max_lifetime: self.kubeconfig_max_lifetime.map(|l| match l {
-                // Seconds as minutes; a number that is not whole minutes stays
-                // unreadable, so the rules refuse it.
-                NumberOrText::Number(s) if s % 60 == 0 => format!("{}m", s / 60),
-                NumberOrText::Number(s) => format!("{s}s"),
-                NumberOrText::Text(t) => t,
-            }),
-            // Through the form's text: the one set of rules judges it.
-            extra_egress: self.extra_egress.map(|e| e.text()),
+            kubeconfig_max_lifetime: lifetime,
+            extra_egress,
         })
     }
+}
+
+/// A field the body may leave out, read when given.
+fn when_given<T, U>(value: Option<T>, read: impl FnOnce(T) -> Result<U, AppError>) -> Result<Option<U>, AppError> {
+    value.map(read).transpose()
 }
 
 /// A nullable field that may be missing: missing is `None`, `null` is `Some(None)`.
@@ -170,7 +194,7 @@ pub(crate) async fn update_settings(
     ApiJson(body): ApiJson<SettingsBody>,
 ) -> ApiResult<SettingsReply> {
     u.require_admin()?;
-    let patch = body.into_patch()?;
+    let patch = body.into_patch().map_err(ApiError)?;
     let (saved, rerendered) =
         settings::update(&st.pool, st.host.as_ref(), &u, patch, &st.config.operator_limits()).await?;
     let (detected_address_request, detected_servicelb) = settings::detected(st.host.as_ref());

@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use super::write_limit::{Bucket, take};
+use crate::domain::token_bucket::{Bucket, take};
 use crate::domain::{AppError, ErrorCode};
 
 /// Calls one user may have running at once.
