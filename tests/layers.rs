@@ -8,7 +8,6 @@ use std::path::{Path, PathBuf};
 
 /// One source file: its path under `src/` ("server/db/shared.rs"), its
 /// production code without comments, and its comments.
-#[derive(Clone)]
 struct Source {
     path: String,
     code: Vec<(usize, String)>,

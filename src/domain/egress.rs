@@ -132,10 +132,7 @@ impl ExtraEgress {
     pub fn parse(text: &str) -> Option<Self> {
         let lines = text.lines().map(|l| l.split('#').next().unwrap_or_default().trim()).filter(|l| !l.is_empty());
         let rules: Option<Vec<EgressRule>> = lines.map(EgressRule::parse).collect();
-        let mut rules = rules?;
-        let mut seen = std::collections::BTreeSet::new();
-        rules.retain(|r| seen.insert(r.to_string()));
-        (rules.len() <= MAX_RULES).then_some(Self(rules))
+        Self(rules?).checked()
     }
 
     /// Rules given as values (the JSON API), under the text's rules: each

@@ -175,7 +175,7 @@ impl Dimension {
 
 /// A cluster count as the form writes it; empty: no limit.
 pub(crate) fn parse_clusters(text: &str) -> Result<Option<u32>, AppError> {
-    parse_number(text, Dimension::Clusters)?
+    parse_gib(text, Dimension::Clusters)?
         .map(|n| u32::try_from(n).map_err(|_| Dimension::Clusters.invalid()))
         .transpose()
 }
@@ -192,12 +192,9 @@ pub(crate) fn parse_cpu(text: &str) -> Result<Option<u64>, AppError> {
         .ok_or(Dimension::Cpu.invalid())
 }
 
-/// Memory or storage in GiB as the form writes it; empty: no limit.
+/// Memory or storage in GiB (or a cluster count) as the form writes it;
+/// empty: no limit.
 pub(crate) fn parse_gib(text: &str, d: Dimension) -> Result<Option<u64>, AppError> {
-    parse_number(text, d)
-}
-
-fn parse_number(text: &str, d: Dimension) -> Result<Option<u64>, AppError> {
     if text.trim().is_empty() {
         return Ok(None);
     }

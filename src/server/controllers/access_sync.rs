@@ -13,11 +13,8 @@ use std::time::Duration;
 use sqlx::AnyPool;
 
 use crate::server::db;
-use crate::server::host::Host;
+use crate::server::host::HostHandle;
 use crate::server::tenant::access;
-
-/// The console's handle on the host.
-type HostHandle = std::sync::Arc<Host>;
 
 /// How often each cluster's bindings are looked at.
 pub const PERIOD: Duration = Duration::from_secs(600);

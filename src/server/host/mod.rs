@@ -225,6 +225,9 @@ pub(crate) enum Calls {
     Join,
 }
 
+/// The console's handle on the host, as requests and loops hold it.
+pub(crate) type HostHandle = Arc<Host>;
+
 /// Clusters whose access bindings wait to be brought in step in the
 /// background (a change that touched several: `service::credentials::resync`),
 /// and the doorbell of the loop that works them (`controllers::access_sync`).

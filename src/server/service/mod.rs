@@ -19,8 +19,7 @@ pub mod write_limit;
 use crate::domain::{AppError, ErrorCode};
 use crate::server::db::DbError;
 
-/// The console's handle on the host, when it has one.
-pub(crate) type HostHandle = std::sync::Arc<crate::server::host::Host>;
+pub(crate) use crate::server::host::HostHandle;
 
 /// Tells this process's reconciler, when it runs one, that a change was
 /// stored (another replica's finds it on its next pass). The only wake call

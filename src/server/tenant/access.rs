@@ -8,7 +8,6 @@
 //! in the observer's passes. A cluster whose endpoint is the host's own API
 //! server (a relaying test host) is refused: nothing is written there.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Namespace, Secret};
@@ -23,11 +22,8 @@ use crate::domain::cluster::Cluster;
 use crate::domain::membership::{self, Bindings, MemberRole};
 use crate::domain::{AppError, join, rbac};
 use crate::server::db;
-use crate::server::host::Host;
+use crate::server::host::HostHandle;
 use crate::server::host::error::Error as HostError;
-
-/// The console's handle on the host.
-type HostHandle = Arc<Host>;
 
 /// The label on what the console writes inside a virtual cluster.
 pub(crate) const MANAGED_BY: &str = "app.kubernetes.io/managed-by";

@@ -6,7 +6,6 @@
 //! server trusts. Who may have one, and the audit, are
 //! `service::credentials`'.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
@@ -18,7 +17,7 @@ use super::access::{MANAGED_BY, SyncError, own_client, sync};
 use super::read;
 use crate::domain::cluster::Cluster;
 use crate::domain::membership::{self, Bindings, CredentialLifetime};
-use crate::server::host::Host;
+use crate::server::host::HostHandle;
 
 /// How long the console waits for the controller-manager to sign.
 const SIGNING: Duration = Duration::from_secs(15);
@@ -125,7 +124,7 @@ pub(crate) struct Minted {
 /// The bindings in step, then a key, a request, the console's approval and
 /// the signed certificate.
 pub(crate) async fn mint(
-    host: &Arc<Host>,
+    host: &HostHandle,
     cluster: &Cluster,
     user: i64,
     lifetime: CredentialLifetime,
