@@ -1,17 +1,33 @@
 #!/usr/bin/env bash
 # `make lint`: formatting and lints of every crate (the console and hostsim).
-# --without-clippy: formatting and shellcheck only (`make test` runs clippy
-# inside its builds instead: lib.sh's clippy_in_builds).
+#   --without-clippy    formatting and shellcheck only (`make test` runs clippy
+#                       inside its builds instead: lib.sh's clippy_in_builds)
+#   --without-leptosfmt not the `view!` macros' formatting
+#   --only-leptosfmt    only the `view!` macros' formatting (`make test` builds
+#                       leptosfmt last, in its idle minutes, and checks then)
 set -euo pipefail
-with_clippy=true
-if [ "${1:-}" = --without-clippy ]; then with_clippy=false; fi
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
+with_clippy=true with_leptosfmt=true
+for arg in "$@"; do
+  case $arg in
+    --without-clippy) with_clippy=false ;;
+    --without-leptosfmt) with_leptosfmt=false ;;
+    --only-leptosfmt)
+      step "leptosfmt (view! macros)"
+      leptosfmt --check src >/dev/null || die "run: make fmt"
+      exit 0 ;;
+    *) die "lint.sh: unknown argument $arg" ;;
+  esac
+done
 
-step "rustfmt and leptosfmt (view! macros)"
+step "rustfmt"
 cargo fmt --check
-leptosfmt --check src >/dev/null || { echo "run: make fmt" >&2; exit 1; }
 cargo fmt --check --manifest-path hostsim/Cargo.toml
+if $with_leptosfmt; then
+  step "leptosfmt (view! macros)"
+  leptosfmt --check src >/dev/null || die "run: make fmt"
+fi
 
 if $with_clippy; then
   step "clippy (server and browser builds)"

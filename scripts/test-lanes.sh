@@ -29,10 +29,17 @@ read -r -a solo <<<"${3:-}"
 read -r -a gates <<<"${4:-}"
 mkdir -p "$logs"
 
-# name<TAB>executable of every test binary, built already (fresh: no compile).
-mapfile -t built < <(cargo test --features ssr --no-run --message-format=json 2>/dev/null |
-  jq -r 'select(.reason == "compiler-artifact" and .profile.test and .executable != null)
-         | "\(if .target.kind[0] == "test" then .target.name else "\(.target.kind[0]):\(.target.name)" end)\t\(.executable)"')
+# name<TAB>executable of every test binary, built already (no compile), read
+# from cargo by --lanes and kept in LOG_DIR/binaries.tsv for --after: by then
+# another build may have run in the same target dir (hostsim's).
+if [ "$mode" = after ] && [ -s "$logs/binaries.tsv" ]; then
+  mapfile -t built <"$logs/binaries.tsv"
+else
+  mapfile -t built < <(cargo test --features ssr --no-run --message-format=json 2>/dev/null |
+    jq -r 'select(.reason == "compiler-artifact" and .profile.test and .executable != null)
+           | "\(if .target.kind[0] == "test" then .target.name else "\(.target.kind[0]):\(.target.name)" end)\t\(.executable)"')
+  printf '%s\n' "${built[@]}" >"$logs/binaries.tsv"
+fi
 [ "${#built[@]}" -gt 0 ] || die "test-lanes: cargo listed no test binaries"
 declare -A exe=()
 order=()

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # `make test`: every test, against real parts.
-#   1. formatting and shellcheck (scripts/lint.sh); clippy (`-D warnings`) runs
-#      inside every build below (lib.sh's clippy_in_builds): the console's
-#      test build (all targets), its wasm build, hostsim's builds
+#   1. formatting and shellcheck (scripts/lint.sh; on a machine without
+#      leptosfmt yet, its check runs last, after its build in idle minutes);
+#      clippy (`-D warnings`) runs inside every build below (lib.sh's
+#      clippy_in_builds): the console's test build (all targets), its wasm
+#      build, hostsim's builds
 #   2. Rust unit and integration tests (SQLite file + a throwaway PostgreSQL server)
 #   3. the site (release wasm, CSS, hashed and precompressed; built beside the
 #      Rust tests) with the server the tests built, served twice on free ports —
@@ -11,8 +13,8 @@
 #   4. the host cluster tests (real etcd + kube-apiserver + kube-controller-manager, hostsim)
 #   Where a fresh machine still builds vCluster's syncer after the lanes, the
 #   parts that do not need it run first: the browser specs without the live
-#   host, hostsim's other tests; then the reconciler's syncer tests, the live
-#   host's specs and hostsim's syncer tests.
+#   host and, beside them, hostsim's other tests; then the reconciler's syncer
+#   tests, the live host's specs and hostsim's syncer tests.
 # Everything it starts is stopped by PID on exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,10 +27,12 @@ host_console_pid=""
 oidc_pid=""
 control_plane_pid=""
 site_pid=""
+leptosfmt_pid=""
+hostsim_pid=""
 cleanup() {
   status=$?
-  # the background Go build (its own process group: go and its compilers too)
-  for group in $control_plane_pid $site_pid; do kill -- "-$group" 2>/dev/null || true; done
+  # the background builds (each its own process group: go and its compilers, cargo and rustc)
+  for group in $control_plane_pid $site_pid $leptosfmt_pid $hostsim_pid; do kill -- "-$group" 2>/dev/null || true; done
   for pid in $server_pid $host_console_pid $oidc_pid; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
   KUBEBYON_HOST_DIR="$work/host" bash scripts/host-down.sh 2>/dev/null || true
   bash scripts/test-postgres.sh stop "$work/pg" || true
@@ -38,21 +42,29 @@ cleanup() {
 trap cleanup EXIT
 
 # The host cluster's Go parts (built once from hostcluster/) build in the
-# background, niced, while the Rust tools build and the lints run: on 2 cores
-# each fills the other's serial stretches (a fresh machine's ~12 Go minutes).
-# vCluster's syncer, kine and the chart's distro Kubernetes (v1.34.0) build
-# after the rest, beside the Rust test build and the lanes; only the
-# reconciler tests whose clusters run upstream's syncer (SYNCER_TESTS) wait
-# for them (syncer.ready) when they are not built before the lanes.
+# background at nice 10 (its autogroup's too: scripts/niced.sh), in what the
+# Rust test build leaves idle (a fresh machine's ~12 Go minutes alone); the
+# lanes need them. vCluster's syncer, kine and the chart's distro Kubernetes
+# (v1.34.0) build after the rest, beside the Rust test build and the lanes;
+# only the reconciler tests whose clusters run upstream's syncer
+# (SYNCER_TESTS) wait for them (syncer.ready) when they are not built before
+# the lanes. wasm-bindgen-cli, which only the site needs, is built at the
+# start of the site's job, and leptosfmt (below) last.
 bash scripts/install-go.sh
 # shellcheck disable=SC2016 # (expanded by the inner shell)
-setsid bash -c 'bash scripts/build-control-plane.sh --without-syncer >"$1/control-plane.out" &&
+setsid bash scripts/niced.sh 10 bash -c 'bash scripts/build-control-plane.sh --without-syncer >"$1/control-plane.out" &&
   touch "$1/control-plane.ready" && { bash scripts/build-control-plane.sh >/dev/null && touch "$1/syncer.ready" ||
   { touch "$1/syncer.ready.failed"; exit 1; }; }' _ "$work" \
   2>"$work/control-plane.log" &
 control_plane_pid=$!
-bash scripts/install-tools.sh --test
-bash scripts/lint.sh --without-clippy
+# leptosfmt (the `view!` macros' formatter, built from crates.io) is only the
+# formatting check's: where it is not built yet (a fresh machine), it builds
+# at nice 19 from the lanes on, in minutes the tests leave idle, and the
+# check runs last; elsewhere it runs now.
+leptosfmt_later=()
+"$TOOLS_DIR/bin/leptosfmt" --version >/dev/null 2>&1 || leptosfmt_later=(--without-leptosfmt)
+bash scripts/install-tools.sh --test --without-wasm-bindgen "${leptosfmt_later[@]}"
+bash scripts/lint.sh --without-clippy "${leptosfmt_later[@]}"
 clippy_in_builds
 
 step "PostgreSQL for the storage tests"
@@ -99,10 +111,15 @@ export PATH="$KUBEBYON_CONTROL_PLANE_DIR:$PATH"
 # test-host` keeps its own dir, out of the console's build lock).
 export HOSTSIM_TARGET_DIR="$CARGO_TARGET_DIR"
 # shellcheck disable=SC2016 # (expanded by the inner shell)
-setsid nice -n 5 bash -c 'bash scripts/build-console.sh --server-from-tests && touch "$1/site.ready" &&
-  cargo test --manifest-path hostsim/Cargo.toml --locked --no-run' _ "$work" \
+setsid bash scripts/niced.sh 5 bash -c 'bash scripts/install-tools.sh --wasm-bindgen &&
+  bash scripts/build-console.sh --server-from-tests && touch "$1/site.ready" &&
+  cargo test --manifest-path hostsim/Cargo.toml --locked --no-run && touch "$1/hostsim.built"' _ "$work" \
   >"$work/site.out" 2>"$work/site.log" &
 site_pid=$!
+if [ ${#leptosfmt_later[@]} -gt 0 ]; then
+  setsid bash scripts/niced.sh 19 bash scripts/install-tools.sh --leptosfmt >"$work/leptosfmt.log" 2>&1 &
+  leptosfmt_pid=$!
+fi
 step "Rust tests in two lanes, the site's build beside them"
 # The test binaries `cargo test` would run one after another, run directly
 # in two lanes: the longest host suite (reconciler) and the suites that fit
@@ -129,11 +146,20 @@ lanes=("$work/lanes" "$lane_a" "reconciler::endpoints_that_never_answer_do_not_d
 [ -e "$work/syncer.ready" ] || lanes+=("reconciler::$SYNCER_TESTS=$work/syncer.ready")
 bash scripts/test-lanes.sh --lanes "${lanes[@]}"
 # Each test binary is ~330 MB (line tables) and every source change makes
-# new ones: keep only the newest of each name so the shared target dir does
-# not fill the disk over many runs.
-for t in tests/*.rs hostsim/tests/*.rs lib; do
+# new ones: keep only those of this build (the lanes' list; the library's
+# unit tests, the binary's and the binary itself are all `kubebyon-<hash>`)
+# and hostsim's newest, so the shared target dir does not fill the disk over
+# many runs. (Keeping only the newest `kubebyon-*` deleted two of this build's
+# three, and the next cargo call compiled them again: 90 s, 2026-12-07.)
+keep="$work/keep"
+cut -f2 "$work/lanes/binaries.tsv" >"$keep"
+find "$CARGO_TARGET_DIR/debug/deps" -maxdepth 1 -type f -samefile "$CARGO_TARGET_DIR/debug/kubebyon" >>"$keep"
+for t in tests/*.rs lib; do
   n=$(basename "$t" .rs); [ "$n" = lib ] && n=kubebyon
-  find "$CARGO_TARGET_DIR/debug/deps" -maxdepth 1 -type f -name "$n-*" ! -name '*.d' -printf '%T@ %p\n' |
+  find "$CARGO_TARGET_DIR/debug/deps" -maxdepth 1 -type f -name "$n-*" ! -name '*.d' | { grep -vxFf "$keep" || true; } | xargs -r rm -f
+done
+for t in hostsim/tests/*.rs; do
+  find "$CARGO_TARGET_DIR/debug/deps" -maxdepth 1 -type f -name "$(basename "$t" .rs)-*" ! -name '*.d' -printf '%T@ %p\n' |
     sort -rn | tail -n +2 | cut -d' ' -f2- | xargs -r rm -f
 done
 
@@ -210,16 +236,28 @@ playwright() {
 mapfile -t host_specs < <(grep -l 'KUBEBYON_HOST' end2end/tests/*.spec.ts | xargs -n1 basename)
 mapfile -t other_specs < <(grep -L 'KUBEBYON_HOST' end2end/tests/*.spec.ts | xargs -n1 basename)
 if [ "${#host_specs[@]}" -eq 0 ] || [ "${#other_specs[@]}" -eq 0 ]; then die "no browser specs found"; fi
+# Beside them (both mostly wait: on pages, on test hosts), once hostsim's
+# test build (the site's slot) is done: the host cluster tests without the
+# syncer, in a process group of their own (stopped on exit), output to a file.
+# shellcheck disable=SC2016 # (expanded by the inner shell)
+setsid bash -c 'until [ -e "$1/hostsim.built" ]; do
+    kill -0 "$2" 2>/dev/null || [ -e "$1/hostsim.built" ] || { echo "hostsim'"'"'s tests did not build" >&2; exit 1; }
+    sleep 1
+  done
+  exec bash scripts/hostsim-test.sh --without-syncer' _ "$work" "$site_pid" >"$work/hostsim.log" 2>&1 &
+hostsim_pid=$!
 playwright "${other_specs[@]}"
 
-step "hostsim's test build, then the host cluster tests without the syncer (kube-apiserver + etcd + hostsim)"
-if ! wait "$site_pid"; then
-  site_pid=""
-  cat "$work/site.log" >&2
-  die "hostsim's tests did not build"
+step "the host cluster tests without the syncer (kube-apiserver + etcd + hostsim), run beside those"
+status=0; wait "$hostsim_pid" || status=$?
+hostsim_pid=""
+if [ "$status" -ne 0 ]; then
+  cat "$work/hostsim.log" >&2
+  [ -e "$work/hostsim.built" ] || cat "$work/site.log" >&2
+  die "the host cluster tests without the syncer failed (above)"
 fi
+grep -E '^(test result:|     Running )' "$work/hostsim.log" >&2 || true
 site_pid=""
-bash scripts/hostsim-test.sh --without-syncer
 
 step "the reconciler's tests on upstream's syncer, then the timing test alone"
 bash scripts/test-lanes.sh --after "${lanes[@]}"
@@ -282,3 +320,10 @@ if [ -n "$control_plane_pid" ] && ! wait "$control_plane_pid"; then
 fi
 control_plane_pid=""
 bash scripts/hostsim-test.sh --syncer
+
+if [ -n "$leptosfmt_pid" ]; then
+  status=0; wait "$leptosfmt_pid" || status=$?
+  leptosfmt_pid=""
+  [ "$status" -eq 0 ] || { cat "$work/leptosfmt.log" >&2; die "leptosfmt did not build"; }
+  bash scripts/lint.sh --only-leptosfmt
+fi
