@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs, idempotently and from registries only, every tool the run and test
 # commands need: the wasm target, wasm-bindgen-cli (built from crates.io with the
-# workaround in README.md's "Upstream problems"), Go when missing
+# workaround in docs/upstream-problems.md), Go when missing
 # (scripts/install-go.sh), npm packages from the committed lock file, and (with --test)
 # Debian's Chromium, CJK fonts and PostgreSQL.
 #   --test                 also what `make test` needs (Debian packages, leptosfmt)

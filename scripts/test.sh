@@ -98,6 +98,9 @@ KUBEBYON_CONTROL_PLANE_DIR=$(tail -n 1 "$work/control-plane.out")
 export KUBEBYON_CONTROL_PLANE_DIR
 # The tests' kubectl is the pinned release's, not whatever the machine has.
 export PATH="$KUBEBYON_CONTROL_PLANE_DIR:$PATH"
+# The console's Helm chart with the pinned helm (seconds; its golden renders
+# then pass the test host's API server in the reconciler suite).
+bash scripts/chart-test.sh
 # The tests mostly wait on their host: the site's build (release wasm with
 # clippy, CSS, hashes) takes the idle CPU, niced, in its own process group
 # (stopped on exit). The browser suite runs the server the test build made

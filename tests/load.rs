@@ -1,7 +1,7 @@
 //! Load: 200 signed-in readers and 50 writers at once for a bounded time,
 //! through the real router, on a SQLite file and on PostgreSQL. Every answer
 //! must be the expected success (error rate 0; never "database is locked");
-//! p50/p99 latencies are printed (figures in the README, not asserted).
+//! p50/p99 latencies are printed (figures in docs/performance.md, not asserted).
 //! `KUBEBYON_LOAD_SECS` (default 5) sets how long each backend is loaded.
 
 mod support;

@@ -1900,6 +1900,76 @@ async fn deploy_manifests_pass_the_api_servers_dry_run() {
         assert!(ok, "kubectl {args:?}: {out}");
         assert!(out.contains("(server dry run)"), "{out}");
     }
+    // The chart's golden renders (scripts/chart-test.sh holds them to the
+    // chart) pass the same API server: two installations' worth of names,
+    // SQLite's claim, the Ingress.
+    let golden = concat!(env!("CARGO_MANIFEST_DIR"), "/charts/kubebyon/tests/golden");
+    let mut renders = 0;
+    for entry in std::fs::read_dir(golden).unwrap() {
+        let path = entry.unwrap().path();
+        if !path.to_string_lossy().ends_with(".golden.yaml") {
+            continue;
+        }
+        let (ok, out) = kubectl(&["apply", "--dry-run=server", "--validate=strict", "-f", path.to_str().unwrap()]);
+        assert!(ok, "{}: {out}", path.display());
+        assert!(out.contains("deployment.apps/kubebyon created (server dry run)"), "{out}");
+        renders += 1;
+    }
+    assert!(renders >= 3, "{renders} golden renders");
+    // `helm install --dry-run=server` reads the host with `lookup`: a
+    // DATABASE_URL that does not verify the server is refused in words that
+    // name the fix and never the URL; one that does installs, and the NOTES
+    // say what the host has.
+    let helm = |args: &[&str]| {
+        let out =
+            std::process::Command::new("helm").env("KUBECONFIG", &host.kubeconfig).args(args).output().expect("helm");
+        (
+            out.status.success(),
+            format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)),
+        )
+    };
+    let chart = concat!(env!("CARGO_MANIFEST_DIR"), "/charts/kubebyon");
+    for (url, installs) in [
+        ("postgres://kubebyon:s3cret-pw@db.example.com/kubebyon", false),
+        ("postgres://kubebyon:s3cret-pw@db.example.com/kubebyon?sslmode=verify-full", true),
+    ] {
+        let (ok, out) = kubectl(&["-n", "kubebyon", "delete", "secret", "kubebyon", "--ignore-not-found"]);
+        assert!(ok, "{out}");
+        let (ok, out) = kubectl(&[
+            "-n",
+            "kubebyon",
+            "create",
+            "secret",
+            "generic",
+            "kubebyon",
+            &format!("--from-literal=DATABASE_URL={url}"),
+        ]);
+        assert!(ok, "{out}");
+        let public = "config.KUBEBYON_PUBLIC_URL=https://console.example.com";
+        // (deploy/namespace.yaml made the platform key's namespace above: helm
+        // would refuse to take over one it did not make.)
+        let (ok, out) = helm(&[
+            "install",
+            "kubebyon",
+            chart,
+            "--namespace",
+            "kubebyon",
+            "--dry-run=server",
+            "--set",
+            public,
+            "--set",
+            "platformKey.createNamespace=false",
+        ]);
+        assert_eq!(ok, installs, "{url}: {out}");
+        assert!(!out.contains("s3cret-pw"), "the database URL reached helm's output: {out}");
+        if installs {
+            assert!(out.contains("helm-controller's HelmChart: yes"), "{out}");
+        } else {
+            assert!(out.contains("does not verify the server (no sslmode=verify-full)"), "{out}");
+        }
+    }
+    let (ok, out) = kubectl(&["-n", "kubebyon", "delete", "secret", "kubebyon"]);
+    assert!(ok, "{out}");
     let (ok, out) = kubectl(&["apply", "--dry-run=server", "-k", deploy, "-o", "name"]);
     assert!(ok, "{out}");
     for object in [

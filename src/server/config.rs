@@ -12,7 +12,7 @@ use super::auth::client::Cidr;
 /// before anything starts ([`crate::server::cli::parse`]): a bad value stops
 /// the console with clap's error naming the flag and its variable; a variable
 /// set to nothing counts as unset. `kubebyon --help` lists them all; the
-/// README's table is checked against this struct by `tests/docs.rs`.
+/// docs/configuration.md's table is checked against this struct by `tests/docs.rs`.
 /// Secrets' values are never shown in help or errors.
 /// `Debug` is written out below: the secrets in it print as `<set>`.
 #[derive(Clone, Default, clap::Args)]
